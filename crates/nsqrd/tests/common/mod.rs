@@ -1,0 +1,533 @@
+//! Black-box test harness: starts a real nsqd-compatible binary on ephemeral loopback ports and
+//! speaks raw bytes to it. The binary is `nsqrd` from this build, or any nsqd-compatible binary
+//! named by `NSQD_BIN` (so every test can be checked against the reference nsqd). It uses only
+//! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{Shutdown, SocketAddr, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+pub const FRAME_RESPONSE: i32 = 0;
+pub const FRAME_ERROR: i32 = 1;
+pub const FRAME_MESSAGE: i32 = 2;
+
+/// How long any single read may block before the test fails.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The path of the server under test.
+pub fn server_bin() -> PathBuf {
+    match std::env::var_os("NSQD_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => PathBuf::from(env!("CARGO_BIN_EXE_nsqrd")),
+    }
+}
+
+/// True when running against a reference nsqd instead of nsqrd.
+pub fn is_reference() -> bool {
+    std::env::var_os("NSQD_BIN").is_some()
+}
+
+/// A running server; killed and its data directory removed on drop.
+pub struct Server {
+    child: Child,
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+    pub data_path: PathBuf,
+    log: mpsc::Receiver<String>,
+}
+
+fn temp_dir() -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "nsqr-test-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&d).expect("create temp dir");
+    d
+}
+
+impl Server {
+    /// Start with default options plus `extra` flags.
+    pub fn start(extra: &[&str]) -> Server {
+        let data_path = temp_dir();
+        Server::start_in(data_path, extra)
+    }
+
+    /// Start with an existing data directory (for restart tests).
+    pub fn start_in(data_path: PathBuf, extra: &[&str]) -> Server {
+        let mut cmd = Command::new(server_bin());
+        cmd.arg("--tcp-address=127.0.0.1:0")
+            .arg("--http-address=127.0.0.1:0")
+            .arg("--https-address=")
+            .arg("--broadcast-address=127.0.0.1")
+            .arg(format!("--data-path={}", data_path.display()))
+            .args(extra)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn server");
+        let (tx, rx) = mpsc::channel::<String>();
+        for pipe in [
+            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        let (mut tcp, mut http) = (None, None);
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut seen = Vec::new();
+        while tcp.is_none() || http.is_none() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match rx.recv_timeout(left) {
+                Ok(line) => {
+                    tcp = tcp.or_else(|| listen_addr(&line, "TCP: listening on "));
+                    http = http.or_else(|| listen_addr(&line, "HTTP: listening on "));
+                    seen.push(line);
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("server did not report its listeners; log:\n{}", seen.join("\n"));
+                }
+            }
+        }
+        Server {
+            child,
+            tcp: tcp.expect("tcp addr"),
+            http: http.expect("http addr"),
+            data_path,
+            log: rx,
+        }
+    }
+
+    /// A new TCP connection that has sent the `  V2` magic.
+    pub fn connect(&self) -> Conn {
+        let mut c = self.connect_raw();
+        c.write(b"  V2");
+        c
+    }
+
+    /// A new TCP connection with nothing sent.
+    pub fn connect_raw(&self) -> Conn {
+        let s = TcpStream::connect(self.tcp).expect("connect");
+        s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+        s.set_nodelay(true).expect("nodelay");
+        Conn { s }
+    }
+
+    /// One HTTP/1.1 request; returns the response.
+    pub fn http(&self, method: &str, path: &str, body: &[u8]) -> HttpResponse {
+        http_request(self.http, method, path, &[], body)
+    }
+
+    pub fn get(&self, path: &str) -> HttpResponse {
+        self.http("GET", path, b"")
+    }
+
+    pub fn post(&self, path: &str, body: &[u8]) -> HttpResponse {
+        self.http("POST", path, body)
+    }
+
+    /// GET /stats?format=json parsed.
+    pub fn stats(&self) -> serde_json::Value {
+        let r = self.get("/stats?format=json");
+        assert_eq!(r.status, 200, "stats: {}", r.text());
+        r.json()
+    }
+
+    /// The stats object of one channel, if it exists.
+    pub fn channel_stats(&self, topic: &str, channel: &str) -> Option<serde_json::Value> {
+        let s = self.stats();
+        let t = s["topics"]
+            .as_array()?
+            .iter()
+            .find(|t| t["topic_name"] == topic)?
+            .clone();
+        t["channels"]
+            .as_array()?
+            .iter()
+            .find(|c| c["channel_name"] == channel)
+            .cloned()
+    }
+
+    /// The stats object of one topic, if it exists.
+    pub fn topic_stats(&self, topic: &str) -> Option<serde_json::Value> {
+        let s = self.stats();
+        s["topics"]
+            .as_array()?
+            .iter()
+            .find(|t| t["topic_name"] == topic)
+            .cloned()
+    }
+
+    /// Lines the server has logged so far.
+    pub fn log_lines(&self) -> Vec<String> {
+        self.log.try_iter().collect()
+    }
+
+    /// Send SIGTERM and wait (bounded) for exit; returns the exit status code.
+    pub fn terminate(mut self) -> Option<i32> {
+        let pid = self.child.id().to_string();
+        let _ = Command::new("kill").args(["-TERM", &pid]).status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                return st.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.data_path);
+    }
+}
+
+fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    let tok = rest.split_whitespace().next()?;
+    let addr: SocketAddr = tok.parse().ok()?;
+    Some(addr)
+}
+
+/// Run the server binary with `args` to completion (for flag / startup tests): (exit code, output).
+pub fn run_to_exit(args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(server_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), text)
+}
+
+/// A decoded server frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Frame {
+    Response(Vec<u8>),
+    Error(String),
+    Message(Msg),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Msg {
+    pub timestamp: i64,
+    pub attempts: u16,
+    pub id: [u8; 16],
+    pub body: Vec<u8>,
+}
+
+impl Msg {
+    pub fn id_str(&self) -> String {
+        String::from_utf8_lossy(&self.id).into_owned()
+    }
+}
+
+impl Frame {
+    pub fn response_text(&self) -> String {
+        match self {
+            Frame::Response(b) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("expected response frame, got {other:?}"),
+        }
+    }
+}
+
+/// A raw V2 protocol connection.
+pub struct Conn {
+    pub s: TcpStream,
+}
+
+impl Conn {
+    pub fn write(&mut self, b: &[u8]) {
+        self.s.write_all(b).expect("write");
+    }
+
+    /// Send a command line (a `\n` is appended).
+    pub fn cmd(&mut self, line: &str) {
+        let mut v = line.as_bytes().to_vec();
+        v.push(b'\n');
+        self.write(&v);
+    }
+
+    /// Send a command line followed by a size-prefixed body.
+    pub fn cmd_body(&mut self, line: &str, body: &[u8]) {
+        let mut v = line.as_bytes().to_vec();
+        v.push(b'\n');
+        v.extend_from_slice(&(body.len() as i32).to_be_bytes());
+        v.extend_from_slice(body);
+        self.write(&v);
+    }
+
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.s.set_read_timeout(Some(t)).expect("timeout");
+    }
+
+    /// Read one frame; panics on timeout or EOF.
+    pub fn read_frame(&mut self) -> Frame {
+        self.try_read_frame().expect("expected a frame")
+    }
+
+    /// Read one frame; None on EOF, timeout or a read error.
+    pub fn try_read_frame(&mut self) -> Option<Frame> {
+        let mut hdr = [0u8; 8];
+        self.s.read_exact(&mut hdr).ok()?;
+        let size = i32::from_be_bytes([hdr[0], hdr[1], hdr[2], hdr[3]]);
+        let ftype = i32::from_be_bytes([hdr[4], hdr[5], hdr[6], hdr[7]]);
+        let mut data = vec![0u8; (size - 4).max(0) as usize];
+        self.s.read_exact(&mut data).ok()?;
+        Some(match ftype {
+            FRAME_RESPONSE => Frame::Response(data),
+            FRAME_ERROR => Frame::Error(String::from_utf8_lossy(&data).into_owned()),
+            FRAME_MESSAGE => {
+                assert!(data.len() >= 26, "short message frame");
+                let mut id = [0u8; 16];
+                id.copy_from_slice(&data[10..26]);
+                Frame::Message(Msg {
+                    timestamp: i64::from_be_bytes(data[0..8].try_into().expect("8")),
+                    attempts: u16::from_be_bytes([data[8], data[9]]),
+                    id,
+                    body: data[26..].to_vec(),
+                })
+            }
+            t => panic!("unknown frame type {t}"),
+        })
+    }
+
+    /// Read frames until one that is not a heartbeat.
+    pub fn read_non_heartbeat(&mut self) -> Frame {
+        loop {
+            let f = self.read_frame();
+            if f != Frame::Response(b"_heartbeat_".to_vec()) {
+                return f;
+            }
+        }
+    }
+
+    /// Expect an `OK` response.
+    pub fn expect_ok(&mut self) {
+        assert_eq!(self.read_non_heartbeat(), Frame::Response(b"OK".to_vec()));
+    }
+
+    /// Expect an error frame with exactly this text.
+    pub fn expect_error(&mut self, text: &str) {
+        assert_eq!(self.read_non_heartbeat(), Frame::Error(text.to_string()));
+    }
+
+    /// Expect a message frame.
+    pub fn expect_message(&mut self) -> Msg {
+        match self.read_non_heartbeat() {
+            Frame::Message(m) => m,
+            other => panic!("expected message, got {other:?}"),
+        }
+    }
+
+    /// True if the server closed the connection (EOF) within the read timeout.
+    pub fn expect_closed(&mut self) -> bool {
+        let mut b = [0u8; 1024];
+        loop {
+            match self.s.read(&mut b) {
+                Ok(0) => return true,
+                Ok(_) => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+
+    /// True if nothing at all arrives within `t`.
+    pub fn expect_silence(&mut self, t: Duration) -> bool {
+        self.s.set_read_timeout(Some(t)).expect("timeout");
+        let mut b = [0u8; 1];
+        let r = match self.s.peek(&mut b) {
+            Ok(_) => false,
+            Err(e) => matches!(
+                e.kind(),
+                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+            ),
+        };
+        self.s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+        r
+    }
+
+    /// IDENTIFY with a JSON body; returns the response frame.
+    pub fn identify(&mut self, json: &str) -> Frame {
+        self.cmd_body("IDENTIFY", json.as_bytes());
+        self.read_non_heartbeat()
+    }
+
+    /// SUB and expect OK.
+    pub fn sub(&mut self, topic: &str, channel: &str) {
+        self.cmd(&format!("SUB {topic} {channel}"));
+        self.expect_ok();
+    }
+
+    /// PUB and expect OK.
+    pub fn publish(&mut self, topic: &str, body: &[u8]) {
+        self.cmd_body(&format!("PUB {topic}"), body);
+        self.expect_ok();
+    }
+
+    pub fn close(self) {
+        let _ = self.s.shutdown(Shutdown::Both);
+    }
+}
+
+/// Encode an MPUB body: `[int32 num][int32 size][data]...` (without the outer size).
+pub fn mpub_body(msgs: &[&[u8]]) -> Vec<u8> {
+    let mut v = (msgs.len() as i32).to_be_bytes().to_vec();
+    for m in msgs {
+        v.extend_from_slice(&(m.len() as i32).to_be_bytes());
+        v.extend_from_slice(m);
+    }
+    v
+}
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("bad json {e}: {}", self.text()))
+    }
+}
+
+/// A minimal HTTP/1.1 client (Connection: close; Content-Length or chunked responses).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).expect("http connect");
+    s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut out = req.into_bytes();
+    out.extend_from_slice(body);
+    s.write_all(&out).expect("http write");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("http read");
+    parse_http_response(&raw)
+}
+
+fn parse_http_response(raw: &[u8]) -> HttpResponse {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("http header end");
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status_line = lines.next().expect("status line");
+    let status: u16 = status_line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    let chunked = headers.iter().any(|(k, v)| {
+        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
+    });
+    if chunked {
+        body = dechunk(&body);
+    }
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let len_str = String::from_utf8_lossy(&b[..nl]);
+        let len = usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16)
+            .unwrap_or(0);
+        if len == 0 {
+            return out;
+        }
+        let start = nl + 2;
+        out.extend_from_slice(&b[start..start + len]);
+        b = &b[start + len + 2..];
+    }
+}
+
+/// Poll `f` every 20 ms until it returns true or `timeout` passes; returns the last result.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
