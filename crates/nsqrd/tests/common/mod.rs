@@ -74,8 +74,14 @@ impl Server {
         let mut child = cmd.spawn().expect("spawn server");
         let (tx, rx) = mpsc::channel::<String>();
         for pipe in [
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -102,7 +108,10 @@ impl Server {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    panic!("server did not report its listeners; log:\n{}", seen.join("\n"));
+                    panic!(
+                        "server did not report its listeners; log:\n{}",
+                        seen.join("\n")
+                    );
                 }
             }
         }
@@ -380,7 +389,9 @@ impl Conn {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ),
         };
-        self.s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+        self.s
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .expect("timeout");
         r
     }
 
@@ -507,8 +518,8 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
             return out;
         };
         let len_str = String::from_utf8_lossy(&b[..nl]);
-        let len = usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16)
-            .unwrap_or(0);
+        let len =
+            usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
         if len == 0 {
             return out;
         }

@@ -1,0 +1,542 @@
+//! The V2 command parser: bytes in, one `Command` (or an nsqd error) out.
+//!
+//! `parse` looks at the front of the read buffer and either returns a complete command (and
+//! removes its bytes), returns `Ok(None)` when more bytes are needed, or returns the exact error
+//! nsqd would send. Checks run in nsqd's order, including the ones that depend on the client's
+//! state, so that a bad command gets the same error text as from nsqd. Bodies are split out of
+//! the buffer as `Bytes` without copying.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+use crate::error::{Code, ParseError, ProtocolError};
+use crate::names::is_valid_name;
+use crate::quote::go_quote;
+
+/// nsqd's per-connection read buffer: a command line longer than this drops the connection.
+pub const MAX_LINE_LEN: usize = 16 * 1024;
+
+/// A client's protocol state, as far as parsing cares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientState {
+    Init,
+    Subscribed,
+    Closing,
+}
+
+/// Limits from the server's flags, plus per-client facts that decide some errors.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_msg_size: i64,
+    pub max_body_size: i64,
+    pub max_rdy_count: i64,
+    pub max_req_timeout_ms: i64,
+    /// IDENTIFY set `heartbeat_interval: -1`, which forbids SUB.
+    pub heartbeats_disabled: bool,
+    /// TLS is required and this connection has not upgraded yet.
+    pub tls_pending: bool,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_msg_size: 1_048_576,
+            max_body_size: 5_242_880,
+            max_rdy_count: 2500,
+            max_req_timeout_ms: 3_600_000,
+            heartbeats_disabled: false,
+            tls_pending: false,
+        }
+    }
+}
+
+/// A 16-byte message id token as the client sent it (nsqd only checks its length).
+pub type IdToken = [u8; 16];
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    Nop,
+    Identify(Bytes),
+    Auth(Bytes),
+    Sub {
+        topic: Bytes,
+        channel: Bytes,
+    },
+    Rdy(i64),
+    Fin(IdToken),
+    /// Delay in ms as sent; the caller clamps it to [0, max-req-timeout].
+    Req {
+        id: IdToken,
+        delay_ms: u64,
+    },
+    Touch(IdToken),
+    Cls,
+    Pub {
+        topic: Bytes,
+        body: Bytes,
+    },
+    Mpub {
+        topic: Bytes,
+        bodies: Vec<Bytes>,
+    },
+    Dpub {
+        topic: Bytes,
+        defer_ms: u64,
+        body: Bytes,
+    },
+}
+
+fn err(code: Code, text: impl Into<String>) -> ParseError {
+    ParseError::Protocol(ProtocolError::new(code, text))
+}
+
+fn invalid(text: impl Into<String>) -> ParseError {
+    err(Code::Invalid, text)
+}
+
+/// nsqd's ByteToBase10: digits only, empty = 0.
+fn parse_u64(b: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for &c in b {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        v = v.checked_mul(10)?.checked_add((c - b'0') as u64)?;
+    }
+    Some(v)
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn id_token(b: &[u8]) -> Result<IdToken, ParseError> {
+    b.try_into().map_err(|_| invalid("invalid message ID"))
+}
+
+fn read_i32(b: &[u8]) -> i32 {
+    i32::from_be_bytes([b[0], b[1], b[2], b[3]])
+}
+
+/// The parsed command line: name and the byte ranges of its params (within `line`).
+struct Line {
+    /// Bytes up to and including `\n`.
+    len: usize,
+    /// Line content without `\r\n`.
+    content_end: usize,
+    /// Ranges of the space-separated tokens; the first is the command name.
+    tokens: Vec<(usize, usize)>,
+}
+
+fn scan_line(buf: &[u8]) -> Result<Option<Line>, ParseError> {
+    let window = &buf[..buf.len().min(MAX_LINE_LEN)];
+    let Some(nl) = window.iter().position(|&c| c == b'\n') else {
+        if buf.len() >= MAX_LINE_LEN {
+            return Err(ParseError::LineTooLong(MAX_LINE_LEN));
+        }
+        return Ok(None);
+    };
+    let mut end = nl;
+    if end > 0 && buf[end - 1] == b'\r' {
+        end -= 1;
+    }
+    let mut tokens = Vec::with_capacity(3);
+    let mut start = 0;
+    for (i, &c) in buf[..end].iter().enumerate() {
+        if c == b' ' {
+            tokens.push((start, i));
+            start = i + 1;
+        }
+    }
+    tokens.push((start, end));
+    Ok(Some(Line {
+        len: nl + 1,
+        content_end: end,
+        tokens,
+    }))
+}
+
+/// Parse one command from the front of `buf`; see the module docs.
+pub fn parse(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    state: ClientState,
+) -> Result<Option<Command>, ParseError> {
+    let Some(line) = scan_line(buf)? else {
+        return Ok(None);
+    };
+    let tok = |i: usize| -> &[u8] {
+        let (a, b) = line.tokens[i];
+        &buf[a..b]
+    };
+    let nparams = line.tokens.len();
+    let name = tok(0);
+    let _ = line.content_end;
+
+    if name != b"IDENTIFY" && limits.tls_pending {
+        return Err(invalid(format!(
+            "cannot {} in current state (TLS required)",
+            lossy(name)
+        )));
+    }
+
+    // Commands without a body: validate, consume the line, return.
+    let simple = match name {
+        b"NOP" => Some(Command::Nop),
+        b"RDY" => Some(parse_rdy(&tok, nparams, limits, state)?),
+        b"FIN" => {
+            check_in_flight_state(state, "FIN")?;
+            if nparams < 2 {
+                return Err(invalid("FIN insufficient number of params"));
+            }
+            Some(Command::Fin(id_token(tok(1))?))
+        }
+        b"REQ" => {
+            check_in_flight_state(state, "REQ")?;
+            if nparams < 3 {
+                return Err(invalid("REQ insufficient number of params"));
+            }
+            let id = id_token(tok(1))?;
+            let delay_ms = parse_u64(tok(2))
+                .ok_or_else(|| invalid(format!("REQ could not parse timeout {}", lossy(tok(2)))))?;
+            Some(Command::Req { id, delay_ms })
+        }
+        b"TOUCH" => {
+            check_in_flight_state(state, "TOUCH")?;
+            if nparams < 2 {
+                return Err(invalid("TOUCH insufficient number of params"));
+            }
+            Some(Command::Touch(id_token(tok(1))?))
+        }
+        b"CLS" => {
+            if state != ClientState::Subscribed {
+                return Err(invalid("cannot CLS in current state"));
+            }
+            Some(Command::Cls)
+        }
+        b"SUB" => {
+            if state != ClientState::Init {
+                return Err(invalid("cannot SUB in current state"));
+            }
+            if limits.heartbeats_disabled {
+                return Err(invalid("cannot SUB with heartbeats disabled"));
+            }
+            if nparams < 3 {
+                return Err(invalid("SUB insufficient number of parameters"));
+            }
+            if !is_valid_name(tok(1)) {
+                return Err(err(
+                    Code::BadTopic,
+                    format!("SUB topic name {} is not valid", go_quote(tok(1))),
+                ));
+            }
+            if !is_valid_name(tok(2)) {
+                return Err(err(
+                    Code::BadChannel,
+                    format!("SUB channel name {} is not valid", go_quote(tok(2))),
+                ));
+            }
+            None
+        }
+        b"IDENTIFY" | b"AUTH" | b"PUB" | b"MPUB" | b"DPUB" => None,
+        _ => return Err(invalid(format!("invalid command {}", lossy(name)))),
+    };
+    if let Some(cmd) = simple {
+        buf.advance(line.len);
+        return Ok(Some(cmd));
+    }
+    if name == b"SUB" {
+        let (t, c) = (line.tokens[1], line.tokens[2]);
+        let line_bytes = buf.split_to(line.len).freeze();
+        return Ok(Some(Command::Sub {
+            topic: line_bytes.slice(t.0..t.1),
+            channel: line_bytes.slice(c.0..c.1),
+        }));
+    }
+
+    // Commands with a body: header checks first (nsqd checks these before reading the body).
+    let kind = BodyKind::of(name);
+    let name_str = kind.name();
+    match kind {
+        BodyKind::Identify | BodyKind::Auth => {
+            if state != ClientState::Init {
+                return Err(invalid(format!("cannot {name_str} in current state")));
+            }
+            if kind == BodyKind::Auth && nparams != 1 {
+                return Err(invalid("AUTH invalid number of parameters"));
+            }
+        }
+        BodyKind::Pub | BodyKind::Mpub | BodyKind::Dpub => {
+            let need = if kind == BodyKind::Dpub { 3 } else { 2 };
+            if nparams < need {
+                return Err(invalid(format!(
+                    "{name_str} insufficient number of parameters"
+                )));
+            }
+            if !is_valid_name(tok(1)) {
+                let prefix = if kind == BodyKind::Mpub {
+                    "E_BAD_TOPIC "
+                } else {
+                    ""
+                };
+                return Err(err(
+                    Code::BadTopic,
+                    format!(
+                        "{prefix}{name_str} topic name {} is not valid",
+                        go_quote(tok(1))
+                    ),
+                ));
+            }
+        }
+    }
+    let mut defer_ms = 0;
+    if kind == BodyKind::Dpub {
+        defer_ms = parse_u64(tok(2))
+            .ok_or_else(|| invalid(format!("DPUB could not parse timeout {}", lossy(tok(2)))))?;
+        let max = limits.max_req_timeout_ms.max(0) as u64;
+        if defer_ms > max {
+            return Err(invalid(format!(
+                "DPUB timeout {defer_ms} out of range 0-{max}"
+            )));
+        }
+    }
+
+    // The 4-byte size.
+    if buf.len() < line.len + 4 {
+        return Ok(None);
+    }
+    let size = read_i32(&buf[line.len..line.len + 4]);
+    let topic_range = if nparams > 1 {
+        Some(line.tokens[1])
+    } else {
+        None
+    };
+    let topic_name = || {
+        topic_range
+            .map(|(a, b)| lossy(&buf[a..b]))
+            .unwrap_or_default()
+    };
+    match kind {
+        BodyKind::Identify | BodyKind::Auth => {
+            if size as i64 > limits.max_body_size {
+                return Err(err(
+                    Code::BadBody,
+                    format!("{name_str} body too big {size} > {}", limits.max_body_size),
+                ));
+            }
+            if size <= 0 {
+                return Err(err(
+                    Code::BadBody,
+                    format!("{name_str} invalid body size {size}"),
+                ));
+            }
+        }
+        BodyKind::Pub | BodyKind::Dpub => {
+            if size <= 0 {
+                return Err(err(
+                    Code::BadMessage,
+                    format!("{name_str} invalid message body size {size}"),
+                ));
+            }
+            if size as i64 > limits.max_msg_size {
+                return Err(err(
+                    Code::BadMessage,
+                    format!(
+                        "{name_str} message too big {size} > {}",
+                        limits.max_msg_size
+                    ),
+                ));
+            }
+        }
+        BodyKind::Mpub => {
+            let after_topic = |e: ProtocolError| ParseError::ProtocolAfterTopic {
+                error: e,
+                topic: topic_name(),
+            };
+            if size <= 0 {
+                return Err(after_topic(ProtocolError::new(
+                    Code::BadBody,
+                    format!("MPUB invalid body size {size}"),
+                )));
+            }
+            if size as i64 > limits.max_body_size {
+                return Err(after_topic(ProtocolError::new(
+                    Code::BadBody,
+                    format!("MPUB body too big {size} > {}", limits.max_body_size),
+                )));
+            }
+        }
+    }
+    let size = size as usize;
+    let total = line.len + 4 + size;
+    if buf.len() < total {
+        buf.reserve(total - buf.len());
+        return Ok(None);
+    }
+    if kind == BodyKind::Mpub {
+        // Validate before consuming, so an error leaves nothing half-taken.
+        let body = &buf[line.len + 4..total];
+        if let Err(e) = split_mpub(body, limits, |_, _| {}) {
+            return Err(ParseError::ProtocolAfterTopic {
+                error: e,
+                topic: topic_name(),
+            });
+        }
+    }
+    let line_bytes = buf.split_to(line.len).freeze();
+    buf.advance(4);
+    let body = buf.split_to(size).freeze();
+    let topic = topic_range
+        .map(|(a, b)| line_bytes.slice(a..b))
+        .unwrap_or_default();
+    Ok(Some(match kind {
+        BodyKind::Identify => Command::Identify(body),
+        BodyKind::Auth => Command::Auth(body),
+        BodyKind::Pub => Command::Pub { topic, body },
+        BodyKind::Dpub => Command::Dpub {
+            topic,
+            defer_ms,
+            body,
+        },
+        BodyKind::Mpub => {
+            let mut bodies = Vec::new();
+            split_mpub(&body, limits, |a, b| bodies.push(body.slice(a..b)))
+                .map_err(ParseError::Protocol)?;
+            Command::Mpub { topic, bodies }
+        }
+    }))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyKind {
+    Identify,
+    Auth,
+    Pub,
+    Mpub,
+    Dpub,
+}
+
+impl BodyKind {
+    fn of(name: &[u8]) -> BodyKind {
+        match name {
+            b"IDENTIFY" => BodyKind::Identify,
+            b"AUTH" => BodyKind::Auth,
+            b"MPUB" => BodyKind::Mpub,
+            b"DPUB" => BodyKind::Dpub,
+            _ => BodyKind::Pub,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            BodyKind::Identify => "IDENTIFY",
+            BodyKind::Auth => "AUTH",
+            BodyKind::Pub => "PUB",
+            BodyKind::Mpub => "MPUB",
+            BodyKind::Dpub => "DPUB",
+        }
+    }
+}
+
+fn check_in_flight_state(state: ClientState, cmd: &str) -> Result<(), ParseError> {
+    if state == ClientState::Init {
+        return Err(invalid(format!("cannot {cmd} in current state")));
+    }
+    Ok(())
+}
+
+fn parse_rdy<'a>(
+    tok: &impl Fn(usize) -> &'a [u8],
+    nparams: usize,
+    limits: &Limits,
+    state: ClientState,
+) -> Result<Command, ParseError> {
+    if state == ClientState::Closing {
+        // nsqd silently ignores RDY after CLS.
+        return Ok(Command::Nop);
+    }
+    if state != ClientState::Subscribed {
+        return Err(invalid("cannot RDY in current state"));
+    }
+    let mut count: i64 = 1;
+    if nparams > 1 {
+        let v = parse_u64(tok(1))
+            .ok_or_else(|| invalid(format!("RDY could not parse count {}", lossy(tok(1)))))?;
+        count = v as i64;
+    }
+    if count < 0 || count > limits.max_rdy_count {
+        return Err(invalid(format!(
+            "RDY count {count} out of range 0-{}",
+            limits.max_rdy_count
+        )));
+    }
+    Ok(Command::Rdy(count))
+}
+
+/// Walk an MPUB body (`[i32 n]([i32 size][data])*`) in nsqd's check order, calling `each` with
+/// the byte range of every message. The body must be used up exactly (nsqd never checks this and
+/// desynchronises the stream instead).
+pub fn split_mpub(
+    body: &[u8],
+    limits: &Limits,
+    mut each: impl FnMut(usize, usize),
+) -> Result<(), ProtocolError> {
+    if body.len() < 4 {
+        return Err(ProtocolError::new(
+            Code::BadBody,
+            "MPUB failed to read message count",
+        ));
+    }
+    let n = read_i32(body);
+    let max_messages = (limits.max_body_size - 4) / 5;
+    if n <= 0 || n as i64 > max_messages {
+        return Err(ProtocolError::new(
+            Code::BadBody,
+            format!("MPUB invalid message count {n}"),
+        ));
+    }
+    let mut pos = 4;
+    for i in 0..n {
+        if body.len() < pos + 4 {
+            return Err(ProtocolError::new(
+                Code::BadMessage,
+                format!("MPUB failed to read message({i}) body size"),
+            ));
+        }
+        let size = read_i32(&body[pos..]);
+        pos += 4;
+        if size <= 0 {
+            return Err(ProtocolError::new(
+                Code::BadMessage,
+                format!("MPUB invalid message({i}) body size {size}"),
+            ));
+        }
+        if size as i64 > limits.max_msg_size {
+            return Err(ProtocolError::new(
+                Code::BadMessage,
+                format!("MPUB message too big {size} > {}", limits.max_msg_size),
+            ));
+        }
+        let end = pos + size as usize;
+        if body.len() < end {
+            return Err(ProtocolError::new(
+                Code::BadMessage,
+                "MPUB failed to read message body",
+            ));
+        }
+        each(pos, end);
+        pos = end;
+    }
+    if pos != body.len() {
+        return Err(ProtocolError::new(
+            Code::BadBody,
+            format!(
+                "MPUB body size {} does not match its messages ({pos} bytes)",
+                body.len()
+            ),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
