@@ -55,6 +55,7 @@ tls=${CONFORMANCE_TLS:-$TLS_DEFAULT}
 # --- temp dir, and cleanup on any exit -------------------------------------------------------
 work=$(mktemp -d -t nsqr-go-nsq.XXXXXX)
 server_pid=
+# shellcheck disable=SC2317 # invoked by the EXIT trap
 cleanup() {
     if [ -n "$server_pid" ] && kill -0 "$server_pid" 2>/dev/null; then
         kill -TERM "$server_pid" 2>/dev/null || true
