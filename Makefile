@@ -1,0 +1,41 @@
+# nsqr: build, run and test nsqrd. `make test` is what CI runs (.ci/run).
+
+CARGO ?= cargo
+DATA_PATH ?= ./data
+
+.PHONY: run build test deps lint unit conformance clean
+
+# Build and run nsqrd in the foreground on nsqd's default addresses
+# (TCP 0.0.0.0:4150, HTTP 0.0.0.0:4151), keeping its data in $(DATA_PATH).
+run:
+	mkdir -p $(DATA_PATH)
+	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH)
+
+# Release build of nsqrd (target/release/nsqrd): the binary the conformance suite runs.
+build:
+	$(CARGO) build --release -p nsqrd
+
+# Everything CI checks, in order; the first failing step fails `make test`.
+test: deps lint unit conformance
+
+# Install what the tests need: rustfmt and clippy; Go (>= 1.20) must already be installed.
+deps:
+	if command -v rustup >/dev/null; then rustup component add rustfmt clippy; fi
+	@command -v go >/dev/null || { echo "make test needs Go >= 1.20 for the go-nsq conformance suite" >&2; exit 1; }
+
+# Formatting and lints; clippy warnings are errors.
+lint:
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# The workspace's unit and integration tests (debug build).
+unit:
+	$(CARGO) test --workspace
+
+# go-nsq v1.1.0's own test suite against target/release/nsqrd (see tests/conformance/go-nsq.sh).
+conformance: build
+	tests/conformance/go-nsq.sh
+
+# Remove build output (./data is left alone).
+clean:
+	$(CARGO) clean
