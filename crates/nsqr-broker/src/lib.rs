@@ -1,1 +1,33 @@
-//! placeholder
+//! nsqr-broker: the message engine behind nsqrd, with no sockets.
+//!
+//! A publish is a chain of plain calls: `Broker::topic` -> `Topic::put` -> `Channel::put` for
+//! each channel (one lock per channel per batch) -> wake the consumers that are waiting. A
+//! consumer's connection pulls with `Channel::deliver`. Time-based work (in-flight timeouts,
+//! deferred messages) is driven by one timer task per channel that sleeps until the next
+//! deadline. Keeping this free of IO lets the daemon, tests and in-process users share it.
+
+pub mod channel;
+pub mod client;
+pub mod config;
+pub mod error;
+pub mod inflight;
+pub mod message;
+pub mod registry;
+pub mod stats;
+pub mod topic;
+
+pub use channel::Channel;
+pub use client::{Client, ClientMeta, ClientState};
+pub use config::BrokerConfig;
+pub use error::BrokerError;
+pub use message::Message;
+pub use registry::Broker;
+pub use topic::Topic;
+
+/// Unix time in nanoseconds (message timestamps, ids).
+pub fn now_unix_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}

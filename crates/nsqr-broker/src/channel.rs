@@ -1,0 +1,418 @@
+//! A channel: its ready queue, in-flight and deferred messages, and its consumers.
+//!
+//! All state sits behind one short lock, taken once per batch: a publish appends a whole batch,
+//! a consumer takes up to its free RDY in one go. Consumers that found the queue empty are
+//! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
+//! consumer gets a message immediately and a busy channel does no wake-ups at all.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::client::Client;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
+use crate::message::Message;
+use crate::stats::{ChannelStats, ClientStats, E2eLatency};
+
+struct Consumer {
+    client: Arc<Client>,
+    /// Found the queue empty with RDY to spare: wake it on the next put.
+    waiting: bool,
+}
+
+#[derive(Default)]
+struct ChannelState {
+    ready: VecDeque<Message>,
+    in_flight: InFlightTable,
+    deferred: DeferredQueue,
+    consumers: Vec<Consumer>,
+    paused: bool,
+    /// When the timer task will next wake (None: it sleeps until notified).
+    timer_at: Option<Instant>,
+    next_wake: usize,
+}
+
+impl ChannelState {
+    /// Wake up to `n` waiting consumers, starting after the last one woken.
+    fn wake_waiting(&mut self, mut n: usize) {
+        let len = self.consumers.len();
+        for k in 0..len {
+            if n == 0 {
+                break;
+            }
+            let i = (self.next_wake + k) % len;
+            let c = &mut self.consumers[i];
+            if c.waiting {
+                c.waiting = false;
+                c.client.notify.notify_one();
+                n -= 1;
+                self.next_wake = (i + 1) % len;
+            }
+        }
+    }
+
+    fn owner(&self, client_id: u64) -> Option<&Arc<Client>> {
+        self.consumers
+            .iter()
+            .find(|c| c.client.id == client_id)
+            .map(|c| &c.client)
+    }
+}
+
+pub struct Channel {
+    pub name: String,
+    pub topic_name: String,
+    pub ephemeral: bool,
+    cfg: Arc<BrokerConfig>,
+    state: Mutex<ChannelState>,
+    timer: Notify,
+    deleted: AtomicBool,
+    message_count: AtomicU64,
+    requeue_count: AtomicU64,
+    timeout_count: AtomicU64,
+}
+
+impl Channel {
+    /// A new channel; starts its timer task when called inside a tokio runtime.
+    pub fn new(topic_name: &str, name: &str, cfg: Arc<BrokerConfig>) -> Arc<Channel> {
+        let ch = Arc::new(Channel {
+            name: name.to_string(),
+            topic_name: topic_name.to_string(),
+            ephemeral: nsq_wire::names::is_ephemeral(name),
+            cfg,
+            state: Mutex::new(ChannelState::default()),
+            timer: Notify::new(),
+            deleted: AtomicBool::new(false),
+            message_count: AtomicU64::new(0),
+            requeue_count: AtomicU64::new(0),
+            timeout_count: AtomicU64::new(0),
+        });
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(run_timer(Arc::clone(&ch)));
+        }
+        ch
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Relaxed)
+    }
+
+    /// Append messages to the ready queue and wake waiting consumers.
+    pub fn put(&self, msgs: impl IntoIterator<Item = Message>) {
+        let mut st = self.state.lock();
+        let before = st.ready.len();
+        if self.ephemeral {
+            let room = self.cfg.mem_queue_size.saturating_sub(before);
+            st.ready.extend(msgs.into_iter().take(room));
+        } else {
+            st.ready.extend(msgs);
+        }
+        let added = st.ready.len() - before;
+        self.message_count.fetch_add(added as u64, Relaxed);
+        st.wake_waiting(added);
+    }
+
+    /// Hold messages until `due`, then make them ready.
+    pub fn put_deferred(&self, msgs: impl IntoIterator<Item = Message>, due: Instant) {
+        let mut st = self.state.lock();
+        let mut n = 0;
+        for m in msgs {
+            st.deferred.push(due, m);
+            n += 1;
+        }
+        self.message_count.fetch_add(n, Relaxed);
+        self.schedule(&mut st, due);
+    }
+
+    /// Make sure the timer wakes by `at`.
+    fn schedule(&self, st: &mut ChannelState, at: Instant) {
+        if st.timer_at.is_none_or(|t| at < t) {
+            st.timer_at = Some(at);
+            self.timer.notify_one();
+        }
+    }
+
+    /// Take up to `max` ready messages for `client`, mark them in flight and pass each to
+    /// `emit` (which encodes it). With a sample rate in 1..=99 a message is delivered with
+    /// probability (rate+1)/100 and otherwise discarded for this channel, as nsqd does.
+    pub fn deliver(
+        &self,
+        client: &Client,
+        max: usize,
+        sample_rate: i32,
+        rng: &mut u64,
+        mut emit: impl FnMut(&Message),
+    ) -> usize {
+        let mut st = self.state.lock();
+        if st.paused || self.is_deleted() {
+            return 0;
+        }
+        let timeout = Duration::from_millis(client.msg_timeout_ms.load(Relaxed));
+        let now = Instant::now();
+        let deadline = now + timeout;
+        let mut sent = 0;
+        while sent < max {
+            let Some(mut msg) = st.ready.pop_front() else {
+                break;
+            };
+            if sample_rate > 0 && (xorshift(rng) % 100) as i32 > sample_rate {
+                continue;
+            }
+            msg.attempts = msg.attempts.wrapping_add(1);
+            emit(&msg);
+            st.in_flight.insert(InFlight {
+                msg,
+                client_id: client.id,
+                deadline,
+                delivered_at: now,
+            });
+            sent += 1;
+        }
+        if sent < max {
+            if let Some(c) = st.consumers.iter_mut().find(|c| c.client.id == client.id) {
+                c.waiting = true;
+            }
+        }
+        if sent > 0 {
+            client.in_flight.fetch_add(sent as i64, Relaxed);
+            client.message_count.fetch_add(sent as u64, Relaxed);
+            self.schedule(&mut st, deadline);
+        }
+        sent
+    }
+
+    /// The client can take nothing more for now (RDY 0, CLS): pass any pending wake-up on.
+    pub fn set_not_ready(&self, client_id: u64) {
+        let mut st = self.state.lock();
+        let mut was_waiting = false;
+        if let Some(c) = st.consumers.iter_mut().find(|c| c.client.id == client_id) {
+            was_waiting = c.waiting;
+            c.waiting = false;
+        }
+        if !was_waiting && !st.ready.is_empty() {
+            st.wake_waiting(1);
+        }
+    }
+
+    /// FIN a batch of ids; `on_error` gets the index of each id that failed.
+    pub fn finish(
+        &self,
+        client: &Client,
+        ids: &[u64],
+        mut on_error: impl FnMut(usize, BrokerError),
+    ) {
+        let mut ok = 0;
+        {
+            let mut st = self.state.lock();
+            for (i, &id) in ids.iter().enumerate() {
+                match st.in_flight.take(client.id, id) {
+                    Ok(_) => ok += 1,
+                    Err(e) => on_error(i, e),
+                }
+            }
+        }
+        client.in_flight.fetch_sub(ok, Relaxed);
+        client.finish_count.fetch_add(ok as u64, Relaxed);
+    }
+
+    /// REQ: back to the queue now (delay 0) or after `delay`.
+    pub fn requeue(&self, client: &Client, id: u64, delay: Duration) -> Result<(), BrokerError> {
+        let mut st = self.state.lock();
+        let f = st.in_flight.take(client.id, id)?;
+        client.in_flight.fetch_sub(1, Relaxed);
+        client.requeue_count.fetch_add(1, Relaxed);
+        self.requeue_count.fetch_add(1, Relaxed);
+        if delay.is_zero() {
+            st.ready.push_back(f.msg);
+            st.wake_waiting(1);
+        } else {
+            let due = Instant::now() + delay;
+            st.deferred.push(due, f.msg);
+            self.schedule(&mut st, due);
+        }
+        Ok(())
+    }
+
+    /// TOUCH: a fresh timeout, but never past delivery + max-msg-timeout.
+    pub fn touch(&self, client: &Client, id: u64) -> Result<(), BrokerError> {
+        let timeout = Duration::from_millis(client.msg_timeout_ms.load(Relaxed));
+        let max = self.cfg.max_msg_timeout;
+        let now = Instant::now();
+        self.state
+            .lock()
+            .in_flight
+            .set_deadline(client.id, id, |f| (now + timeout).min(f.delivered_at + max))
+    }
+
+    /// A client subscribes.
+    pub fn add_client(&self, client: Arc<Client>) -> Result<(), BrokerError> {
+        let mut st = self.state.lock();
+        if self.is_deleted() {
+            return Err(BrokerError::Exiting);
+        }
+        let limit = self.cfg.max_channel_consumers;
+        if limit > 0 && st.consumers.len() >= limit {
+            return Err(BrokerError::TooManyConsumers {
+                topic: self.topic_name.clone(),
+                channel: self.name.clone(),
+                limit,
+            });
+        }
+        st.consumers.push(Consumer {
+            client,
+            waiting: false,
+        });
+        Ok(())
+    }
+
+    /// A client leaves: its in-flight messages go back to the front of the queue at once
+    /// (nsqd waits for their timeout). Returns how many consumers remain.
+    pub fn remove_client(&self, client_id: u64) -> usize {
+        let mut st = self.state.lock();
+        st.consumers.retain(|c| c.client.id != client_id);
+        let back = st.in_flight.take_client(client_id);
+        let n = back.len();
+        for f in back.into_iter().rev() {
+            st.ready.push_front(f.msg);
+        }
+        st.wake_waiting(n);
+        st.consumers.len()
+    }
+
+    pub fn client_count(&self) -> usize {
+        self.state.lock().consumers.len()
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        let mut st = self.state.lock();
+        st.paused = paused;
+        if !paused {
+            for c in st.consumers.iter_mut() {
+                c.waiting = false;
+                c.client.notify.notify_one();
+            }
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.state.lock().paused
+    }
+
+    /// Drop every ready, in-flight and deferred message; consumers' in-flight counts reset.
+    pub fn empty(&self) {
+        let mut st = self.state.lock();
+        st.ready.clear();
+        st.in_flight.drain();
+        st.deferred.drain();
+        for c in st.consumers.iter_mut() {
+            c.client.in_flight.store(0, Relaxed);
+            c.waiting = false;
+            c.client.notify.notify_one();
+        }
+    }
+
+    /// Mark deleted, drop all messages and close every consumer.
+    pub fn delete(&self) {
+        self.deleted.store(true, Relaxed);
+        let mut st = self.state.lock();
+        st.ready.clear();
+        st.in_flight.drain();
+        st.deferred.drain();
+        for c in st.consumers.drain(..) {
+            c.client.kick();
+        }
+        drop(st);
+        self.timer.notify_one();
+    }
+
+    /// Messages waiting to be delivered (not in flight, not deferred).
+    pub fn depth(&self) -> usize {
+        self.state.lock().ready.len()
+    }
+
+    /// Expire in-flight messages and release due deferred ones; returns the next deadline.
+    fn process_timers(&self, now: Instant) -> Option<Instant> {
+        let mut st = self.state.lock();
+        let expired = st.in_flight.pop_expired(now);
+        let mut moved = expired.len();
+        self.timeout_count.fetch_add(moved as u64, Relaxed);
+        for f in expired {
+            if let Some(owner) = st.owner(f.client_id) {
+                owner.in_flight.fetch_sub(1, Relaxed);
+                owner.notify.notify_one();
+            }
+            st.ready.push_back(f.msg);
+        }
+        let due = st.deferred.pop_due(now);
+        moved += due.len();
+        st.ready.extend(due);
+        st.wake_waiting(moved);
+        let next = match (st.in_flight.next_deadline(), st.deferred.next_due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        st.timer_at = next;
+        next
+    }
+
+    pub fn stats(&self, include_clients: bool) -> ChannelStats {
+        let st = self.state.lock();
+        ChannelStats {
+            channel_name: self.name.clone(),
+            depth: st.ready.len() as i64,
+            backend_depth: 0,
+            in_flight_count: st.in_flight.len(),
+            deferred_count: st.deferred.len(),
+            message_count: self.message_count.load(Relaxed),
+            requeue_count: self.requeue_count.load(Relaxed),
+            timeout_count: self.timeout_count.load(Relaxed),
+            client_count: st.consumers.len(),
+            clients: include_clients.then(|| {
+                st.consumers
+                    .iter()
+                    .map(|c| ClientStats::of(&c.client, None))
+                    .collect()
+            }),
+            paused: st.paused,
+            e2e_processing_latency: E2eLatency::default(),
+        }
+    }
+}
+
+/// One per channel: sleeps until the next in-flight deadline or deferred due time.
+async fn run_timer(ch: Arc<Channel>) {
+    loop {
+        if ch.is_deleted() {
+            return;
+        }
+        let next = ch.process_timers(Instant::now());
+        match next {
+            Some(at) => {
+                tokio::select! {
+                    _ = tokio::time::sleep_until(at) => {}
+                    _ = ch.timer.notified() => {}
+                }
+            }
+            None => ch.timer.notified().await,
+        }
+    }
+}
+
+fn xorshift(s: &mut u64) -> u64 {
+    let mut x = *s | 1;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    *s = x;
+    x
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,30 @@
+//! The engine's settings, taken from nsqd's flags by the daemon.
+
+use std::time::Duration;
+
+#[derive(Debug, Clone)]
+pub struct BrokerConfig {
+    /// Node part of message ids, [0, 1024).
+    pub node_id: u16,
+    /// Memory queue bound per topic / channel. Ephemeral queues drop beyond it; until the disk
+    /// queue lands, durable queues keep everything in memory.
+    pub mem_queue_size: usize,
+    pub msg_timeout: Duration,
+    pub max_msg_timeout: Duration,
+    pub max_req_timeout: Duration,
+    /// 0 = unlimited.
+    pub max_channel_consumers: usize,
+}
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            node_id: 0,
+            mem_queue_size: 10_000,
+            msg_timeout: Duration::from_secs(60),
+            max_msg_timeout: Duration::from_secs(15 * 60),
+            max_req_timeout: Duration::from_secs(3600),
+            max_channel_consumers: 0,
+        }
+    }
+}

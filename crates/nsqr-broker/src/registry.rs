@@ -1,0 +1,177 @@
+//! The broker: the topic registry, the set of connected clients, and the cleanup rules that
+//! span topics and channels (an ephemeral channel goes with its last client, an ephemeral topic
+//! with its last channel).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::{Mutex, RwLock};
+use rustc_hash::FxHashMap;
+
+use crate::channel::Channel;
+use crate::client::Client;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::stats::{ClientStats, Snapshot};
+use crate::topic::Topic;
+
+pub struct Broker {
+    cfg: Arc<BrokerConfig>,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    clients: Mutex<FxHashMap<u64, Arc<Client>>>,
+    next_client_id: AtomicU64,
+    /// Unix seconds.
+    pub start_time: i64,
+    exiting: AtomicBool,
+}
+
+impl Broker {
+    pub fn new(cfg: BrokerConfig) -> Broker {
+        Broker {
+            cfg: Arc::new(cfg),
+            topics: RwLock::new(BTreeMap::new()),
+            clients: Mutex::new(FxHashMap::default()),
+            next_client_id: AtomicU64::new(1),
+            start_time: crate::now_unix_nanos() / 1_000_000_000,
+            exiting: AtomicBool::new(false),
+        }
+    }
+
+    pub fn config(&self) -> &BrokerConfig {
+        &self.cfg
+    }
+
+    pub fn is_exiting(&self) -> bool {
+        self.exiting.load(Relaxed)
+    }
+
+    pub fn set_exiting(&self) {
+        self.exiting.store(true, Relaxed);
+    }
+
+    pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
+        self.topics.read().get(name).cloned()
+    }
+
+    /// The topic, created if needed. The name must already be valid.
+    pub fn get_or_create_topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(t) = self.topic(name) {
+            return Ok(t);
+        }
+        if self.is_exiting() {
+            return Err(BrokerError::Exiting);
+        }
+        let mut topics = self.topics.write();
+        let t = topics
+            .entry(name.to_string())
+            .or_insert_with(|| Arc::new(Topic::new(name, Arc::clone(&self.cfg))));
+        Ok(Arc::clone(t))
+    }
+
+    pub fn delete_topic(&self, name: &str) -> Result<(), BrokerError> {
+        let t = self
+            .topics
+            .write()
+            .remove(name)
+            .ok_or(BrokerError::TopicNotFound)?;
+        t.delete();
+        tracing::info!("TOPIC({name}): deleted");
+        Ok(())
+    }
+
+    /// Delete a channel; an ephemeral topic left without channels goes too.
+    pub fn delete_channel(&self, topic: &str, channel: &str) -> Result<(), BrokerError> {
+        let t = self.topic(topic).ok_or(BrokerError::TopicNotFound)?;
+        t.remove_channel(channel)?;
+        tracing::info!("TOPIC({topic}): deleted channel({channel})");
+        if t.ephemeral && t.channel_count() == 0 {
+            let mut topics = self.topics.write();
+            if topics.get(topic).is_some_and(|cur| Arc::ptr_eq(cur, &t)) && t.channel_count() == 0 {
+                topics.remove(topic);
+                drop(topics);
+                t.delete();
+            }
+        }
+        Ok(())
+    }
+
+    /// A consumer left `ch`: an ephemeral channel without consumers is deleted.
+    pub fn consumer_left(&self, ch: &Arc<Channel>, client_id: u64) {
+        let remaining = ch.remove_client(client_id);
+        if remaining == 0 && ch.ephemeral && !ch.is_deleted() {
+            let _ = self.delete_channel(&ch.topic_name, &ch.name);
+        }
+    }
+
+    /// A new TCP client.
+    pub fn register_client(&self, remote_address: String, connect_ts: i64) -> Arc<Client> {
+        let id = self.next_client_id.fetch_add(1, Relaxed);
+        let c = Arc::new(Client::new(
+            id,
+            remote_address,
+            connect_ts,
+            self.cfg.msg_timeout,
+        ));
+        self.clients.lock().insert(id, Arc::clone(&c));
+        c
+    }
+
+    pub fn unregister_client(&self, id: u64) {
+        self.clients.lock().remove(&id);
+    }
+
+    /// Kick every client (shutdown).
+    pub fn kick_all_clients(&self) {
+        for c in self.clients.lock().values() {
+            c.kick();
+        }
+    }
+
+    pub fn client_count(&self) -> usize {
+        self.clients.lock().len()
+    }
+
+    pub fn topic_names(&self) -> Vec<String> {
+        self.topics.read().keys().cloned().collect()
+    }
+
+    /// A `/stats` snapshot: topics sorted by name, channels sorted by name.
+    pub fn snapshot(
+        &self,
+        topic: Option<&str>,
+        channel: Option<&str>,
+        include_clients: bool,
+    ) -> Snapshot {
+        let topics: Vec<Arc<Topic>> = match topic {
+            Some(name) => self.topic(name).into_iter().collect(),
+            None => self.topics.read().values().cloned().collect(),
+        };
+        let topic_stats = if topic.is_some() && topics.is_empty() {
+            None
+        } else {
+            Some(
+                topics
+                    .iter()
+                    .map(|t| t.stats(channel, include_clients))
+                    .filter(|ts| channel.is_none() || !ts.channels.is_empty())
+                    .collect(),
+            )
+        };
+        let producers = if include_clients {
+            let clients: Vec<Arc<Client>> = self.clients.lock().values().cloned().collect();
+            clients
+                .iter()
+                .filter(|c| !c.pub_counts.lock().is_empty())
+                .map(|c| ClientStats::of(c, topic))
+                .filter(|s| topic.is_none() || !s.pub_counts.is_empty())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Snapshot {
+            topics: topic_stats,
+            producers,
+        }
+    }
+}

@@ -1,0 +1,238 @@
+//! A topic: assigns ids and timestamps to a published batch and hands it to every channel.
+//!
+//! The fan-out is a plain loop over the channels under the topic's lock (one lock per batch),
+//! which also keeps ids increasing in every channel. With no channels, or while paused, the
+//! topic keeps the batch in its own backlog; the first channel created takes that backlog, and
+//! unpausing hands it to all channels.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use nsq_wire::message::IdGenerator;
+use parking_lot::Mutex;
+use tokio::time::Instant;
+
+use crate::channel::Channel;
+use crate::config::BrokerConfig;
+use crate::error::BrokerError;
+use crate::message::Message;
+use crate::stats::{E2eLatency, TopicStats};
+
+struct Backlogged {
+    msg: Message,
+    /// Deferred publish: when it becomes deliverable.
+    due: Option<Instant>,
+}
+
+struct TopicState {
+    channels: BTreeMap<String, Arc<Channel>>,
+    paused: bool,
+    backlog: VecDeque<Backlogged>,
+    ids: IdGenerator,
+}
+
+pub struct Topic {
+    pub name: String,
+    pub ephemeral: bool,
+    cfg: Arc<BrokerConfig>,
+    state: Mutex<TopicState>,
+    deleted: AtomicBool,
+    message_count: AtomicU64,
+    message_bytes: AtomicU64,
+}
+
+impl Topic {
+    pub fn new(name: &str, cfg: Arc<BrokerConfig>) -> Topic {
+        Topic {
+            name: name.to_string(),
+            ephemeral: nsq_wire::names::is_ephemeral(name),
+            state: Mutex::new(TopicState {
+                channels: BTreeMap::new(),
+                paused: false,
+                backlog: VecDeque::new(),
+                ids: IdGenerator::new(cfg.node_id),
+            }),
+            cfg,
+            deleted: AtomicBool::new(false),
+            message_count: AtomicU64::new(0),
+            message_bytes: AtomicU64::new(0),
+        }
+    }
+
+    pub fn is_deleted(&self) -> bool {
+        self.deleted.load(Relaxed)
+    }
+
+    /// Publish a batch (PUB is a batch of one); `defer` > 0 holds it in each channel first.
+    pub fn put(&self, bodies: Vec<Bytes>, defer: Duration) -> Result<(), BrokerError> {
+        let now_ns = crate::now_unix_nanos();
+        let bytes: usize = bodies.iter().map(|b| b.len()).sum();
+        let n = bodies.len() as u64;
+        let due = (!defer.is_zero()).then(|| Instant::now() + defer);
+        let mut st = self.state.lock();
+        if self.is_deleted() {
+            return Err(BrokerError::Exiting);
+        }
+        let msgs: Vec<Message> = bodies
+            .into_iter()
+            .map(|body| Message {
+                id: st.ids.next(now_ns),
+                timestamp: now_ns,
+                attempts: 0,
+                body,
+            })
+            .collect();
+        if st.channels.is_empty() || st.paused {
+            let room = if self.ephemeral {
+                self.cfg.mem_queue_size.saturating_sub(st.backlog.len())
+            } else {
+                usize::MAX
+            };
+            st.backlog.extend(
+                msgs.into_iter()
+                    .take(room)
+                    .map(|msg| Backlogged { msg, due }),
+            );
+        } else {
+            fan_out(st.channels.values(), msgs, due);
+        }
+        drop(st);
+        self.message_count.fetch_add(n, Relaxed);
+        self.message_bytes.fetch_add(bytes as u64, Relaxed);
+        Ok(())
+    }
+
+    pub fn channel(&self, name: &str) -> Option<Arc<Channel>> {
+        self.state.lock().channels.get(name).cloned()
+    }
+
+    /// The channel, created if needed; a first channel takes the topic's backlog.
+    pub fn get_or_create_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
+        let mut st = self.state.lock();
+        if self.is_deleted() {
+            return Err(BrokerError::Exiting);
+        }
+        if let Some(ch) = st.channels.get(name) {
+            return Ok(Arc::clone(ch));
+        }
+        let ch = Channel::new(&self.name, name, Arc::clone(&self.cfg));
+        st.channels.insert(name.to_string(), Arc::clone(&ch));
+        if !st.paused {
+            flush_backlog(&mut st);
+        }
+        Ok(ch)
+    }
+
+    /// Remove a channel (the registry handles ephemeral-topic cleanup).
+    pub fn remove_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
+        let ch = self
+            .state
+            .lock()
+            .channels
+            .remove(name)
+            .ok_or(BrokerError::ChannelNotFound)?;
+        ch.delete();
+        Ok(ch)
+    }
+
+    pub fn channel_count(&self) -> usize {
+        self.state.lock().channels.len()
+    }
+
+    pub fn set_paused(&self, paused: bool) {
+        let mut st = self.state.lock();
+        st.paused = paused;
+        if !paused && !st.channels.is_empty() {
+            flush_backlog(&mut st);
+        }
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.state.lock().paused
+    }
+
+    /// Drop the topic's own backlog (not its channels' queues).
+    pub fn empty(&self) {
+        self.state.lock().backlog.clear();
+    }
+
+    /// Mark deleted and delete every channel.
+    pub fn delete(&self) {
+        self.deleted.store(true, Relaxed);
+        let mut st = self.state.lock();
+        st.backlog.clear();
+        for (_, ch) in std::mem::take(&mut st.channels) {
+            ch.delete();
+        }
+    }
+
+    pub fn channel_names(&self) -> Vec<String> {
+        self.state.lock().channels.keys().cloned().collect()
+    }
+
+    pub fn stats(&self, channel: Option<&str>, include_clients: bool) -> TopicStats {
+        let (channels, paused, depth) = {
+            let st = self.state.lock();
+            let chans: Vec<Arc<Channel>> = st
+                .channels
+                .values()
+                .filter(|c| channel.is_none_or(|n| c.name == n))
+                .cloned()
+                .collect();
+            (chans, st.paused, st.backlog.len())
+        };
+        TopicStats {
+            topic_name: self.name.clone(),
+            channels: channels.iter().map(|c| c.stats(include_clients)).collect(),
+            depth: depth as i64,
+            backend_depth: 0,
+            message_count: self.message_count.load(Relaxed),
+            message_bytes: self.message_bytes.load(Relaxed),
+            paused,
+            e2e_processing_latency: E2eLatency::default(),
+        }
+    }
+}
+
+/// Give every channel its own copy (shared body) of the batch; the last one takes ownership.
+fn fan_out<'a>(
+    channels: impl ExactSizeIterator<Item = &'a Arc<Channel>>,
+    msgs: Vec<Message>,
+    due: Option<Instant>,
+) {
+    let last = channels.len().saturating_sub(1);
+    let mut msgs = Some(msgs);
+    for (i, ch) in channels.enumerate() {
+        let batch = if i == last {
+            msgs.take().unwrap_or_default()
+        } else {
+            msgs.as_ref().cloned().unwrap_or_default()
+        };
+        match due {
+            Some(at) => ch.put_deferred(batch, at),
+            None => ch.put(batch),
+        }
+    }
+}
+
+fn flush_backlog(st: &mut TopicState) {
+    if st.backlog.is_empty() {
+        return;
+    }
+    let now = Instant::now();
+    let mut ready = Vec::new();
+    let mut deferred: Vec<(Message, Instant)> = Vec::new();
+    for b in st.backlog.drain(..) {
+        match b.due {
+            Some(at) if at > now => deferred.push((b.msg, at)),
+            _ => ready.push(b.msg),
+        }
+    }
+    fan_out(st.channels.values(), ready, None);
+    for (msg, at) in deferred {
+        fan_out(st.channels.values(), vec![msg], Some(at));
+    }
+}
