@@ -1,1 +1,62 @@
-fn main() {}
+//! nsqrd: a drop-in replacement for nsqd. Parses nsqd's flags, validates them as nsqd does,
+//! starts the TCP and HTTP listeners and shuts down gracefully on SIGINT / SIGTERM.
+
+mod http_wiring;
+mod logging;
+mod options;
+mod server;
+mod settings;
+mod tcp;
+
+use std::process::ExitCode;
+
+use options::Options;
+
+fn main() -> ExitCode {
+    let mut opts = match Options::parse(std::env::args().skip(1)) {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("{e}");
+            if e.shows_usage() {
+                eprintln!("{}", Options::usage());
+            }
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    if opts.version_requested {
+        println!(
+            "nsqrd v{} (nsqd v{} compatible)",
+            env!("CARGO_PKG_VERSION"),
+            settings::NSQD_COMPAT_VERSION
+        );
+        return ExitCode::SUCCESS;
+    }
+    logging::init(&opts.log_prefix, opts.log_level.tracing_level());
+    if let Err(e) = opts.validate() {
+        tracing::error!("FATAL: {e}");
+        eprintln!("FATAL: {e}");
+        return ExitCode::from(1);
+    }
+    let unsupported = opts.unsupported_flags();
+    if !unsupported.is_empty() {
+        for f in &unsupported {
+            eprintln!("FATAL: not supported yet: {f}");
+        }
+        return ExitCode::from(1);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("FATAL: failed to start runtime - {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match rt.block_on(server::run(opts)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("FATAL: {e}");
+            eprintln!("FATAL: {e}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! The daemon's lifecycle: lock the data directory, bind the listeners, run until SIGINT /
+//! SIGTERM, then shut down in nsqd's order (stop accepting, close clients, stop HTTP).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nsqr_broker::{Broker, BrokerConfig};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::options::Options;
+use crate::settings::TcpSettings;
+use crate::tcp;
+
+/// The exclusively locked data directory (released when dropped).
+struct DataDirLock {
+    _file: std::fs::File,
+}
+
+fn lock_data_path(path: &str) -> Result<DataDirLock, String> {
+    let dir = if path.is_empty() { "." } else { path };
+    let file = std::fs::File::open(dir)
+        .map_err(|e| format!("failed to lock data-path: open {dir}: {e}"))?;
+    if !file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
+        return Err(format!("failed to lock data-path: {dir} is not a directory"));
+    }
+    match file.try_lock() {
+        Ok(()) => Ok(DataDirLock { _file: file }),
+        Err(e) => Err(format!(
+            "failed to lock data-path: cannot flock directory {dir} - {e} (possibly in use by another instance of nsqd)"
+        )),
+    }
+}
+
+pub fn broker_config(o: &Options) -> BrokerConfig {
+    BrokerConfig {
+        node_id: o.node_id.clamp(0, 1023) as u16,
+        mem_queue_size: o.mem_queue_size.max(0) as usize,
+        msg_timeout: o.msg_timeout,
+        max_msg_timeout: o.max_msg_timeout,
+        max_req_timeout: o.max_req_timeout,
+        max_channel_consumers: o.max_channel_consumers.max(0) as usize,
+    }
+}
+
+pub fn tcp_settings(o: &Options) -> TcpSettings {
+    let mut s = TcpSettings {
+        max_heartbeat_interval: o.max_heartbeat_interval,
+        max_output_buffer_size: o.max_output_buffer_size,
+        output_buffer_timeout: o.output_buffer_timeout,
+        min_output_buffer_timeout: o.min_output_buffer_timeout,
+        max_output_buffer_timeout: o.max_output_buffer_timeout,
+        msg_timeout: o.msg_timeout,
+        max_msg_timeout: o.max_msg_timeout,
+        max_req_timeout: o.max_req_timeout,
+        max_rdy_count: o.max_rdy_count,
+        deflate: o.deflate,
+        snappy: o.snappy,
+        max_deflate_level: o.max_deflate_level,
+        tls_available: false,
+        auth_required: !o.auth_http_addresses.is_empty(),
+        topology_region: o.topology_region.clone(),
+        topology_zone: o.topology_zone.clone(),
+        ..TcpSettings::default()
+    };
+    s.limits.max_msg_size = o.max_msg_size;
+    s.limits.max_body_size = o.max_body_size;
+    s.limits.max_rdy_count = o.max_rdy_count;
+    s.limits.max_req_timeout_ms = o.max_req_timeout.as_millis() as i64;
+    s
+}
+
+async fn bind(addr: &str) -> Result<TcpListener, String> {
+    TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("listen ({addr}) failed - {e}"))
+}
+
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            (Ok(mut i), Ok(mut t)) => {
+                tokio::select! {
+                    _ = i.recv() => {}
+                    _ = t.recv() => {}
+                }
+            }
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+pub async fn run(opts: Options) -> Result<(), String> {
+    let _lock = lock_data_path(&opts.data_path)?;
+    tracing::info!(
+        "nsqrd v{} (nsqd v{} compatible)",
+        env!("CARGO_PKG_VERSION"),
+        crate::settings::NSQD_COMPAT_VERSION
+    );
+    tracing::info!("ID: {}", opts.node_id);
+    let broker = Arc::new(Broker::new(broker_config(&opts)));
+
+    let tcp_listener = bind(&opts.tcp_address).await?;
+    let tcp_addr = tcp_listener.local_addr().map_err(|e| e.to_string())?;
+    tracing::info!("TCP: listening on {tcp_addr}");
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let stopped = |mut rx: watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|v| *v).await;
+    };
+
+    let shared = Arc::new(tcp::Shared {
+        broker: Arc::clone(&broker),
+        settings: tcp_settings(&opts),
+    });
+    let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
+
+    let http_task = crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone()))
+        .await?;
+
+    wait_for_signal().await;
+    tracing::info!("TERM: shutting down");
+    broker.set_exiting();
+    let _ = stop_tx.send(true);
+    let _ = tcp_task.await;
+    broker.kick_all_clients();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while broker.client_count() > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    if let Some(t) = http_task {
+        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,525 @@
+//! One task per client connection: read, parse every complete command, act, deliver, write.
+//!
+//! The loop batches at every step: all commands already in the read buffer are handled before
+//! anything is written; consecutive PUBs to one topic become one `Topic::put`, consecutive FINs
+//! one channel lock; deliverable messages are encoded straight into the output buffer; and the
+//! buffer goes out in one write as soon as nothing more is deliverable. Under load that gives
+//! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
+//! output-buffer tick.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use nsq_wire::command::IdToken;
+use nsq_wire::frame::{put_error, put_message_frame, put_response};
+use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
+use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::time::{Instant, Interval};
+
+use super::identify;
+use super::Shared;
+
+const READ_CHUNK: usize = 64 * 1024;
+/// Deliver until this much output is buffered, then write.
+const MIN_WRITE_BATCH: usize = 64 * 1024;
+
+/// Why the loop stopped reading commands.
+enum Flow {
+    Continue,
+    Close,
+}
+
+/// Commands of one kind waiting to be applied together.
+enum Pending {
+    None,
+    Pub { topic: Arc<Topic>, bodies: Vec<Bytes> },
+    Fin(Vec<IdToken>),
+}
+
+pub struct Conn<S> {
+    shared: Arc<Shared>,
+    io: S,
+    client: Arc<Client>,
+    remote_ip: String,
+    rbuf: BytesMut,
+    wbuf: BytesMut,
+    state: WireState,
+    limits: nsq_wire::Limits,
+    heartbeat: Option<Duration>,
+    read_deadline: Option<Instant>,
+    output_buffer_size: usize,
+    sample_rate: i32,
+    rng: u64,
+    rdy: i64,
+    channel: Option<Arc<Channel>>,
+    last_topic: Option<Arc<Topic>>,
+    pending: Pending,
+    identified: bool,
+}
+
+impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
+        let s = &shared.settings;
+        let heartbeat = Some(s.default_heartbeat);
+        let limits = s.limits;
+        let output_buffer_size = s.default_output_buffer_size;
+        Conn {
+            rng: client.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            shared,
+            io,
+            client,
+            remote_ip,
+            rbuf: BytesMut::with_capacity(READ_CHUNK),
+            wbuf: BytesMut::with_capacity(MIN_WRITE_BATCH),
+            state: WireState::Init,
+            limits,
+            heartbeat,
+            read_deadline: heartbeat.map(|h| Instant::now() + 2 * h),
+            output_buffer_size,
+            sample_rate: 0,
+            rdy: 0,
+            channel: None,
+            last_topic: None,
+            pending: Pending::None,
+            identified: false,
+        }
+    }
+
+    /// Run until the client goes, a fatal error, or a kick; then leave the channel.
+    pub async fn run(mut self) {
+        let result = self.io_loop().await;
+        if let Err(e) = result {
+            tracing::debug!("client({}) - {e}", self.client.remote_address);
+        }
+        if let Some(ch) = self.channel.take() {
+            self.shared.broker.consumer_left(&ch, self.client.id);
+        }
+        self.shared.broker.unregister_client(self.client.id);
+        let _ = self.io.shutdown().await;
+    }
+
+    fn new_heartbeat_ticker(&self) -> Option<Interval> {
+        self.heartbeat.map(|h| {
+            let mut t = tokio::time::interval_at(Instant::now() + h, h);
+            t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            t
+        })
+    }
+
+    async fn io_loop(&mut self) -> std::io::Result<()> {
+        let mut ticker = self.new_heartbeat_ticker();
+        loop {
+            let more = self.deliver();
+            self.flush().await?;
+            if self.client.is_kicked() {
+                return Ok(());
+            }
+            if more {
+                continue;
+            }
+            let hb = async {
+                match ticker.as_mut() {
+                    Some(t) => {
+                        t.tick().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let deadline = async {
+                match self.read_deadline {
+                    Some(d) => tokio::time::sleep_until(d).await,
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                r = self.io.read_buf(&mut self.rbuf) => {
+                    if r? == 0 {
+                        return Ok(());
+                    }
+                    let hb_before = self.heartbeat;
+                    let flow = self.process();
+                    if self.heartbeat != hb_before {
+                        ticker = self.new_heartbeat_ticker();
+                    }
+                    if let Flow::Close = flow {
+                        self.flush().await?;
+                        return Ok(());
+                    }
+                }
+                _ = self.client.notify.notified() => {}
+                _ = hb => {
+                    put_response(&mut self.wbuf, b"_heartbeat_");
+                }
+                _ = deadline => {
+                    return Ok(());
+                }
+            }
+            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
+                self.rbuf.reserve(READ_CHUNK);
+            }
+        }
+    }
+
+    /// Write everything buffered, bounded by the write deadline (the heartbeat interval).
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if self.wbuf.is_empty() {
+            return Ok(());
+        }
+        let limit = self.heartbeat.unwrap_or(Duration::from_secs(60));
+        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf)).await {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "write deadline exceeded",
+                ))
+            }
+        }
+        self.wbuf.clear();
+        Ok(())
+    }
+
+    /// Encode deliverable messages into the output buffer. True if it stopped only because
+    /// the buffer is full enough to write (so there may be more right away).
+    fn deliver(&mut self) -> bool {
+        if self.state != WireState::Subscribed || self.rdy <= 0 {
+            return false;
+        }
+        let Some(ch) = self.channel.clone() else {
+            return false;
+        };
+        let batch_bytes = self.output_buffer_size.max(MIN_WRITE_BATCH);
+        loop {
+            let free = self.rdy - self.client.in_flight.load(Relaxed);
+            if free <= 0 {
+                return false;
+            }
+            let want = (free as usize).min(256);
+            let wbuf = &mut self.wbuf;
+            let got = ch.deliver(&self.client, want, self.sample_rate, &mut self.rng, |m| {
+                put_message_frame(wbuf, m.timestamp, m.attempts, m.id, &m.body)
+            });
+            if got < want {
+                return false;
+            }
+            if self.wbuf.len() >= batch_bytes {
+                return true;
+            }
+        }
+    }
+
+    fn error(&mut self, e: &ProtocolError) -> Flow {
+        put_error(&mut self.wbuf, &e.to_string());
+        if e.is_fatal() {
+            tracing::debug!("client({}) - {e}", self.client.remote_address);
+            Flow::Close
+        } else {
+            Flow::Continue
+        }
+    }
+
+    /// Handle every complete command in the read buffer.
+    fn process(&mut self) -> Flow {
+        loop {
+            let parsed = nsq_wire::parse(&mut self.rbuf, &self.limits, self.state);
+            let flow = match parsed {
+                Ok(None) => break,
+                Ok(Some(cmd)) => {
+                    if let Some(h) = self.heartbeat {
+                        self.read_deadline = Some(Instant::now() + 2 * h);
+                    }
+                    self.command(cmd)
+                }
+                Err(ParseError::Protocol(e)) => {
+                    self.apply_pending();
+                    self.error(&e)
+                }
+                Err(ParseError::ProtocolAfterTopic { error, topic }) => {
+                    self.apply_pending();
+                    let _ = self.shared.broker.get_or_create_topic(&topic);
+                    self.error(&error)
+                }
+                Err(ParseError::LineTooLong(_)) => {
+                    self.apply_pending();
+                    return Flow::Close;
+                }
+            };
+            if let Flow::Close = flow {
+                self.apply_pending();
+                return Flow::Close;
+            }
+        }
+        self.apply_pending()
+    }
+
+    fn command(&mut self, cmd: Command) -> Flow {
+        match cmd {
+            Command::Pub { topic, body } => return self.queue_pub(&topic, vec![body]),
+            Command::Fin(id) => {
+                if let Pending::Fin(ids) = &mut self.pending {
+                    ids.push(id);
+                    return Flow::Continue;
+                }
+                if let Flow::Close = self.apply_pending() {
+                    return Flow::Close;
+                }
+                self.pending = Pending::Fin(vec![id]);
+                return Flow::Continue;
+            }
+            _ => {}
+        }
+        if let Flow::Close = self.apply_pending() {
+            return Flow::Close;
+        }
+        match cmd {
+            Command::Nop => Flow::Continue,
+            Command::Identify(body) => self.identify(&body),
+            Command::Auth(_) => {
+                self.error(&ProtocolError::new(Code::AuthDisabled, "AUTH disabled"))
+            }
+            Command::Sub { topic, channel } => self.sub(&topic, &channel),
+            Command::Rdy(n) => {
+                self.rdy = n;
+                self.client.ready_count.store(n, Relaxed);
+                if n <= self.client.in_flight.load(Relaxed) {
+                    if let Some(ch) = &self.channel {
+                        ch.set_not_ready(self.client.id);
+                    }
+                }
+                Flow::Continue
+            }
+            Command::Req { id, delay_ms } => self.req(id, delay_ms),
+            Command::Touch(id) => self.touch(id),
+            Command::Cls => {
+                self.state = WireState::Closing;
+                self.client.set_state(ClientState::Closing);
+                self.rdy = 0;
+                self.client.ready_count.store(0, Relaxed);
+                if let Some(ch) = &self.channel {
+                    ch.set_not_ready(self.client.id);
+                }
+                put_response(&mut self.wbuf, b"CLOSE_WAIT");
+                Flow::Continue
+            }
+            Command::Mpub { topic, bodies } => self.publish(&topic, bodies, 0, "MPUB"),
+            Command::Dpub {
+                topic,
+                defer_ms,
+                body,
+            } => self.publish(&topic, vec![body], defer_ms, "DPUB"),
+            Command::Pub { .. } | Command::Fin(_) => Flow::Continue,
+        }
+    }
+
+    fn topic(&mut self, name: &[u8]) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(t) = &self.last_topic {
+            if t.name.as_bytes() == name && !t.is_deleted() {
+                return Ok(Arc::clone(t));
+            }
+        }
+        let name = std::str::from_utf8(name).map_err(|_| BrokerError::TopicNotFound)?;
+        let t = self.shared.broker.get_or_create_topic(name)?;
+        self.last_topic = Some(Arc::clone(&t));
+        Ok(t)
+    }
+
+    /// PUB: joins the pending batch when it is for the same topic.
+    fn queue_pub(&mut self, topic: &[u8], mut bodies: Vec<Bytes>) -> Flow {
+        if let Pending::Pub { topic: t, bodies: b } = &mut self.pending {
+            if t.name.as_bytes() == topic {
+                b.append(&mut bodies);
+                return Flow::Continue;
+            }
+        }
+        if let Flow::Close = self.apply_pending() {
+            return Flow::Close;
+        }
+        match self.topic(topic) {
+            Ok(t) => {
+                self.pending = Pending::Pub { topic: t, bodies };
+                Flow::Continue
+            }
+            Err(e) => self.error(&ProtocolError::new(Code::PubFailed, format!("PUB failed {e}"))),
+        }
+    }
+
+    /// Apply batched PUBs / FINs, writing their responses in order.
+    fn apply_pending(&mut self) -> Flow {
+        match std::mem::replace(&mut self.pending, Pending::None) {
+            Pending::None => Flow::Continue,
+            Pending::Pub { topic, bodies } => {
+                let n = bodies.len();
+                match topic.put(bodies, Duration::ZERO) {
+                    Ok(()) => {
+                        self.client.count_publish(&topic.name, n as u64);
+                        for _ in 0..n {
+                            put_response(&mut self.wbuf, b"OK");
+                        }
+                        Flow::Continue
+                    }
+                    Err(e) => self.error(&ProtocolError::new(
+                        Code::PubFailed,
+                        format!("PUB failed {e}"),
+                    )),
+                }
+            }
+            Pending::Fin(tokens) => {
+                let Some(ch) = self.channel.clone() else {
+                    return Flow::Continue;
+                };
+                let ids: Vec<u64> = tokens
+                    .iter()
+                    .map(|t| MessageId::from_hex(t).map_or(u64::MAX, |id| id.0))
+                    .collect();
+                let mut failures = Vec::new();
+                ch.finish(&self.client, &ids, |i, e| failures.push((i, e)));
+                for (i, e) in failures {
+                    let e = ProtocolError::new(
+                        Code::FinFailed,
+                        format!("FIN {} failed {e}", String::from_utf8_lossy(&tokens[i])),
+                    );
+                    self.error(&e);
+                }
+                Flow::Continue
+            }
+        }
+    }
+
+    fn publish(&mut self, topic: &[u8], bodies: Vec<Bytes>, defer_ms: u64, cmd: &str) -> Flow {
+        let code = if cmd == "MPUB" {
+            Code::MpubFailed
+        } else {
+            Code::DpubFailed
+        };
+        let n = bodies.len() as u64;
+        let result = self
+            .topic(topic)
+            .and_then(|t| t.put(bodies, Duration::from_millis(defer_ms)).map(|_| t));
+        match result {
+            Ok(t) => {
+                self.client.count_publish(&t.name, n);
+                put_response(&mut self.wbuf, b"OK");
+                Flow::Continue
+            }
+            Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
+        }
+    }
+
+    fn identify(&mut self, body: &[u8]) -> Flow {
+        let n = match identify::negotiate(body, &self.shared.settings, &self.remote_ip) {
+            Ok(n) => n,
+            Err(e) => return self.error(&e),
+        };
+        {
+            let mut m = self.client.meta.lock();
+            m.client_id = n.client_id.clone();
+            m.hostname = n.hostname.clone();
+            m.user_agent = n.user_agent.clone();
+            m.sample_rate = n.sample_rate;
+            m.topology_region = n.topology_region.clone();
+            m.topology_zone = n.topology_zone.clone();
+        }
+        // As in nsqd, only the first IDENTIFY reconfigures delivery and heartbeats.
+        if !self.identified {
+            self.identified = true;
+            self.heartbeat = n.heartbeat;
+            self.limits.heartbeats_disabled = n.heartbeat.is_none();
+            self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
+            self.output_buffer_size = n.output_buffer_size;
+            self.sample_rate = n.sample_rate;
+            self.client
+                .msg_timeout_ms
+                .store(n.msg_timeout.as_millis() as u64, Relaxed);
+        }
+        if n.feature_negotiation {
+            let resp = identify::response(&n, &self.shared.settings);
+            match serde_json::to_vec(&resp) {
+                Ok(json) => put_response(&mut self.wbuf, &json),
+                Err(e) => {
+                    return self.error(&ProtocolError::new(
+                        Code::IdentifyFailed,
+                        format!("IDENTIFY failed {e}"),
+                    ))
+                }
+            }
+        } else {
+            put_response(&mut self.wbuf, b"OK");
+        }
+        Flow::Continue
+    }
+
+    fn sub(&mut self, topic: &[u8], channel: &[u8]) -> Flow {
+        let (Ok(topic), Ok(channel)) = (std::str::from_utf8(topic), std::str::from_utf8(channel))
+        else {
+            return self.error(&ProtocolError::invalid("SUB invalid names"));
+        };
+        // An ephemeral channel (or topic) may be going away as we join: try once more, as nsqd.
+        let mut last_err = BrokerError::Exiting;
+        for _ in 0..2 {
+            let joined = self
+                .shared
+                .broker
+                .get_or_create_topic(topic)
+                .and_then(|t| t.get_or_create_channel(channel))
+                .and_then(|ch| ch.add_client(Arc::clone(&self.client)).map(|_| ch));
+            match joined {
+                Ok(ch) => {
+                    self.channel = Some(ch);
+                    self.state = WireState::Subscribed;
+                    self.client.set_state(ClientState::Subscribed);
+                    put_response(&mut self.wbuf, b"OK");
+                    return Flow::Continue;
+                }
+                Err(e @ BrokerError::TooManyConsumers { .. }) => {
+                    return self.error(&ProtocolError::new(
+                        Code::SubFailed,
+                        format!("SUB failed {e}"),
+                    ))
+                }
+                Err(e) => last_err = e,
+            }
+        }
+        let text = if last_err == BrokerError::Exiting && self.shared.broker.is_exiting() {
+            "SUB failed exiting".to_string()
+        } else {
+            "SUB failed to deleted topic/channel".to_string()
+        };
+        self.error(&ProtocolError::new(Code::SubFailed, text))
+    }
+
+    fn in_flight_op(
+        &mut self,
+        id: IdToken,
+        code: Code,
+        cmd: &str,
+        op: impl FnOnce(&Channel, &Client, u64) -> Result<(), BrokerError>,
+    ) -> Flow {
+        let result = match (&self.channel, MessageId::from_hex(&id)) {
+            (Some(ch), Some(mid)) => op(ch, &self.client, mid.0),
+            _ => Err(BrokerError::NotInFlight),
+        };
+        match result {
+            Ok(()) => Flow::Continue,
+            Err(e) => self.error(&ProtocolError::new(
+                code,
+                format!("{cmd} {} failed {e}", String::from_utf8_lossy(&id)),
+            )),
+        }
+    }
+
+    fn req(&mut self, id: IdToken, delay_ms: u64) -> Flow {
+        let delay = Duration::from_millis(delay_ms).min(self.shared.settings.max_req_timeout);
+        self.in_flight_op(id, Code::ReqFailed, "REQ", |ch, c, mid| {
+            ch.requeue(c, mid, delay)
+        })
+    }
+
+    fn touch(&mut self, id: IdToken) -> Flow {
+        self.in_flight_op(id, Code::TouchFailed, "TOUCH", |ch, c, mid| {
+            ch.touch(c, mid)
+        })
+    }
+}
