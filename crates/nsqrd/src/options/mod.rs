@@ -10,6 +10,7 @@
 //! opts.validate()?;                                          // FATAL checks
 //! ```
 
+mod config_file;
 mod duration;
 mod error;
 mod flags;
@@ -28,7 +29,12 @@ impl Options {
     /// what nsqd would do (usage + exit 2 for flag errors, usage + exit 0 for `-h`).
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, OptionsError> {
         let mut opts = Options::default();
-        flags::parse_args(&mut opts, args)?;
+        let given = flags::parse_args(&mut opts, args)?;
+        if opts.version_requested || opts.config.is_empty() {
+            return Ok(opts);
+        }
+        let path = opts.config.clone();
+        config_file::apply_file(&mut opts, &path, &given)?;
         Ok(opts)
     }
 
@@ -48,7 +54,6 @@ mod tests {
         a.iter().map(|s| s.to_string()).collect()
     }
 
-    #[allow(dead_code)]
     fn config_file(name: &str, text: &str) -> String {
         let dir = std::env::temp_dir().join(format!("nsqr-options-mod-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -60,6 +65,56 @@ mod tests {
     #[test]
     fn no_arguments_give_defaults() {
         assert_eq!(Options::parse(Vec::new()).unwrap(), Options::default());
+    }
+
+    #[test]
+    fn flag_beats_config_file_beats_default() {
+        let path = config_file(
+            "precedence.toml",
+            "mem_queue_size = 5\nsync_every = 9\nmsg_timeout = 1500\n\
+             nsqlookupd_tcp_addresses = [\"file:4160\"]\n",
+        );
+        let o = Options::parse(args(&[
+            "--config",
+            &path,
+            "--mem-queue-size=7",
+            "--lookupd-tcp-address=flag:4160",
+        ]))
+        .unwrap();
+        assert_eq!(o.mem_queue_size, 7); // flag
+        assert_eq!(o.sync_every, 9); // file
+        assert_eq!(o.msg_timeout, Duration::from_millis(1500)); // file, integer = ms
+        assert_eq!(o.nsqlookupd_tcp_addresses, ["flag:4160"]); // flag list replaces file list
+        assert_eq!(o.max_rdy_count, 2500); // default
+        assert_eq!(o.config, path);
+    }
+
+    #[test]
+    fn flag_order_relative_to_config_does_not_matter() {
+        let path = config_file("order.toml", "snappy = false\n");
+        let o = Options::parse(args(&["--snappy=true", "--config", &path])).unwrap();
+        assert!(o.snappy);
+        let o = Options::parse(args(&["--config", &path])).unwrap();
+        assert!(!o.snappy);
+    }
+
+    #[test]
+    fn version_skips_the_config_file() {
+        let o = Options::parse(args(&["--version", "--config=/nonexistent.toml"])).unwrap();
+        assert!(o.version_requested);
+        let e = Options::parse(args(&["--config=/nonexistent.toml"])).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+    }
+
+    #[test]
+    fn bad_config_values_abort() {
+        let path = config_file("bad.toml", "max_deflate_level = \"six\"\n");
+        let e = Options::parse(args(&["--config", &path])).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            format!("failed to load config file {path} - invalid value for max_deflate_level: parse error")
+        );
+        assert!(!e.shows_usage());
     }
 
     #[test]
