@@ -10,6 +10,8 @@
 //! opts.validate()?;                                          // FATAL checks
 //! ```
 
+mod addr;
+mod config_api;
 mod config_file;
 mod duration;
 mod error;
@@ -17,6 +19,8 @@ mod flags;
 mod table;
 mod types;
 
+pub use addr::{is_unix_socket_addr, join_host_port, split_host_port};
+pub use config_api::{ConfigPutError, ConfigValue};
 pub use duration::{format as format_go_duration, parse as parse_go_duration, DurationError};
 pub use error::OptionsError;
 pub use table::Options;
