@@ -18,6 +18,7 @@ mod error;
 mod flags;
 mod table;
 mod types;
+mod validate;
 
 pub use addr::{is_unix_socket_addr, join_host_port, split_host_port};
 pub use config_api::{ConfigPutError, ConfigValue};
@@ -119,6 +120,15 @@ mod tests {
             format!("failed to load config file {path} - invalid value for max_deflate_level: parse error")
         );
         assert!(!e.shows_usage());
+    }
+
+    #[test]
+    fn parse_then_validate() {
+        let mut o = Options::parse(args(&["--max-deflate-level=10"])).unwrap();
+        assert_eq!(o.validate(), Err(OptionsError::MaxDeflateLevel));
+        let mut o = Options::parse(args(&["--tls-required"])).unwrap();
+        assert_eq!(o.validate(), Err(OptionsError::TlsRequiredWithoutCert));
+        assert_eq!(o.unsupported_flags(), ["--tls-required"]);
     }
 
     #[test]
