@@ -1,0 +1,102 @@
+//! Errors of option handling, with the texts and exit codes nsqd uses.
+//!
+//! nsqd reports three families differently: flag errors print the message and the usage and
+//! exit 2 (Go's `flag.ExitOnError`), `-h` prints the usage and exits 0, and config-file or
+//! startup-validation errors are logged as `FATAL:` and exit 1. `exit_code` and `shows_usage`
+//! let `main` do the same without matching on every variant.
+
+/// Why options could not be built. The `Display` text is what nsqd prints.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum OptionsError {
+    /// `-h` / `-help` / `--help`: print the usage, exit 0.
+    #[error("flag: help requested")]
+    Help,
+    #[error("flag provided but not defined: -{0}")]
+    UnknownFlag(String),
+    #[error("bad flag syntax: {0}")]
+    BadSyntax(String),
+    #[error("flag needs an argument: -{0}")]
+    MissingArgument(String),
+    #[error("invalid value {value:?} for flag -{flag}: {reason}")]
+    InvalidValue {
+        flag: String,
+        value: String,
+        reason: String,
+    },
+    #[error("invalid boolean value {value:?} for -{flag}: {reason}")]
+    InvalidBool {
+        flag: String,
+        value: String,
+        reason: String,
+    },
+
+    /// The config file could not be read or is not TOML.
+    #[error("failed to load config file {path} - {reason}")]
+    ConfigFile { path: String, reason: String },
+    /// A config-file key holds a value of the wrong type or an unreadable text.
+    #[error("failed to load config file {path} - invalid value for {key}: {reason}")]
+    ConfigValue {
+        path: String,
+        key: String,
+        reason: String,
+    },
+
+    #[error("--max-deflate-level must be [1,9]")]
+    MaxDeflateLevel,
+    #[error("--node-id must be [0,1024)")]
+    NodeId,
+    #[error("--auth-http-request-method must be post or get")]
+    AuthHttpRequestMethod,
+    /// The percentile as Go's `%v` prints it.
+    #[error("invalid E2E processing latency percentile: {0}")]
+    E2ePercentile(String),
+    #[error("cannot require TLS client connections without TLS key and cert")]
+    TlsRequiredWithoutCert,
+    #[error("failed to build TLS config - {0}")]
+    TlsConfig(String),
+}
+
+impl OptionsError {
+    /// True for errors of the command line itself, after which nsqd prints its usage.
+    pub fn shows_usage(&self) -> bool {
+        matches!(
+            self,
+            OptionsError::Help
+                | OptionsError::UnknownFlag(_)
+                | OptionsError::BadSyntax(_)
+                | OptionsError::MissingArgument(_)
+                | OptionsError::InvalidValue { .. }
+                | OptionsError::InvalidBool { .. }
+        )
+    }
+
+    /// Process exit status: 0 for help, 2 for other command-line errors, 1 for fatal errors.
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            OptionsError::Help => 0,
+            e if e.shows_usage() => 2,
+            _ => 1,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_nsqd() {
+        assert_eq!(OptionsError::Help.exit_code(), 0);
+        assert!(OptionsError::Help.shows_usage());
+        assert_eq!(OptionsError::UnknownFlag("x".into()).exit_code(), 2);
+        assert_eq!(OptionsError::BadSyntax("---x".into()).exit_code(), 2);
+        assert_eq!(OptionsError::NodeId.exit_code(), 1);
+        assert!(!OptionsError::NodeId.shows_usage());
+        let e = OptionsError::ConfigFile {
+            path: "a.toml".into(),
+            reason: "nope".into(),
+        };
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(e.to_string(), "failed to load config file a.toml - nope");
+    }
+}

@@ -1,0 +1,323 @@
+//! Startup checks nsqd makes on its options before listening, and the list of options this
+//! build cannot honour yet.
+//!
+//! The checks and their `FATAL:` texts are the reference's (§1.13), in nsqd's order; the TLS
+//! files named by flags are read so a missing or non-PEM file fails at startup, as in nsqd.
+//! `unsupported_flags` lets `main` refuse, loudly, a configuration that would otherwise be
+//! silently ignored.
+
+use super::addr::is_unix_socket_addr;
+use super::error::OptionsError;
+use super::table::Options;
+use super::types::{go_format_float, TlsRequired};
+
+/// Reads a PEM file named by a TLS flag; `what` names the input in Go's words.
+fn read_pem(path: &str, what: &str) -> Result<String, OptionsError> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| OptionsError::TlsConfig(format!("open {path}: {e}")))?;
+    if !text.contains("-----BEGIN ") {
+        return Err(OptionsError::TlsConfig(format!(
+            "tls: failed to find any PEM data in {what} input"
+        )));
+    }
+    Ok(text)
+}
+
+impl Options {
+    /// Startup validation (§1.13), in nsqd's order. May set `tls_required` to `True` when a
+    /// client auth policy is given. Returns the `FATAL:` message as the error.
+    pub fn validate(&mut self) -> Result<(), OptionsError> {
+        if !(1..=9).contains(&self.max_deflate_level) {
+            return Err(OptionsError::MaxDeflateLevel);
+        }
+        if !(0..1024).contains(&self.node_id) {
+            return Err(OptionsError::NodeId);
+        }
+        if !self.tls_client_auth_policy.is_empty() && self.tls_required == TlsRequired::False {
+            self.tls_required = TlsRequired::True;
+        }
+        let has_tls = self.check_tls_files()?;
+        if !has_tls && self.tls_required != TlsRequired::False {
+            return Err(OptionsError::TlsRequiredWithoutCert);
+        }
+        if let Some(p) = self
+            .e2e_processing_latency_percentiles
+            .iter()
+            .find(|&&p| !(p > 0.0 && p <= 1.0))
+        {
+            return Err(OptionsError::E2ePercentile(go_format_float(*p)));
+        }
+        if self.auth_http_request_method != "post" && self.auth_http_request_method != "get" {
+            return Err(OptionsError::AuthHttpRequestMethod);
+        }
+        Ok(())
+    }
+
+    /// Whether a TLS server config can be built: false when neither cert nor key is given;
+    /// otherwise both files (and the CA file, if any) must be readable PEM.
+    fn check_tls_files(&self) -> Result<bool, OptionsError> {
+        if self.tls_cert.is_empty() && self.tls_key.is_empty() {
+            return Ok(false);
+        }
+        if self.tls_cert.is_empty() || self.tls_key.is_empty() {
+            return Err(OptionsError::TlsConfig(
+                "--tls-cert and --tls-key must be given together".to_string(),
+            ));
+        }
+        read_pem(&self.tls_cert, "certificate")?;
+        read_pem(&self.tls_key, "key")?;
+        if !self.tls_root_ca_file.is_empty()
+            && !read_pem(&self.tls_root_ca_file, "CA certificate")?
+                .contains("-----BEGIN CERTIFICATE-----")
+        {
+            return Err(OptionsError::TlsConfig(
+                "failed to append certificate to pool".to_string(),
+            ));
+        }
+        Ok(true)
+    }
+
+    /// Options set (by flag or config file) to values that turn on a feature this build does not
+    /// implement yet, as `--flag` names in flag-table order. `main` refuses to start with any.
+    pub fn unsupported_flags(&self) -> Vec<&'static str> {
+        [
+            ("--tcp-address", is_unix_socket_addr(&self.tcp_address)),
+            ("--http-address", is_unix_socket_addr(&self.http_address)),
+            (
+                "--lookupd-tcp-address",
+                !self.nsqlookupd_tcp_addresses.is_empty(),
+            ),
+            ("--auth-http-address", !self.auth_http_addresses.is_empty()),
+            ("--statsd-address", !self.statsd_address.is_empty()),
+            (
+                "--e2e-processing-latency-percentile",
+                !self.e2e_processing_latency_percentiles.is_empty(),
+            ),
+            ("--tls-cert", !self.tls_cert.is_empty()),
+            ("--tls-key", !self.tls_key.is_empty()),
+            (
+                "--tls-client-auth-policy",
+                !self.tls_client_auth_policy.is_empty(),
+            ),
+            ("--tls-root-ca-file", !self.tls_root_ca_file.is_empty()),
+            ("--tls-required", self.tls_required != TlsRequired::False),
+            ("--enable-experiment", !self.enable_experiment.is_empty()),
+        ]
+        .into_iter()
+        .filter_map(|(flag, on)| on.then_some(flag))
+        .collect()
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn fatal(o: Options) -> String {
+        let mut o = o;
+        o.validate().unwrap_err().to_string()
+    }
+
+    fn temp_file(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("nsqr-options-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    const PEM_CERT: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+    const PEM_KEY: &str = "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n";
+
+    #[test]
+    fn defaults_are_valid() {
+        let mut o = Options::default();
+        assert_eq!(o.validate(), Ok(()));
+        assert_eq!(o, Options::default());
+    }
+
+    #[test]
+    fn deflate_level_and_node_id_ranges() {
+        for bad in [0, 10, -1] {
+            let o = Options {
+                max_deflate_level: bad,
+                ..Options::default()
+            };
+            assert_eq!(fatal(o), "--max-deflate-level must be [1,9]");
+        }
+        for good in [1, 9] {
+            let mut o = Options {
+                max_deflate_level: good,
+                ..Options::default()
+            };
+            assert_eq!(o.validate(), Ok(()));
+        }
+        for bad in [-1, 1024] {
+            let o = Options {
+                node_id: bad,
+                ..Options::default()
+            };
+            assert_eq!(fatal(o), "--node-id must be [0,1024)");
+        }
+        let mut o = Options {
+            node_id: 1023,
+            ..Options::default()
+        };
+        assert_eq!(o.validate(), Ok(()));
+    }
+
+    #[test]
+    fn auth_method_is_exactly_get_or_post() {
+        for good in ["get", "post"] {
+            let mut o = Options {
+                auth_http_request_method: good.into(),
+                ..Options::default()
+            };
+            assert_eq!(o.validate(), Ok(()));
+        }
+        for bad in ["GET", "put", ""] {
+            let o = Options {
+                auth_http_request_method: bad.into(),
+                ..Options::default()
+            };
+            assert_eq!(fatal(o), "--auth-http-request-method must be post or get");
+        }
+    }
+
+    #[test]
+    fn e2e_percentiles_in_zero_one() {
+        let mut o = Options {
+            e2e_processing_latency_percentiles: vec![1.0, 0.5, 0.0001],
+            ..Options::default()
+        };
+        assert_eq!(o.validate(), Ok(()));
+        for (bad, text) in [(1.5, "1.5"), (0.0, "0"), (-0.5, "-0.5"), (f64::NAN, "NaN")] {
+            let o = Options {
+                e2e_processing_latency_percentiles: vec![0.5, bad],
+                ..Options::default()
+            };
+            assert_eq!(
+                fatal(o),
+                format!("invalid E2E processing latency percentile: {text}")
+            );
+        }
+    }
+
+    #[test]
+    fn tls_required_needs_cert_and_key() {
+        for mode in [TlsRequired::True, TlsRequired::TcpHttps] {
+            let o = Options {
+                tls_required: mode,
+                ..Options::default()
+            };
+            assert_eq!(
+                fatal(o),
+                "cannot require TLS client connections without TLS key and cert"
+            );
+        }
+        // A client auth policy forces tls_required, hence the same error without cert/key.
+        let mut o = Options {
+            tls_client_auth_policy: "require".into(),
+            ..Options::default()
+        };
+        assert_eq!(o.validate(), Err(OptionsError::TlsRequiredWithoutCert));
+        assert_eq!(o.tls_required, TlsRequired::True);
+    }
+
+    #[test]
+    fn tls_files_are_read() {
+        let cert = temp_file("cert.pem", PEM_CERT);
+        let key = temp_file("key.pem", PEM_KEY);
+        let junk = temp_file("junk.pem", "not pem");
+        let path = |p: &PathBuf| p.to_string_lossy().into_owned();
+
+        let mut o = Options {
+            tls_cert: path(&cert),
+            tls_key: path(&key),
+            tls_client_auth_policy: "require-verify".into(),
+            tls_root_ca_file: path(&cert),
+            ..Options::default()
+        };
+        assert_eq!(o.validate(), Ok(()));
+        assert_eq!(o.tls_required, TlsRequired::True);
+
+        let o = Options {
+            tls_cert: path(&cert),
+            ..Options::default()
+        };
+        assert!(fatal(o).starts_with("failed to build TLS config - "));
+        let o = Options {
+            tls_cert: path(&junk),
+            tls_key: path(&key),
+            ..Options::default()
+        };
+        assert_eq!(
+            fatal(o),
+            "failed to build TLS config - tls: failed to find any PEM data in certificate input"
+        );
+        let o = Options {
+            tls_cert: path(&cert),
+            tls_key: "/nonexistent/key.pem".into(),
+            ..Options::default()
+        };
+        assert!(fatal(o).starts_with("failed to build TLS config - open /nonexistent/key.pem: "));
+        let o = Options {
+            tls_cert: path(&cert),
+            tls_key: path(&key),
+            tls_root_ca_file: path(&key),
+            ..Options::default()
+        };
+        assert_eq!(
+            fatal(o),
+            "failed to build TLS config - failed to append certificate to pool"
+        );
+    }
+
+    #[test]
+    fn unsupported_flags_are_listed() {
+        assert!(Options::default().unsupported_flags().is_empty());
+        let o = Options {
+            tcp_address: "/tmp/nsqd.sock".into(),
+            http_address: String::new(),
+            nsqlookupd_tcp_addresses: vec!["a:4160".into()],
+            statsd_address: "127.0.0.1:8125".into(),
+            tls_cert: "c".into(),
+            tls_required: TlsRequired::TcpHttps,
+            enable_experiment: vec!["topology-aware-consumption".into()],
+            ..Options::default()
+        };
+        assert_eq!(
+            o.unsupported_flags(),
+            [
+                "--tcp-address",
+                "--lookupd-tcp-address",
+                "--statsd-address",
+                "--tls-cert",
+                "--tls-required",
+                "--enable-experiment"
+            ]
+        );
+        let o = Options {
+            http_address: "nsqd-http.sock".into(),
+            auth_http_addresses: vec!["auth:80".into()],
+            e2e_processing_latency_percentiles: vec![0.99],
+            tls_key: "k".into(),
+            tls_client_auth_policy: "require".into(),
+            tls_root_ca_file: "ca".into(),
+            ..Options::default()
+        };
+        assert_eq!(
+            o.unsupported_flags(),
+            [
+                "--http-address",
+                "--auth-http-address",
+                "--e2e-processing-latency-percentile",
+                "--tls-key",
+                "--tls-client-auth-policy",
+                "--tls-root-ca-file"
+            ]
+        );
+    }
+}
