@@ -44,7 +44,10 @@ fn main() -> ExitCode {
         }
         return ExitCode::from(1);
     }
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("FATAL: failed to start runtime - {e}");

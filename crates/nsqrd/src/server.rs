@@ -22,7 +22,9 @@ fn lock_data_path(path: &str) -> Result<DataDirLock, String> {
     let file = std::fs::File::open(dir)
         .map_err(|e| format!("failed to lock data-path: open {dir}: {e}"))?;
     if !file.metadata().map(|m| m.is_dir()).unwrap_or(false) {
-        return Err(format!("failed to lock data-path: {dir} is not a directory"));
+        return Err(format!(
+            "failed to lock data-path: {dir} is not a directory"
+        ));
     }
     match file.try_lock() {
         Ok(()) => Ok(DataDirLock { _file: file }),
@@ -57,7 +59,6 @@ pub fn tcp_settings(o: &Options) -> TcpSettings {
         deflate: o.deflate,
         snappy: o.snappy,
         max_deflate_level: o.max_deflate_level,
-        tls_available: false,
         auth_required: !o.auth_http_addresses.is_empty(),
         topology_region: o.topology_region.clone(),
         topology_zone: o.topology_zone.clone(),
@@ -126,8 +127,8 @@ pub async fn run(opts: Options) -> Result<(), String> {
     });
     let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
 
-    let http_task = crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone()))
-        .await?;
+    let http_task =
+        crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone())).await?;
 
     wait_for_signal().await;
     tracing::info!("TERM: shutting down");

@@ -20,12 +20,9 @@ mod table;
 mod types;
 mod validate;
 
-pub use addr::{is_unix_socket_addr, join_host_port, split_host_port};
 pub use config_api::{ConfigPutError, ConfigValue};
-pub use duration::{format as format_go_duration, parse as parse_go_duration, DurationError};
 pub use error::OptionsError;
 pub use table::Options;
-pub use types::{LogLevel, TlsRequired, TLS_1_0, TLS_1_1, TLS_1_2, TLS_1_3};
 
 impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named.

@@ -23,6 +23,16 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
+    /// The tracing level that shows what nsqd shows at this level.
+    pub fn tracing_level(self) -> tracing::Level {
+        match self {
+            LogLevel::Debug => tracing::Level::DEBUG,
+            LogLevel::Info => tracing::Level::INFO,
+            LogLevel::Warn => tracing::Level::WARN,
+            LogLevel::Error | LogLevel::Fatal => tracing::Level::ERROR,
+        }
+    }
+
     /// The level's lower-case name, as accepted on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -489,17 +499,5 @@ mod tests {
         assert_eq!(go_format_float(1.25e7), "1.25e+07");
         assert_eq!(go_format_float(f64::NAN), "NaN");
         assert_eq!(go_format_float(f64::INFINITY), "+Inf");
-    }
-}
-
-impl LogLevel {
-    /// The tracing level that shows what nsqd shows at this level.
-    pub fn tracing_level(self) -> tracing::Level {
-        match self {
-            LogLevel::Debug => tracing::Level::DEBUG,
-            LogLevel::Info => tracing::Level::INFO,
-            LogLevel::Warn => tracing::Level::WARN,
-            LogLevel::Error | LogLevel::Fatal => tracing::Level::ERROR,
-        }
     }
 }

@@ -35,7 +35,10 @@ enum Flow {
 /// Commands of one kind waiting to be applied together.
 enum Pending {
     None,
-    Pub { topic: Arc<Topic>, bodies: Vec<Bytes> },
+    Pub {
+        topic: Arc<Topic>,
+        bodies: Vec<Bytes>,
+    },
     Fin(Vec<IdToken>),
 }
 
@@ -328,7 +331,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// PUB: joins the pending batch when it is for the same topic.
     fn queue_pub(&mut self, topic: &[u8], mut bodies: Vec<Bytes>) -> Flow {
-        if let Pending::Pub { topic: t, bodies: b } = &mut self.pending {
+        if let Pending::Pub {
+            topic: t,
+            bodies: b,
+        } = &mut self.pending
+        {
             if t.name.as_bytes() == topic {
                 b.append(&mut bodies);
                 return Flow::Continue;
@@ -342,7 +349,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.pending = Pending::Pub { topic: t, bodies };
                 Flow::Continue
             }
-            Err(e) => self.error(&ProtocolError::new(Code::PubFailed, format!("PUB failed {e}"))),
+            Err(e) => self.error(&ProtocolError::new(
+                Code::PubFailed,
+                format!("PUB failed {e}"),
+            )),
         }
     }
 

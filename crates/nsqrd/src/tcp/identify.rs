@@ -81,9 +81,8 @@ pub fn negotiate(
     s: &TcpSettings,
     remote_ip: &str,
 ) -> Result<Negotiated, ProtocolError> {
-    let req: IdentifyRequest = serde_json::from_slice(body).map_err(|_| {
-        ProtocolError::new(Code::BadBody, "IDENTIFY failed to decode JSON body")
-    })?;
+    let req: IdentifyRequest = serde_json::from_slice(body)
+        .map_err(|_| ProtocolError::new(Code::BadBody, "IDENTIFY failed to decode JSON body"))?;
 
     let heartbeat = match req.heartbeat_interval.unwrap_or(0) {
         -1 => None,
@@ -199,7 +198,9 @@ mod tests {
     #[test]
     fn validation_errors_in_order() {
         assert_eq!(
-            neg("{\"heartbeat_interval\":999,\"sample_rate\":100}").err().as_deref(),
+            neg("{\"heartbeat_interval\":999,\"sample_rate\":100}")
+                .err()
+                .as_deref(),
             Some("E_BAD_BODY IDENTIFY heartbeat interval (999) is invalid")
         );
         assert_eq!(
