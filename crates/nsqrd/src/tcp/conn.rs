@@ -46,7 +46,6 @@ pub struct Conn<S> {
     shared: Arc<Shared>,
     io: S,
     client: Arc<Client>,
-    remote_ip: String,
     rbuf: BytesMut,
     wbuf: BytesMut,
     state: WireState,
@@ -64,7 +63,7 @@ pub struct Conn<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
+    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>) -> Self {
         let s = &shared.settings;
         let heartbeat = Some(s.default_heartbeat);
         let limits = s.limits;
@@ -74,7 +73,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             shared,
             io,
             client,
-            remote_ip,
             rbuf: BytesMut::with_capacity(READ_CHUNK),
             wbuf: BytesMut::with_capacity(MIN_WRITE_BATCH),
             state: WireState::Init,
@@ -419,7 +417,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings, &self.remote_ip) {
+        let n = match identify::negotiate(body, &self.shared.settings) {
             Ok(n) => n,
             Err(e) => return self.error(&e),
         };
