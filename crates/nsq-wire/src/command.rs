@@ -3,8 +3,8 @@
 //! `parse` looks at the front of the read buffer and either returns a complete command (and
 //! removes its bytes), returns `Ok(None)` when more bytes are needed, or returns the exact error
 //! nsqd would send. Checks run in nsqd's order, including the ones that depend on the client's
-//! state, so that a bad command gets the same error text as from nsqd. Bodies are split out of
-//! the buffer as `Bytes` without copying.
+//! state, so that a bad command gets the same error text as from nsqd. Bodies are copied out of
+//! the buffer into one exact-size `Bytes` per command, so the read buffer is never pinned.
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -246,11 +246,12 @@ pub fn parse(
     }
     if name == b"SUB" {
         let (t, c) = (line.tokens[1], line.tokens[2]);
-        let line_bytes = buf.split_to(line.len).freeze();
-        return Ok(Some(Command::Sub {
-            topic: line_bytes.slice(t.0..t.1),
-            channel: line_bytes.slice(c.0..c.1),
-        }));
+        let cmd = Command::Sub {
+            topic: Bytes::copy_from_slice(&buf[t.0..t.1]),
+            channel: Bytes::copy_from_slice(&buf[c.0..c.1]),
+        };
+        buf.advance(line.len);
+        return Ok(Some(cmd));
     }
 
     // Commands with a body: header checks first (nsqd checks these before reading the body).
@@ -382,12 +383,14 @@ pub fn parse(
             });
         }
     }
-    let line_bytes = buf.split_to(line.len).freeze();
-    buf.advance(4);
-    let body = buf.split_to(size).freeze();
+    // Copy out rather than split the read buffer: a queued message must not pin the rest of a
+    // 64 KiB read chunk, and an unshared read buffer is reused instead of reallocated. One
+    // exact-size allocation per batch; MPUB bodies are slices of it.
     let topic = topic_range
-        .map(|(a, b)| line_bytes.slice(a..b))
+        .map(|(a, b)| Bytes::copy_from_slice(&buf[a..b]))
         .unwrap_or_default();
+    let body = Bytes::copy_from_slice(&buf[line.len + 4..total]);
+    buf.advance(total);
     Ok(Some(match kind {
         BodyKind::Identify => Command::Identify(body),
         BodyKind::Auth => Command::Auth(body),
