@@ -95,6 +95,8 @@ impl Server {
                 }
             });
         }
+        // Only the reader threads hold senders now: if the server exits, recv fails at once.
+        drop(tx);
         let (mut tcp, mut http) = (None, None);
         let deadline = Instant::now() + Duration::from_secs(15);
         let mut seen = Vec::new();
