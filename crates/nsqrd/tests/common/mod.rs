@@ -2,7 +2,7 @@
 //! speaks raw bytes to it. The binary is `nsqrd` from this build, or any nsqd-compatible binary
 //! named by `NSQD_BIN` (so every test can be checked against the reference nsqd). It uses only
 //! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
