@@ -2,7 +2,7 @@
 //! speaks raw bytes to it. The binary is `nsqrd` from this build, or any nsqd-compatible binary
 //! named by `NSQD_BIN` (so every test can be checked against the reference nsqd). It uses only
 //! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -74,8 +74,14 @@ impl Server {
         let mut child = cmd.spawn().expect("spawn server");
         let (tx, rx) = mpsc::channel::<String>();
         for pipe in [
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
@@ -102,7 +108,10 @@ impl Server {
                 }
                 Err(_) => {
                     let _ = child.kill();
-                    panic!("server did not report its listeners; log:\n{}", seen.join("\n"));
+                    panic!(
+                        "server did not report its listeners; log:\n{}",
+                        seen.join("\n")
+                    );
                 }
             }
         }
@@ -173,6 +182,38 @@ impl Server {
             .iter()
             .find(|t| t["topic_name"] == topic)
             .cloned()
+    }
+
+    /// The consumer stats objects (`clients`) of one channel; empty if it does not exist.
+    pub fn client_stats(&self, topic: &str, channel: &str) -> Vec<serde_json::Value> {
+        self.channel_stats(topic, channel)
+            .and_then(|c| c["clients"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// An integer field of a channel's stats (None if the channel does not exist).
+    pub fn channel_stat(&self, topic: &str, channel: &str, field: &str) -> Option<i64> {
+        self.channel_stats(topic, channel)
+            .and_then(|c| c[field].as_i64())
+    }
+
+    /// An integer field of a topic's stats (None if the topic does not exist).
+    pub fn topic_stat(&self, topic: &str, field: &str) -> Option<i64> {
+        self.topic_stats(topic).and_then(|t| t[field].as_i64())
+    }
+
+    /// Wait (bounded) until the channel's clients report a total `ready_count` of `n`, so a
+    /// RDY sent on another connection is known to have been processed.
+    pub fn wait_ready(&self, topic: &str, channel: &str, n: i64) {
+        let ok = wait_until(Duration::from_secs(5), || {
+            let c = self.client_stats(topic, channel);
+            !c.is_empty()
+                && c.iter()
+                    .map(|c| c["ready_count"].as_i64().unwrap_or(0))
+                    .sum::<i64>()
+                    == n
+        });
+        assert!(ok, "ready_count of {topic}/{channel} never reached {n}");
     }
 
     /// Lines the server has logged so far.
@@ -380,7 +421,9 @@ impl Conn {
                 std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
             ),
         };
-        self.s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+        self.s
+            .set_read_timeout(Some(READ_TIMEOUT))
+            .expect("timeout");
         r
     }
 
@@ -404,6 +447,70 @@ impl Conn {
 
     pub fn close(self) {
         let _ = self.s.shutdown(Shutdown::Both);
+    }
+
+    /// Read one frame (heartbeats included), waiting at most `t`; None on timeout or EOF.
+    pub fn read_frame_within(&mut self, t: Duration) -> Option<Frame> {
+        self.set_timeout(t.max(Duration::from_millis(1)));
+        let f = self.try_read_frame();
+        self.set_timeout(READ_TIMEOUT);
+        f
+    }
+
+    /// Read frames, skipping heartbeats, until a non-heartbeat frame arrives or `t` passes.
+    pub fn frame_within(&mut self, t: Duration) -> Option<Frame> {
+        let deadline = Instant::now() + t;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.read_frame_within(left) {
+                Some(Frame::Response(b)) if b == b"_heartbeat_" => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Wait at most `t` for a message frame (skipping heartbeats); panics on any other frame.
+    pub fn message_within(&mut self, t: Duration) -> Option<Msg> {
+        match self.frame_within(t) {
+            None => None,
+            Some(Frame::Message(m)) => Some(m),
+            Some(other) => panic!("expected message, got {other:?}"),
+        }
+    }
+
+    /// Expect `n` message frames.
+    pub fn expect_messages(&mut self, n: usize) -> Vec<Msg> {
+        (0..n).map(|_| self.expect_message()).collect()
+    }
+
+    /// Expect an error frame with exactly this text, then the server closing the connection.
+    pub fn expect_fatal(&mut self, text: &str) {
+        self.expect_error(text);
+        assert!(self.expect_closed(), "connection not closed after {text:?}");
+    }
+
+    /// Half-close: no more bytes from us (the server sees EOF), but we can still read.
+    pub fn shutdown_write(&mut self) {
+        let _ = self.s.shutdown(Shutdown::Write);
+    }
+
+    pub fn rdy(&mut self, n: u64) {
+        self.cmd(&format!("RDY {n}"));
+    }
+
+    pub fn fin(&mut self, id: &str) {
+        self.cmd(&format!("FIN {id}"));
+    }
+
+    pub fn req(&mut self, id: &str, delay_ms: u64) {
+        self.cmd(&format!("REQ {id} {delay_ms}"));
+    }
+
+    pub fn touch(&mut self, id: &str) {
+        self.cmd(&format!("TOUCH {id}"));
     }
 }
 
@@ -507,8 +614,8 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
             return out;
         };
         let len_str = String::from_utf8_lossy(&b[..nl]);
-        let len = usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16)
-            .unwrap_or(0);
+        let len =
+            usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
         if len == 0 {
             return out;
         }
