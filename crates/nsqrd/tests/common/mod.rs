@@ -202,6 +202,27 @@ impl Server {
         self.topic_stats(topic).and_then(|t| t[field].as_i64())
     }
 
+    /// The stats object of the consumer on topic/channel that is connection `conn` (matched by
+    /// `remote_address`).
+    pub fn conn_stats(&self, topic: &str, channel: &str, conn: &Conn) -> Option<serde_json::Value> {
+        let me = conn.s.local_addr().ok()?.to_string();
+        self.client_stats(topic, channel)
+            .into_iter()
+            .find(|c| c["remote_address"] == me.as_str())
+    }
+
+    /// Wait (bounded) until consumer `conn` reports `ready_count` `n`.
+    pub fn wait_conn_ready(&self, topic: &str, channel: &str, conn: &Conn, n: i64) {
+        let ok = wait_until(Duration::from_secs(5), || {
+            self.conn_stats(topic, channel, conn)
+                .is_some_and(|c| c["ready_count"] == n)
+        });
+        assert!(
+            ok,
+            "ready_count of a consumer of {topic}/{channel} never reached {n}"
+        );
+    }
+
     /// Wait (bounded) until the channel's clients report a total `ready_count` of `n`, so a
     /// RDY sent on another connection is known to have been processed.
     pub fn wait_ready(&self, topic: &str, channel: &str, n: i64) {
