@@ -215,7 +215,7 @@ fn fin_req_touch_failures_are_not_fatal() {
     let m = c.expect_message();
     assert_eq!(m.body, b"still here");
     c.fin(&m.id_str());
-    c.publish("t", b"and again");
+    c.publish("other", b"and again");
 }
 
 #[test]

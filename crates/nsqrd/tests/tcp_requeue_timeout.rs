@@ -343,6 +343,7 @@ fn timed_out_message_is_no_longer_in_flight() {
     s.connect().publish("gone", b"x");
     let m = c.expect_message();
     c.rdy(0);
+    s.wait_ready("gone", "c", 0);
     assert!(
         wait_until(Duration::from_secs(1) + SCAN_SLACK, || {
             s.channel_stat("gone", "c", "timeout_count") == Some(1)

@@ -173,7 +173,7 @@ fn rdy_errors() {
     let mut c = s.connect();
     c.sub("t", "c");
     c.rdy(2500);
-    c.publish("t", b"max rdy is fine");
+    c.publish("other", b"max rdy is fine");
 }
 
 #[test]
