@@ -409,6 +409,60 @@ pub fn parse(
     }))
 }
 
+/// The client closed its side with an incomplete command in `buf`: the error nsqd sends when
+/// its read hits EOF there (`PUB failed to read message body`, ...). None when the command line
+/// itself is incomplete (nsqd closes silently then) or nothing is pending.
+pub fn error_at_eof(buf: &[u8], limits: &Limits, state: ClientState) -> Option<ParseError> {
+    let mut copy = BytesMut::from(buf);
+    match parse(&mut copy, limits, state) {
+        Ok(None) => {}
+        Ok(Some(_)) => return None,
+        Err(e) => return Some(e),
+    }
+    let line = scan_line(buf).ok()??;
+    let (a, b) = line.tokens[0];
+    let kind = match &buf[a..b] {
+        b"IDENTIFY" | b"AUTH" | b"PUB" | b"MPUB" | b"DPUB" => BodyKind::of(&buf[a..b]),
+        _ => return None,
+    };
+    let name = kind.name();
+    let have_size = buf.len() >= line.len + 4;
+    let e = match (kind, have_size) {
+        (BodyKind::Identify | BodyKind::Auth, false) => {
+            ProtocolError::new(Code::BadBody, format!("{name} failed to read body size"))
+        }
+        (BodyKind::Identify | BodyKind::Auth, true) => {
+            ProtocolError::new(Code::BadBody, format!("{name} failed to read body"))
+        }
+        (BodyKind::Pub | BodyKind::Dpub, false) => ProtocolError::new(
+            Code::BadMessage,
+            format!("{name} failed to read message body size"),
+        ),
+        (BodyKind::Pub | BodyKind::Dpub, true) => ProtocolError::new(
+            Code::BadMessage,
+            format!("{name} failed to read message body"),
+        ),
+        (BodyKind::Mpub, false) => {
+            ProtocolError::new(Code::BadBody, "MPUB failed to read body size")
+        }
+        (BodyKind::Mpub, true) => {
+            // nsqd reads an MPUB body as a stream, so report where the stream ran out.
+            match split_mpub(&buf[line.len + 4..], limits, |_, _| {}) {
+                Err(e) => e,
+                Ok(()) => ProtocolError::new(Code::BadMessage, "MPUB failed to read message body"),
+            }
+        }
+    };
+    let topic = (kind == BodyKind::Mpub && line.tokens.len() > 1).then(|| {
+        let (a, b) = line.tokens[1];
+        lossy(&buf[a..b])
+    });
+    Some(match topic {
+        Some(topic) => ParseError::ProtocolAfterTopic { error: e, topic },
+        None => ParseError::Protocol(e),
+    })
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum BodyKind {
     Identify,

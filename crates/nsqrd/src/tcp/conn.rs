@@ -138,6 +138,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             tokio::select! {
                 r = self.io.read_buf(&mut self.rbuf) => {
                     if r? == 0 {
+                        self.at_eof();
+                        self.flush().await?;
                         return Ok(());
                     }
                     let hb_before = self.heartbeat;
@@ -254,6 +256,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
         self.apply_pending()
+    }
+
+    /// The client half-closed: complete commands still run, then an incomplete one gets the
+    /// error nsqd sends when its read hits EOF.
+    fn at_eof(&mut self) {
+        if let Flow::Close = self.process() {
+            return;
+        }
+        if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.state) {
+            match e {
+                ParseError::Protocol(e) => {
+                    self.error(&e);
+                }
+                ParseError::ProtocolAfterTopic { error, topic } => {
+                    let _ = self.shared.broker.get_or_create_topic(&topic);
+                    self.error(&error);
+                }
+                ParseError::LineTooLong(_) => {}
+            }
+        }
     }
 
     fn command(&mut self, cmd: Command) -> Flow {

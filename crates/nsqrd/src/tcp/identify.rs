@@ -161,7 +161,8 @@ pub fn response(n: &Negotiated, s: &TcpSettings) -> IdentifyResponse {
         msg_timeout: ms(n.msg_timeout),
         tls_v1: false,
         deflate: false,
-        deflate_level: n.deflate_level,
+        // nsqd reports the client's level only when deflate is granted, else its default.
+        deflate_level: 6.min(s.max_deflate_level),
         max_deflate_level: s.max_deflate_level,
         snappy: false,
         sample_rate: n.sample_rate,
