@@ -23,18 +23,25 @@ pub struct Broker {
     next_client_id: AtomicU64,
     /// Unix seconds.
     pub start_time: i64,
+    /// Unix nanoseconds, for `/stats` uptime.
+    pub start_time_ns: i64,
     exiting: AtomicBool,
+    /// The last disk error, if the last disk write failed (nsqd's health).
+    health_error: Mutex<Option<String>>,
 }
 
 impl Broker {
     pub fn new(cfg: BrokerConfig) -> Broker {
+        let start_time_ns = crate::now_unix_nanos();
         Broker {
             cfg: Arc::new(cfg),
             topics: RwLock::new(BTreeMap::new()),
             clients: Mutex::new(FxHashMap::default()),
             next_client_id: AtomicU64::new(1),
-            start_time: crate::now_unix_nanos() / 1_000_000_000,
+            start_time: start_time_ns.div_euclid(1_000_000_000),
+            start_time_ns,
             exiting: AtomicBool::new(false),
+            health_error: Mutex::new(None),
         }
     }
 
@@ -48,6 +55,24 @@ impl Broker {
 
     pub fn set_exiting(&self) {
         self.exiting.store(true, Relaxed);
+    }
+
+    /// Record the outcome of a disk write: `Some(error)` makes the node unhealthy until the
+    /// next success (`None`).
+    pub fn set_health(&self, error: Option<String>) {
+        *self.health_error.lock() = error;
+    }
+
+    pub fn is_healthy(&self) -> bool {
+        self.health_error.lock().is_none()
+    }
+
+    /// `OK` or `NOK - <error>`, as `/ping` and `/stats` report it.
+    pub fn health(&self) -> String {
+        match &*self.health_error.lock() {
+            None => "OK".to_string(),
+            Some(e) => format!("NOK - {e}"),
+        }
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {

@@ -44,8 +44,19 @@ pub struct E2eLatency {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Percentile {
+    #[serde(serialize_with = "go_float")]
     pub quantile: f64,
+    #[serde(serialize_with = "go_float")]
     pub value: f64,
+}
+
+/// Go's `encoding/json` writes integral floats without a fraction (`1`, not `1.0`).
+fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if v.fract() == 0.0 && v.abs() < 1e18 {
+        s.serialize_i64(*v as i64)
+    } else {
+        s.serialize_f64(*v)
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -2,11 +2,16 @@
 //! stderr, so operators' log parsing and our test harness work the same as with nsqd.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use tracing::{Event, Level, Subscriber};
+use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::util::SubscriberInitExt;
+use tracing_subscriber::{reload, Registry};
 
 pub struct NsqdFormat {
     pub prefix: String,
@@ -66,15 +71,31 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+static RELOAD: OnceLock<reload::Handle<LevelFilter, Registry>> = OnceLock::new();
+
 /// Install the subscriber at `level` (nsqd's level names map onto tracing's).
 pub fn init(prefix: &str, level: Level) {
-    let _ = tracing_subscriber::fmt()
-        .with_max_level(level)
+    let (filter, handle) = reload::Layer::new(LevelFilter::from_level(level));
+    let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
         .event_format(NsqdFormat {
             prefix: prefix.to_string(),
-        })
-        .try_init();
+        });
+    if tracing_subscriber::registry()
+        .with(filter)
+        .with(fmt)
+        .try_init()
+        .is_ok()
+    {
+        let _ = RELOAD.set(handle);
+    }
+}
+
+/// Change the level at runtime (`PUT /config/log_level`).
+pub fn set_level(level: Level) {
+    if let Some(h) = RELOAD.get() {
+        let _ = h.modify(|f| *f = LevelFilter::from_level(level));
+    }
 }
 
 #[cfg(test)]

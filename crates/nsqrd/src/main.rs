@@ -1,6 +1,7 @@
 //! nsqrd: a drop-in replacement for nsqd. Parses nsqd's flags, validates them as nsqd does,
 //! starts the TCP and HTTP listeners and shuts down gracefully on SIGINT / SIGTERM.
 
+mod http;
 mod http_wiring;
 mod logging;
 mod options;
@@ -16,7 +17,12 @@ fn main() -> ExitCode {
     let mut opts = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("{e}");
+            // Flag errors print like Go's flag package; config-file errors are FATAL as in nsqd.
+            if e.exit_code() == 1 {
+                eprintln!("FATAL: {e}");
+            } else {
+                eprintln!("{e}");
+            }
             if e.shows_usage() {
                 eprintln!("{}", Options::usage());
             }

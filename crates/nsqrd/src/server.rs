@@ -127,7 +127,7 @@ pub async fn run(opts: Options) -> Result<(), String> {
     });
     let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
 
-    let http_task =
+    let (http_task, _http_addr) =
         crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone())).await?;
 
     wait_for_signal().await;

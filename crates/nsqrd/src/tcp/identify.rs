@@ -78,8 +78,13 @@ fn ms(d: Duration) -> i64 {
 /// Decode and validate. Like nsqd, absent `client_id` / `hostname` overwrite the defaults (the
 /// remote IP) with "".
 pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolError> {
-    let req: IdentifyRequest = serde_json::from_slice(body)
-        .map_err(|_| ProtocolError::new(Code::BadBody, "IDENTIFY failed to decode JSON body"))?;
+    // Only a JSON object decodes into nsqd's struct (serde alone would also take `[]`).
+    let decode_error = || ProtocolError::new(Code::BadBody, "IDENTIFY failed to decode JSON body");
+    let value: serde_json::Value = serde_json::from_slice(body).map_err(|_| decode_error())?;
+    if !value.is_object() {
+        return Err(decode_error());
+    }
+    let req: IdentifyRequest = serde_json::from_value(value).map_err(|_| decode_error())?;
 
     let heartbeat = match req.heartbeat_interval.unwrap_or(0) {
         -1 => None,
@@ -216,6 +221,10 @@ mod tests {
         assert_eq!(
             neg("{\"msg_timeout\":999}").err().as_deref(),
             Some("E_BAD_BODY IDENTIFY msg timeout (999) is invalid")
+        );
+        assert_eq!(
+            neg("[]").err().as_deref(),
+            Some("E_BAD_BODY IDENTIFY failed to decode JSON body")
         );
         assert_eq!(
             neg("{\"client_id\":5}").err().as_deref(),

@@ -1,0 +1,103 @@
+//! Reading request bodies the way nsqd does (`io.ReadAll(io.LimitReader(body, max+1))`): read at
+//! most `limit` bytes and leave the rest unread, so an oversized upload costs at most one limit's
+//! worth of memory. A body that arrives in one frame is returned without copying, and message
+//! bodies are then slices of it.
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::BodyExt;
+use hyper::body::Body;
+
+/// At most `limit` bytes of `body`.
+pub async fn read_limited<B>(mut body: B, limit: usize) -> Result<Bytes, B::Error>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    let mut first: Option<Bytes> = None;
+    let mut rest = BytesMut::new();
+    let mut len = 0usize;
+    while len < limit {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
+        let Ok(data) = frame?.into_data() else {
+            continue; // trailers
+        };
+        len += data.len();
+        match first.take() {
+            None if rest.is_empty() => first = Some(data),
+            prev => {
+                if let Some(p) = prev {
+                    rest.extend_from_slice(&p);
+                }
+                rest.extend_from_slice(&data);
+            }
+        }
+    }
+    let mut all = match first {
+        Some(b) => b,
+        None => rest.freeze(),
+    };
+    all.truncate(limit);
+    Ok(all)
+}
+
+/// The declared `Content-Length`, if any (Go's `req.ContentLength`, -1 when chunked).
+pub fn content_length<B: Body>(body: &B) -> Option<u64> {
+    body.size_hint().exact()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::Full;
+    use hyper::body::Frame;
+    use std::convert::Infallible;
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    /// A body delivered in the given frames.
+    struct Chunks(std::vec::IntoIter<&'static [u8]>);
+
+    impl Body for Chunks {
+        type Data = Bytes;
+        type Error = Infallible;
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            _cx: &mut Context<'_>,
+        ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+            Poll::Ready(
+                self.0
+                    .next()
+                    .map(|c| Ok(Frame::data(Bytes::from_static(c)))),
+            )
+        }
+    }
+
+    fn chunks(parts: &[&'static [u8]]) -> Chunks {
+        Chunks(Vec::from(parts).into_iter())
+    }
+
+    #[tokio::test]
+    async fn limits_and_joins() {
+        let b = read_limited(Full::new(Bytes::from_static(b"hello")), 10)
+            .await
+            .unwrap();
+        assert_eq!(&b[..], b"hello");
+        let b = read_limited(Full::new(Bytes::from_static(b"hello")), 3)
+            .await
+            .unwrap();
+        assert_eq!(&b[..], b"hel");
+        let b = read_limited(chunks(&[b"ab", b"cd", b"ef"]), 5)
+            .await
+            .unwrap();
+        assert_eq!(&b[..], b"abcde");
+        let b = read_limited(chunks(&[b"ab", b"cd"]), 100).await.unwrap();
+        assert_eq!(&b[..], b"abcd");
+        let b = read_limited(chunks(&[]), 100).await.unwrap();
+        assert!(b.is_empty());
+        assert_eq!(
+            content_length(&Full::new(Bytes::from_static(b"abc"))),
+            Some(3)
+        );
+    }
+}

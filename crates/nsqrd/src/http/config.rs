@@ -1,0 +1,100 @@
+//! `/config/:opt`: read any option by its cfg name and change the two nsqd allows at runtime.
+//! The options themselves live in the daemon; this module only needs the [`ConfigStore`] seam,
+//! so the HTTP layer does not depend on how flags are parsed or what a change triggers.
+
+use hyper::body::Incoming;
+use hyper::{Request, StatusCode};
+
+use super::body::read_limited;
+use super::response::{ApiError, Reply};
+use super::HttpState;
+
+/// An option's current value as `/config` renders it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ConfigValue {
+    /// String options: the raw text, no quotes.
+    Text(String),
+    /// Everything else: ints, bools, durations in nanoseconds, lists.
+    Json(serde_json::Value),
+}
+
+/// Why a `PUT /config/:opt` was refused.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigPutError {
+    /// Unknown option, or one that cannot be changed at runtime.
+    #[error("INVALID_OPTION")]
+    InvalidOption,
+    /// The body is not a valid value for the option.
+    #[error("INVALID_VALUE")]
+    InvalidValue,
+}
+
+/// The daemon's options, as the HTTP layer reads and changes them.
+pub trait ConfigStore: Send + Sync {
+    /// The value of option `key` (cfg name, e.g. `msg_timeout`), or `None` if there is no such
+    /// option.
+    fn get(&self, key: &str) -> Option<ConfigValue>;
+    /// Set option `key` from the request body (`log_level` as text,
+    /// `nsqlookupd_tcp_addresses` as a JSON array) and apply the change.
+    fn put(&self, key: &str, body: &[u8]) -> Result<(), ConfigPutError>;
+}
+
+/// `GET /config/:opt`.
+pub fn get(state: &HttpState, opt: &str) -> Result<Reply, ApiError> {
+    match state.config.get(opt) {
+        None => Err(ApiError::bad_request("INVALID_OPTION")),
+        Some(ConfigValue::Text(s)) => Ok(Reply::Text(s.into())),
+        Some(ConfigValue::Json(mut v)) => {
+            go_numbers(&mut v);
+            Reply::json(&v)
+        }
+    }
+}
+
+/// `PUT /config/:opt`: the body is checked (empty or over max-msg-size is 413) before the
+/// option name, as in nsqd; then the current value is returned.
+pub async fn put(state: &HttpState, opt: &str, req: Request<Incoming>) -> Result<Reply, ApiError> {
+    let read_max = state.settings.max_msg_size_usize().saturating_add(1);
+    let body = read_limited(req.into_body(), read_max)
+        .await
+        .map_err(|_| ApiError::internal())?;
+    if body.len() == read_max || body.is_empty() {
+        return Err(ApiError::too_large("INVALID_VALUE"));
+    }
+    state
+        .config
+        .put(opt, &body)
+        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    get(state, opt)
+}
+
+/// Go marshals integral floats without a fraction (`1`, not `1.0`).
+fn go_numbers(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Number(n) => {
+            if let Some(f) = n.as_f64().filter(|_| n.is_f64()) {
+                if f.fract() == 0.0 && f.abs() < 1e18 {
+                    *n = serde_json::Number::from(f as i64);
+                }
+            }
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(go_numbers),
+        serde_json::Value::Object(o) => o.values_mut().for_each(go_numbers),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integral_floats_lose_their_fraction() {
+        let mut v = serde_json::json!([1.0, 0.99, 3, "x", {"a": [2.0]}]);
+        go_numbers(&mut v);
+        assert_eq!(
+            serde_json::to_string(&v).unwrap(),
+            r#"[1,0.99,3,"x",{"a":[2]}]"#
+        );
+    }
+}

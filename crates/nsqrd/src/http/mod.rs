@@ -1,0 +1,108 @@
+//! nsqd's HTTP API (`/pub`, `/mpub`, `/stats`, `/topic/*`, `/channel/*`, `/config/*`, `/ping`,
+//! `/info`) on hyper, with nsqd's router and response conventions reproduced by hand so status
+//! codes, headers and bodies match what nsqd clients and nsqadmin expect.
+//!
+//! Layout: `server` (listener, connections, shutdown) -> `service` (one request: routing and
+//! dispatch) -> one file per route group. `router`, `query`, `path` and `response` hold the
+//! conventions every route shares.
+
+mod body;
+pub mod config;
+mod info;
+mod path;
+mod publish;
+mod query;
+mod response;
+mod router;
+mod server;
+mod service;
+mod stats;
+mod stats_text;
+mod topics;
+
+#[cfg(test)]
+mod tests;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use nsqr_broker::Broker;
+
+pub use config::{ConfigPutError, ConfigStore, ConfigValue};
+pub use server::{serve, serve_connection};
+
+/// Everything the handlers share.
+pub struct HttpState {
+    pub broker: Arc<Broker>,
+    pub settings: HttpSettings,
+    pub config: Arc<dyn ConfigStore>,
+}
+
+/// The option values the HTTP API reads, copied from the daemon's options at startup (none of
+/// them can change at runtime).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HttpSettings {
+    /// `version` in `/info` and `/stats` (`1.3.0`).
+    pub version: String,
+    pub broadcast_address: String,
+    /// The OS hostname, for `/info`.
+    pub hostname: String,
+    /// The bound ports (-1 for a unix socket, 0 when disabled).
+    pub tcp_port: i32,
+    pub http_port: i32,
+    pub max_msg_size: i64,
+    pub max_body_size: i64,
+    pub max_req_timeout: Duration,
+    pub max_heartbeat_interval: Duration,
+    pub max_output_buffer_size: i64,
+    pub max_output_buffer_timeout: Duration,
+    pub max_deflate_level: i64,
+    pub topology_zone: String,
+    pub topology_region: String,
+    /// Set (to the HTTPS port) on the state of the plain-HTTP listener when `--tls-required`
+    /// is on: every request there is refused with 403 `TLS_REQUIRED`.
+    pub tls_required_https_port: Option<u16>,
+}
+
+impl Default for HttpSettings {
+    /// nsqd's defaults.
+    fn default() -> Self {
+        HttpSettings {
+            version: "1.3.0".to_string(),
+            broadcast_address: String::new(),
+            hostname: String::new(),
+            tcp_port: 4150,
+            http_port: 4151,
+            max_msg_size: 1_048_576,
+            max_body_size: 5_242_880,
+            max_req_timeout: Duration::from_secs(3600),
+            max_heartbeat_interval: Duration::from_secs(60),
+            max_output_buffer_size: 65_536,
+            max_output_buffer_timeout: Duration::from_secs(30),
+            max_deflate_level: 6,
+            topology_zone: String::new(),
+            topology_region: String::new(),
+            tls_required_https_port: None,
+        }
+    }
+}
+
+impl HttpSettings {
+    pub(crate) fn max_msg_size_usize(&self) -> usize {
+        usize::try_from(self.max_msg_size).unwrap_or(0)
+    }
+
+    pub(crate) fn max_body_size_usize(&self) -> usize {
+        usize::try_from(self.max_body_size).unwrap_or(0)
+    }
+
+    /// The limits the TCP MPUB body parser needs, for binary `/mpub`.
+    pub(crate) fn wire_limits(&self) -> nsq_wire::Limits {
+        nsq_wire::Limits {
+            max_msg_size: self.max_msg_size,
+            max_body_size: self.max_body_size,
+            max_req_timeout_ms: i64::try_from(self.max_req_timeout.as_millis()).unwrap_or(i64::MAX),
+            ..nsq_wire::Limits::default()
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! `/pub` and `/mpub`: HTTP publishing with nsqd's check order, because clients (and tests)
+//! see which error wins when several apply.
+//! - `/pub`: Content-Length vs max-msg-size -> read body (max-msg-size + 1) -> empty -> topic
+//!   (created here) -> defer.
+//! - `/mpub`: Content-Length vs max-body-size -> topic (created here) -> body, either text
+//!   (one message per `\n`-terminated line) or binary (the TCP MPUB body layout).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::Request;
+use nsq_wire::{Code, Limits};
+use nsqr_broker::Topic;
+
+use super::body::{content_length, read_limited};
+use super::query::{nsq_bool, Query};
+use super::response::{ApiError, Reply};
+use super::HttpState;
+
+/// `POST /pub?topic=<t>[&defer=<ms>]`.
+pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+    let max = state.settings.max_msg_size_usize();
+    if content_length(req.body()).is_some_and(|n| n > max as u64) {
+        return Err(ApiError::too_large("MSG_TOO_BIG"));
+    }
+    let raw_query = req.uri().query().map(str::to_owned);
+    let read_max = max.saturating_add(1);
+    let body = read_limited(req.into_body(), read_max)
+        .await
+        .map_err(|_| ApiError::internal())?;
+    if body.len() == read_max {
+        return Err(ApiError::too_large("MSG_TOO_BIG"));
+    }
+    if body.is_empty() {
+        return Err(ApiError::bad_request("MSG_EMPTY"));
+    }
+    let (query, topic) = topic_from_query(state, raw_query.as_deref())?;
+    let defer = match query.get("defer") {
+        None => Duration::ZERO,
+        Some(v) => parse_defer(v, state.settings.max_req_timeout)
+            .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
+    };
+    put(state, &topic, vec![body], defer)?;
+    Ok(Reply::ok())
+}
+
+/// `POST /mpub?topic=<t>[&binary=<bool>]`.
+pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+    let max_body = state.settings.max_body_size_usize();
+    if content_length(req.body()).is_some_and(|n| n > max_body as u64) {
+        return Err(ApiError::too_large("BODY_TOO_BIG"));
+    }
+    let (query, topic) = topic_from_query(state, req.uri().query())?;
+    // Unknown values mean binary (nsqd logs them as deprecated).
+    let binary = query
+        .get("binary")
+        .is_some_and(|v| nsq_bool(Some(v)).unwrap_or(true));
+    let bodies = if binary {
+        // nsqd reads only what the messages need; with a Content-Length that is at most
+        // max-body-size, and a chunked body is cut there too.
+        let body = read_limited(req.into_body(), max_body)
+            .await
+            .map_err(|_| ApiError::internal())?;
+        split_binary(&body, &state.settings.wire_limits())?
+    } else {
+        let read_max = max_body.saturating_add(1);
+        let body = read_limited(req.into_body(), read_max)
+            .await
+            .map_err(|_| ApiError::internal())?;
+        split_text(&body, read_max, state.settings.max_msg_size_usize())?
+    };
+    if !bodies.is_empty() {
+        put(state, &topic, bodies, Duration::ZERO)?;
+    }
+    Ok(Reply::ok())
+}
+
+/// nsqd's `getTopicFromQuery`: parse the query, require a valid `topic`, get or create it.
+pub fn topic_from_query(
+    state: &HttpState,
+    raw_query: Option<&str>,
+) -> Result<(Query, Arc<Topic>), ApiError> {
+    let query = Query::parse(raw_query).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))?;
+    let name = query
+        .get("topic")
+        .ok_or(ApiError::bad_request("MISSING_ARG_TOPIC"))?;
+    if !nsq_wire::names::is_valid_name(name.as_bytes()) {
+        return Err(ApiError::bad_request("INVALID_TOPIC"));
+    }
+    let topic = state
+        .broker
+        .get_or_create_topic(name)
+        .map_err(|_| ApiError::exiting())?;
+    Ok((query, topic))
+}
+
+fn put(
+    state: &HttpState,
+    topic: &Topic,
+    bodies: Vec<Bytes>,
+    defer: Duration,
+) -> Result<(), ApiError> {
+    if state.broker.is_exiting() {
+        return Err(ApiError::exiting());
+    }
+    topic.put(bodies, defer).map_err(|_| ApiError::exiting())
+}
+
+/// `defer` in milliseconds: a Go `ParseInt`, then `0 <= d <= max-req-timeout`. The
+/// milliseconds-to-nanoseconds product wraps as Go's `time.Duration` arithmetic does.
+fn parse_defer(v: &str, max_req_timeout: Duration) -> Option<Duration> {
+    let ms: i64 = v.parse().ok()?;
+    let ns = ms.wrapping_mul(1_000_000);
+    let max = i64::try_from(max_req_timeout.as_nanos()).unwrap_or(i64::MAX);
+    if ns < 0 || ns > max {
+        return None;
+    }
+    Some(Duration::from_nanos(ns as u64))
+}
+
+/// Text mode: one message per line; only `\n` is stripped (a `\r` stays), empty lines are
+/// skipped, a line over max-msg-size is `MSG_TOO_BIG`, and reaching `read_max` bytes (the body
+/// was longer than max-body-size) is `BODY_TOO_BIG`, checked line by line in nsqd's order.
+fn split_text(body: &Bytes, read_max: usize, max_msg: usize) -> Result<Vec<Bytes>, ApiError> {
+    let mut out = Vec::new();
+    let mut total = 0usize;
+    let mut pos = 0usize;
+    loop {
+        let (block, at_eof) = match body[pos..].iter().position(|&c| c == b'\n') {
+            Some(i) => (body.slice(pos..pos + i + 1), false),
+            None => (body.slice(pos..), true),
+        };
+        pos += block.len();
+        total += block.len();
+        if total == read_max {
+            return Err(ApiError::too_large("BODY_TOO_BIG"));
+        }
+        let line = match block.last() {
+            Some(b'\n') => block.slice(..block.len() - 1),
+            _ => block,
+        };
+        if !line.is_empty() {
+            if line.len() > max_msg {
+                return Err(ApiError::too_large("MSG_TOO_BIG"));
+            }
+            out.push(line);
+        }
+        if at_eof {
+            return Ok(out);
+        }
+    }
+}
+
+/// Binary mode: `[i32 count]([i32 size][data])*` with TCP MPUB's checks; errors are 413 with the
+/// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last message are ignored.
+fn split_binary(body: &Bytes, limits: &Limits) -> Result<Vec<Bytes>, ApiError> {
+    let mut out = Vec::new();
+    let res = nsq_wire::command::split_mpub(body, limits, |a, b| out.push(body.slice(a..b)));
+    match res {
+        Ok(()) => Ok(out),
+        // The TCP parser insists the body ends with the last message; over HTTP nsqd stops
+        // reading there, so trailing bytes after `count` complete messages are fine.
+        Err(e)
+            if e.code == Code::BadBody && declared_count(body).is_some_and(|n| n == out.len()) =>
+        {
+            Ok(out)
+        }
+        Err(e) => Err(ApiError::too_large(match e.code {
+            Code::BadBody => "BAD_BODY",
+            _ => "BAD_MESSAGE",
+        })),
+    }
+}
+
+/// The message count a binary body declares, if positive.
+fn declared_count(body: &[u8]) -> Option<usize> {
+    let head: [u8; 4] = body.get(..4)?.try_into().ok()?;
+    usize::try_from(i32::from_be_bytes(head))
+        .ok()
+        .filter(|n| *n > 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(v: &[Bytes]) -> Vec<&[u8]> {
+        v.iter().map(|b| &b[..]).collect()
+    }
+
+    fn err(r: Result<Vec<Bytes>, ApiError>) -> (u16, String) {
+        let e = r.unwrap_err();
+        (e.status.as_u16(), e.message.into_owned())
+    }
+
+    #[test]
+    fn defer_values() {
+        let max = Duration::from_secs(3600);
+        assert_eq!(parse_defer("0", max), Some(Duration::ZERO));
+        assert_eq!(parse_defer("+5", max), Some(Duration::from_millis(5)));
+        assert_eq!(parse_defer("3600000", max), Some(max));
+        for v in [
+            "-1",
+            "abc",
+            "3600001",
+            "",
+            "1.5",
+            " 5",
+            "1e3",
+            "99999999999999999999",
+            "-",
+        ] {
+            assert_eq!(parse_defer(v, max), None, "{v:?}");
+        }
+        // Wraps like Go: 2^64 / 1e6 rounds to a product that overflows back to a small value.
+        assert_eq!(parse_defer("18446744073709", max), None);
+    }
+
+    #[test]
+    fn text_lines() {
+        let b = Bytes::from_static(b"one\ntwo\n\n\nthree\r\nfour\n");
+        let v = split_text(&b, 1001, 100).unwrap();
+        assert_eq!(texts(&v), [&b"one"[..], b"two", b"three\r", b"four"]);
+        let v = split_text(&Bytes::from_static(b"last"), 1001, 100).unwrap();
+        assert_eq!(texts(&v), [&b"last"[..]]);
+        assert!(split_text(&Bytes::new(), 1001, 100).unwrap().is_empty());
+        assert!(split_text(&Bytes::from_static(b"\n\n"), 1001, 100)
+            .unwrap()
+            .is_empty());
+    }
+
+    #[test]
+    fn text_limits_in_order() {
+        // max-msg-size 10, max-body-size 30 (read_max 31).
+        let too_big = Bytes::from_static(b"ok\n12345678901\n");
+        assert_eq!(
+            err(split_text(&too_big, 31, 10)),
+            (413, "MSG_TOO_BIG".into())
+        );
+        let cr = Bytes::from_static(b"1234567890\r\n");
+        assert_eq!(err(split_text(&cr, 31, 10)), (413, "MSG_TOO_BIG".into()));
+        let exact = Bytes::from_static(b"1234567890\n1234567890\n12345678");
+        assert_eq!(split_text(&exact, 31, 10).unwrap().len(), 3);
+        // A truncated (over-long) body: BODY_TOO_BIG when the final block completes it...
+        let over = Bytes::from_static(b"123\n123\n123\n123\n123\n123\n123\n1");
+        assert_eq!(over.len(), 29);
+        assert_eq!(err(split_text(&over, 29, 10)), (413, "BODY_TOO_BIG".into()));
+        // ...unless an earlier line was already too big.
+        let over = Bytes::from_static(b"12345678901\n1234567890");
+        assert_eq!(err(split_text(&over, 22, 10)), (413, "MSG_TOO_BIG".into()));
+    }
+
+    fn mpub_body(msgs: &[&[u8]]) -> Bytes {
+        let mut v = (msgs.len() as i32).to_be_bytes().to_vec();
+        for m in msgs {
+            v.extend_from_slice(&(m.len() as i32).to_be_bytes());
+            v.extend_from_slice(m);
+        }
+        Bytes::from(v)
+    }
+
+    #[test]
+    fn binary_bodies() {
+        let limits = Limits {
+            max_msg_size: 10,
+            max_body_size: 30,
+            ..Limits::default()
+        };
+        let b = mpub_body(&[b"first", b"a\nb"]);
+        assert_eq!(
+            texts(&split_binary(&b, &limits).unwrap()),
+            [&b"first"[..], b"a\nb"]
+        );
+        let mut trailing = b.to_vec();
+        trailing.extend_from_slice(b"junk\0\0\0\x09");
+        let v = split_binary(&Bytes::from(trailing), &limits).unwrap();
+        assert_eq!(v.len(), 2);
+        for bad in [
+            &b""[..],
+            b"\0\0",
+            &0i32.to_be_bytes(),
+            &(-1i32).to_be_bytes(),
+            &6i32.to_be_bytes(),
+        ] {
+            let e = err(split_binary(&Bytes::copy_from_slice(bad), &limits));
+            assert_eq!(e, (413, "BAD_BODY".into()), "{bad:?}");
+        }
+        for bad in [
+            Bytes::copy_from_slice(&1i32.to_be_bytes()),
+            mpub_body(&[b""]),
+            mpub_body(&[b"12345678901"]),
+            Bytes::from_static(b"\0\0\0\x01\0\0\0\x05xxx"),
+            Bytes::from_static(b"\0\0\0\x02\0\0\0\x02xx"),
+        ] {
+            assert_eq!(
+                err(split_binary(&bad, &limits)),
+                (413, "BAD_MESSAGE".into()),
+                "{bad:?}"
+            );
+        }
+    }
+}

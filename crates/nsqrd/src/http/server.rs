@@ -1,0 +1,99 @@
+//! The listener: accept loop, one task per connection, HTTP/1.1 with keep-alive, and a graceful
+//! stop: when `shutdown` resolves the listener closes, idle connections close, requests in
+//! progress get a bounded grace period to finish.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::service::handle;
+use super::HttpState;
+
+/// How long requests in progress may run after shutdown begins.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// A client must send a request's headers within this time (slowloris bound).
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Serve HTTP on `listener` until `shutdown` resolves.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<HttpState>,
+    shutdown: impl Future<Output = ()>,
+) {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let mut conns = JoinSet::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    let _ = stream.set_nodelay(true);
+                    tracing::debug!("HTTP: connection from {peer}");
+                    conns.spawn(serve_connection(stream, Arc::clone(&state), stop_rx.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("HTTP: accept failed: {e}");
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
+                }
+            },
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+        }
+    }
+    drop(listener);
+    let _ = stop_tx.send(true);
+    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
+        while conns.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!("HTTP: {} connection(s) cut at shutdown", conns.len());
+    }
+    conns.abort_all();
+}
+
+/// Serve one connection (plain TCP, or a TLS stream for an HTTPS listener) until the client
+/// closes it or `stop` turns true.
+pub async fn serve_connection<I>(io: I, state: Arc<HttpState>, mut stop: watch::Receiver<bool>)
+where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
+    let svc = service_fn(move |req| {
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(state, req).await) }
+    });
+    let conn = http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .keep_alive(true)
+        .title_case_headers(true)
+        .serve_connection(TokioIo::new(io), svc);
+    tokio::pin!(conn);
+    tokio::select! {
+        res = conn.as_mut() => {
+            if let Err(e) = res {
+                tracing::debug!("HTTP: connection error: {e}");
+            }
+        }
+        _ = stopped(&mut stop) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = conn.await;
+        }
+    }
+}
+
+/// Resolves once `stop` is true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
