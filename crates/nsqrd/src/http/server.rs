@@ -20,8 +20,10 @@ use super::HttpState;
 
 /// How long requests in progress may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-/// A client must send a request's headers within this time (slowloris bound).
-const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(30);
+/// A client must send a request's headers within this time (slowloris bound). hyper also
+/// counts idle keep-alive time against it, so it is longer than Go's default client idle
+/// timeout (90 s): pooled clients drop idle connections before we close them under a request.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 

@@ -140,6 +140,27 @@ mod tests {
     }
 
     #[test]
+    fn percentiles_render_like_go() {
+        let e = nsqr_broker::stats::E2eLatency {
+            count: 1,
+            percentiles: Some(vec![
+                nsqr_broker::stats::Percentile {
+                    quantile: 1.0,
+                    value: 0.0,
+                },
+                nsqr_broker::stats::Percentile {
+                    quantile: 0.99,
+                    value: 1234.5,
+                },
+            ]),
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"count":1,"percentiles":[{"quantile":1,"value":0},{"quantile":0.99,"value":1234.5}]}"#
+        );
+    }
+
+    #[test]
     fn memory_is_plausible() {
         let m = MemStats::current();
         let v = serde_json::to_value(&m).unwrap();

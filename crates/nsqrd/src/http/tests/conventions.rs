@@ -72,6 +72,8 @@ async fn redirects() {
     );
     assert!(r.body.is_empty());
     assert_eq!(r.header("Content-Type"), None);
+    let r = s.post("/Pub?", b"x").await;
+    assert_eq!((r.status, r.header("Location")), (307, Some("/pub?")));
     let r = s.post("/topic/create/?topic=redir", b"").await;
     assert_eq!(r.status, 307);
     assert!(
@@ -222,5 +224,29 @@ async fn bad_path_escape_is_400() {
     assert_eq!(r.status, 400);
     let r = s.get("/%70ing").await;
     assert_eq!(r.text(), "OK");
+    s.shutdown().await;
+}
+
+#[tokio::test]
+async fn unread_bodies_do_not_break_keep_alive() {
+    let s = TestServer::start().await;
+    let mut c = TcpStream::connect(s.addr).await.unwrap();
+    c.write_all(
+        b"POST /topic/create?topic=u HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhelloPOST /topic/pause?topic=u HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n\r\nabcGET /Ping?x HTTP/1.1\r\nHost: t\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+    )
+    .await
+    .unwrap();
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut out))
+        .await
+        .unwrap()
+        .unwrap();
+    let rs = Resp::parse(&out);
+    assert_eq!(
+        rs.iter().map(|r| r.status).collect::<Vec<_>>(),
+        [200, 200, 301]
+    );
+    assert_eq!(rs[2].header("Location"), Some("/ping?x"));
+    assert!(s.broker.topic("u").unwrap().is_paused());
     s.shutdown().await;
 }
