@@ -1,5 +1,6 @@
 //! The engine's settings, taken from nsqd's flags by the daemon.
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Debug, Clone)]
@@ -14,6 +15,8 @@ pub struct BrokerConfig {
     pub max_req_timeout: Duration,
     /// 0 = unlimited.
     pub max_channel_consumers: usize,
+    /// Where `nsqd.dat` lives; None keeps metadata in memory only (embedding, tests).
+    pub data_path: Option<PathBuf>,
 }
 
 impl Default for BrokerConfig {
@@ -25,6 +28,7 @@ impl Default for BrokerConfig {
             max_msg_timeout: Duration::from_secs(15 * 60),
             max_req_timeout: Duration::from_secs(3600),
             max_channel_consumers: 0,
+            data_path: None,
         }
     }
 }

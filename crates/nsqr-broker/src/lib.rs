@@ -12,6 +12,7 @@ pub mod config;
 pub mod error;
 pub mod inflight;
 pub mod message;
+pub mod metadata;
 pub mod registry;
 pub mod stats;
 pub mod topic;
@@ -23,6 +24,10 @@ pub use error::BrokerError;
 pub use message::Message;
 pub use registry::Broker;
 pub use topic::Topic;
+
+/// The nsqd version nsqrd reports on the wire, in /info, /stats and nsqd.dat: clients and
+/// tools (nsqadmin, go-nsq) gate features on it, so it names the protocol level implemented.
+pub const NSQD_COMPAT_VERSION: &str = "1.3.0";
 
 /// Unix time in nanoseconds (message timestamps, ids).
 pub fn now_unix_nanos() -> i64 {

@@ -8,11 +8,13 @@ use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
 use rustc_hash::FxHashMap;
+use tokio::sync::Notify;
 
 use crate::channel::Channel;
 use crate::client::Client;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::metadata::{self, ChannelMeta, Metadata, MetadataError, TopicMeta};
 use crate::stats::{ClientStats, Snapshot};
 use crate::topic::Topic;
 
@@ -28,6 +30,10 @@ pub struct Broker {
     exiting: AtomicBool,
     /// The last disk error, if the last disk write failed (nsqd's health).
     health_error: Mutex<Option<String>>,
+    /// Something in `nsqd.dat` changed; the background writer rewrites it.
+    meta_dirty: Arc<Notify>,
+    /// Serialises `nsqd.dat` writers so the newest snapshot is the one left on disk.
+    meta_write: Mutex<()>,
 }
 
 impl Broker {
@@ -42,6 +48,8 @@ impl Broker {
             start_time_ns,
             exiting: AtomicBool::new(false),
             health_error: Mutex::new(None),
+            meta_dirty: Arc::new(Notify::new()),
+            meta_write: Mutex::new(()),
         }
     }
 
@@ -88,9 +96,14 @@ impl Broker {
             return Err(BrokerError::Exiting);
         }
         let mut topics = self.topics.write();
-        let t = topics
-            .entry(name.to_string())
-            .or_insert_with(|| Arc::new(Topic::new(name, Arc::clone(&self.cfg))));
+        let t = topics.entry(name.to_string()).or_insert_with(|| {
+            let t = Topic::new(name, Arc::clone(&self.cfg), Arc::clone(&self.meta_dirty));
+            if !t.ephemeral {
+                self.meta_dirty.notify_one();
+            }
+            tracing::info!("TOPIC({name}): created");
+            Arc::new(t)
+        });
         Ok(Arc::clone(t))
     }
 
@@ -102,14 +115,20 @@ impl Broker {
             .ok_or(BrokerError::TopicNotFound)?;
         t.delete();
         tracing::info!("TOPIC({name}): deleted");
+        if !t.ephemeral {
+            self.meta_dirty.notify_one();
+        }
         Ok(())
     }
 
     /// Delete a channel; an ephemeral topic left without channels goes too.
     pub fn delete_channel(&self, topic: &str, channel: &str) -> Result<(), BrokerError> {
         let t = self.topic(topic).ok_or(BrokerError::TopicNotFound)?;
-        t.remove_channel(channel)?;
+        let ch = t.remove_channel(channel)?;
         tracing::info!("TOPIC({topic}): deleted channel({channel})");
+        if !ch.ephemeral && !t.ephemeral {
+            self.meta_dirty.notify_one();
+        }
         if t.ephemeral && t.channel_count() == 0 {
             let mut topics = self.topics.write();
             if topics.get(topic).is_some_and(|cur| Arc::ptr_eq(cur, &t)) && t.channel_count() == 0 {
@@ -197,6 +216,88 @@ impl Broker {
         Snapshot {
             topics: topic_stats,
             producers,
+        }
+    }
+
+    /// What `nsqd.dat` holds: durable topics and channels with their paused flags.
+    pub fn metadata(&self) -> Metadata {
+        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
+        Metadata {
+            topics: topics
+                .iter()
+                .filter(|t| !t.ephemeral)
+                .map(|t| {
+                    let channels: Vec<ChannelMeta> = t
+                        .channel_names()
+                        .into_iter()
+                        .filter_map(|n| t.channel(&n))
+                        .filter(|c| !c.ephemeral)
+                        .map(|c| ChannelMeta {
+                            name: c.name.clone(),
+                            paused: c.is_paused(),
+                        })
+                        .collect();
+                    TopicMeta {
+                        name: t.name.clone(),
+                        paused: t.is_paused(),
+                        channels: (!channels.is_empty()).then_some(channels),
+                    }
+                })
+                .collect(),
+            version: crate::NSQD_COMPAT_VERSION.to_string(),
+        }
+    }
+
+    /// Write `nsqd.dat` now (no-op without a data path).
+    pub fn persist_metadata(&self) -> Result<(), MetadataError> {
+        let Some(dir) = &self.cfg.data_path else {
+            return Ok(());
+        };
+        let _guard = self.meta_write.lock();
+        metadata::save(dir, &self.metadata())
+    }
+
+    /// Recreate the topics, channels and paused flags of `nsqd.dat` (startup). Invalid names
+    /// are skipped with a warning, as nsqd does.
+    pub fn load_metadata(&self) -> Result<(), MetadataError> {
+        let Some(dir) = &self.cfg.data_path else {
+            return Ok(());
+        };
+        let Some(md) = metadata::load(dir)? else {
+            return Ok(());
+        };
+        for tm in md.topics {
+            if !nsq_wire::names::is_valid_name(tm.name.as_bytes()) {
+                tracing::warn!("skipping creation of invalid topic {}", tm.name);
+                continue;
+            }
+            let Ok(t) = self.get_or_create_topic(&tm.name) else {
+                continue;
+            };
+            t.set_paused(tm.paused);
+            for cm in tm.channels.unwrap_or_default() {
+                if !nsq_wire::names::is_valid_name(cm.name.as_bytes()) {
+                    tracing::warn!("skipping creation of invalid channel {}", cm.name);
+                    continue;
+                }
+                if let Ok(c) = t.get_or_create_channel(&cm.name) {
+                    c.set_paused(cm.paused);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Rewrite `nsqd.dat` whenever a durable topic or channel is created or deleted.
+    pub async fn run_metadata_writer(self: Arc<Self>) {
+        loop {
+            self.meta_dirty.notified().await;
+            let b = Arc::clone(&self);
+            match tokio::task::spawn_blocking(move || b.persist_metadata()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!("{e}"),
+                Err(e) => tracing::error!("metadata writer: {e}"),
+            }
         }
     }
 }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use nsq_wire::message::IdGenerator;
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::channel::Channel;
@@ -38,6 +39,8 @@ pub struct Topic {
     pub name: String,
     pub ephemeral: bool,
     cfg: Arc<BrokerConfig>,
+    /// Notified when a durable channel is created, so `nsqd.dat` gets rewritten.
+    meta_dirty: Arc<Notify>,
     state: Mutex<TopicState>,
     deleted: AtomicBool,
     message_count: AtomicU64,
@@ -45,7 +48,7 @@ pub struct Topic {
 }
 
 impl Topic {
-    pub fn new(name: &str, cfg: Arc<BrokerConfig>) -> Topic {
+    pub fn new(name: &str, cfg: Arc<BrokerConfig>, meta_dirty: Arc<Notify>) -> Topic {
         Topic {
             name: name.to_string(),
             ephemeral: nsq_wire::names::is_ephemeral(name),
@@ -56,6 +59,7 @@ impl Topic {
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
+            meta_dirty,
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
@@ -122,6 +126,9 @@ impl Topic {
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         if !st.paused {
             flush_backlog(&mut st);
+        }
+        if !self.ephemeral && !ch.ephemeral {
+            self.meta_dirty.notify_one();
         }
         Ok(ch)
     }

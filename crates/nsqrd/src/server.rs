@@ -42,6 +42,11 @@ pub fn broker_config(o: &Options) -> BrokerConfig {
         max_msg_timeout: o.max_msg_timeout,
         max_req_timeout: o.max_req_timeout,
         max_channel_consumers: o.max_channel_consumers.max(0) as usize,
+        data_path: Some(std::path::PathBuf::from(if o.data_path.is_empty() {
+            "."
+        } else {
+            o.data_path.as_str()
+        })),
     }
 }
 
@@ -111,6 +116,9 @@ pub async fn run(opts: Options) -> Result<(), String> {
     );
     tracing::info!("ID: {}", opts.node_id);
     let broker = Arc::new(Broker::new(broker_config(&opts)));
+    broker.load_metadata().map_err(|e| e.to_string())?;
+    broker.persist_metadata().map_err(|e| e.to_string())?;
+    tokio::spawn(Arc::clone(&broker).run_metadata_writer());
 
     let tcp_listener = bind(&opts.tcp_address).await?;
     let tcp_addr = tcp_listener.local_addr().map_err(|e| e.to_string())?;
@@ -143,5 +151,6 @@ pub async fn run(opts: Options) -> Result<(), String> {
     if let Some(t) = http_task {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
+    broker.persist_metadata().map_err(|e| e.to_string())?;
     Ok(())
 }

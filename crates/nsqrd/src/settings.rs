@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use nsq_wire::Limits;
 
-/// The nsqd version nsqrd reports on the wire, in /info and /stats: clients and tools
-/// (nsqadmin, go-nsq) gate features on it, so it names the protocol level we implement.
-pub const NSQD_COMPAT_VERSION: &str = "1.3.0";
+pub use nsqr_broker::NSQD_COMPAT_VERSION;
 
 #[derive(Debug, Clone)]
 pub struct TcpSettings {

@@ -71,8 +71,10 @@ pub fn topic_action(
     let topic = state.broker.topic(name).ok_or_else(topic_not_found)?;
     match action {
         TopicAction::Empty => topic.empty(),
-        TopicAction::Pause => topic.set_paused(true),
-        TopicAction::Unpause => topic.set_paused(false),
+        TopicAction::Pause | TopicAction::Unpause => {
+            topic.set_paused(action == TopicAction::Pause);
+            persist(state)?;
+        }
         TopicAction::Delete => {}
     }
     Ok(Reply::Empty)
@@ -103,10 +105,20 @@ pub fn channel_action(
                 .map_err(|_| ApiError::not_found("CHANNEL_NOT_FOUND"))?;
         }
         ChannelAction::Empty => existing()?.empty(),
-        ChannelAction::Pause => existing()?.set_paused(true),
-        ChannelAction::Unpause => existing()?.set_paused(false),
+        ChannelAction::Pause | ChannelAction::Unpause => {
+            existing()?.set_paused(action == ChannelAction::Pause);
+            persist(state)?;
+        }
     }
     Ok(Reply::Empty)
+}
+
+/// Pause and unpause reach `nsqd.dat` before the reply, as in nsqd, so they survive a crash.
+fn persist(state: &HttpState) -> Result<(), ApiError> {
+    state.broker.persist_metadata().map_err(|e| {
+        tracing::error!("{e}");
+        ApiError::internal()
+    })
 }
 
 /// nsqd's `getExistingTopicFromQuery`: both names present and valid, then the topic must exist.

@@ -32,6 +32,13 @@ pub fn is_reference() -> bool {
     std::env::var_os("NSQD_BIN").is_some()
 }
 
+/// True when the server spills queues to disk beyond `--mem-queue-size` (`backend_depth`).
+/// nsqrd holds non-ephemeral queues in memory until the disk queue lands (issue
+/// "Durability"; docs/compatibility.md); tests assert the behaviour of whichever is running.
+pub fn has_disk_queue() -> bool {
+    is_reference()
+}
+
 /// A running server; killed and its data directory removed on drop.
 pub struct Server {
     child: Child,
