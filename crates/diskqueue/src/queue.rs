@@ -80,6 +80,8 @@ pub struct DiskQueue {
     pub(crate) ops_since_sync: u64,
     /// State changed in a way the metadata must record (file skipped, depth reset, ...).
     pub(crate) dirty: bool,
+    /// Bytes were appended to the write file (or adopted by recovery) since its last fsync.
+    pub(crate) data_unsynced: bool,
     /// Bytes of the data files from the read file to the write file.
     pub(crate) disk_bytes: u64,
     pub(crate) counters: Counters,
@@ -131,6 +133,9 @@ impl DiskQueue {
             peeked: None,
             ops_since_sync: 0,
             dirty: recovered.changed,
+            // Adopted records may still be only in the page cache: fsync before the
+            // metadata claims them.
+            data_unsynced: recovered.changed,
             disk_bytes: recovered.disk_bytes,
             counters: recovered.counters,
             last_corruption: None,
@@ -223,20 +228,10 @@ impl DiskQueue {
         }
     }
 
-    /// fsyncs the current write file, then replaces the metadata file atomically
-    /// (`<meta>.<random>.tmp`, fsync, rename).
+    /// fsyncs the current write file (if anything was written to it since its last fsync),
+    /// then replaces the metadata file atomically (`<meta>.<random>.tmp`, fsync, rename).
     pub fn sync(&mut self) -> Result<()> {
-        if let Some(writer) = &self.writer {
-            if let Err(e) = writer.sync_data() {
-                // The handle's state is unknown after a failed fsync: reopen on next write.
-                self.writer = None;
-                return Err(DiskQueueError::io(
-                    "fsync",
-                    self.layout.data_file(self.write.file),
-                    e,
-                ));
-            }
-        }
+        self.fsync_write_file()?;
         self.layout.write_metadata(self.metadata())?;
         self.ops_since_sync = 0;
         self.dirty = false;
@@ -254,6 +249,7 @@ impl DiskQueue {
         self.depth = 0;
         self.disk_bytes = 0;
         self.ops_since_sync = 0;
+        self.data_unsynced = false;
         result
     }
 
@@ -278,14 +274,44 @@ impl DiskQueue {
         }
     }
 
+    /// fsyncs the write file if bytes were appended (or adopted) since its last fsync.
+    pub(crate) fn fsync_write_file(&mut self) -> Result<()> {
+        if !self.data_unsynced {
+            return Ok(());
+        }
+        let path = self.layout.data_file(self.write.file);
+        let synced = match &self.writer {
+            Some(writer) => writer.sync_data(),
+            // No handle (after a failed write, or right after open): fsync through a fresh
+            // one, so the metadata never claims bytes that are not on disk.
+            None if self.write.pos > 0 => match File::open(&path) {
+                Ok(file) => file.sync_data(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+                Err(e) => Err(e),
+            },
+            None => Ok(()),
+        };
+        if let Err(e) = synced {
+            // The handle's state is unknown after a failed fsync: reopen on next write.
+            self.writer = None;
+            return Err(DiskQueueError::io("fsync", path, e));
+        }
+        self.data_unsynced = false;
+        Ok(())
+    }
+
     /// Syncs; a failure is logged and counted, and the state stays dirty so the next sync
     /// retries. Used where nsqd syncs as a side effect (roll, file change, sync_every).
     pub(crate) fn sync_logged(&mut self) {
         if let Err(e) = self.sync() {
-            self.counters.sync_errors += 1;
-            self.dirty = true;
-            error!(target: "diskqueue", "DISKQUEUE({}) failed to sync - {}", self.name(), e);
+            self.note_sync_error(&e);
         }
+    }
+
+    pub(crate) fn note_sync_error(&mut self, e: &DiskQueueError) {
+        self.counters.sync_errors += 1;
+        self.dirty = true;
+        error!(target: "diskqueue", "DISKQUEUE({}) failed to sync - {}", self.name(), e);
     }
 
     /// Syncs once `sync_every` reads and writes have accumulated.

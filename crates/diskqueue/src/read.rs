@@ -230,6 +230,7 @@ impl DiskQueue {
         self.reader = None;
         if self.read.file == self.write.file {
             self.writer = None;
+            self.data_unsynced = false;
             self.write = Position::start_of(self.write.file + 1);
         }
         self.read = Position::start_of(self.read.file + 1);

@@ -14,6 +14,10 @@ use crate::files::{file_len, Position};
 use crate::queue::DiskQueue;
 use crate::record::{encode_into, record_len};
 
+/// A batch is written in pieces of at most this many bytes (or one record, if larger), so a big
+/// batch neither needs a buffer the size of a data file nor keeps one allocated.
+const BATCH_WRITE_MAX: u64 = 1 << 20;
+
 impl DiskQueue {
     /// Appends one payload (`[i64 ts][u16 attempts][16-byte id][body]` for nsqd messages) as
     /// `[i32 len][payload]`. On `Err` nothing was enqueued.
@@ -32,7 +36,8 @@ impl DiskQueue {
         Ok(())
     }
 
-    /// Appends several payloads in order, with one `write` per data file they land in. All are
+    /// Appends several payloads in order, with one `write` per data file they land in (per MiB
+    /// for big batches). All are
     /// validated (size, `max_bytes`) before anything is written, so on those errors nothing is
     /// enqueued; an I/O error part way returns [`DiskQueueError::BatchIncomplete`] telling how
     /// many were written (or the plain error when none were).
@@ -56,7 +61,9 @@ impl DiskQueue {
             let mut end = written;
             while end < total {
                 let len = record_len(payloads[end].as_ref().len());
-                if end > written && self.would_overflow(pos, len) {
+                let full =
+                    self.would_overflow(pos, len) || (pos - self.write.pos) + len > BATCH_WRITE_MAX;
+                if end > written && full {
                     break;
                 }
                 encode_into(&mut buf, payloads[end].as_ref());
@@ -78,6 +85,9 @@ impl DiskQueue {
             written = end;
         }
         buf.clear();
+        if buf.capacity() as u64 > 2 * BATCH_WRITE_MAX {
+            buf = Vec::new();
+        }
         self.write_buf = buf;
         result?;
         self.maybe_sync();
@@ -119,12 +129,17 @@ impl DiskQueue {
         }
     }
 
-    /// Moves the writer to the start of the next file and syncs: the old file is fsynced
-    /// through the still-open handle and the metadata names the new file before it exists.
+    /// Moves the writer to the start of the next file and syncs, as nsqd: the finished file is
+    /// fsynced, then the metadata names the new file (before it exists).
     fn roll(&mut self) {
+        let finished = self.fsync_write_file();
         self.write = Position::start_of(self.write.file + 1);
-        self.sync_logged();
         self.writer = None;
+        self.data_unsynced = false;
+        match finished {
+            Ok(()) => self.sync_logged(),
+            Err(e) => self.note_sync_error(&e),
+        }
     }
 
     /// Writes already-encoded records at the write position and accounts for them.
@@ -141,6 +156,7 @@ impl DiskQueue {
             return Err(DiskQueueError::io("write", path, e));
         }
         self.write.pos += bytes.len() as u64;
+        self.data_unsynced = true;
         self.depth += records;
         self.disk_bytes += bytes.len() as u64;
         self.ops_since_sync += records.unsigned_abs();

@@ -2,6 +2,8 @@
 //! data is in the files, the metadata is whatever the last sync wrote), lost tails, torn
 //! records, corrupt lengths, missing files and broken metadata.
 
+#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
+
 mod common;
 
 use std::fs::{self, OpenOptions};
