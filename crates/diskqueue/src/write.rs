@@ -132,6 +132,9 @@ impl DiskQueue {
     /// Moves the writer to the start of the next file and syncs, as nsqd: the finished file is
     /// fsynced, then the metadata names the new file (before it exists).
     fn roll(&mut self) {
+        if self.writer.is_none() && self.write.pos > 0 {
+            self.trim_failed_write();
+        }
         let finished = self.fsync_write_file();
         self.write = Position::start_of(self.write.file + 1);
         self.writer = None;
@@ -161,6 +164,29 @@ impl DiskQueue {
         self.disk_bytes += bytes.len() as u64;
         self.ops_since_sync += records.unsigned_abs();
         Ok(())
+    }
+
+    /// Cuts the bytes a failed write may have left past the write position, so that the file,
+    /// once finished, ends on a record boundary. (A reopened writer does the same.)
+    fn trim_failed_write(&mut self) {
+        let path = self.layout.data_file(self.write.file);
+        let trimmed = OpenOptions::new().write(true).open(&path).and_then(|file| {
+            if file.metadata()?.len() > self.write.pos {
+                file.set_len(self.write.pos)?;
+            }
+            Ok(())
+        });
+        match trimmed {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => warn!(
+                target: "diskqueue",
+                "DISKQUEUE({}) failed to trim {} to {} bytes - {}",
+                self.name(),
+                path.display(),
+                self.write.pos,
+                e
+            ),
+            _ => {}
+        }
     }
 
     /// The open write file, opened (and created) at the write position if needed.
