@@ -37,10 +37,10 @@ impl DiskQueue {
     }
 
     /// Appends several payloads in order, with one `write` per data file they land in (per MiB
-    /// for big batches). All are
-    /// validated (size, `max_bytes`) before anything is written, so on those errors nothing is
-    /// enqueued; an I/O error part way returns [`DiskQueueError::BatchIncomplete`] telling how
-    /// many were written (or the plain error when none were).
+    /// for big batches). All are validated (size, `max_bytes`) before anything is written, so
+    /// on those errors nothing is enqueued; an I/O error part way returns
+    /// [`DiskQueueError::BatchIncomplete`] telling how many were written (or the plain error
+    /// when none were).
     pub fn put_batch<P: AsRef<[u8]>>(&mut self, payloads: &[P]) -> Result<()> {
         let mut needed = 0u64;
         for payload in payloads {
