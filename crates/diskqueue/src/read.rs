@@ -1,0 +1,258 @@
+//! The reader: returns records in order, moves to the next file when one is finished (deleting
+//! it and syncing), and deals with damage the way nsqd does, but loudly: a file with a corrupt
+//! length or a torn/short record is renamed `<file>.bad` and skipped, and the event is counted and
+//! logged. Unlike nsqd, an I/O error that says nothing about the bytes (e.g. too many open files)
+//! is returned to the caller without touching the file, so a transient error never costs data.
+
+use std::io::{self, BufReader, Seek, SeekFrom};
+
+use tracing::{error, warn};
+
+use crate::error::{DiskQueueError, Result};
+use crate::files::{open_read, remove_if_exists, Position};
+use crate::queue::{Corruption, DiskQueue, Peeked, ReadHandle};
+use crate::record::{read_record, record_len, ReadFailure};
+
+/// One step of the reader.
+enum Step {
+    Record(Peeked),
+    /// The read file is finished (a complete file read to its end, possibly empty).
+    EndOfFile,
+    /// The read file does not exist.
+    Missing,
+}
+
+impl DiskQueue {
+    /// The next record without consuming it; repeated calls return the same record. `None` when
+    /// the queue has nothing to read.
+    pub fn peek(&mut self) -> Result<Option<&[u8]>> {
+        if self.peeked.is_none() {
+            self.peeked = self.fetch()?;
+        }
+        Ok(self.peeked.as_ref().map(|p| p.payload.as_slice()))
+    }
+
+    /// Consumes and returns the next record (the one `peek` showed, if any). `None` when the
+    /// queue has nothing to read. An `Err` leaves the read position unchanged.
+    pub fn read_next(&mut self) -> Result<Option<Vec<u8>>> {
+        let next = match self.peeked.take() {
+            Some(p) => p,
+            None => match self.fetch()? {
+                Some(p) => p,
+                None => return Ok(None),
+            },
+        };
+        self.consume(next.next);
+        Ok(Some(next.payload))
+    }
+
+    /// Reads the record at the read position, skipping finished, missing and corrupt files.
+    fn fetch(&mut self) -> Result<Option<Peeked>> {
+        loop {
+            if !self.has_data() {
+                self.check_tail();
+                return Ok(None);
+            }
+            match self.step() {
+                Ok(Step::Record(p)) => return Ok(Some(p)),
+                Ok(Step::EndOfFile) => self.leave_read_file(),
+                Ok(Step::Missing) => self.skip_missing_file(),
+                Err(ReadFailure::Corrupt(reason)) => self.quarantine_read_file(reason),
+                Err(ReadFailure::Io(e)) => {
+                    // Position unknown after a failed read: reopen next time.
+                    self.reader = None;
+                    return Err(DiskQueueError::io(
+                        "read",
+                        self.layout.data_file(self.read.file),
+                        e,
+                    ));
+                }
+            }
+        }
+    }
+
+    fn step(&mut self) -> std::result::Result<Step, ReadFailure> {
+        let file_num = self.read.file;
+        let pos = self.read.pos;
+        let complete = file_num < self.write.file;
+        let handle = match self.reader.take() {
+            Some(h) if h.file_num == file_num => h,
+            _ => match open_read(&self.layout.data_file(file_num)) {
+                Ok(file) => ReadHandle {
+                    file_num,
+                    reader: BufReader::with_capacity(64 * 1024, file),
+                    offset: u64::MAX,
+                    complete_len: None,
+                },
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Step::Missing),
+                Err(e) => return Err(ReadFailure::Io(e)),
+            },
+        };
+        let handle = self.reader.insert(handle);
+        let end = if complete {
+            match handle.complete_len {
+                Some(len) => len,
+                None => {
+                    let len = handle
+                        .reader
+                        .get_ref()
+                        .metadata()
+                        .map_err(ReadFailure::Io)?
+                        .len();
+                    *handle.complete_len.insert(len)
+                }
+            }
+        } else {
+            self.write.pos
+        };
+        if pos >= end {
+            if pos > end {
+                return Err(ReadFailure::Corrupt(format!(
+                    "read position {pos} is past the end of the file ({end} bytes)"
+                )));
+            }
+            // Only a complete file can end here: in the write file pos < write.pos.
+            return Ok(Step::EndOfFile);
+        }
+        if handle.offset != pos {
+            handle
+                .reader
+                .seek(SeekFrom::Start(pos))
+                .map_err(ReadFailure::Io)?;
+            handle.offset = pos;
+        }
+        let payload = match read_record(&mut handle.reader, end - pos, &self.opts) {
+            Ok(p) => p,
+            Err(e) => {
+                handle.offset = u64::MAX;
+                return Err(e);
+            }
+        };
+        let next_pos = pos + record_len(payload.len());
+        handle.offset = next_pos;
+        let next = if complete && next_pos >= end {
+            Position::start_of(file_num + 1)
+        } else {
+            Position::new(file_num, next_pos)
+        };
+        Ok(Step::Record(Peeked { payload, next }))
+    }
+
+    /// Moves the read position past a consumed record.
+    fn consume(&mut self, next: Position) {
+        let old_file = self.read.file;
+        self.read = next;
+        if self.depth > 0 {
+            self.depth -= 1;
+        }
+        self.ops_since_sync += 1;
+        if next.file != old_file {
+            self.retire_file(old_file);
+        } else {
+            self.check_tail();
+        }
+        self.maybe_sync();
+    }
+
+    /// The read file is finished: move to the next one.
+    fn leave_read_file(&mut self) {
+        let old_file = self.read.file;
+        self.read = Position::start_of(old_file + 1);
+        self.retire_file(old_file);
+    }
+
+    /// Called once the reader has moved past `file`: sync (so the metadata no longer points
+    /// at it), then delete it. In this order a crash in between leaves an orphan file that
+    /// the next open removes, instead of metadata pointing at a missing file.
+    fn retire_file(&mut self, file: u64) {
+        self.reader = None;
+        self.check_tail();
+        self.sync_logged();
+        let path = self.layout.data_file(file);
+        self.forget_file_bytes(&path);
+        if let Err(e) = remove_if_exists(&path) {
+            error!(target: "diskqueue", "DISKQUEUE({}) failed to Remove({}) - {}", self.name(), path.display(), e);
+        }
+    }
+
+    fn skip_missing_file(&mut self) {
+        let file = self.read.file;
+        self.counters.missing_files += 1;
+        error!(
+            target: "diskqueue",
+            "DISKQUEUE({}) data file {} is missing, skipping to the next file",
+            self.name(),
+            self.layout.data_file(file).display()
+        );
+        self.skip_read_file();
+        self.sync_logged();
+    }
+
+    /// nsqd's handleReadError: rename the file to `.bad` and go on with the next file.
+    fn quarantine_read_file(&mut self, reason: String) {
+        let file = self.read.file;
+        let path = self.layout.data_file(file);
+        let bad = self.layout.bad_file(file);
+        self.counters.corrupt_files += 1;
+        error!(
+            target: "diskqueue",
+            "DISKQUEUE({}) reading at {} of {} - {}; jump to next file and saving bad file as {}",
+            self.name(),
+            self.read.pos,
+            path.display(),
+            reason,
+            bad.display()
+        );
+        self.last_corruption = Some(Corruption {
+            file: path.clone(),
+            offset: self.read.pos,
+            reason,
+        });
+        self.reader = None;
+        self.forget_file_bytes(&path);
+        if let Err(e) = std::fs::rename(&path, &bad) {
+            error!(
+                target: "diskqueue",
+                "DISKQUEUE({}) failed to rename bad diskqueue file {} to {} - {}",
+                self.name(),
+                path.display(),
+                bad.display(),
+                e
+            );
+        }
+        self.skip_read_file();
+        self.sync_logged();
+    }
+
+    /// Moves the reader to the next file; when the bad file is also the write file, the writer
+    /// moves on too (nothing more can be appended to a file that cannot be read).
+    fn skip_read_file(&mut self) {
+        self.reader = None;
+        if self.read.file == self.write.file {
+            self.writer = None;
+            self.data_unsynced = false;
+            self.write = Position::start_of(self.write.file + 1);
+        }
+        self.read = Position::start_of(self.read.file + 1);
+        self.dirty = true;
+        self.check_tail();
+    }
+
+    /// nsqd's checkTailCorruption: once the reader has caught up with the writer there is
+    /// nothing left, whatever the depth says.
+    pub(crate) fn check_tail(&mut self) {
+        if self.read == self.write && self.depth != 0 {
+            warn!(
+                target: "diskqueue",
+                "DISKQUEUE({}) depth {} at tail (read = write = {},{}), resetting to 0",
+                self.name(),
+                self.depth,
+                self.read.file,
+                self.read.pos
+            );
+            self.depth = 0;
+            self.counters.depth_resets += 1;
+            self.dirty = true;
+        }
+    }
+}
