@@ -10,7 +10,7 @@ use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
-use crate::options::{self, Options};
+use crate::options::Options;
 use crate::settings::NSQD_COMPAT_VERSION;
 
 /// `/config/:opt` over the daemon's options.
@@ -28,19 +28,13 @@ impl OptionsStore {
 
 impl ConfigStore for OptionsStore {
     fn get(&self, key: &str) -> Option<ConfigValue> {
-        self.opts.read().config_get(key).map(|v| match v {
-            options::ConfigValue::Text(t) => ConfigValue::Text(t),
-            options::ConfigValue::Json(j) => ConfigValue::Json(j),
-        })
+        self.opts.read().config_get(key)
     }
 
     fn put(&self, key: &str, body: &[u8]) -> Result<(), ConfigPutError> {
         let mut opts = self.opts.write();
         let mut candidate = opts.clone();
-        candidate.config_put(key, body).map_err(|e| match e {
-            options::ConfigPutError::InvalidOption => ConfigPutError::InvalidOption,
-            _ => ConfigPutError::InvalidValue,
-        })?;
+        candidate.config_put(key, body)?;
         // Until lookupd support lands, a peer list cannot take effect: refuse rather than
         // accept a setting that would silently do nothing.
         if key == "nsqlookupd_tcp_addresses" && !candidate.nsqlookupd_tcp_addresses.is_empty() {

@@ -9,25 +9,7 @@ use super::body::read_limited;
 use super::response::{ApiError, Reply};
 use super::HttpState;
 
-/// An option's current value as `/config` renders it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum ConfigValue {
-    /// String options: the raw text, no quotes.
-    Text(String),
-    /// Everything else: ints, bools, durations in nanoseconds, lists.
-    Json(serde_json::Value),
-}
-
-/// Why a `PUT /config/:opt` was refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ConfigPutError {
-    /// Unknown option, or one that cannot be changed at runtime.
-    #[error("INVALID_OPTION")]
-    InvalidOption,
-    /// The body is not a valid value for the option.
-    #[error("INVALID_VALUE")]
-    InvalidValue,
-}
+pub use crate::options::{ConfigPutError, ConfigValue};
 
 /// The daemon's options, as the HTTP layer reads and changes them.
 pub trait ConfigStore: Send + Sync {
@@ -61,10 +43,10 @@ pub async fn put(state: &HttpState, opt: &str, req: Request<Incoming>) -> Result
     if body.len() == read_max || body.is_empty() {
         return Err(ApiError::too_large("INVALID_VALUE"));
     }
-    state
-        .config
-        .put(opt, &body)
-        .map_err(|e| ApiError::new(StatusCode::BAD_REQUEST, e.to_string()))?;
+    state.config.put(opt, &body).map_err(|e| {
+        let status = StatusCode::from_u16(e.status()).unwrap_or(StatusCode::BAD_REQUEST);
+        ApiError::new(status, e.to_string())
+    })?;
     get(state, opt)
 }
 

@@ -29,7 +29,7 @@ use std::time::Duration;
 use nsqr_broker::Broker;
 
 pub use config::{ConfigPutError, ConfigStore, ConfigValue};
-pub use server::{serve, serve_connection};
+pub use server::serve;
 
 /// Everything the handlers share.
 pub struct HttpState {

@@ -42,7 +42,6 @@ pub struct Negotiated {
     pub sample_rate: i32,
     pub msg_timeout: Duration,
     pub feature_negotiation: bool,
-    pub deflate_level: i64,
     pub topology_region: String,
     pub topology_zone: String,
 }
@@ -133,11 +132,6 @@ pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolErr
             "cannot enable both deflate and snappy compression",
         ));
     }
-    let deflate_level = match req.deflate_level.unwrap_or(0) {
-        v if v <= 0 => 6,
-        v => v,
-    }
-    .min(s.max_deflate_level);
 
     Ok(Negotiated {
         client_id: req.client_id.unwrap_or_default(),
@@ -149,7 +143,6 @@ pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolErr
         sample_rate,
         msg_timeout,
         feature_negotiation: req.feature_negotiation.unwrap_or(false),
-        deflate_level,
         topology_region: req.topology_region.unwrap_or_default(),
         topology_zone: req.topology_zone.unwrap_or_default(),
     })
