@@ -18,9 +18,11 @@ build:
 # Everything CI checks, in order; the first failing step fails `make test`.
 test: deps lint unit conformance
 
-# Install what the tests need: rustfmt and clippy; Go (>= 1.20) must already be installed.
+# Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
+# has them); Go (>= 1.20) must already be installed.
 deps:
-	if command -v rustup >/dev/null; then rustup component add rustfmt clippy; fi
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
+	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 	@command -v go >/dev/null || { echo "make test needs Go >= 1.20 for the go-nsq conformance suite" >&2; exit 1; }
 
 # Formatting and lints; clippy warnings are errors.
