@@ -34,7 +34,6 @@ pub enum Frame<'a> {
 /// A message frame's fields.
 #[derive(Debug)]
 pub struct Msg<'a> {
-    pub timestamp: i64,
     pub attempts: u16,
     pub id: &'a [u8],
     pub body: &'a [u8],
@@ -115,10 +114,7 @@ impl FrameReader {
                 if data.len() < MESSAGE_HEADER_LEN {
                     return Err(err("message frame too short"));
                 }
-                let mut ts = [0u8; 8];
-                ts.copy_from_slice(&data[..8]);
                 Frame::Message(Msg {
-                    timestamp: i64::from_be_bytes(ts),
                     attempts: u16::from_be_bytes([data[8], data[9]]),
                     id: &data[10..26],
                     body: &data[26..],
@@ -188,7 +184,7 @@ impl Conn {
     }
 
     /// Wait for the next response (answering heartbeats); an error frame or a message is an
-    /// error. Returns the response data length (the data itself is not needed by callers).
+    /// error.
     pub async fn expect_response(&mut self, what: &str) -> Result<()> {
         loop {
             let mut heartbeat = false;
@@ -252,7 +248,6 @@ mod tests {
                 seen.push(match f {
                     Frame::Response(d) => String::from_utf8_lossy(d).into_owned(),
                     Frame::Message(m) => {
-                        assert_eq!(m.timestamp, 42);
                         assert_eq!(m.attempts, 1);
                         assert_eq!(m.id, b"0000000000000abc");
                         format!("msg {}", m.body.len())

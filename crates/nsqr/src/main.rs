@@ -6,6 +6,7 @@ mod cli;
 mod client;
 mod compare;
 mod duration;
+mod machine;
 mod modes;
 mod procstat;
 mod progress;

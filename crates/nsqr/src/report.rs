@@ -59,6 +59,7 @@ pub struct SubStats {
     pub lost: u64,
     pub foreign: u64,
     pub fin_errors: u64,
+    pub redelivered: u64,
     pub elapsed_s: f64,
     pub msgs_per_sec: f64,
     pub mb_per_sec: f64,
@@ -89,6 +90,7 @@ impl SubStats {
             lost: o.tracker.lost(&pubs.acked_by_publisher),
             foreign: o.tracker.foreign,
             fin_errors: o.fin_errors,
+            redelivered: o.redelivered,
             elapsed_s: secs,
             msgs_per_sec: rate(o.received, secs),
             mb_per_sec: rate(o.received * size as u64, secs) / 1e6,
@@ -186,6 +188,12 @@ impl Report {
                 }
                 if s.foreign > 0 {
                     problems.push(format!("{label}{} messages not from this run", s.foreign));
+                }
+                if s.redelivered > 0 {
+                    problems.push(format!(
+                        "{label}{} redeliveries (attempts > 1)",
+                        s.redelivered
+                    ));
                 }
                 if s.fin_errors > 0 {
                     problems.push(format!("{label}{} FIN errors", s.fin_errors));
@@ -299,7 +307,7 @@ fn print_sub(s: &SubStats) {
 }
 
 pub fn size_label(size: usize) -> String {
-    if size >= 1024 && size % 1024 == 0 {
+    if size >= 1024 && size.is_multiple_of(1024) {
         format!("{} KB", size / 1024)
     } else {
         format!("{size} B")

@@ -34,6 +34,8 @@ pub struct SubOutcome {
     pub received: u64,
     pub finned: u64,
     pub fin_errors: u64,
+    /// Deliveries with attempts > 1 (the server redelivered after a timeout or requeue).
+    pub redelivered: u64,
     pub tracker: Tracker,
     pub first_recv: Option<Instant>,
     pub last_recv: Option<Instant>,
@@ -106,6 +108,7 @@ impl SubGroup {
                     all.received += o.received;
                     all.finned += o.finned;
                     all.fin_errors += o.fin_errors;
+                    all.redelivered += o.redelivered;
                     all.tracker.merge(o.tracker);
                     all.first_recv = min_opt(all.first_recv, o.first_recv);
                     all.last_recv = all.last_recv.max(o.last_recv);
@@ -167,6 +170,7 @@ async fn consume(
             match frame {
                 Frame::Message(m) => {
                     n += 1;
+                    out.redelivered += u64::from(m.attempts > 1);
                     let sent_ns = out.tracker.record(m.body);
                     if let (true, Some(s)) = (spec.record_latency, sent_ns) {
                         out.latencies_ns.push(now_ns.saturating_sub(s));
