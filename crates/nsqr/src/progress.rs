@@ -36,7 +36,8 @@ impl Progress {
         let c = Arc::clone(c);
         let task = tokio::spawn(async move {
             let start = Instant::now();
-            let mut tick = tokio::time::interval(Duration::from_millis(250));
+            let every = Duration::from_millis(250);
+            let mut tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
             let (mut last_a, mut last_r, mut last_t) = (0u64, 0u64, Instant::now());
             loop {
                 tick.tick().await;
