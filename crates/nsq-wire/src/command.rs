@@ -3,8 +3,8 @@
 //! `parse` looks at the front of the read buffer and either returns a complete command (and
 //! removes its bytes), returns `Ok(None)` when more bytes are needed, or returns the exact error
 //! nsqd would send. Checks run in nsqd's order, including the ones that depend on the client's
-//! state, so that a bad command gets the same error text as from nsqd. Bodies are split out of
-//! the buffer as `Bytes` without copying.
+//! state, so that a bad command gets the same error text as from nsqd. Bodies are copied out of
+//! the buffer into one exact-size `Bytes` per command, so the read buffer is never pinned.
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -246,11 +246,12 @@ pub fn parse(
     }
     if name == b"SUB" {
         let (t, c) = (line.tokens[1], line.tokens[2]);
-        let line_bytes = buf.split_to(line.len).freeze();
-        return Ok(Some(Command::Sub {
-            topic: line_bytes.slice(t.0..t.1),
-            channel: line_bytes.slice(c.0..c.1),
-        }));
+        let cmd = Command::Sub {
+            topic: Bytes::copy_from_slice(&buf[t.0..t.1]),
+            channel: Bytes::copy_from_slice(&buf[c.0..c.1]),
+        };
+        buf.advance(line.len);
+        return Ok(Some(cmd));
     }
 
     // Commands with a body: header checks first (nsqd checks these before reading the body).
@@ -382,12 +383,14 @@ pub fn parse(
             });
         }
     }
-    let line_bytes = buf.split_to(line.len).freeze();
-    buf.advance(4);
-    let body = buf.split_to(size).freeze();
+    // Copy out rather than split the read buffer: a queued message must not pin the rest of a
+    // 64 KiB read chunk, and an unshared read buffer is reused instead of reallocated. One
+    // exact-size allocation per batch; MPUB bodies are slices of it.
     let topic = topic_range
-        .map(|(a, b)| line_bytes.slice(a..b))
+        .map(|(a, b)| Bytes::copy_from_slice(&buf[a..b]))
         .unwrap_or_default();
+    let body = Bytes::copy_from_slice(&buf[line.len + 4..total]);
+    buf.advance(total);
     Ok(Some(match kind {
         BodyKind::Identify => Command::Identify(body),
         BodyKind::Auth => Command::Auth(body),
@@ -404,6 +407,60 @@ pub fn parse(
             Command::Mpub { topic, bodies }
         }
     }))
+}
+
+/// The client closed its side with an incomplete command in `buf`: the error nsqd sends when
+/// its read hits EOF there (`PUB failed to read message body`, ...). None when the command line
+/// itself is incomplete (nsqd closes silently then) or nothing is pending.
+pub fn error_at_eof(buf: &[u8], limits: &Limits, state: ClientState) -> Option<ParseError> {
+    let mut copy = BytesMut::from(buf);
+    match parse(&mut copy, limits, state) {
+        Ok(None) => {}
+        Ok(Some(_)) => return None,
+        Err(e) => return Some(e),
+    }
+    let line = scan_line(buf).ok()??;
+    let (a, b) = line.tokens[0];
+    let kind = match &buf[a..b] {
+        b"IDENTIFY" | b"AUTH" | b"PUB" | b"MPUB" | b"DPUB" => BodyKind::of(&buf[a..b]),
+        _ => return None,
+    };
+    let name = kind.name();
+    let have_size = buf.len() >= line.len + 4;
+    let e = match (kind, have_size) {
+        (BodyKind::Identify | BodyKind::Auth, false) => {
+            ProtocolError::new(Code::BadBody, format!("{name} failed to read body size"))
+        }
+        (BodyKind::Identify | BodyKind::Auth, true) => {
+            ProtocolError::new(Code::BadBody, format!("{name} failed to read body"))
+        }
+        (BodyKind::Pub | BodyKind::Dpub, false) => ProtocolError::new(
+            Code::BadMessage,
+            format!("{name} failed to read message body size"),
+        ),
+        (BodyKind::Pub | BodyKind::Dpub, true) => ProtocolError::new(
+            Code::BadMessage,
+            format!("{name} failed to read message body"),
+        ),
+        (BodyKind::Mpub, false) => {
+            ProtocolError::new(Code::BadBody, "MPUB failed to read body size")
+        }
+        (BodyKind::Mpub, true) => {
+            // nsqd reads an MPUB body as a stream, so report where the stream ran out.
+            match split_mpub(&buf[line.len + 4..], limits, |_, _| {}) {
+                Err(e) => e,
+                Ok(()) => ProtocolError::new(Code::BadMessage, "MPUB failed to read message body"),
+            }
+        }
+    };
+    let topic = (kind == BodyKind::Mpub && line.tokens.len() > 1).then(|| {
+        let (a, b) = line.tokens[1];
+        lossy(&buf[a..b])
+    });
+    Some(match topic {
+        Some(topic) => ParseError::ProtocolAfterTopic { error: e, topic },
+        None => ParseError::Protocol(e),
+    })
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -11,7 +11,7 @@ pub mod message;
 pub mod names;
 pub mod quote;
 
-pub use command::{parse, ClientState, Command, Limits};
+pub use command::{error_at_eof, parse, ClientState, Command, Limits};
 pub use error::{Code, ParseError, ProtocolError};
 pub use frame::{FrameType, MAGIC_V2};
 pub use message::MessageId;

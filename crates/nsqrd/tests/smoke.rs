@@ -1,4 +1,5 @@
 //! The harness itself works: a server starts, answers /ping, accepts the V2 magic.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 use common::*;
 

@@ -407,3 +407,42 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn errors_at_eof_name_what_was_missing() {
+    let eof = |input: &[u8]| error_at_eof(input, &Limits::default(), Init).map(|e| e.to_string());
+    assert_eq!(eof(b"PUB t"), None);
+    assert_eq!(eof(b""), None);
+    assert_eq!(
+        eof(b"PUB t\n\0\0").as_deref(),
+        Some("E_BAD_MESSAGE PUB failed to read message body size")
+    );
+    assert_eq!(
+        eof(&with_size("PUB t", 5)).as_deref(),
+        Some("E_BAD_MESSAGE PUB failed to read message body")
+    );
+    assert_eq!(
+        eof(b"DPUB t 10\n").as_deref(),
+        Some("E_BAD_MESSAGE DPUB failed to read message body size")
+    );
+    assert_eq!(
+        eof(b"IDENTIFY\n").as_deref(),
+        Some("E_BAD_BODY IDENTIFY failed to read body size")
+    );
+    assert_eq!(
+        eof(&with_size("AUTH", 4)).as_deref(),
+        Some("E_BAD_BODY AUTH failed to read body")
+    );
+    assert_eq!(
+        eof(b"MPUB t\n").as_deref(),
+        Some("E_BAD_BODY MPUB failed to read body size")
+    );
+    let mut partial = with_size("MPUB t", 100);
+    partial.extend_from_slice(&2i32.to_be_bytes());
+    partial.extend_from_slice(&1i32.to_be_bytes());
+    partial.push(b'x');
+    assert_eq!(
+        eof(&partial).as_deref(),
+        Some("E_BAD_MESSAGE MPUB failed to read message(1) body size")
+    );
+}

@@ -46,7 +46,6 @@ pub struct Conn<S> {
     shared: Arc<Shared>,
     io: S,
     client: Arc<Client>,
-    remote_ip: String,
     rbuf: BytesMut,
     wbuf: BytesMut,
     state: WireState,
@@ -64,7 +63,7 @@ pub struct Conn<S> {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
+    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>) -> Self {
         let s = &shared.settings;
         let heartbeat = Some(s.default_heartbeat);
         let limits = s.limits;
@@ -74,7 +73,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             shared,
             io,
             client,
-            remote_ip,
             rbuf: BytesMut::with_capacity(READ_CHUNK),
             wbuf: BytesMut::with_capacity(MIN_WRITE_BATCH),
             state: WireState::Init,
@@ -140,6 +138,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             tokio::select! {
                 r = self.io.read_buf(&mut self.rbuf) => {
                     if r? == 0 {
+                        self.at_eof();
+                        self.flush().await?;
                         return Ok(());
                     }
                     let hb_before = self.heartbeat;
@@ -256,6 +256,26 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
         }
         self.apply_pending()
+    }
+
+    /// The client half-closed: complete commands still run, then an incomplete one gets the
+    /// error nsqd sends when its read hits EOF.
+    fn at_eof(&mut self) {
+        if let Flow::Close = self.process() {
+            return;
+        }
+        if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.state) {
+            match e {
+                ParseError::Protocol(e) => {
+                    self.error(&e);
+                }
+                ParseError::ProtocolAfterTopic { error, topic } => {
+                    let _ = self.shared.broker.get_or_create_topic(&topic);
+                    self.error(&error);
+                }
+                ParseError::LineTooLong(_) => {}
+            }
+        }
     }
 
     fn command(&mut self, cmd: Command) -> Flow {
@@ -419,7 +439,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings, &self.remote_ip) {
+        let n = match identify::negotiate(body, &self.shared.settings) {
             Ok(n) => n,
             Err(e) => return self.error(&e),
         };

@@ -75,12 +75,9 @@ fn ms(d: Duration) -> i64 {
     d.as_millis() as i64
 }
 
-/// Decode and validate; `remote_ip` is what client_id/hostname default to.
-pub fn negotiate(
-    body: &[u8],
-    s: &TcpSettings,
-    remote_ip: &str,
-) -> Result<Negotiated, ProtocolError> {
+/// Decode and validate. Like nsqd, absent `client_id` / `hostname` overwrite the defaults (the
+/// remote IP) with "".
+pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolError> {
     let req: IdentifyRequest = serde_json::from_slice(body)
         .map_err(|_| ProtocolError::new(Code::BadBody, "IDENTIFY failed to decode JSON body"))?;
 
@@ -138,8 +135,8 @@ pub fn negotiate(
     .min(s.max_deflate_level);
 
     Ok(Negotiated {
-        client_id: req.client_id.unwrap_or_else(|| remote_ip.to_string()),
-        hostname: req.hostname.unwrap_or_else(|| remote_ip.to_string()),
+        client_id: req.client_id.unwrap_or_default(),
+        hostname: req.hostname.unwrap_or_default(),
         user_agent: req.user_agent.unwrap_or_default(),
         heartbeat,
         output_buffer_size,
@@ -164,7 +161,8 @@ pub fn response(n: &Negotiated, s: &TcpSettings) -> IdentifyResponse {
         msg_timeout: ms(n.msg_timeout),
         tls_v1: false,
         deflate: false,
-        deflate_level: n.deflate_level,
+        // nsqd reports the client's level only when deflate is granted, else its default.
+        deflate_level: 6.min(s.max_deflate_level),
         max_deflate_level: s.max_deflate_level,
         snappy: false,
         sample_rate: n.sample_rate,
@@ -181,7 +179,7 @@ mod tests {
     use super::*;
 
     fn neg(body: &str) -> Result<Negotiated, String> {
-        negotiate(body.as_bytes(), &TcpSettings::default(), "1.2.3.4").map_err(|e| e.to_string())
+        negotiate(body.as_bytes(), &TcpSettings::default()).map_err(|e| e.to_string())
     }
 
     #[test]
@@ -192,7 +190,7 @@ mod tests {
             j,
             r#"{"max_rdy_count":2500,"version":"1.3.0","max_msg_timeout":900000,"msg_timeout":60000,"tls_v1":false,"deflate":false,"deflate_level":6,"max_deflate_level":6,"snappy":false,"sample_rate":0,"auth_required":false,"output_buffer_size":16384,"output_buffer_timeout":250,"topology_region":"","topology_zone":""}"#
         );
-        assert_eq!(n.client_id, "1.2.3.4");
+        assert_eq!(n.client_id, "");
     }
 
     #[test]

@@ -72,6 +72,6 @@ async fn handle(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
     if shared.broker.is_exiting() {
         client.kick();
     }
-    let conn = conn::Conn::new(Arc::clone(&shared), stream, client, peer.ip().to_string());
+    let conn = conn::Conn::new(Arc::clone(&shared), stream, client);
     conn.run().await;
 }

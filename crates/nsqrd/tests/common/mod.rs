@@ -2,7 +2,7 @@
 //! speaks raw bytes to it. The binary is `nsqrd` from this build, or any nsqd-compatible binary
 //! named by `NSQD_BIN` (so every test can be checked against the reference nsqd). It uses only
 //! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
@@ -95,6 +95,8 @@ impl Server {
                 }
             });
         }
+        // Only the reader threads hold senders now: if the server exits, recv fails at once.
+        drop(tx);
         let (mut tcp, mut http) = (None, None);
         let deadline = Instant::now() + Duration::from_secs(15);
         let mut seen = Vec::new();
@@ -182,6 +184,59 @@ impl Server {
             .iter()
             .find(|t| t["topic_name"] == topic)
             .cloned()
+    }
+
+    /// The consumer stats objects (`clients`) of one channel; empty if it does not exist.
+    pub fn client_stats(&self, topic: &str, channel: &str) -> Vec<serde_json::Value> {
+        self.channel_stats(topic, channel)
+            .and_then(|c| c["clients"].as_array().cloned())
+            .unwrap_or_default()
+    }
+
+    /// An integer field of a channel's stats (None if the channel does not exist).
+    pub fn channel_stat(&self, topic: &str, channel: &str, field: &str) -> Option<i64> {
+        self.channel_stats(topic, channel)
+            .and_then(|c| c[field].as_i64())
+    }
+
+    /// An integer field of a topic's stats (None if the topic does not exist).
+    pub fn topic_stat(&self, topic: &str, field: &str) -> Option<i64> {
+        self.topic_stats(topic).and_then(|t| t[field].as_i64())
+    }
+
+    /// The stats object of the consumer on topic/channel that is connection `conn` (matched by
+    /// `remote_address`).
+    pub fn conn_stats(&self, topic: &str, channel: &str, conn: &Conn) -> Option<serde_json::Value> {
+        let me = conn.s.local_addr().ok()?.to_string();
+        self.client_stats(topic, channel)
+            .into_iter()
+            .find(|c| c["remote_address"] == me.as_str())
+    }
+
+    /// Wait (bounded) until consumer `conn` reports `ready_count` `n`.
+    pub fn wait_conn_ready(&self, topic: &str, channel: &str, conn: &Conn, n: i64) {
+        let ok = wait_until(Duration::from_secs(5), || {
+            self.conn_stats(topic, channel, conn)
+                .is_some_and(|c| c["ready_count"] == n)
+        });
+        assert!(
+            ok,
+            "ready_count of a consumer of {topic}/{channel} never reached {n}"
+        );
+    }
+
+    /// Wait (bounded) until the channel's clients report a total `ready_count` of `n`, so a
+    /// RDY sent on another connection is known to have been processed.
+    pub fn wait_ready(&self, topic: &str, channel: &str, n: i64) {
+        let ok = wait_until(Duration::from_secs(5), || {
+            let c = self.client_stats(topic, channel);
+            !c.is_empty()
+                && c.iter()
+                    .map(|c| c["ready_count"].as_i64().unwrap_or(0))
+                    .sum::<i64>()
+                    == n
+        });
+        assert!(ok, "ready_count of {topic}/{channel} never reached {n}");
     }
 
     /// Lines the server has logged so far.
@@ -415,6 +470,70 @@ impl Conn {
 
     pub fn close(self) {
         let _ = self.s.shutdown(Shutdown::Both);
+    }
+
+    /// Read one frame (heartbeats included), waiting at most `t`; None on timeout or EOF.
+    pub fn read_frame_within(&mut self, t: Duration) -> Option<Frame> {
+        self.set_timeout(t.max(Duration::from_millis(1)));
+        let f = self.try_read_frame();
+        self.set_timeout(READ_TIMEOUT);
+        f
+    }
+
+    /// Read frames, skipping heartbeats, until a non-heartbeat frame arrives or `t` passes.
+    pub fn frame_within(&mut self, t: Duration) -> Option<Frame> {
+        let deadline = Instant::now() + t;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            match self.read_frame_within(left) {
+                Some(Frame::Response(b)) if b == b"_heartbeat_" => continue,
+                other => return other,
+            }
+        }
+    }
+
+    /// Wait at most `t` for a message frame (skipping heartbeats); panics on any other frame.
+    pub fn message_within(&mut self, t: Duration) -> Option<Msg> {
+        match self.frame_within(t) {
+            None => None,
+            Some(Frame::Message(m)) => Some(m),
+            Some(other) => panic!("expected message, got {other:?}"),
+        }
+    }
+
+    /// Expect `n` message frames.
+    pub fn expect_messages(&mut self, n: usize) -> Vec<Msg> {
+        (0..n).map(|_| self.expect_message()).collect()
+    }
+
+    /// Expect an error frame with exactly this text, then the server closing the connection.
+    pub fn expect_fatal(&mut self, text: &str) {
+        self.expect_error(text);
+        assert!(self.expect_closed(), "connection not closed after {text:?}");
+    }
+
+    /// Half-close: no more bytes from us (the server sees EOF), but we can still read.
+    pub fn shutdown_write(&mut self) {
+        let _ = self.s.shutdown(Shutdown::Write);
+    }
+
+    pub fn rdy(&mut self, n: u64) {
+        self.cmd(&format!("RDY {n}"));
+    }
+
+    pub fn fin(&mut self, id: &str) {
+        self.cmd(&format!("FIN {id}"));
+    }
+
+    pub fn req(&mut self, id: &str, delay_ms: u64) {
+        self.cmd(&format!("REQ {id} {delay_ms}"));
+    }
+
+    pub fn touch(&mut self, id: &str) {
+        self.cmd(&format!("TOUCH {id}"));
     }
 }
 
