@@ -101,7 +101,7 @@ pub struct BenchArgs {
     #[arg(long, default_value = "ch")]
     pub channel: String,
 
-    /// sub: pre-fill exactly this many messages (default: publish for --duration).
+    /// pub and sub: publish exactly this many messages (default: publish for --duration).
     #[arg(long)]
     pub count: Option<u64>,
 
