@@ -327,10 +327,12 @@ fn fmt_value(v: f64, decimals: usize) -> String {
     }
 }
 
-/// 2.04x, 0.53x, 0.021x: at least two significant digits.
+/// 2.04x, 0.53x, 0.027x: at least two significant digits down to 0.001.
 fn fmt_ratio(x: f64) -> String {
     if x >= 0.1 || x == 0.0 {
         format!("{x:.2}x")
+    } else if x >= 0.001 {
+        format!("{x:.3}x")
     } else {
         format!("{x:.1e}x")
     }
@@ -362,7 +364,11 @@ fn print_table(r: &CompareReport) {
     println!();
     println!(
         "| {:<26} | {:>14} | {:>14} | {:>9} | {:<6} |",
-        "metric (median)", "nsqrd", r.reference.name, "nsqrd/ref", "better"
+        format!("metric (median of {})", r.nsqrd.rounds.len()),
+        "nsqrd",
+        r.reference.name,
+        "nsqrd/ref",
+        "better"
     );
     println!(
         "|{:-<28}|{:->16}|{:->16}|{:->11}|{:-<8}|",
@@ -399,6 +405,13 @@ fn print_table(r: &CompareReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratios() {
+        assert_eq!(fmt_ratio(4.371), "4.37x");
+        assert_eq!(fmt_ratio(0.0271), "0.027x");
+        assert_eq!(fmt_ratio(0.00012), "1.2e-4x");
+    }
 
     #[test]
     fn medians_of_odd_and_even() {
