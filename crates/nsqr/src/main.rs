@@ -1,0 +1,105 @@
+//! `nsqr`: command-line tools for nsqr. `nsqr bench <mode>` measures an nsqd-compatible server
+//! (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs nsqrd against a reference.
+
+mod body;
+mod cli;
+mod client;
+mod compare;
+mod duration;
+mod machine;
+mod modes;
+mod procstat;
+mod progress;
+mod publisher;
+mod report;
+mod server;
+mod subscriber;
+mod tracker;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+use cli::{BenchArgs, Cli, Command, Mode};
+
+/// Exit status when messages were lost.
+const EXIT_LOSS: u8 = 2;
+
+fn main() -> ExitCode {
+    let Cli { command } = Cli::parse();
+    let Command::Bench(args) = command;
+    if let Err(e) = args.validate() {
+        eprintln!("nsqr bench: {e}");
+        return ExitCode::from(64);
+    }
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("nsqr bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = rt.block_on(bench(args));
+    rt.shutdown_timeout(std::time::Duration::from_millis(100));
+    code
+}
+
+async fn bench(args: BenchArgs) -> ExitCode {
+    let work = async {
+        if args.mode == Mode::Compare {
+            compare::run(&args).await
+        } else {
+            modes::run(args.mode, &args).await.map(|r| {
+                if args.json {
+                    match serde_json::to_string_pretty(&r) {
+                        Ok(s) => println!("{s}"),
+                        Err(e) => eprintln!("nsqr bench: {e}"),
+                    }
+                } else {
+                    r.print_human();
+                }
+                r.ok
+            })
+        }
+    };
+    tokio::select! {
+        r = work => match r {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => {
+                eprintln!("nsqr bench: messages were lost");
+                ExitCode::from(EXIT_LOSS)
+            }
+            Err(e) => {
+                eprintln!("nsqr bench {}: {e}", args.mode.name());
+                ExitCode::FAILURE
+            }
+        },
+        _ = interrupted() => {
+            eprintln!("\nnsqr bench: interrupted");
+            ExitCode::from(130)
+        }
+    }
+}
+
+/// Resolves on SIGINT or SIGTERM. Dropping the benchmark future on the way out kills any
+/// servers `compare` started (their guards kill on drop).
+async fn interrupted() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        if let (Ok(mut i), Ok(mut t)) = (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        ) {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+            return;
+        }
+    }
+    let _ = tokio::signal::ctrl_c().await;
+}
