@@ -119,7 +119,7 @@ impl DiskQueue {
     }
 
     /// nsqd's rule: roll when the file is non-empty and the record would push it past the limit.
-    fn would_overflow(&self, pos: u64, len: u64) -> bool {
+    pub(crate) fn would_overflow(&self, pos: u64, len: u64) -> bool {
         pos > 0 && pos.saturating_add(len) > self.opts.max_bytes_per_file
     }
 
@@ -141,7 +141,12 @@ impl DiskQueue {
         self.data_unsynced = false;
         match finished {
             Ok(()) => self.sync_logged(),
-            Err(e) => self.note_sync_error(&e),
+            Err(e) => {
+                // Records of the finished file may not be on disk: the next
+                // `flush_durable` must not report success.
+                self.fsync_lost = true;
+                self.note_sync_error(&e);
+            }
         }
     }
 
@@ -242,6 +247,10 @@ impl DiskQueue {
         file.seek(SeekFrom::Start(self.write.pos))
             .map_err(|e| DiskQueueError::io("seek", &path, e))?;
         info!(target: "diskqueue", "DISKQUEUE({}): writeOne() opened {}", self.name(), path.display());
+        if self.write.pos == 0 {
+            // Possibly a new directory entry: `flush_durable` fsyncs the directory too.
+            self.dir_unsynced = true;
+        }
         self.writer = Some(file);
         Ok(())
     }
