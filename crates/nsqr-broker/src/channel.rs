@@ -5,7 +5,6 @@
 //! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,9 +15,11 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::config::BrokerConfig;
+use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::Message;
+use crate::queue::Queue;
 use crate::stats::{ChannelStats, ClientStats, E2eLatency};
 
 struct Consumer {
@@ -29,7 +30,8 @@ struct Consumer {
 
 #[derive(Default)]
 struct ChannelState {
-    ready: VecDeque<Message>,
+    /// Memory, then disk (`queue.rs`).
+    ready: Queue,
     in_flight: InFlightTable,
     deferred: DeferredQueue,
     consumers: Vec<Consumer>,
@@ -82,18 +84,24 @@ pub struct Channel {
 impl Channel {
     /// A new channel; starts its timer task when called inside a tokio runtime.
     pub fn new(topic_name: &str, name: &str, cfg: Arc<BrokerConfig>) -> Arc<Channel> {
+        let ephemeral = nsq_wire::names::is_ephemeral(name);
+        let ready = disk::ready_queue(&cfg, topic_name, name, ephemeral);
         let ch = Arc::new(Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
-            ephemeral: nsq_wire::names::is_ephemeral(name),
+            ephemeral,
             cfg,
-            state: Mutex::new(ChannelState::default()),
+            state: Mutex::new(ChannelState {
+                ready,
+                ..ChannelState::default()
+            }),
             timer: Notify::new(),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             requeue_count: AtomicU64::new(0),
             timeout_count: AtomicU64::new(0),
         });
+        disk::attach(&ch);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(run_timer(Arc::clone(&ch)));
         }
@@ -104,31 +112,34 @@ impl Channel {
         self.deleted.load(Relaxed)
     }
 
-    /// Append messages to the ready queue and wake waiting consumers.
-    pub fn put(&self, msgs: impl IntoIterator<Item = Message>) {
+    /// Append messages to the ready queue (memory, or disk past `--mem-queue-size`) and wake
+    /// waiting consumers. The ticket completes when they are durable (strict mode).
+    pub fn put(&self, msgs: Vec<Message>) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
         let before = st.ready.len();
-        if self.ephemeral {
-            let room = self.cfg.mem_queue_size.saturating_sub(before);
-            st.ready.extend(msgs.into_iter().take(room));
-        } else {
-            st.ready.extend(msgs);
-        }
+        let put = st.ready.put(msgs, None)?;
         let added = st.ready.len() - before;
-        self.message_count.fetch_add(added as u64, Relaxed);
+        self.message_count.fetch_add(put.accepted as u64, Relaxed);
         st.wake_waiting(added);
+        Ok(put.ticket)
     }
 
-    /// Hold messages until `due`, then make them ready.
-    pub fn put_deferred(&self, msgs: impl IntoIterator<Item = Message>, due: Instant) {
+    /// Hold messages until `due`, then make them ready. In strict mode they go through the
+    /// disk queue first and are deferred once written.
+    pub fn put_deferred(&self, msgs: Vec<Message>, due: Instant) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
-        let mut n = 0;
+        let n = msgs.len() as u64;
+        if st.ready.is_strict() {
+            let put = st.ready.put(msgs, Some(disk::unix_due(due)))?;
+            self.message_count.fetch_add(n, Relaxed);
+            return Ok(put.ticket);
+        }
         for m in msgs {
             st.deferred.push(due, m);
-            n += 1;
         }
         self.message_count.fetch_add(n, Relaxed);
         self.schedule(&mut st, due);
+        Ok(Ticket::done())
     }
 
     /// Make sure the timer wakes by `at`.
@@ -163,6 +174,7 @@ impl Channel {
                 break;
             };
             if sample_rate > 0 && (xorshift(rng) % 100) as i32 > sample_rate {
+                st.ready.finished(msg.id.0);
                 continue;
             }
             msg.attempts = msg.attempts.wrapping_add(1);
@@ -213,7 +225,10 @@ impl Channel {
             let mut st = self.state.lock();
             for (i, &id) in ids.iter().enumerate() {
                 match st.in_flight.take(client.id, id) {
-                    Ok(_) => ok += 1,
+                    Ok(_) => {
+                        ok += 1;
+                        st.ready.finished(id);
+                    }
                     Err(e) => on_error(i, e),
                 }
             }
@@ -308,7 +323,7 @@ impl Channel {
     /// Drop every ready, in-flight and deferred message; consumers' in-flight counts reset.
     pub fn empty(&self) {
         let mut st = self.state.lock();
-        st.ready.clear();
+        st.ready.empty();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.iter_mut() {
@@ -322,7 +337,7 @@ impl Channel {
     pub fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
-        st.ready.clear();
+        st.ready.delete();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.drain(..) {
@@ -332,9 +347,9 @@ impl Channel {
         self.timer.notify_one();
     }
 
-    /// Messages waiting to be delivered (not in flight, not deferred).
+    /// Messages waiting to be delivered (not in flight, not deferred), memory and disk.
     pub fn depth(&self) -> usize {
-        self.state.lock().ready.len()
+        self.state.lock().ready.depth() as usize
     }
 
     /// Expire in-flight messages and release due deferred ones; returns the next deadline.
@@ -366,8 +381,8 @@ impl Channel {
         let st = self.state.lock();
         ChannelStats {
             channel_name: self.name.clone(),
-            depth: st.ready.len() as i64,
-            backend_depth: 0,
+            depth: st.ready.depth(),
+            backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),
             deferred_count: st.deferred.len(),
             message_count: self.message_count.load(Relaxed),
@@ -382,6 +397,7 @@ impl Channel {
             }),
             paused: st.paused,
             e2e_processing_latency: E2eLatency::default(),
+            disk_queue: st.ready.disk_stats(),
         }
     }
 }
@@ -413,6 +429,9 @@ fn xorshift(s: &mut u64) -> u64 {
     *s = x;
     x
 }
+
+mod disk;
+pub(crate) use disk::{instant_of, unix_due};
 
 #[cfg(test)]
 mod tests;

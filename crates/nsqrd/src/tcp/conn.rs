@@ -6,6 +6,12 @@
 //! buffer goes out in one write as soon as nothing more is deliverable. Under load that gives
 //! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
 //! output-buffer tick.
+//!
+//! With `--durability=strict` a publish returns a ticket that completes once the messages are
+//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order) and
+//! the tickets are awaited before that buffer is written: a whole read's worth of pipelined
+//! publishes shares one group commit. If one fails, the buffer is cut at its `OK`s and the
+//! (fatal) error goes out instead.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -15,7 +21,7 @@ use bytes::{Bytes, BytesMut};
 use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
-use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
+use nsqr_broker::{BrokerError, Channel, Client, ClientState, Ticket, Topic};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::time::{Instant, Interval};
 
@@ -30,6 +36,14 @@ const MIN_WRITE_BATCH: usize = 64 * 1024;
 enum Flow {
     Continue,
     Close,
+}
+
+/// `OK`s already in the output buffer (from `at` on) whose publish is not durable yet.
+struct Unsettled {
+    at: usize,
+    ticket: Ticket,
+    code: Code,
+    cmd: &'static str,
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -60,6 +74,7 @@ pub struct Conn<S> {
     last_topic: Option<Arc<Topic>>,
     pending: Pending,
     identified: bool,
+    unsettled: Vec<Unsettled>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -86,6 +101,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             last_topic: None,
             pending: Pending::None,
             identified: false,
+            unsettled: Vec::new(),
         }
     }
 
@@ -114,6 +130,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut ticker = self.new_heartbeat_ticker();
         loop {
             let more = self.deliver();
+            if let Flow::Close = self.settle().await {
+                self.flush().await?;
+                return Ok(());
+            }
             self.flush().await?;
             if self.client.is_kicked() {
                 return Ok(());
@@ -139,6 +159,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 r = self.io.read_buf(&mut self.rbuf) => {
                     if r? == 0 {
                         self.at_eof();
+                        self.settle().await;
                         self.flush().await?;
                         return Ok(());
                     }
@@ -148,6 +169,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         ticker = self.new_heartbeat_ticker();
                     }
                     if let Flow::Close = flow {
+                        self.settle().await;
                         self.flush().await?;
                         return Ok(());
                     }
@@ -163,6 +185,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             if self.rbuf.capacity() - self.rbuf.len() < 4096 {
                 self.rbuf.reserve(READ_CHUNK);
             }
+        }
+    }
+
+    /// Wait until every publish answered in the output buffer is durable. On a failure the
+    /// buffer is cut where that publish's `OK`s begin and its error (fatal) replaces them.
+    async fn settle(&mut self) -> Flow {
+        for u in std::mem::take(&mut self.unsettled) {
+            if let Err(e) = u.ticket.wait().await {
+                self.wbuf.truncate(u.at);
+                return self.error(&ProtocolError::new(u.code, format!("{} failed {e}", u.cmd)));
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Remember `ticket` if it is still pending: the `OK`s written from `at` on wait for it.
+    fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str) {
+        if !ticket.is_done() {
+            self.unsettled.push(Unsettled {
+                at,
+                ticket,
+                code,
+                cmd,
+            });
         }
     }
 
@@ -383,11 +429,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Pending::Pub { topic, bodies } => {
                 let n = bodies.len();
                 match topic.put(bodies, Duration::ZERO) {
-                    Ok(()) => {
+                    Ok(ticket) => {
                         self.client.count_publish(&topic.name, n as u64);
+                        let at = self.wbuf.len();
                         for _ in 0..n {
                             put_response(&mut self.wbuf, b"OK");
                         }
+                        self.hold(at, ticket, Code::PubFailed, "PUB");
                         Flow::Continue
                     }
                     Err(e) => self.error(&ProtocolError::new(
@@ -418,20 +466,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    fn publish(&mut self, topic: &[u8], bodies: Vec<Bytes>, defer_ms: u64, cmd: &str) -> Flow {
+    fn publish(
+        &mut self,
+        topic: &[u8],
+        bodies: Vec<Bytes>,
+        defer_ms: u64,
+        cmd: &'static str,
+    ) -> Flow {
         let code = if cmd == "MPUB" {
             Code::MpubFailed
         } else {
             Code::DpubFailed
         };
         let n = bodies.len() as u64;
-        let result = self
-            .topic(topic)
-            .and_then(|t| t.put(bodies, Duration::from_millis(defer_ms)).map(|_| t));
+        let result = self.topic(topic).and_then(|t| {
+            t.put(bodies, Duration::from_millis(defer_ms))
+                .map(|ticket| (t, ticket))
+        });
         match result {
-            Ok(t) => {
+            Ok((t, ticket)) => {
                 self.client.count_publish(&t.name, n);
+                let at = self.wbuf.len();
                 put_response(&mut self.wbuf, b"OK");
+                self.hold(at, ticket, code, cmd);
                 Flow::Continue
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
