@@ -19,7 +19,10 @@ fn post_ok(s: &Server, path: &str) {
 }
 
 fn mpub(s: &Server, topic: &str, bodies: &[String]) {
-    let r = s.post(&format!("/mpub?topic={topic}"), bodies.join("\n").as_bytes());
+    let r = s.post(
+        &format!("/mpub?topic={topic}"),
+        bodies.join("\n").as_bytes(),
+    );
     assert_eq!(r.status, 200, "mpub {topic}: {}", r.text());
 }
 
@@ -73,10 +76,22 @@ fn restart_keeps_topics_channels_paused_flags_and_backlog() {
         let s = restart(s, &flags);
         let a = s.channel_stats("rt", "a").expect("rt/a");
         let b = s.channel_stats("rt", "b").expect("rt/b");
-        assert_eq!((a["depth"].as_i64(), a["paused"].as_bool()), (Some(20), Some(false)), "{mode}");
-        assert_eq!((b["depth"].as_i64(), b["paused"].as_bool()), (Some(20), Some(true)), "{mode}");
+        assert_eq!(
+            (a["depth"].as_i64(), a["paused"].as_bool()),
+            (Some(20), Some(false)),
+            "{mode}"
+        );
+        assert_eq!(
+            (b["depth"].as_i64(), b["paused"].as_bool()),
+            (Some(20), Some(true)),
+            "{mode}"
+        );
         let rp = s.topic_stats("rp").expect("rp");
-        assert_eq!((rp["depth"].as_i64(), rp["paused"].as_bool()), (Some(7), Some(true)), "{mode}");
+        assert_eq!(
+            (rp["depth"].as_i64(), rp["paused"].as_bool()),
+            (Some(7), Some(true)),
+            "{mode}"
+        );
         assert_eq!(s.topic_stat("rt2", "depth"), Some(12), "{mode}");
 
         let mut c = consumer(&s, "rt", "a", 100);
@@ -89,7 +104,10 @@ fn restart_keeps_topics_channels_paused_flags_and_backlog() {
         post_ok(&s, "/topic/unpause?topic=rp");
         let mut c3 = consumer(&s, "rp", "x", 100);
         assert_eq!(take_fin(&mut c3, 7).len(), 7, "{mode}");
-        assert!(c.expect_silence(Duration::from_millis(200)), "{mode}: no duplicates");
+        assert!(
+            c.expect_silence(Duration::from_millis(200)),
+            "{mode}: no duplicates"
+        );
     }
 }
 
@@ -128,8 +146,13 @@ fn restart_redelivers_in_flight_messages_with_attempts_kept() {
             let want = if was_in_flight.contains(body) { 2 } else { 1 };
             assert_eq!(*attempts, want, "{mode}: {body}");
         }
-        assert!(!got.iter().any(|(b, _)| b.as_bytes() == first[0].body.as_slice()));
-        assert!(c.expect_silence(Duration::from_millis(200)), "{mode}: nothing more");
+        assert!(!got
+            .iter()
+            .any(|(b, _)| b.as_bytes() == first[0].body.as_slice()));
+        assert!(
+            c.expect_silence(Duration::from_millis(200)),
+            "{mode}: nothing more"
+        );
     }
 }
 
@@ -162,13 +185,19 @@ fn restart_keeps_the_remaining_delay_of_deferred_messages() {
         // Not before their time, in the channel's queue and in the topic's backlog alike.
         let early = Duration::from_millis(2800).saturating_sub(t0.elapsed());
         assert!(c.expect_silence(early), "{mode}: delivered too early");
-        assert!(c2.expect_silence(Duration::from_millis(10)), "{mode}: topic too early");
+        assert!(
+            c2.expect_silence(Duration::from_millis(10)),
+            "{mode}: topic too early"
+        );
         for (conn, body) in [(&mut c, "channel-later"), (&mut c2, "topic-later")] {
             let m = conn
                 .message_within(Duration::from_secs(6))
                 .unwrap_or_else(|| panic!("{mode}: {body} never came"));
             assert_eq!(m.body, body.as_bytes(), "{mode}");
-            assert!(t0.elapsed() >= Duration::from_millis(2900), "{mode}: {body} early");
+            assert!(
+                t0.elapsed() >= Duration::from_millis(2900),
+                "{mode}: {body} early"
+            );
         }
     }
 }
