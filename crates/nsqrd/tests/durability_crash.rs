@@ -41,7 +41,7 @@ fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
         let mut buf = Vec::new();
         while outstanding.len() < WINDOW {
             k += 1;
-            let n = if k % 8 == 0 { 5 } else { 1 };
+            let n = if k.is_multiple_of(8) { 5 } else { 1 };
             let seqs: Vec<u64> = (0..n)
                 .map(|_| next.fetch_add(1, Ordering::Relaxed))
                 .collect();
