@@ -49,7 +49,7 @@ pub struct Server {
     keep_data: bool,
 }
 
-fn temp_dir() -> PathBuf {
+pub fn temp_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
     let d = std::env::temp_dir().join(format!(
         "nsqr-test-{}-{}",
@@ -69,7 +69,12 @@ impl Server {
 
     /// Start with an existing data directory (for restart tests).
     pub fn start_in(data_path: PathBuf, extra: &[&str]) -> Server {
-        let mut cmd = Command::new(server_bin());
+        Server::start_bin_in(server_bin(), data_path, extra)
+    }
+
+    /// Start a given nsqd-compatible binary on a data directory.
+    pub fn start_bin_in(bin: PathBuf, data_path: PathBuf, extra: &[&str]) -> Server {
+        let mut cmd = Command::new(bin);
         cmd.arg("--tcp-address=127.0.0.1:0")
             .arg("--http-address=127.0.0.1:0")
             .arg("--https-address=")
