@@ -244,7 +244,13 @@ impl DiskLink {
     pub fn tick(&mut self) {
         let acks = self.window.as_ref().is_some_and(|w| w.ready() > 0);
         if self.failed.is_some() {
-            self.retry = true;
+            if self.outbox.is_empty() {
+                // Nothing waits to be retried (a channel kept it in memory): let the next
+                // overflow try the disk again.
+                self.failed = None;
+            } else {
+                self.retry = true;
+            }
         }
         self.read_backoff = false;
         if self.needs_sync {
@@ -335,6 +341,7 @@ impl DiskLink {
 
     /// Apply a pass's report; see `Queue::apply`.
     pub fn apply(&mut self, done: Done, accept: bool) -> Option<Vec<(Message, Option<i64>)>> {
+        let mut retry_mem = Vec::new();
         self.in_transit = 0;
         self.in_transit_bytes = 0;
         if done.epoch != self.epoch {
@@ -346,7 +353,7 @@ impl DiskLink {
             self.stats.write_errors += 1;
             self.health.set_error(&reason);
             self.failed = Some(reason);
-            if !self.strict && !done.retry.is_empty() {
+            if !self.strict && self.topic && !done.retry.is_empty() {
                 // Accepted already: keep them, in order, for the next attempt.
                 let mut retry = done.retry;
                 self.outbox_bytes += retry
@@ -355,6 +362,11 @@ impl DiskLink {
                     .sum::<u64>();
                 retry.append(&mut self.outbox);
                 self.outbox = retry;
+            } else if !self.strict {
+                // A channel keeps them in memory (past --mem-queue-size): consumers get them
+                // and nothing acknowledged is lost; new overflow is refused until the disk
+                // works again.
+                retry_mem = done.retry;
             }
         } else if done.wrote {
             if self.failed.take().is_some() {
@@ -377,7 +389,8 @@ impl DiskLink {
             self.unread += done.loaded as u64;
             return None;
         }
-        let mut out = Vec::with_capacity(done.records.len());
+        let mut out = Vec::with_capacity(done.records.len() + retry_mem.len());
+        out.extend(retry_mem.into_iter().map(|o| (o.msg, o.due)));
         for (i, rec) in done.records.into_iter().enumerate() {
             let seq = done.first_seq + i as u64;
             let Some(o) = rec else {

@@ -74,7 +74,18 @@ impl Server {
 
     /// Start a given nsqd-compatible binary on a data directory.
     pub fn start_bin_in(bin: PathBuf, data_path: PathBuf, extra: &[&str]) -> Server {
+        Server::start_env(bin, data_path, extra, &[])
+    }
+
+    /// Start with extra environment variables.
+    pub fn start_env(
+        bin: PathBuf,
+        data_path: PathBuf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
         let mut cmd = Command::new(bin);
+        cmd.envs(env.iter().copied());
         cmd.arg("--tcp-address=127.0.0.1:0")
             .arg("--http-address=127.0.0.1:0")
             .arg("--https-address=")
