@@ -83,57 +83,86 @@ pub(crate) fn promise() -> (Promise, Completion) {
 #[derive(Debug, Default)]
 pub struct Ticket {
     waits: Vec<Completion>,
+    failure: Option<DiskError>,
 }
 
 impl Ticket {
     /// A ticket with nothing to wait for.
     pub fn done() -> Ticket {
-        Ticket { waits: Vec::new() }
+        Ticket::default()
     }
 
     pub(crate) fn waiting(c: Completion) -> Ticket {
-        Ticket { waits: vec![c] }
+        Ticket {
+            waits: vec![c],
+            failure: None,
+        }
     }
 
     /// A ticket that fails with `e`.
     pub fn failed(e: DiskError) -> Ticket {
-        let (p, c) = promise();
-        let _ = p.send(Err(e));
-        Ticket::waiting(c)
+        Ticket {
+            waits: Vec::new(),
+            failure: Some(e),
+        }
     }
 
-    /// Nothing to wait for (the default mode's hot path tests only this).
+    /// Nothing to wait for and no failure (the default mode's hot path tests only this).
     pub fn is_done(&self) -> bool {
-        self.waits.is_empty()
+        self.waits.is_empty() && self.failure.is_none()
     }
 
     /// Wait for `other` too.
     pub fn merge(&mut self, mut other: Ticket) {
         self.waits.append(&mut other.waits);
+        if self.failure.is_none() {
+            self.failure = other.failure;
+        }
+    }
+
+    fn record(&mut self, r: Result<Result<(), DiskError>, oneshot::error::RecvError>) {
+        let r = r.unwrap_or(Err(DiskError::Exiting));
+        if let Err(e) = r {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    /// The outcome if every queue has answered (the first failure wins), else None.
+    pub fn try_result(&mut self) -> Option<Result<(), DiskError>> {
+        while let Some(w) = self.waits.last_mut() {
+            let r = match w.try_recv() {
+                Ok(r) => Ok(r),
+                Err(oneshot::error::TryRecvError::Empty) => return None,
+                Err(oneshot::error::TryRecvError::Closed) => Ok(Err(DiskError::Exiting)),
+            };
+            self.waits.pop();
+            self.record(r);
+        }
+        Some(self.failure.clone().map_or(Ok(()), Err))
+    }
+
+    /// Resolves once every queue has answered; cancel-safe (see `try_result` for the outcome).
+    pub async fn ready(&mut self) {
+        while let Some(w) = self.waits.last_mut() {
+            let r = w.await;
+            self.waits.pop();
+            self.record(r);
+        }
     }
 
     /// Wait until every queue has the message on disk; the first failure wins.
-    pub async fn wait(self) -> Result<(), DiskError> {
-        let mut result = Ok(());
-        for w in self.waits {
-            let r = w.await.unwrap_or(Err(DiskError::Exiting));
-            if result.is_ok() {
-                result = r;
-            }
-        }
-        result
+    pub async fn wait(mut self) -> Result<(), DiskError> {
+        self.ready().await;
+        self.try_result().unwrap_or(Ok(()))
     }
 
     /// [`Ticket::wait`] for a thread outside the async runtime (the disk writers).
-    pub fn wait_blocking(self) -> Result<(), DiskError> {
-        let mut result = Ok(());
-        for w in self.waits {
-            let r = w.blocking_recv().unwrap_or(Err(DiskError::Exiting));
-            if result.is_ok() {
-                result = r;
-            }
+    pub fn wait_blocking(mut self) -> Result<(), DiskError> {
+        while let Some(w) = self.waits.pop() {
+            let r = w.blocking_recv();
+            self.record(r);
         }
-        result
+        self.failure.map_or(Ok(()), Err)
     }
 }
 
@@ -164,5 +193,11 @@ mod tests {
         let (c, rc) = promise();
         drop(c);
         assert_eq!(Ticket::waiting(rc).wait().await, Err(DiskError::Exiting));
+        let (d, rd) = promise();
+        let mut t = Ticket::waiting(rd);
+        assert_eq!(t.try_result(), None);
+        let _ = d.send(Ok(()));
+        assert_eq!(t.try_result(), Some(Ok(())));
+        assert!(!Ticket::failed(DiskError::Exiting).is_done());
     }
 }

@@ -8,11 +8,13 @@
 //! output-buffer tick.
 //!
 //! With `--durability=strict` a publish returns a ticket that completes once the messages are
-//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order) and
-//! the tickets are awaited before that buffer is written: a whole read's worth of pipelined
-//! publishes shares one group commit. If one fails, the buffer is cut at its `OK`s and the
-//! (fatal) error goes out instead.
+//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order), but
+//! the buffer is only written up to the first `OK` whose ticket is still pending. The
+//! connection keeps reading and publishing meanwhile (up to `MAX_UNSETTLED` pending tickets),
+//! so a pipelining client's publishes share the disk writer's group commits. If one fails, the
+//! buffer is cut at its `OK`s and the (fatal) error goes out instead.
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +33,8 @@ use super::Shared;
 const READ_CHUNK: usize = 64 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
+/// Publishes waiting for their fsync (strict mode) before the connection stops reading.
+const MAX_UNSETTLED: usize = 64;
 
 /// Why the loop stopped reading commands.
 enum Flow {
@@ -56,6 +60,14 @@ enum Pending {
     Fin(Vec<IdToken>),
 }
 
+/// Resolves when the oldest pending publish is durable (never, if there is none).
+async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
+    match unsettled.front_mut() {
+        Some(u) => u.ticket.ready().await,
+        None => std::future::pending().await,
+    }
+}
+
 pub struct Conn<S> {
     shared: Arc<Shared>,
     io: S,
@@ -74,7 +86,7 @@ pub struct Conn<S> {
     last_topic: Option<Arc<Topic>>,
     pending: Pending,
     identified: bool,
-    unsettled: Vec<Unsettled>,
+    unsettled: VecDeque<Unsettled>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -101,7 +113,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             last_topic: None,
             pending: Pending::None,
             identified: false,
-            unsettled: Vec::new(),
+            unsettled: VecDeque::new(),
         }
     }
 
@@ -130,7 +142,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut ticker = self.new_heartbeat_ticker();
         loop {
             let more = self.deliver();
-            if let Flow::Close = self.settle().await {
+            if let Flow::Close = self.settle_ready() {
                 self.flush().await?;
                 return Ok(());
             }
@@ -155,8 +167,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     None => std::future::pending::<()>().await,
                 }
             };
+            let can_read = self.unsettled.len() < MAX_UNSETTLED;
+            let durable = first_ready(&mut self.unsettled);
             tokio::select! {
-                r = self.io.read_buf(&mut self.rbuf) => {
+                r = self.io.read_buf(&mut self.rbuf), if can_read => {
                     if r? == 0 {
                         self.at_eof();
                         self.settle().await;
@@ -181,6 +195,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 _ = deadline => {
                     return Ok(());
                 }
+                _ = durable => {}
             }
             if self.rbuf.capacity() - self.rbuf.len() < 4096 {
                 self.rbuf.reserve(READ_CHUNK);
@@ -188,13 +203,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// Wait until every publish answered in the output buffer is durable. On a failure the
-    /// buffer is cut where that publish's `OK`s begin and its error (fatal) replaces them.
+    /// Drop the tickets that completed, oldest first. On a failure the buffer is cut where
+    /// that publish's `OK`s begin, the later ones are forgotten and its error (fatal) goes out.
+    fn settle_ready(&mut self) -> Flow {
+        while let Some(u) = self.unsettled.front_mut() {
+            match u.ticket.try_result() {
+                None => break,
+                Some(Ok(())) => {
+                    self.unsettled.pop_front();
+                }
+                Some(Err(e)) => {
+                    let (at, code, cmd) = (u.at, u.code, u.cmd);
+                    self.unsettled.clear();
+                    self.wbuf.truncate(at);
+                    return self.error(&ProtocolError::new(code, format!("{cmd} failed {e}")));
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Wait until every publish answered in the output buffer is durable (before closing).
     async fn settle(&mut self) -> Flow {
-        for u in std::mem::take(&mut self.unsettled) {
-            if let Err(e) = u.ticket.wait().await {
-                self.wbuf.truncate(u.at);
-                return self.error(&ProtocolError::new(u.code, format!("{} failed {e}", u.cmd)));
+        while let Some(u) = self.unsettled.front_mut() {
+            u.ticket.ready().await;
+            if let Flow::Close = self.settle_ready() {
+                return Flow::Close;
             }
         }
         Flow::Continue
@@ -203,7 +237,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Remember `ticket` if it is still pending: the `OK`s written from `at` on wait for it.
     fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str) {
         if !ticket.is_done() {
-            self.unsettled.push(Unsettled {
+            self.unsettled.push_back(Unsettled {
                 at,
                 ticket,
                 code,
@@ -212,13 +246,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// Write everything buffered, bounded by the write deadline (the heartbeat interval).
+    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
+    /// strict mode only up to the first `OK` that is not durable yet.
     async fn flush(&mut self) -> std::io::Result<()> {
-        if self.wbuf.is_empty() {
+        let n = self.unsettled.front().map_or(self.wbuf.len(), |u| u.at);
+        if n == 0 {
             return Ok(());
         }
         let limit = self.heartbeat.unwrap_or(Duration::from_secs(60));
-        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf)).await {
+        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf[..n])).await {
             Ok(r) => r?,
             Err(_) => {
                 return Err(std::io::Error::new(
@@ -227,7 +263,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 ))
             }
         }
-        self.wbuf.clear();
+        if n == self.wbuf.len() {
+            self.wbuf.clear();
+        } else {
+            let _ = self.wbuf.split_to(n);
+            for u in self.unsettled.iter_mut() {
+                u.at -= n;
+            }
+        }
         Ok(())
     }
 
