@@ -155,9 +155,11 @@ impl DiskQueue {
         let path = self.layout.data_file(self.write.file);
         let file = self.writer_file()?;
         if let Err(e) = file.write_all(bytes) {
-            // Part of the bytes may be in the file past `write.pos`; reopening truncates them.
-            // A reader on this file may have buffered them too: make it reopen as well.
+            // Part of the bytes may be in the file past `write.pos`: cut them now, so no reader
+            // opened before the writer reopens can buffer them (it would later return them in
+            // place of the records written at the same offsets). Reopening trims them too.
             self.writer = None;
+            self.trim_failed_write();
             if self.read.file == self.write.file {
                 self.reader = None;
             }
@@ -240,9 +242,13 @@ impl DiskQueue {
             .map_err(|e| DiskQueueError::io("stat", &path, e))?
             .len();
         if len > self.write.pos {
-            // Leftovers of a failed write: never acknowledged, never counted.
+            // Leftovers of a failed write: never acknowledged, never counted. A reader on this
+            // file may have buffered them: it must reopen.
             file.set_len(self.write.pos)
                 .map_err(|e| DiskQueueError::io("truncate", &path, e))?;
+            if self.read.file == self.write.file {
+                self.reader = None;
+            }
         }
         file.seek(SeekFrom::Start(self.write.pos))
             .map_err(|e| DiskQueueError::io("seek", &path, e))?;

@@ -130,6 +130,7 @@ pub(crate) struct Backend {
     io: Mutex<Option<IoState>>,
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
+    health: crate::health::Health,
 }
 
 impl std::fmt::Debug for Backend {
@@ -214,6 +215,7 @@ impl Backend {
             io: Mutex::new(None),
             owner: OnceLock::new(),
             rt: tokio::runtime::Handle::try_current().ok(),
+            health: cfg.health.clone(),
         };
         let mut opened = Opened::default();
         match backend.open_queue() {
@@ -344,7 +346,10 @@ impl Backend {
             if !self.strict {
                 done.retry = w.writes;
             }
-            done.write_error = (!done.retry.is_empty() || self.strict).then_some(e);
+            if !done.retry.is_empty() || self.strict {
+                self.health.set_error(&e.to_string());
+                done.write_error = Some(e);
+            }
             return done;
         };
         if w.empty {
@@ -474,6 +479,11 @@ impl Backend {
         }
         done.wrote = written > 0 && outcome.is_ok();
         done.write_error = outcome.clone().err();
+        // Health first: a publisher told of the failure must find the node unhealthy.
+        match &outcome {
+            Ok(()) => self.health.set_ok(),
+            Err(e) => self.health.set_error(&e.to_string()),
+        }
         for p in w.promises.drain(..) {
             let _ = p.send(outcome.clone());
         }

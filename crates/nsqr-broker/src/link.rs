@@ -14,7 +14,6 @@ use crate::ack_window::AckWindow;
 use crate::backend::{record_len, Backend, Done, Outgoing, Work};
 use crate::durability::{promise, DiskError, Promise, Ticket};
 use crate::error::BrokerError;
-use crate::health::Health;
 use crate::message::Message;
 use crate::stats::DiskStats;
 
@@ -33,7 +32,6 @@ pub(crate) struct DiskLink {
     pub strict: bool,
     /// A topic's queue: records read are fanned out, never kept at write time.
     topic: bool,
-    health: Health,
     max_disk_bytes: u64,
     outbox: Vec<Outgoing>,
     outbox_bytes: u64,
@@ -79,7 +77,6 @@ impl DiskLink {
         backend: Arc<Backend>,
         strict: bool,
         topic: bool,
-        health: Health,
         max_disk_bytes: u64,
         opened: Opened,
     ) -> DiskLink {
@@ -88,7 +85,6 @@ impl DiskLink {
             backend,
             strict,
             topic,
-            health,
             max_disk_bytes,
             outbox: Vec::new(),
             outbox_bytes: 0,
@@ -351,7 +347,6 @@ impl DiskLink {
         if let Some(e) = &done.write_error {
             let reason = e.to_string();
             self.stats.write_errors += 1;
-            self.health.set_error(&reason);
             self.failed = Some(reason);
             if !self.strict && self.topic && !done.retry.is_empty() {
                 // Accepted already: keep them, in order, for the next attempt.
@@ -372,7 +367,6 @@ impl DiskLink {
             if self.failed.take().is_some() {
                 tracing::info!("DISKQUEUE({}): writes succeed again", self.backend.name);
             }
-            self.health.set_ok();
         }
         if let Some(e) = &done.read_error {
             self.read_backoff = true;

@@ -225,7 +225,15 @@ fn full_disk_refuses_publishes_keeps_everything_acknowledged_and_recovers() {
         c.rdy(100);
         let want: HashSet<usize> = recovered.into_iter().collect();
         let seen = receive_all(&mut c, &want, Duration::from_secs(10));
-        assert!(want.is_subset(&seen), "{mode}: lost after recovery");
+        let mut missing: Vec<_> = want.difference(&seen).collect();
+        missing.sort();
+        assert!(
+            missing.is_empty(),
+            "{mode}: lost after recovery: {missing:?}; extra {:?}; stats {}; log {:?}",
+            seen.difference(&want).collect::<Vec<_>>(),
+            s.channel_stats("full", "c").unwrap_or_default(),
+            s.log_lines()
+        );
         drop(c);
         drop(s);
     }

@@ -26,14 +26,7 @@ pub(super) fn ready_queue(cfg: &BrokerConfig, topic: &str, name: &str, ephemeral
         AckPolicy::OnAccept
     };
     let (backend, opened) = Backend::open(dir, &format!("{topic}:{name}"), cfg, strict, policy);
-    let link = DiskLink::new(
-        backend,
-        strict,
-        false,
-        cfg.health.clone(),
-        cfg.max_disk_bytes,
-        opened,
-    );
+    let link = DiskLink::new(backend, strict, false, cfg.max_disk_bytes, opened);
     Queue::with_disk(cfg.mem_queue_size, link)
 }
 

@@ -22,14 +22,7 @@ pub(super) fn backlog_queue(cfg: &BrokerConfig, name: &str, ephemeral: bool) -> 
     };
     let strict = cfg.durability == Durability::Strict;
     let (backend, opened) = Backend::open(dir, name, cfg, strict, AckPolicy::AfterTicket);
-    let link = DiskLink::new(
-        backend,
-        strict,
-        true,
-        cfg.health.clone(),
-        cfg.max_disk_bytes,
-        opened,
-    );
+    let link = DiskLink::new(backend, strict, true, cfg.max_disk_bytes, opened);
     Queue::with_disk(if strict { 0 } else { cfg.mem_queue_size }, link)
 }
 
