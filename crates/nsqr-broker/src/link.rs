@@ -363,10 +363,8 @@ impl DiskLink {
                 // works again.
                 retry_mem = done.retry;
             }
-        } else if done.wrote {
-            if self.failed.take().is_some() {
-                tracing::info!("DISKQUEUE({}): writes succeed again", self.backend.name);
-            }
+        } else if done.wrote && self.failed.take().is_some() {
+            tracing::info!("DISKQUEUE({}): writes succeed again", self.backend.name);
         }
         if let Some(e) = &done.read_error {
             self.read_backoff = true;
