@@ -33,8 +33,10 @@ use super::Shared;
 const READ_CHUNK: usize = 64 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
-/// Publishes waiting for their fsync (strict mode) before the connection stops reading.
-const MAX_UNSETTLED: usize = 64;
+/// Publishes (and their body bytes) waiting for their fsync (strict mode) before the
+/// connection stops reading.
+const MAX_UNSETTLED: usize = 4096;
+const MAX_UNSETTLED_BYTES: usize = 16 << 20;
 
 /// Why the loop stopped reading commands.
 enum Flow {
@@ -48,6 +50,7 @@ struct Unsettled {
     ticket: Ticket,
     code: Code,
     cmd: &'static str,
+    bytes: usize,
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -87,6 +90,7 @@ pub struct Conn<S> {
     pending: Pending,
     identified: bool,
     unsettled: VecDeque<Unsettled>,
+    unsettled_bytes: usize,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -114,6 +118,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             pending: Pending::None,
             identified: false,
             unsettled: VecDeque::new(),
+            unsettled_bytes: 0,
         }
     }
 
@@ -167,7 +172,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     None => std::future::pending::<()>().await,
                 }
             };
-            let can_read = self.unsettled.len() < MAX_UNSETTLED;
+            let can_read =
+                self.unsettled.len() < MAX_UNSETTLED && self.unsettled_bytes < MAX_UNSETTLED_BYTES;
             let durable = first_ready(&mut self.unsettled);
             tokio::select! {
                 r = self.io.read_buf(&mut self.rbuf), if can_read => {
@@ -210,11 +216,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             match u.ticket.try_result() {
                 None => break,
                 Some(Ok(())) => {
+                    self.unsettled_bytes -= u.bytes;
                     self.unsettled.pop_front();
                 }
                 Some(Err(e)) => {
                     let (at, code, cmd) = (u.at, u.code, u.cmd);
                     self.unsettled.clear();
+                    self.unsettled_bytes = 0;
                     self.wbuf.truncate(at);
                     return self.error(&ProtocolError::new(code, format!("{cmd} failed {e}")));
                 }
@@ -235,15 +243,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// Remember `ticket` if it is still pending: the `OK`s written from `at` on wait for it.
-    fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str) {
-        if !ticket.is_done() {
-            self.unsettled.push_back(Unsettled {
-                at,
-                ticket,
-                code,
-                cmd,
-            });
+    fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str, bytes: usize) {
+        if ticket.is_done() {
+            return;
         }
+        self.unsettled_bytes += bytes;
+        self.unsettled.push_back(Unsettled {
+            at,
+            ticket,
+            code,
+            cmd,
+            bytes,
+        });
     }
 
     /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
@@ -471,6 +482,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Pending::None => Flow::Continue,
             Pending::Pub { topic, bodies } => {
                 let n = bodies.len();
+                let bytes: usize = bodies.iter().map(|b| b.len()).sum();
                 match topic.put(bodies, Duration::ZERO) {
                     Ok(ticket) => {
                         self.client.count_publish(&topic.name, n as u64);
@@ -478,7 +490,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         for _ in 0..n {
                             put_response(&mut self.wbuf, b"OK");
                         }
-                        self.hold(at, ticket, Code::PubFailed, "PUB");
+                        self.hold(at, ticket, Code::PubFailed, "PUB", bytes);
                         Flow::Continue
                     }
                     Err(e) => self.error(&ProtocolError::new(
@@ -522,6 +534,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Code::DpubFailed
         };
         let n = bodies.len() as u64;
+        let bytes: usize = bodies.iter().map(|b| b.len()).sum();
         let result = self.topic(topic).and_then(|t| {
             t.put(bodies, Duration::from_millis(defer_ms))
                 .map(|ticket| (t, ticket))
@@ -531,7 +544,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.client.count_publish(&t.name, n);
                 let at = self.wbuf.len();
                 put_response(&mut self.wbuf, b"OK");
-                self.hold(at, ticket, code, cmd);
+                self.hold(at, ticket, code, cmd, bytes);
                 Flow::Continue
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
