@@ -34,22 +34,35 @@ impl MessageId {
     /// Parse the 16-byte hex form. None for anything that is not 16 hex digits: such an id can
     /// never be in flight (nsqd checks only the length, and then reports "not in flight").
     pub fn from_hex(b: &[u8]) -> Option<MessageId> {
-        if b.len() != 16 {
-            return None;
-        }
+        let b: &[u8; 16] = b.try_into().ok()?;
         let mut v: u64 = 0;
+        let mut bad = 0u8;
         for &c in b {
-            let d = match c {
-                b'0'..=b'9' => c - b'0',
-                b'a'..=b'f' => c - b'a' + 10,
-                b'A'..=b'F' => c - b'A' + 10,
-                _ => return None,
-            };
-            v = (v << 4) | d as u64;
+            let d = HEX_VALUE[c as usize];
+            bad |= d;
+            v = (v << 4) | (d & 0xf) as u64;
         }
-        Some(MessageId(v))
+        (bad & 0x80 == 0).then_some(MessageId(v))
     }
 }
+
+/// Hex digit values; 0x80 marks a byte that is not a hex digit (FIN is per message, so this
+/// is a table lookup per byte rather than a chain of range checks).
+static HEX_VALUE: [u8; 256] = {
+    let mut t = [0x80u8; 256];
+    let mut i = 0;
+    while i < 10 {
+        t[b'0' as usize + i] = i as u8;
+        i += 1;
+    }
+    let mut i = 0;
+    while i < 6 {
+        t[b'a' as usize + i] = 10 + i as u8;
+        t[b'A' as usize + i] = 10 + i as u8;
+        i += 1;
+    }
+    t
+};
 
 /// Generates strictly increasing ids in nsqd's layout. Where nsqd sleeps 1 ms when 4096 ids
 /// were taken in one time unit (or the clock went back), this borrows the next time unit

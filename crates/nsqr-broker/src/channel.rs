@@ -5,7 +5,6 @@
 //! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,6 +17,7 @@ use crate::client::Client;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
+use crate::memqueue::MemQueue;
 use crate::message::Message;
 use crate::stats::{ChannelStats, ClientStats, E2eLatency};
 
@@ -29,7 +29,7 @@ struct Consumer {
 
 #[derive(Default)]
 struct ChannelState {
-    ready: VecDeque<Message>,
+    ready: MemQueue<Message>,
     in_flight: InFlightTable,
     deferred: DeferredQueue,
     consumers: Vec<Consumer>,

@@ -11,6 +11,7 @@ pub mod client;
 pub mod config;
 pub mod error;
 pub mod inflight;
+pub mod memqueue;
 pub mod message;
 pub mod metadata;
 pub mod registry;

@@ -5,7 +5,7 @@
 //! topic keeps the batch in its own backlog; the first channel created takes that backlog, and
 //! unpausing hands it to all channels.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +19,7 @@ use tokio::time::Instant;
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::memqueue::MemQueue;
 use crate::message::Message;
 use crate::stats::{E2eLatency, TopicStats};
 
@@ -31,7 +32,7 @@ struct Backlogged {
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
     paused: bool,
-    backlog: VecDeque<Backlogged>,
+    backlog: MemQueue<Backlogged>,
     ids: IdGenerator,
 }
 
@@ -55,7 +56,7 @@ impl Topic {
             state: Mutex::new(TopicState {
                 channels: BTreeMap::new(),
                 paused: false,
-                backlog: VecDeque::new(),
+                backlog: MemQueue::default(),
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
@@ -232,7 +233,7 @@ fn flush_backlog(st: &mut TopicState) {
     let now = Instant::now();
     let mut ready = Vec::new();
     let mut deferred: Vec<(Message, Instant)> = Vec::new();
-    for b in st.backlog.drain(..) {
+    for b in st.backlog.drain() {
         match b.due {
             Some(at) if at > now => deferred.push((b.msg, at)),
             _ => ready.push(b.msg),

@@ -22,7 +22,13 @@ use tokio::time::{Instant, Interval};
 use super::identify;
 use super::Shared;
 
-const READ_CHUNK: usize = 64 * 1024;
+/// Read buffer size: several MPUB batches, so moving a partial command to the front (when
+/// the free space runs low) happens rarely.
+const READ_CHUNK: usize = 256 * 1024;
+/// Below this much free space, make room before the next read.
+const MIN_READ_SPACE: usize = 4 * 1024;
+/// Buffers of a new connection.
+const INITIAL_BUFFER: usize = 16 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
 
@@ -73,8 +79,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             shared,
             io,
             client,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            wbuf: BytesMut::with_capacity(MIN_WRITE_BATCH),
+            // Small until the client is busy: idle connections stay cheap; the read buffer
+            // grows to READ_CHUNK the first time reads fill it, the write buffer as needed.
+            rbuf: BytesMut::with_capacity(INITIAL_BUFFER),
+            wbuf: BytesMut::with_capacity(INITIAL_BUFFER),
             state: WireState::Init,
             limits,
             heartbeat,
@@ -160,8 +168,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Ok(());
                 }
             }
-            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-                self.rbuf.reserve(READ_CHUNK);
+            if self.rbuf.capacity() - self.rbuf.len() < MIN_READ_SPACE {
+                self.rbuf.reserve(READ_CHUNK - MIN_READ_SPACE);
             }
         }
     }
