@@ -332,6 +332,12 @@ impl Channel {
         self.timer.notify_one();
     }
 
+    /// Every message the channel holds: ready, in flight and deferred.
+    pub fn held(&self) -> usize {
+        let st = self.state.lock();
+        st.ready.len() + st.in_flight.len() + st.deferred.len()
+    }
+
     /// Messages waiting to be delivered (not in flight, not deferred).
     pub fn depth(&self) -> usize {
         self.state.lock().ready.len()

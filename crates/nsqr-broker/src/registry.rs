@@ -176,6 +176,12 @@ impl Broker {
         self.clients.lock().len()
     }
 
+    /// Every message held anywhere in the broker (backlogs, ready, in flight, deferred).
+    pub fn held_messages(&self) -> usize {
+        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
+        topics.iter().map(|t| t.held()).sum()
+    }
+
     pub fn topic_names(&self) -> Vec<String> {
         self.topics.read().keys().cloned().collect()
     }

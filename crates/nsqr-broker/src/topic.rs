@@ -177,6 +177,12 @@ impl Topic {
         }
     }
 
+    /// Every message held by the topic and its channels.
+    pub fn held(&self) -> usize {
+        let st = self.state.lock();
+        st.backlog.len() + st.channels.values().map(|c| c.held()).sum::<usize>()
+    }
+
     pub fn channel_names(&self) -> Vec<String> {
         self.state.lock().channels.keys().cloned().collect()
     }

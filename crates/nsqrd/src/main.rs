@@ -4,6 +4,7 @@
 mod http;
 mod http_wiring;
 mod logging;
+mod memtrim;
 mod options;
 mod server;
 mod settings;

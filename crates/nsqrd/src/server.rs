@@ -119,6 +119,7 @@ pub async fn run(opts: Options) -> Result<(), String> {
     broker.load_metadata().map_err(|e| e.to_string())?;
     broker.persist_metadata().map_err(|e| e.to_string())?;
     tokio::spawn(Arc::clone(&broker).run_metadata_writer());
+    tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
 
     let tcp_listener = bind(&opts.tcp_address).await?;
     let tcp_addr = tcp_listener.local_addr().map_err(|e| e.to_string())?;
