@@ -117,6 +117,25 @@ fn read_i32(b: &[u8]) -> i32 {
     i32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
+/// `FIN ` + 16-byte id + `\n`.
+const FIN_LINE_LEN: usize = 21;
+
+/// True if the bytes contain a space, CR or LF (eight bytes at a time).
+fn has_separator(b: &[u8; 16]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_byte = |x: u64, c: u8| {
+        let v = x ^ (ONES * c as u64);
+        v.wrapping_sub(ONES) & !v & HIGH != 0
+    };
+    b.chunks_exact(8).any(|w| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let x = u64::from_ne_bytes(a);
+        has_byte(x, b' ') || has_byte(x, b'\r') || has_byte(x, b'\n')
+    })
+}
+
 /// Most tokens any command uses (`DPUB t ms`, `REQ id ms`, `SUB t c`); more are counted and
 /// ignored, as nsqd ignores extra params.
 const MAX_TOKENS: usize = 4;
@@ -176,6 +195,22 @@ pub fn parse(
     limits: &Limits,
     state: ClientState,
 ) -> Result<Option<Command>, ParseError> {
+    // Fast path for the commonest command of a consumer: `FIN <16-byte id>\n`.
+    if buf.len() >= FIN_LINE_LEN
+        && buf[FIN_LINE_LEN - 1] == b'\n'
+        && buf.starts_with(b"FIN ")
+        && state != ClientState::Init
+        && !limits.tls_pending
+    {
+        // The line is exactly `FIN <16-byte token>` iff the token holds no separator; anything
+        // else (a short id followed by CR LF or by the next line) gets the full parse.
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&buf[4..20]);
+        if !has_separator(&id) {
+            buf.advance(FIN_LINE_LEN);
+            return Ok(Some(Command::Fin(id)));
+        }
+    }
     let Some(line) = scan_line(buf)? else {
         return Ok(None);
     };
@@ -419,7 +454,8 @@ pub fn parse(
             body,
         },
         BodyKind::Mpub => {
-            let mut bodies = Vec::new();
+            let count = body.get(..4).map_or(0, read_i32).max(0) as usize;
+            let mut bodies = Vec::with_capacity(count);
             split_mpub(&body, limits, |a, b| bodies.push(body.slice(a..b)))
                 .map_err(ParseError::Protocol)?;
             Command::Mpub { topic, bodies }

@@ -71,6 +71,11 @@ impl InFlightTable {
             }
             self.ring.pop_front();
         }
+        self.compact_if_mostly_stale();
+    }
+
+    /// Amortised O(1): a full pass only once stale entries outnumber live ones.
+    fn compact_if_mostly_stale(&mut self) {
         if self.ring.len() > 2 * self.map.len() + 1024 {
             let map = &self.map;
             self.ring
@@ -80,12 +85,16 @@ impl InFlightTable {
 
     /// Remove a message the client owns.
     pub fn take(&mut self, client_id: u64, id: u64) -> Result<InFlight, BrokerError> {
-        let f = self.map.get(&id).ok_or(BrokerError::NotInFlight)?;
+        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
         if f.client_id != client_id {
+            self.map.insert(id, f);
             return Err(BrokerError::NotOwner);
         }
-        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
-        self.trim();
+        // FINs mostly come in delivery order: the finished entry is usually the ring's front.
+        if self.ring.front().is_some_and(|&(_, front)| front == id) {
+            self.ring.pop_front();
+        }
+        self.compact_if_mostly_stale();
         Ok(f)
     }
 

@@ -234,14 +234,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// Handle every complete command in the read buffer.
     fn process(&mut self) -> Flow {
+        let mut got_command = false;
+        let flow = self.process_commands(&mut got_command);
+        // nsqd resets the read deadline after each command; all of these arrived in one read.
+        if got_command {
+            if let Some(h) = self.heartbeat {
+                self.read_deadline = Some(Instant::now() + 2 * h);
+            }
+        }
+        flow
+    }
+
+    fn process_commands(&mut self, got_command: &mut bool) -> Flow {
         loop {
             let parsed = nsq_wire::parse(&mut self.rbuf, &self.limits, self.state);
             let flow = match parsed {
                 Ok(None) => break,
                 Ok(Some(cmd)) => {
-                    if let Some(h) = self.heartbeat {
-                        self.read_deadline = Some(Instant::now() + 2 * h);
-                    }
+                    *got_command = true;
                     self.command(cmd)
                 }
                 Err(ParseError::Protocol(e)) => {
