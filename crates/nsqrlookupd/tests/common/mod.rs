@@ -159,7 +159,7 @@ impl Lookupd {
 
     /// The `remote_address` of each producer `/lookup?topic=` lists (None on 404), sorted.
     pub fn lookup_producers(&self, topic: &str) -> Option<Vec<String>> {
-        let r = self.get(&format!("/lookup?topic={topic}"));
+        let r = self.get(&format!("/lookup?topic={}", topic.replace('#', "%23")));
         if r.status == 404 {
             return None;
         }
