@@ -2,6 +2,8 @@
 //! registrations show up (ephemeral cleanup, keys outliving producers, HTTP mutations).
 //! Lists are compared sorted: nsqlookupd's order is arbitrary.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;
@@ -208,7 +210,10 @@ fn several_producers_and_ephemeral_cleanup() {
     // Topic-wide UNREGISTER of an ephemeral topic: the key goes with its last producer, its
     // (non-ephemeral) channel keys stay.
     a.ok("UNREGISTER e#ephemeral");
-    assert_eq!(l.lookup_producers("e#ephemeral").unwrap(), [bm.clone()]);
+    assert_eq!(
+        l.lookup_producers("e#ephemeral").unwrap(),
+        std::slice::from_ref(&bm)
+    );
     b.ok("UNREGISTER e#ephemeral");
     assert!(l.lookup_producers("e#ephemeral").is_none());
     assert_eq!(l.list("/channels?topic=e%23ephemeral", "channels"), ["x"]);
@@ -459,4 +464,50 @@ fn keep_alive_serves_several_requests() {
     let text = String::from_utf8_lossy(&raw);
     assert_eq!(text.matches("HTTP/1.1 200 OK").count(), 2, "{text}");
     assert!(text.ends_with(r#"{"version":"1.3.0"}"#), "{text}");
+}
+
+/// Sends raw bytes, half-closes, reads the whole answer.
+fn raw_exchange(l: &Lookupd, raw: &[u8]) -> HttpResponse {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(l.http).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(raw).unwrap();
+    s.shutdown(std::net::Shutdown::Write).unwrap();
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).unwrap();
+    parse_http_response(&out)
+}
+
+#[test]
+fn server_level_conventions() {
+    let l = Lookupd::start(&[]);
+    // A client that half-closes after its request still gets the answer.
+    for _ in 0..20 {
+        let r = raw_exchange(&l, b"GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!((r.status, r.text().as_str()), (400, "400 Bad Request"));
+        let r = raw_exchange(&l, b"GET /info HTTP/1.1\r\nHost: x\r\n\r\n");
+        assert_eq!(r.status, 200);
+    }
+    // HTTP/1.1 needs Host; HTTP/1.0 does not.
+    let r = raw_exchange(&l, b"GET /ping HTTP/1.1\r\n\r\n");
+    assert_eq!(
+        (r.status, r.text().as_str()),
+        (400, "400 Bad Request: missing required Host header")
+    );
+    let r = raw_exchange(&l, b"GET /ping HTTP/1.0\r\n\r\n");
+    assert_eq!((r.status, r.text().as_str()), (200, "OK"));
+    // Argument parsing reads the body: an unreadable one is INVALID_REQUEST, nothing is done.
+    let r = raw_exchange(
+        &l,
+        b"POST /topic/create?topic=x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    );
+    assert_v1(&r, 400, r#"{"message":"INVALID_REQUEST"}"#);
+    assert!(l.lookup_producers("x").is_none());
+    // A readable body is ignored.
+    let r = raw_exchange(
+        &l,
+        b"POST /topic/create?topic=x HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+    );
+    assert_empty_ok(&r);
+    assert_eq!(l.lookup_producers("x").unwrap(), Vec::<String>::new());
 }

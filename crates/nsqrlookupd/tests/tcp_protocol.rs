@@ -5,6 +5,8 @@
 //! Run against upstream with `NSQLOOKUPD_BIN=/path/to/nsqlookupd`; the few places where
 //! nsqrlookupd deliberately differs assert each side's behaviour (docs/compatibility.md).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod common;
 
 use std::time::Duration;

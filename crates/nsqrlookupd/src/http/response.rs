@@ -5,7 +5,7 @@
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, LOCATION};
+use hyper::header::{HeaderValue, ALLOW, CONNECTION, CONTENT_TYPE, LOCATION};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
 
@@ -103,6 +103,23 @@ pub fn bad_request() -> Resp {
         Bytes::from_static(b"400 Bad Request"),
         Some(TEXT_CT),
     )
+}
+
+/// Go's answer to an HTTP/1.1 request without `Host`.
+pub fn missing_host() -> Resp {
+    const TEXT: &str = "400 Bad Request: missing required Host header";
+    let mut r = response(
+        StatusCode::BAD_REQUEST,
+        Bytes::from_static(TEXT.as_bytes()),
+        Some(TEXT_CT),
+    );
+    r.extensions_mut()
+        .insert(hyper::ext::ReasonPhrase::from_static(
+            b"Bad Request: missing required Host header",
+        ));
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 /// A response with no body and no headers.

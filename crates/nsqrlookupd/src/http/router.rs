@@ -28,6 +28,17 @@ pub enum Endpoint {
     TopicTombstone,
 }
 
+impl Endpoint {
+    /// Whether nsqlookupd parses arguments for it, which reads the whole request body (and
+    /// fails with `INVALID_REQUEST` if the body cannot be read).
+    pub fn reads_arguments(self) -> bool {
+        !matches!(
+            self,
+            Endpoint::Ping | Endpoint::Info | Endpoint::Debug | Endpoint::Topics | Endpoint::Nodes
+        )
+    }
+}
+
 /// nsqlookupd's 12 API routes.
 const ROUTES: &[(&str, &str, Endpoint)] = &[
     ("GET", "/ping", Endpoint::Ping),

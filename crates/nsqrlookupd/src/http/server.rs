@@ -70,13 +70,15 @@ async fn serve_connection(
     mut stop: watch::Receiver<bool>,
 ) {
     let svc = service_fn(move |req| {
-        let r = handle(&state, &req, remote);
-        async move { Ok::<_, Infallible>(r) }
+        let state = Arc::clone(&state);
+        async move { Ok::<_, Infallible>(handle(&state, req, remote).await) }
     });
     let conn = http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
+        // A client may shut down its sending side and still wait for the answer, as Go allows.
+        .half_close(true)
         .title_case_headers(true)
         .serve_connection(TokioIo::new(stream), svc);
     tokio::pin!(conn);
