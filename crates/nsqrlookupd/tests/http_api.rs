@@ -485,6 +485,7 @@ fn server_level_conventions() {
     for _ in 0..20 {
         let r = raw_exchange(&l, b"GET /a%zz HTTP/1.1\r\nHost: x\r\n\r\n");
         assert_eq!((r.status, r.text().as_str()), (400, "400 Bad Request"));
+        assert_eq!(r.header("Connection"), Some("close"));
         let r = raw_exchange(&l, b"GET /info HTTP/1.1\r\nHost: x\r\n\r\n");
         assert_eq!(r.status, 200);
     }

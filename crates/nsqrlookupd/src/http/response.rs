@@ -96,13 +96,16 @@ pub fn plain_ok() -> Resp {
     response(StatusCode::OK, Bytes::from_static(b"OK"), Some(TEXT_CT))
 }
 
-/// Go's bare 400 for a request it cannot route (a bad path escape).
+/// Go's bare 400 for a request it cannot route (a bad path escape); Go closes the connection.
 pub fn bad_request() -> Resp {
-    response(
+    let mut r = response(
         StatusCode::BAD_REQUEST,
         Bytes::from_static(b"400 Bad Request"),
         Some(TEXT_CT),
-    )
+    );
+    r.headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
+    r
 }
 
 /// Go's answer to an HTTP/1.1 request without `Host`.
