@@ -32,6 +32,8 @@ const LINGER: Duration = Duration::from_millis(500);
 /// How long connections get to wind down at shutdown.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// An empty read buffer larger than this is replaced by a small one.
+const SHRINK_ABOVE: usize = 64 * 1024;
 
 /// What every connection needs.
 pub struct TcpContext {
@@ -205,6 +207,10 @@ impl Conn {
             }
             if fatal {
                 return Exit::Fatal;
+            }
+            if self.buf.is_empty() && self.buf.capacity() > SHRINK_ABOVE {
+                // Do not keep a large IDENTIFY body's buffer for the life of the connection.
+                self.buf = BytesMut::with_capacity(4096);
             }
             tokio::select! {
                 r = self.stream.read_buf(&mut self.buf) => match r {
