@@ -79,6 +79,8 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
+        // A client may shut down its sending side right after the request; still answer it.
+        .half_close(true)
         .title_case_headers(true)
         .serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);
