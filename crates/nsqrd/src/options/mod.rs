@@ -10,7 +10,7 @@
 //! opts.validate()?;                                          // FATAL checks
 //! ```
 
-mod addr;
+pub mod addr;
 mod config_api;
 mod config_file;
 mod duration;
@@ -23,6 +23,7 @@ mod validate;
 pub use config_api::{ConfigPutError, ConfigValue};
 pub use error::OptionsError;
 pub use table::Options;
+pub use types::TlsRequired;
 
 impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named.
