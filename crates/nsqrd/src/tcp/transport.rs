@@ -38,7 +38,15 @@ pub enum UpgradeError {
     Timeout,
     #[error("connection already upgraded")]
     AlreadyUpgraded,
+    /// Go's words, for the same case: the client's first bytes are not a TLS record.
+    #[error("tls: first record does not look like a TLS handshake")]
+    NotTls,
+    #[error("EOF")]
+    Eof,
 }
+
+/// The content type of a TLS handshake record.
+const TLS_HANDSHAKE_RECORD: u8 = 0x16;
 
 /// Bytes read ahead of a layer change, replayed before the socket's.
 pub struct Rewind<S> {
@@ -221,13 +229,34 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
                 return Err(UpgradeError::AlreadyUpgraded);
             }
         };
-        let accept = acceptor
-            .accept(Rewind {
-                prefix,
-                inner: stream,
-            })
-            .into_fallible();
-        match tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, accept).await {
+        let deadline = tokio::time::Instant::now() + TLS_HANDSHAKE_TIMEOUT;
+        let mut rewind = Rewind {
+            prefix,
+            inner: stream,
+        };
+        // Refuse a client that is not speaking TLS before rustls answers it with an alert, so
+        // the error frame that follows is readable (Go's server does not send one either).
+        if rewind.prefix.is_empty() {
+            let mut first = BytesMut::with_capacity(4096);
+            let read = tokio::time::timeout_at(deadline, rewind.inner.read_buf(&mut first)).await;
+            let failed = match read {
+                Err(_) => Some(UpgradeError::Timeout),
+                Ok(Err(e)) => Some(UpgradeError::Handshake(e)),
+                Ok(Ok(0)) => Some(UpgradeError::Eof),
+                Ok(Ok(_)) => None,
+            };
+            if let Some(e) = failed {
+                self.layer = Layer::Plain(rewind.inner);
+                return Err(e);
+            }
+            rewind.prefix = first.freeze();
+        }
+        if rewind.prefix.first() != Some(&TLS_HANDSHAKE_RECORD) {
+            self.layer = Layer::Plain(rewind.inner);
+            return Err(UpgradeError::NotTls);
+        }
+        let accept = acceptor.accept(rewind).into_fallible();
+        match tokio::time::timeout_at(deadline, accept).await {
             Ok(Ok(tls)) => {
                 let info = SessionInfo::of(tls.get_ref().1);
                 self.layer = Layer::Tls(Box::new(tls));
