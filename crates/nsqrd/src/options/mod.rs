@@ -126,7 +126,7 @@ mod tests {
         assert_eq!(o.validate(), Err(OptionsError::MaxDeflateLevel));
         let mut o = Options::parse(args(&["--tls-required"])).unwrap();
         assert_eq!(o.validate(), Err(OptionsError::TlsRequiredWithoutCert));
-        assert_eq!(o.unsupported_flags(), ["--tls-required"]);
+        assert!(o.unsupported_flags().is_empty());
     }
 
     #[test]

@@ -268,7 +268,12 @@ impl Client {
         } else if identify["deflate"] == true {
             let level = identify["deflate_level"].as_u64().unwrap_or(6) as u32;
             (
-                Box::new(flate2::read::DeflateDecoder::new(tap.clone())),
+                // Decode into a large buffer: flate2 keeps output it could not hand over and
+                // would block on the socket for more input before returning it.
+                Box::new(std::io::BufReader::with_capacity(
+                    64 * 1024,
+                    flate2::read::DeflateDecoder::new(tap.clone()),
+                )),
                 Box::new(FlushEach(flate2::write::DeflateEncoder::new(
                     tap.clone(),
                     flate2::Compression::new(level),
