@@ -3,6 +3,7 @@
 //! TTL expiry and re-query, every AUTH error string, and an auth server that is down, hangs or
 //! answers garbage. Passes against nsqd too (`NSQD_BIN`).
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 
 use std::io::{Read, Write};

@@ -3,6 +3,7 @@
 //! `/stats` (§12.2), and bad input where a handshake is due. Passes against nsqd too
 //! (`NSQD_BIN`), except where a test says it checks an nsqrd-only choice.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 mod common;
 mod layers_common;
 

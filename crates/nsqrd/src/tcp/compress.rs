@@ -29,13 +29,13 @@ pub enum CodecError {
 
 /// The negotiated compression of one connection.
 pub enum Codec {
-    Snappy(Snappy),
+    Snappy(Box<Snappy>),
     Deflate(Box<Deflate>),
 }
 
 impl Codec {
     pub fn snappy() -> Codec {
-        Codec::Snappy(Snappy::default())
+        Codec::Snappy(Box::default())
     }
 
     /// `level` in [1, 9].

@@ -8,7 +8,7 @@
 //! output-buffer tick.
 //!
 //! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
-//! `conn/upgrade.rs`); AUTH and the per-command authorization checks live in `conn/authz.rs`.
+//! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
 //! Both may need to wait (a handshake, an auth server), which `process` signals with
 //! `Flow::Upgrade` / `Flow::Await` so that `process_all` can await it between two commands.
 
@@ -27,7 +27,6 @@ use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
-use super::identify;
 use super::transport::Io;
 use super::Shared;
 use crate::auth::AuthState;
@@ -499,53 +498,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
         }
-    }
-
-    fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings) {
-            Ok(n) => n,
-            Err(e) => return self.error(&e),
-        };
-        {
-            let mut m = self.client.meta.lock();
-            m.client_id = n.client_id.clone();
-            m.hostname = n.hostname.clone();
-            m.user_agent = n.user_agent.clone();
-            m.sample_rate = n.sample_rate;
-            m.topology_region = n.topology_region.clone();
-            m.topology_zone = n.topology_zone.clone();
-        }
-        // As in nsqd, only the first IDENTIFY reconfigures delivery and heartbeats.
-        if !self.identified {
-            self.identified = true;
-            self.heartbeat = n.heartbeat;
-            self.limits.heartbeats_disabled = n.heartbeat.is_none();
-            self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
-            self.output_buffer_size = n.output_buffer_size;
-            self.sample_rate = n.sample_rate;
-            self.client
-                .msg_timeout_ms
-                .store(n.msg_timeout.as_millis() as u64, Relaxed);
-        }
-        if n.feature_negotiation {
-            let resp = identify::response(&n, &self.shared.settings);
-            match serde_json::to_vec(&resp) {
-                Ok(json) => put_response(&mut self.wbuf, &json),
-                Err(e) => {
-                    return self.error(&ProtocolError::new(
-                        Code::IdentifyFailed,
-                        format!("IDENTIFY failed {e}"),
-                    ))
-                }
-            }
-            if let Some(up) = upgrade::Upgrade::of(&n) {
-                self.upgrade = Some(up);
-                return Flow::Upgrade;
-            }
-        } else {
-            put_response(&mut self.wbuf, b"OK");
-        }
-        Flow::Continue
     }
 
     fn sub(&mut self, topic: &[u8], channel: &[u8]) -> Flow {

@@ -1,17 +1,21 @@
-//! The IDENTIFY upgrade step (nsqd §4.4): once the JSON reply is out in the clear, a TLS
-//! handshake (then `OK` over TLS), then snappy or deflate (then `OK` through it).
+//! IDENTIFY on a connection: apply what was negotiated (`identify::negotiate`), reply, then the
+//! upgrade step (nsqd §4.4): once the JSON reply is out in the clear, a TLS handshake (then `OK`
+//! over TLS), then snappy or deflate (then `OK` through it).
 //!
 //! It runs between two commands, so the bytes the client sent after IDENTIFY (already in the
 //! read buffer) are handed to the new layer instead of being parsed as commands.
+
+use std::sync::atomic::Ordering::Relaxed;
 
 use bytes::Bytes;
 use nsq_wire::frame::put_response;
 use nsq_wire::{Code, ProtocolError};
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::time::Instant;
 
 use super::{Conn, Flow};
 use crate::tcp::compress::Codec;
-use crate::tcp::identify::Negotiated;
+use crate::tcp::identify::{self, Negotiated};
 use crate::tcp::transport::UpgradeError;
 
 /// The layers one IDENTIFY granted.
@@ -36,6 +40,54 @@ impl Upgrade {
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
+    /// IDENTIFY: apply the negotiation, answer, and ask for the upgrade it granted.
+    pub(super) fn identify(&mut self, body: &[u8]) -> Flow {
+        let n = match identify::negotiate(body, &self.shared.settings) {
+            Ok(n) => n,
+            Err(e) => return self.error(&e),
+        };
+        {
+            let mut m = self.client.meta.lock();
+            m.client_id = n.client_id.clone();
+            m.hostname = n.hostname.clone();
+            m.user_agent = n.user_agent.clone();
+            m.sample_rate = n.sample_rate;
+            m.topology_region = n.topology_region.clone();
+            m.topology_zone = n.topology_zone.clone();
+        }
+        // As in nsqd, only the first IDENTIFY reconfigures delivery and heartbeats.
+        if !self.identified {
+            self.identified = true;
+            self.heartbeat = n.heartbeat;
+            self.limits.heartbeats_disabled = n.heartbeat.is_none();
+            self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
+            self.output_buffer_size = n.output_buffer_size;
+            self.sample_rate = n.sample_rate;
+            self.client
+                .msg_timeout_ms
+                .store(n.msg_timeout.as_millis() as u64, Relaxed);
+        }
+        if n.feature_negotiation {
+            let resp = identify::response(&n, &self.shared.settings);
+            match serde_json::to_vec(&resp) {
+                Ok(json) => put_response(&mut self.wbuf, &json),
+                Err(e) => {
+                    return self.error(&ProtocolError::new(
+                        Code::IdentifyFailed,
+                        format!("IDENTIFY failed {e}"),
+                    ))
+                }
+            }
+            if let Some(up) = Upgrade::of(&n) {
+                self.upgrade = Some(up);
+                return Flow::Upgrade;
+            }
+        } else {
+            put_response(&mut self.wbuf, b"OK");
+        }
+        Flow::Continue
+    }
+
     fn upgrade_failed(&mut self, e: UpgradeError) -> Flow {
         self.error(&ProtocolError::new(
             Code::IdentifyFailed,
