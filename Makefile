@@ -19,11 +19,13 @@ build:
 test: deps lint unit conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
-# has them); Go (>= 1.20) must already be installed.
+# has them); Go (>= 1.20) and Python 3 (with venv) must already be installed. pynsq.sh
+# installs its Python packages itself, at exact versions, under target/.
 deps:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 	@command -v go >/dev/null || { echo "make test needs Go >= 1.20 for the go-nsq conformance suite" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "make test needs python3 (with venv) for the pynsq conformance suite" >&2; exit 1; }
 
 # Formatting and lints; clippy warnings are errors.
 lint:
@@ -34,9 +36,11 @@ lint:
 unit:
 	$(CARGO) test --workspace
 
-# go-nsq v1.1.0's own test suite against target/release/nsqrd (see tests/conformance/go-nsq.sh).
+# go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
+# combinations), against target/release/nsqrd (see tests/conformance/*.sh).
 conformance: build
 	tests/conformance/go-nsq.sh
+	tests/conformance/pynsq.sh
 
 # Remove build output (./data is left alone).
 clean:

@@ -20,10 +20,9 @@ set -euo pipefail
 
 GO_NSQ_MODULE=github.com/nsqio/go-nsq@v1.1.0
 
-# Skipped by default while nsqrd has neither TLS nor compression (nsqrd refuses the TLS flags
-# at startup). The TLS/compression milestone sets SKIP_TESTS='' and TLS_DEFAULT=1.
-SKIP_TESTS='^(TestConsumerTLS.*|TestConsumerDeflate|TestConsumerSnappy)$'
-TLS_DEFAULT=0
+# Nothing is skipped, and the server gets go-nsq's TLS flags, as test.sh gives nsqd.
+SKIP_TESTS=''
+TLS_DEFAULT=1
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NSQD_BIN=${NSQD_BIN:-$ROOT/target/release/nsqrd}

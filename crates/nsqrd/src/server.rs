@@ -5,10 +5,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nsqr_broker::{Broker, BrokerConfig};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::options::Options;
+use crate::auth::Authenticator;
+use crate::listener::Listener;
+use crate::options::{Options, TlsRequired};
 use crate::settings::TcpSettings;
 use crate::tcp;
 
@@ -65,6 +66,8 @@ pub fn tcp_settings(o: &Options) -> TcpSettings {
         snappy: o.snappy,
         max_deflate_level: o.max_deflate_level,
         auth_required: !o.auth_http_addresses.is_empty(),
+        tls_available: !o.tls_cert.is_empty() || !o.tls_key.is_empty(),
+        tls_required: o.tls_required != TlsRequired::False,
         topology_region: o.topology_region.clone(),
         topology_zone: o.topology_zone.clone(),
         ..TcpSettings::default()
@@ -76,10 +79,20 @@ pub fn tcp_settings(o: &Options) -> TcpSettings {
     s
 }
 
-async fn bind(addr: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("listen ({addr}) failed - {e}"))
+/// The auth-server client, when `--auth-http-address` is set.
+fn authenticator(o: &Options) -> Result<Option<Arc<Authenticator>>, String> {
+    if o.auth_http_addresses.is_empty() {
+        return Ok(None);
+    }
+    let tls = crate::tls::client_config(o)
+        .map_err(|e| format!("failed to build client TLS config - {e}"))?;
+    Ok(Some(Arc::new(Authenticator::new(
+        o.auth_http_addresses.clone(),
+        &o.auth_http_request_method,
+        o.http_client_connect_timeout,
+        o.http_client_request_timeout,
+        tls,
+    ))))
 }
 
 async fn wait_for_signal() {
@@ -115,15 +128,19 @@ pub async fn run(opts: Options) -> Result<(), String> {
         crate::settings::NSQD_COMPAT_VERSION
     );
     tracing::info!("ID: {}", opts.node_id);
+    let tls = crate::tls::server_config(&opts)
+        .map_err(|e| format!("failed to build TLS config - {e}"))?;
+    let auth = authenticator(&opts)?;
+
     let broker = Arc::new(Broker::new(broker_config(&opts)));
     broker.load_metadata().map_err(|e| e.to_string())?;
     broker.persist_metadata().map_err(|e| e.to_string())?;
     tokio::spawn(Arc::clone(&broker).run_metadata_writer());
     tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
 
-    let tcp_listener = bind(&opts.tcp_address).await?;
-    let tcp_addr = tcp_listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("TCP: listening on {tcp_addr}");
+    let tcp_listener = Listener::bind(&opts.tcp_address).await?;
+    let tcp_addr = tcp_listener.tcp_addr();
+    tracing::info!("TCP: listening on {}", tcp_listener.describe());
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
@@ -133,11 +150,13 @@ pub async fn run(opts: Options) -> Result<(), String> {
     let shared = Arc::new(tcp::Shared {
         broker: Arc::clone(&broker),
         settings: tcp_settings(&opts),
+        tls: tls.clone().map(tokio_rustls::TlsAcceptor::from),
+        auth,
     });
     let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
 
-    let (http_task, _http_addr) =
-        crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone())).await?;
+    let http_tasks =
+        crate::http_wiring::start(&opts, &broker, tcp_addr, tls, stopped(stop_rx.clone())).await?;
 
     wait_for_signal().await;
     tracing::info!("TERM: shutting down");
@@ -149,7 +168,7 @@ pub async fn run(opts: Options) -> Result<(), String> {
     while broker.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    if let Some(t) = http_task {
+    for t in http_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     broker.persist_metadata().map_err(|e| e.to_string())?;

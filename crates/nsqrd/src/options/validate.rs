@@ -6,7 +6,6 @@
 //! `unsupported_flags` lets `main` refuse, loudly, a configuration that would otherwise be
 //! silently ignored.
 
-use super::addr::is_unix_socket_addr;
 use super::error::OptionsError;
 use super::table::Options;
 use super::types::{go_format_float, TlsRequired};
@@ -81,26 +80,15 @@ impl Options {
     /// implement yet, as `--flag` names in flag-table order. `main` refuses to start with any.
     pub fn unsupported_flags(&self) -> Vec<&'static str> {
         [
-            ("--tcp-address", is_unix_socket_addr(&self.tcp_address)),
-            ("--http-address", is_unix_socket_addr(&self.http_address)),
             (
                 "--lookupd-tcp-address",
                 !self.nsqlookupd_tcp_addresses.is_empty(),
             ),
-            ("--auth-http-address", !self.auth_http_addresses.is_empty()),
             ("--statsd-address", !self.statsd_address.is_empty()),
             (
                 "--e2e-processing-latency-percentile",
                 !self.e2e_processing_latency_percentiles.is_empty(),
             ),
-            ("--tls-cert", !self.tls_cert.is_empty()),
-            ("--tls-key", !self.tls_key.is_empty()),
-            (
-                "--tls-client-auth-policy",
-                !self.tls_client_auth_policy.is_empty(),
-            ),
-            ("--tls-root-ca-file", !self.tls_root_ca_file.is_empty()),
-            ("--tls-required", self.tls_required != TlsRequired::False),
             ("--enable-experiment", !self.enable_experiment.is_empty()),
         ]
         .into_iter()
@@ -275,6 +263,7 @@ mod tests {
         );
     }
 
+    /// TLS, auth and unix-socket listeners are implemented: only the cluster features remain.
     #[test]
     fn unsupported_flags_are_listed() {
         assert!(Options::default().unsupported_flags().is_empty());
@@ -291,11 +280,8 @@ mod tests {
         assert_eq!(
             o.unsupported_flags(),
             [
-                "--tcp-address",
                 "--lookupd-tcp-address",
                 "--statsd-address",
-                "--tls-cert",
-                "--tls-required",
                 "--enable-experiment"
             ]
         );
@@ -310,14 +296,7 @@ mod tests {
         };
         assert_eq!(
             o.unsupported_flags(),
-            [
-                "--http-address",
-                "--auth-http-address",
-                "--e2e-processing-latency-percentile",
-                "--tls-key",
-                "--tls-client-auth-policy",
-                "--tls-root-ca-file"
-            ]
+            ["--e2e-processing-latency-percentile"]
         );
     }
 }

@@ -6,6 +6,14 @@
 //! buffer goes out in one write as soon as nothing more is deliverable. Under load that gives
 //! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
 //! output-buffer tick.
+//!
+//! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
+//! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
+//! Both may need to wait (a handshake, an auth server), which `process` signals with
+//! `Flow::Upgrade` / `Flow::Await` so that `process_all` can await it between two commands.
+
+mod authz;
+mod upgrade;
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -16,11 +24,12 @@ use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
 use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
-use super::identify;
+use super::transport::Io;
 use super::Shared;
+use crate::auth::AuthState;
 
 /// Read buffer size: several MPUB batches, so moving a partial command to the front (when
 /// the free space runs low) happens rarely.
@@ -36,6 +45,10 @@ const MIN_WRITE_BATCH: usize = 64 * 1024;
 enum Flow {
     Continue,
     Close,
+    /// IDENTIFY granted TLS or compression: switch layers before reading on.
+    Upgrade,
+    /// A command waits for the auth server (`Conn::suspended`).
+    Await,
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -50,7 +63,7 @@ enum Pending {
 
 pub struct Conn<S> {
     shared: Arc<Shared>,
-    io: S,
+    io: Io<S>,
     client: Arc<Client>,
     rbuf: BytesMut,
     wbuf: BytesMut,
@@ -66,18 +79,27 @@ pub struct Conn<S> {
     last_topic: Option<Arc<Topic>>,
     pending: Pending,
     identified: bool,
+    /// Layers IDENTIFY granted, applied once its reply is out.
+    upgrade: Option<upgrade::Upgrade>,
+    /// What the auth server is told about this client.
+    auth_facts: crate::auth::ClientFacts,
+    auth: Option<AuthState>,
+    auth_secret: String,
+    suspended: Option<authz::Suspended>,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>) -> Self {
+    /// `remote_ip` is "" for a unix-socket client.
+    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
         let s = &shared.settings;
         let heartbeat = Some(s.default_heartbeat);
-        let limits = s.limits;
+        let mut limits = s.limits;
+        limits.tls_pending = s.tls_required;
         let output_buffer_size = s.default_output_buffer_size;
         Conn {
             rng: client.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             shared,
-            io,
+            io: Io::new(io),
             client,
             // Small until the client is busy: idle connections stay cheap; the read buffer
             // grows to READ_CHUNK the first time reads fill it, the write buffer as needed.
@@ -94,6 +116,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             last_topic: None,
             pending: Pending::None,
             identified: false,
+            upgrade: None,
+            auth_facts: crate::auth::ClientFacts {
+                remote_ip,
+                ..Default::default()
+            },
+            auth: None,
+            auth_secret: String::new(),
+            suspended: None,
         }
     }
 
@@ -144,14 +174,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
             };
             tokio::select! {
-                r = self.io.read_buf(&mut self.rbuf) => {
+                r = self.io.read(&mut self.rbuf) => {
                     if r? == 0 {
-                        self.at_eof();
+                        self.at_eof().await?;
                         self.flush().await?;
                         return Ok(());
                     }
                     let hb_before = self.heartbeat;
-                    let flow = self.process();
+                    let flow = self.process_all().await?;
                     if self.heartbeat != hb_before {
                         ticker = self.new_heartbeat_ticker();
                     }
@@ -232,6 +262,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
+    /// `process`, plus the waits it asks for (an upgrade, an auth server), until the buffer
+    /// holds no complete command.
+    async fn process_all(&mut self) -> std::io::Result<Flow> {
+        loop {
+            let flow = match self.process() {
+                Flow::Upgrade => self.apply_upgrade().await?,
+                Flow::Await => self.resume().await,
+                other => return Ok(other),
+            };
+            if let Flow::Close = flow {
+                return Ok(Flow::Close);
+            }
+        }
+    }
+
     /// Handle every complete command in the read buffer.
     fn process(&mut self) -> Flow {
         let mut got_command = false;
@@ -268,9 +313,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Flow::Close;
                 }
             };
-            if let Flow::Close = flow {
-                self.apply_pending();
-                return Flow::Close;
+            match flow {
+                Flow::Continue => {}
+                Flow::Close => {
+                    self.apply_pending();
+                    return Flow::Close;
+                }
+                // Whatever was pending was applied before the command that asked to wait.
+                Flow::Upgrade | Flow::Await => return flow,
             }
         }
         self.apply_pending()
@@ -278,9 +328,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// The client half-closed: complete commands still run, then an incomplete one gets the
     /// error nsqd sends when its read hits EOF.
-    fn at_eof(&mut self) {
-        if let Flow::Close = self.process() {
-            return;
+    async fn at_eof(&mut self) -> std::io::Result<()> {
+        if let Flow::Close = self.process_all().await? {
+            return Ok(());
         }
         if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.state) {
             match e {
@@ -294,9 +344,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 ParseError::LineTooLong(_) => {}
             }
         }
+        Ok(())
     }
 
     fn command(&mut self, cmd: Command) -> Flow {
+        if self.shared.auth.is_some() {
+            if let Some(flow) = self.authorize(&cmd) {
+                if let Flow::Await = flow {
+                    self.suspended = Some(authz::Suspended::Recheck(cmd));
+                }
+                return flow;
+            }
+        }
+        self.authorized_command(cmd)
+    }
+
+    /// A command that passed the authorization check (if any).
+    fn authorized_command(&mut self, cmd: Command) -> Flow {
         match cmd {
             Command::Pub { topic, body } => return self.queue_pub(&topic, vec![body]),
             Command::Fin(id) => {
@@ -318,9 +382,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         match cmd {
             Command::Nop => Flow::Continue,
             Command::Identify(body) => self.identify(&body),
-            Command::Auth(_) => {
-                self.error(&ProtocolError::new(Code::AuthDisabled, "AUTH disabled"))
-            }
+            Command::Auth(secret) => self.auth_command(secret),
             Command::Sub { topic, channel } => self.sub(&topic, &channel),
             Command::Rdy(n) => {
                 self.rdy = n;
@@ -454,49 +516,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
         }
-    }
-
-    fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings) {
-            Ok(n) => n,
-            Err(e) => return self.error(&e),
-        };
-        {
-            let mut m = self.client.meta.lock();
-            m.client_id = n.client_id.clone();
-            m.hostname = n.hostname.clone();
-            m.user_agent = n.user_agent.clone();
-            m.sample_rate = n.sample_rate;
-            m.topology_region = n.topology_region.clone();
-            m.topology_zone = n.topology_zone.clone();
-        }
-        // As in nsqd, only the first IDENTIFY reconfigures delivery and heartbeats.
-        if !self.identified {
-            self.identified = true;
-            self.heartbeat = n.heartbeat;
-            self.limits.heartbeats_disabled = n.heartbeat.is_none();
-            self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
-            self.output_buffer_size = n.output_buffer_size;
-            self.sample_rate = n.sample_rate;
-            self.client
-                .msg_timeout_ms
-                .store(n.msg_timeout.as_millis() as u64, Relaxed);
-        }
-        if n.feature_negotiation {
-            let resp = identify::response(&n, &self.shared.settings);
-            match serde_json::to_vec(&resp) {
-                Ok(json) => put_response(&mut self.wbuf, &json),
-                Err(e) => {
-                    return self.error(&ProtocolError::new(
-                        Code::IdentifyFailed,
-                        format!("IDENTIFY failed {e}"),
-                    ))
-                }
-            }
-        } else {
-            put_response(&mut self.wbuf, b"OK");
-        }
-        Flow::Continue
     }
 
     fn sub(&mut self, topic: &[u8], channel: &[u8]) -> Flow {
