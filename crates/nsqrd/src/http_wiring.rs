@@ -1,5 +1,6 @@
 //! Connects the HTTP API to the daemon: binds the listener, copies the option values the API
-//! reads, and serves `/config/:opt` from the live options.
+//! reads, and serves `/config/:opt` from the live options (a PUT of the lookupd list reaches the
+//! lookupd peers at once).
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -12,16 +13,19 @@ use tokio::task::JoinHandle;
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
 use crate::options::Options;
 use crate::settings::NSQD_COMPAT_VERSION;
+use crate::tasks::lookupd::Lookupd;
 
-/// `/config/:opt` over the daemon's options.
+/// `/config/:opt` over the daemon's options; a new lookupd peer list takes effect at once.
 pub struct OptionsStore {
     opts: RwLock<Options>,
+    lookupd: Arc<Lookupd>,
 }
 
 impl OptionsStore {
-    pub fn new(opts: Options) -> Self {
+    pub fn new(opts: Options, lookupd: Arc<Lookupd>) -> Self {
         OptionsStore {
             opts: RwLock::new(opts),
+            lookupd,
         }
     }
 }
@@ -35,14 +39,12 @@ impl ConfigStore for OptionsStore {
         let mut opts = self.opts.write();
         let mut candidate = opts.clone();
         candidate.config_put(key, body)?;
-        // Until lookupd support lands, a peer list cannot take effect: refuse rather than
-        // accept a setting that would silently do nothing.
-        if key == "nsqlookupd_tcp_addresses" && !candidate.nsqlookupd_tcp_addresses.is_empty() {
-            tracing::warn!("PUT /config/nsqlookupd_tcp_addresses: not supported yet");
-            return Err(ConfigPutError::InvalidValue);
-        }
-        if key == "log_level" {
-            crate::logging::set_level(candidate.log_level.tracing_level());
+        match key {
+            "nsqlookupd_tcp_addresses" => self
+                .lookupd
+                .set_addresses(&candidate.nsqlookupd_tcp_addresses),
+            "log_level" => crate::logging::set_level(candidate.log_level.tracing_level()),
+            _ => {}
         }
         *opts = candidate;
         Ok(())
@@ -53,52 +55,68 @@ fn port_of(addr: &SocketAddr) -> i32 {
     addr.port() as i32
 }
 
-/// Bind `--http-address` (empty disables HTTP) and serve until `shutdown`.
-pub async fn start(
-    opts: &Options,
-    broker: &Arc<Broker>,
-    tcp_addr: SocketAddr,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(Option<JoinHandle<()>>, Option<SocketAddr>), String> {
+/// Bind `--http-address`; `None` when it is empty (HTTP disabled).
+pub async fn bind(opts: &Options) -> Result<Option<TcpListener>, String> {
     if opts.http_address.is_empty() {
-        return Ok((None, None));
+        return Ok(None);
     }
     let listener = TcpListener::bind(&opts.http_address)
         .await
         .map_err(|e| format!("listen ({}) failed - {e}", opts.http_address))?;
-    let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("HTTP: listening on {http_addr}");
+    if let Ok(a) = listener.local_addr() {
+        tracing::info!("HTTP: listening on {a}");
+    }
+    Ok(Some(listener))
+}
+
+/// The options as the running node reports them: broadcast ports default to the ports bound,
+/// as nsqd fills them in at startup (lookupd registration and the statsd prefix use them).
+pub fn live_options(
+    opts: &Options,
+    tcp_addr: SocketAddr,
+    http_addr: Option<SocketAddr>,
+) -> Options {
     let mut live = opts.clone();
     if live.broadcast_tcp_port == 0 {
         live.broadcast_tcp_port = tcp_addr.port();
     }
     if live.broadcast_http_port == 0 {
-        live.broadcast_http_port = http_addr.port();
+        live.broadcast_http_port = http_addr.map_or(0, |a| a.port());
     }
+    live
+}
+
+/// Serve HTTP on `listener` until `shutdown`; `live` comes from [`live_options`].
+pub fn start(
+    listener: TcpListener,
+    live: Options,
+    broker: &Arc<Broker>,
+    lookupd: Arc<Lookupd>,
+    tcp_addr: SocketAddr,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Result<JoinHandle<()>, String> {
+    let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
     let settings = HttpSettings {
         version: NSQD_COMPAT_VERSION.to_string(),
-        broadcast_address: opts.broadcast_address.clone(),
+        broadcast_address: live.broadcast_address.clone(),
         hostname: gethostname::gethostname().to_string_lossy().into_owned(),
         tcp_port: port_of(&tcp_addr),
         http_port: port_of(&http_addr),
-        max_msg_size: opts.max_msg_size,
-        max_body_size: opts.max_body_size,
-        max_req_timeout: opts.max_req_timeout,
-        max_heartbeat_interval: opts.max_heartbeat_interval,
-        max_output_buffer_size: opts.max_output_buffer_size,
-        max_output_buffer_timeout: opts.max_output_buffer_timeout,
-        max_deflate_level: opts.max_deflate_level,
-        topology_zone: opts.topology_zone.clone(),
-        topology_region: opts.topology_region.clone(),
+        max_msg_size: live.max_msg_size,
+        max_body_size: live.max_body_size,
+        max_req_timeout: live.max_req_timeout,
+        max_heartbeat_interval: live.max_heartbeat_interval,
+        max_output_buffer_size: live.max_output_buffer_size,
+        max_output_buffer_timeout: live.max_output_buffer_timeout,
+        max_deflate_level: live.max_deflate_level,
+        topology_zone: live.topology_zone.clone(),
+        topology_region: live.topology_region.clone(),
         ..HttpSettings::default()
     };
     let state = Arc::new(HttpState {
         broker: Arc::clone(broker),
         settings,
-        config: Arc::new(OptionsStore::new(live)),
+        config: Arc::new(OptionsStore::new(live, lookupd)),
     });
-    Ok((
-        Some(tokio::spawn(http::serve(listener, state, shutdown))),
-        Some(http_addr),
-    ))
+    Ok(tokio::spawn(http::serve(listener, state, shutdown)))
 }

@@ -7,6 +7,7 @@ mod logging;
 mod options;
 mod server;
 mod settings;
+mod tasks;
 mod tcp;
 
 use std::process::ExitCode;

@@ -83,16 +83,7 @@ impl Options {
         [
             ("--tcp-address", is_unix_socket_addr(&self.tcp_address)),
             ("--http-address", is_unix_socket_addr(&self.http_address)),
-            (
-                "--lookupd-tcp-address",
-                !self.nsqlookupd_tcp_addresses.is_empty(),
-            ),
             ("--auth-http-address", !self.auth_http_addresses.is_empty()),
-            ("--statsd-address", !self.statsd_address.is_empty()),
-            (
-                "--e2e-processing-latency-percentile",
-                !self.e2e_processing_latency_percentiles.is_empty(),
-            ),
             ("--tls-cert", !self.tls_cert.is_empty()),
             ("--tls-key", !self.tls_key.is_empty()),
             (
@@ -292,8 +283,6 @@ mod tests {
             o.unsupported_flags(),
             [
                 "--tcp-address",
-                "--lookupd-tcp-address",
-                "--statsd-address",
                 "--tls-cert",
                 "--tls-required",
                 "--enable-experiment"
@@ -313,7 +302,6 @@ mod tests {
             [
                 "--http-address",
                 "--auth-http-address",
-                "--e2e-processing-latency-percentile",
                 "--tls-key",
                 "--tls-client-auth-policy",
                 "--tls-root-ca-file"
