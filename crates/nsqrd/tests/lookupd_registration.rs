@@ -92,6 +92,31 @@ fn identify_then_register_everything_on_connect() {
 }
 
 #[test]
+fn broadcast_flags_are_what_lookupd_is_told() {
+    let l = FakeLookupd::start(Mode::Normal);
+    let _s = Server::start(&[
+        &l.flag(),
+        "--broadcast-address=node7.example",
+        "--broadcast-tcp-port=4999",
+        "--broadcast-http-port=5999",
+        "--topology-zone=z1",
+        "--topology-region=r1",
+    ]);
+    let body = identify_body(&l);
+    assert_eq!(body["broadcast_address"], "node7.example");
+    assert_eq!(
+        (body["tcp_port"].as_u64(), body["http_port"].as_u64()),
+        (Some(4999), Some(5999))
+    );
+    if body.get("topology_zone").is_some() {
+        assert_eq!(
+            (&body["topology_zone"], &body["topology_region"]),
+            (&"z1".into(), &"r1".into())
+        );
+    }
+}
+
+#[test]
 fn topics_and_channels_are_registered_as_they_come_and_go() {
     let l = FakeLookupd::start(Mode::Normal);
     let s = Server::start(&[&l.flag()]);
