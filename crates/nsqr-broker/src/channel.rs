@@ -15,11 +15,12 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::config::BrokerConfig;
+use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::memqueue::MemQueue;
 use crate::message::Message;
-use crate::stats::{ChannelStats, ClientStats, E2eLatency};
+use crate::stats::{ChannelStats, ClientStats};
 
 struct Consumer {
     client: Arc<Client>,
@@ -70,6 +71,8 @@ pub struct Channel {
     pub name: String,
     pub topic_name: String,
     pub ephemeral: bool,
+    /// End-to-end latency, when percentiles are configured.
+    e2e: Option<E2eStream>,
     cfg: Arc<BrokerConfig>,
     state: Mutex<ChannelState>,
     timer: Notify,
@@ -86,6 +89,7 @@ impl Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
             ephemeral: nsq_wire::names::is_ephemeral(name),
+            e2e: E2eStream::for_config(&cfg),
             cfg,
             state: Mutex::new(ChannelState::default()),
             timer: Notify::new(),
@@ -211,9 +215,15 @@ impl Channel {
         let mut ok = 0;
         {
             let mut st = self.state.lock();
+            let mut e2e = self.e2e.as_ref().map(E2eStream::recorder);
             for (i, &id) in ids.iter().enumerate() {
                 match st.in_flight.take(client.id, id) {
-                    Ok(_) => ok += 1,
+                    Ok(f) => {
+                        ok += 1;
+                        if let Some(r) = &mut e2e {
+                            r.record(f.msg.timestamp);
+                        }
+                    }
                     Err(e) => on_error(i, e),
                 }
             }
@@ -284,6 +294,11 @@ impl Channel {
         }
         st.wake_waiting(n);
         st.consumers.len()
+    }
+
+    /// End-to-end latency windows (None when percentiles are not configured).
+    pub fn e2e(&self) -> Option<&E2eStream> {
+        self.e2e.as_ref()
     }
 
     pub fn client_count(&self) -> usize {
@@ -387,7 +402,7 @@ impl Channel {
                     .collect()
             }),
             paused: st.paused,
-            e2e_processing_latency: E2eLatency::default(),
+            e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
         }
     }
 }

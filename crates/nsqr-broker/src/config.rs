@@ -17,6 +17,10 @@ pub struct BrokerConfig {
     pub max_channel_consumers: usize,
     /// Where `nsqd.dat` lives; None keeps metadata in memory only (embedding, tests).
     pub data_path: Option<PathBuf>,
+    /// End-to-end latency quantiles to report, in report order; empty turns recording off.
+    pub e2e_percentiles: Vec<f64>,
+    /// The sliding window those quantiles cover.
+    pub e2e_window: Duration,
 }
 
 impl Default for BrokerConfig {
@@ -29,6 +33,8 @@ impl Default for BrokerConfig {
             max_req_timeout: Duration::from_secs(3600),
             max_channel_consumers: 0,
             data_path: None,
+            e2e_percentiles: Vec::new(),
+            e2e_window: Duration::from_secs(600),
         }
     }
 }

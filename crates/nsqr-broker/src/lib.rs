@@ -9,7 +9,9 @@
 pub mod channel;
 pub mod client;
 pub mod config;
+pub mod e2e;
 pub mod error;
+pub mod events;
 pub mod inflight;
 pub mod memqueue;
 pub mod message;
@@ -22,6 +24,7 @@ pub use channel::Channel;
 pub use client::{Client, ClientMeta, ClientState};
 pub use config::BrokerConfig;
 pub use error::BrokerError;
+pub use events::{Event, EventSink, TopicStart};
 pub use message::Message;
 pub use registry::Broker;
 pub use topic::Topic;

@@ -18,10 +18,12 @@ use tokio::time::Instant;
 
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
+use crate::e2e::E2eStream;
 use crate::error::BrokerError;
+use crate::events::{Event, Events};
 use crate::memqueue::MemQueue;
 use crate::message::Message;
-use crate::stats::{E2eLatency, TopicStats};
+use crate::stats::TopicStats;
 
 struct Backlogged {
     msg: Message,
@@ -32,6 +34,9 @@ struct Backlogged {
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
     paused: bool,
+    /// Created while an event sink was installed and not started yet (`events.rs`): the
+    /// backlog is kept as if paused.
+    held: bool,
     backlog: MemQueue<Backlogged>,
     ids: IdGenerator,
 }
@@ -42,6 +47,7 @@ pub struct Topic {
     cfg: Arc<BrokerConfig>,
     /// Notified when a durable channel is created, so `nsqd.dat` gets rewritten.
     meta_dirty: Arc<Notify>,
+    events: Arc<Events>,
     state: Mutex<TopicState>,
     deleted: AtomicBool,
     message_count: AtomicU64,
@@ -49,18 +55,27 @@ pub struct Topic {
 }
 
 impl Topic {
-    pub fn new(name: &str, cfg: Arc<BrokerConfig>, meta_dirty: Arc<Notify>) -> Topic {
+    /// A new topic; `held` keeps its messages in the backlog until [`Topic::start`].
+    pub fn new(
+        name: &str,
+        cfg: Arc<BrokerConfig>,
+        meta_dirty: Arc<Notify>,
+        events: Arc<Events>,
+        held: bool,
+    ) -> Topic {
         Topic {
             name: name.to_string(),
             ephemeral: nsq_wire::names::is_ephemeral(name),
             state: Mutex::new(TopicState {
                 channels: BTreeMap::new(),
                 paused: false,
+                held,
                 backlog: MemQueue::default(),
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
             meta_dirty,
+            events,
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
@@ -90,7 +105,7 @@ impl Topic {
                 body,
             })
             .collect();
-        if st.channels.is_empty() || st.paused {
+        if st.channels.is_empty() || st.paused || st.held {
             let room = if self.ephemeral {
                 self.cfg.mem_queue_size.saturating_sub(st.backlog.len())
             } else {
@@ -125,9 +140,13 @@ impl Topic {
         }
         let ch = Channel::new(&self.name, name, Arc::clone(&self.cfg));
         st.channels.insert(name.to_string(), Arc::clone(&ch));
-        if !st.paused {
+        if !st.paused && !st.held {
             flush_backlog(&mut st);
         }
+        self.events.emit(|| Event::ChannelCreated {
+            topic: self.name.clone(),
+            channel: name.to_string(),
+        });
         if !self.ephemeral && !ch.ephemeral {
             self.meta_dirty.notify_one();
         }
@@ -136,12 +155,16 @@ impl Topic {
 
     /// Remove a channel (the registry handles ephemeral-topic cleanup).
     pub fn remove_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
-        let ch = self
-            .state
-            .lock()
+        let mut st = self.state.lock();
+        let ch = st
             .channels
             .remove(name)
             .ok_or(BrokerError::ChannelNotFound)?;
+        self.events.emit(|| Event::ChannelDeleted {
+            topic: self.name.clone(),
+            channel: name.to_string(),
+        });
+        drop(st);
         ch.delete();
         Ok(ch)
     }
@@ -153,7 +176,16 @@ impl Topic {
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
-        if !paused && !st.channels.is_empty() {
+        if !paused && !st.held && !st.channels.is_empty() {
+            flush_backlog(&mut st);
+        }
+    }
+
+    /// Release a held topic: its backlog goes to every channel it has by now.
+    pub fn start(&self) {
+        let mut st = self.state.lock();
+        st.held = false;
+        if !st.paused && !st.channels.is_empty() {
             flush_backlog(&mut st);
         }
     }
@@ -188,16 +220,15 @@ impl Topic {
     }
 
     pub fn stats(&self, channel: Option<&str>, include_clients: bool) -> TopicStats {
-        let (channels, paused, depth) = {
+        let (all, paused, depth) = {
             let st = self.state.lock();
-            let chans: Vec<Arc<Channel>> = st
-                .channels
-                .values()
-                .filter(|c| channel.is_none_or(|n| c.name == n))
-                .cloned()
-                .collect();
-            (chans, st.paused, st.backlog.len())
+            let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
+            (all, st.paused, st.backlog.len())
         };
+        let channels: Vec<&Arc<Channel>> = all
+            .iter()
+            .filter(|c| channel.is_none_or(|n| c.name == n))
+            .collect();
         TopicStats {
             topic_name: self.name.clone(),
             channels: channels.iter().map(|c| c.stats(include_clients)).collect(),
@@ -206,7 +237,7 @@ impl Topic {
             message_count: self.message_count.load(Relaxed),
             message_bytes: self.message_bytes.load(Relaxed),
             paused,
-            e2e_processing_latency: E2eLatency::default(),
+            e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
         }
     }
 }

@@ -10,6 +10,7 @@ mod memtrim;
 mod options;
 mod server;
 mod settings;
+mod tasks;
 mod tcp;
 mod tls;
 

@@ -11,6 +11,9 @@ use crate::auth::Authenticator;
 use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
 use crate::settings::TcpSettings;
+use crate::tasks::lookup_peer::Identity;
+use crate::tasks::lookupd::{Lookupd, LookupdConfig};
+use crate::tasks::statsd::{self, StatsdConfig};
 use crate::tcp;
 
 /// The exclusively locked data directory (released when dropped).
@@ -43,6 +46,8 @@ pub fn broker_config(o: &Options) -> BrokerConfig {
         max_msg_timeout: o.max_msg_timeout,
         max_req_timeout: o.max_req_timeout,
         max_channel_consumers: o.max_channel_consumers.max(0) as usize,
+        e2e_percentiles: o.e2e_processing_latency_percentiles.clone(),
+        e2e_window: o.e2e_processing_latency_window_time,
         data_path: Some(std::path::PathBuf::from(if o.data_path.is_empty() {
             "."
         } else {
@@ -93,6 +98,37 @@ fn authenticator(o: &Options) -> Result<Option<Arc<Authenticator>>, String> {
         o.http_client_request_timeout,
         tls,
     ))))
+}
+
+/// What this node tells lookupd; `live` has the broadcast ports filled in.
+fn lookupd_config(live: &Options) -> LookupdConfig {
+    LookupdConfig {
+        identity: Identity {
+            broadcast_address: live.broadcast_address.clone(),
+            hostname: crate::options::hostname().to_string(),
+            http_port: live.broadcast_http_port,
+            tcp_port: live.broadcast_tcp_port,
+            topology_region: live.topology_region.clone(),
+            topology_zone: live.topology_zone.clone(),
+            version: crate::settings::NSQD_COMPAT_VERSION.to_string(),
+        },
+        max_body_size: live.max_body_size,
+        http_connect_timeout: live.http_client_connect_timeout,
+        http_request_timeout: live.http_client_request_timeout,
+    }
+}
+
+fn statsd_config(live: &Options) -> StatsdConfig {
+    StatsdConfig {
+        address: live.statsd_address.clone(),
+        interval: live.statsd_interval,
+        prefix: live.resolved_statsd_prefix(live.broadcast_http_port),
+        mem_stats: live.statsd_mem_stats,
+        udp_packet_size: usize::try_from(live.statsd_udp_packet_size)
+            .unwrap_or(0)
+            .max(1),
+        exclude_ephemeral: live.statsd_exclude_ephemeral,
+    }
 }
 
 async fn wait_for_signal() {
@@ -155,12 +191,35 @@ pub async fn run(opts: Options) -> Result<(), String> {
     });
     let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
 
-    let http_tasks =
-        crate::http_wiring::start(&opts, &broker, tcp_addr, tls, stopped(stop_rx.clone())).await?;
+    let listeners = crate::http_wiring::bind(&opts, tls.is_some()).await?;
+    let live = crate::http_wiring::live_options(&opts, tcp_addr, listeners.http_port());
+    let lookupd = Lookupd::start(
+        Arc::clone(&broker),
+        lookupd_config(&live),
+        &live.nsqlookupd_tcp_addresses,
+    );
+    if !live.statsd_address.is_empty() {
+        tokio::spawn(statsd::run(
+            Arc::clone(&broker),
+            statsd_config(&live),
+            stopped(stop_rx.clone()),
+        ));
+    }
+    let http_tasks = crate::http_wiring::start(
+        listeners,
+        live,
+        &broker,
+        Arc::clone(&lookupd),
+        tcp_addr,
+        tls,
+        stopped(stop_rx.clone()),
+    );
 
     wait_for_signal().await;
     tracing::info!("TERM: shutting down");
     broker.set_exiting();
+    // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
+    lookupd.shutdown();
     let _ = stop_tx.send(true);
     let _ = tcp_task.await;
     broker.kick_all_clients();

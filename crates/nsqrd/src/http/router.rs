@@ -30,6 +30,8 @@ pub enum Endpoint {
     ChannelUnpause,
     ConfigGet,
     ConfigPut,
+    /// Not in nsqd: Prometheus' text format (`metrics.rs`).
+    Metrics,
 }
 
 struct Route {
@@ -47,7 +49,7 @@ const fn route(method: &'static str, pattern: &'static str, endpoint: Endpoint) 
     }
 }
 
-/// nsqd's 17 API routes. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
+/// nsqd's 17 API routes, and `/metrics`. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
 /// `/debug/freememory`) are not served.
 const ROUTES: &[Route] = &[
     route("GET", "/ping", Endpoint::Ping),
@@ -67,6 +69,7 @@ const ROUTES: &[Route] = &[
     route("POST", "/channel/unpause", Endpoint::ChannelUnpause),
     route("GET", "/config/:opt", Endpoint::ConfigGet),
     route("PUT", "/config/:opt", Endpoint::ConfigPut),
+    route("GET", "/metrics", Endpoint::Metrics),
 ];
 
 /// The methods with routes (`Allow` lists them sorted, with `OPTIONS`).

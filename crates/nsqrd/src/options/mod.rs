@@ -20,9 +20,10 @@ mod table;
 mod types;
 mod validate;
 
+pub use addr::join_host_port;
 pub use config_api::{ConfigPutError, ConfigValue};
 pub use error::OptionsError;
-pub use table::Options;
+pub use table::{hostname, Options};
 pub use types::TlsRequired;
 
 impl Options {

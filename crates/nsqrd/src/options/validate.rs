@@ -79,21 +79,10 @@ impl Options {
     /// Options set (by flag or config file) to values that turn on a feature this build does not
     /// implement yet, as `--flag` names in flag-table order. `main` refuses to start with any.
     pub fn unsupported_flags(&self) -> Vec<&'static str> {
-        [
-            (
-                "--lookupd-tcp-address",
-                !self.nsqlookupd_tcp_addresses.is_empty(),
-            ),
-            ("--statsd-address", !self.statsd_address.is_empty()),
-            (
-                "--e2e-processing-latency-percentile",
-                !self.e2e_processing_latency_percentiles.is_empty(),
-            ),
-            ("--enable-experiment", !self.enable_experiment.is_empty()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, on)| on.then_some(flag))
-        .collect()
+        [("--enable-experiment", !self.enable_experiment.is_empty())]
+            .into_iter()
+            .filter_map(|(flag, on)| on.then_some(flag))
+            .collect()
     }
 }
 
@@ -263,40 +252,29 @@ mod tests {
         );
     }
 
-    /// TLS, auth and unix-socket listeners are implemented: only the cluster features remain.
+    /// Everything but the topology experiment is implemented.
     #[test]
     fn unsupported_flags_are_listed() {
         assert!(Options::default().unsupported_flags().is_empty());
         let o = Options {
             tcp_address: "/tmp/nsqd.sock".into(),
-            http_address: String::new(),
+            http_address: "nsqd-http.sock".into(),
             nsqlookupd_tcp_addresses: vec!["a:4160".into()],
             statsd_address: "127.0.0.1:8125".into(),
-            tls_cert: "c".into(),
-            tls_required: TlsRequired::TcpHttps,
-            enable_experiment: vec!["topology-aware-consumption".into()],
-            ..Options::default()
-        };
-        assert_eq!(
-            o.unsupported_flags(),
-            [
-                "--lookupd-tcp-address",
-                "--statsd-address",
-                "--enable-experiment"
-            ]
-        );
-        let o = Options {
-            http_address: "nsqd-http.sock".into(),
             auth_http_addresses: vec!["auth:80".into()],
             e2e_processing_latency_percentiles: vec![0.99],
+            tls_cert: "c".into(),
             tls_key: "k".into(),
             tls_client_auth_policy: "require".into(),
             tls_root_ca_file: "ca".into(),
+            tls_required: TlsRequired::TcpHttps,
             ..Options::default()
         };
-        assert_eq!(
-            o.unsupported_flags(),
-            ["--e2e-processing-latency-percentile"]
-        );
+        assert!(o.unsupported_flags().is_empty());
+        let o = Options {
+            enable_experiment: vec!["topology-aware-consumption".into()],
+            ..Options::default()
+        };
+        assert_eq!(o.unsupported_flags(), ["--enable-experiment"]);
     }
 }
