@@ -3,7 +3,11 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit conformance clean
+.PHONY: run build test deps lint unit metrics cluster conformance clean
+
+# Python venv for the test scripts (prometheus_client from PyPI).
+VENV ?= target/venv
+PROMETHEUS_CLIENT ?= prometheus_client==0.26.0
 
 # Build and run nsqrd in the foreground on nsqd's default addresses
 # (TCP 0.0.0.0:4150, HTTP 0.0.0.0:4151), keeping its data in $(DATA_PATH).
@@ -16,14 +20,19 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit conformance
+test: deps lint unit metrics cluster conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
-# has them); Go (>= 1.20) must already be installed.
+# has them) and a venv with prometheus_client; Go (>= 1.20) and Python 3 (with venv) must
+# already be installed. pynsq.sh installs its own Python packages, at exact versions, under
+# target/.
 deps:
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
-	@command -v go >/dev/null || { echo "make test needs Go >= 1.20 for the go-nsq conformance suite" >&2; exit 1; }
+	@command -v go >/dev/null || { echo "make test needs Go >= 1.20 for the go-nsq tests" >&2; exit 1; }
+	@command -v python3 >/dev/null || { echo "make test needs python3 (with venv) for the /metrics and pynsq tests" >&2; exit 1; }
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	@$(VENV)/bin/python -c 'import prometheus_client' 2>/dev/null || $(VENV)/bin/pip install -q '$(PROMETHEUS_CLIENT)'
 
 # Formatting and lints; clippy warnings are errors.
 lint:
@@ -34,9 +43,22 @@ lint:
 unit:
 	$(CARGO) test --workspace
 
-# go-nsq v1.1.0's own test suite against target/release/nsqrd (see tests/conformance/go-nsq.sh).
+# GET /metrics parsed by prometheus_client's parser after a known workload (debug nsqrd).
+metrics: deps
+	$(CARGO) build -p nsqrd
+	$(VENV)/bin/python tests/metrics/check_metrics.py target/debug/nsqrd
+
+# 3 nsqrd + 2 nsqrlookupd with a go-nsq consumer (tests/cluster/run.sh; LOOKUPD_BIN overrides
+# the lookupd, default target/debug/nsqrlookupd).
+cluster:
+	$(CARGO) build -p nsqrd -p nsqrlookupd
+	tests/cluster/run.sh
+
+# go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
+# combinations), against target/release/nsqrd (see tests/conformance/*.sh).
 conformance: build
 	tests/conformance/go-nsq.sh
+	tests/conformance/pynsq.sh
 
 # Remove build output (./data is left alone).
 clean:

@@ -20,10 +20,9 @@ set -euo pipefail
 
 GO_NSQ_MODULE=github.com/nsqio/go-nsq@v1.1.0
 
-# Skipped by default while nsqrd has neither TLS nor compression (nsqrd refuses the TLS flags
-# at startup). The TLS/compression milestone sets SKIP_TESTS='' and TLS_DEFAULT=1.
-SKIP_TESTS='^(TestConsumerTLS.*|TestConsumerDeflate|TestConsumerSnappy)$'
-TLS_DEFAULT=0
+# Nothing is skipped, and the server gets go-nsq's TLS flags, as test.sh gives nsqd.
+SKIP_TESTS=''
+TLS_DEFAULT=1
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 NSQD_BIN=${NSQD_BIN:-$ROOT/target/release/nsqrd}
@@ -127,9 +126,35 @@ fi
 test_args=(test -v -count=1 -timeout=120s)
 [ -n "$skip" ] && test_args+=(-skip "$skip")
 echo "== go ${test_args[*]} ./...   (in $GO_NSQ_MODULE)"
+# go-nsq's own mock-server tests: they run a fake nsqd inside the test and never talk to the
+# server under test. One of them (TestConsumerBackoffDisconnect) can panic on current Go with
+# "Log in goroutine after ... has completed", which also aborts every test after it.
+MOCK_TESTS='^(TestConsumerBackoff|TestConsumerRequeueNoBackoff|TestConsumerBackoffDisconnect|TestConsumerPause)$'
+run_suite() {
+    local rc=0
+    (cd "$src" && go "${test_args[@]}" ./...) 2>&1 | tee "$work/test.log" || rc=$?
+    return "$rc"
+}
+# The tests that failed or panicked in the last run, one per line.
+failed_tests() {
+    {
+        grep -oE '^--- FAIL: [A-Za-z0-9_]+' "$work/test.log" | awk '{print $3}'
+        grep -oE 'Log in goroutine after [A-Za-z0-9_]+' "$work/test.log" | awk '{print $5}'
+    } | sort -u
+}
 start=$SECONDS
 rc=0
-(cd "$src" && go "${test_args[@]}" ./...) 2>&1 | tee "$work/test.log" || rc=$?
+run_suite || rc=$?
+retried=""
+if [ "$rc" != 0 ]; then
+    bad=$(failed_tests)
+    if [ -n "$bad" ] && ! echo "$bad" | grep -qvE "$MOCK_TESTS"; then
+        retried=$(echo "$bad" | tr '\n' ' ')
+        echo "== only go-nsq's mock-server tests failed ($retried); they do not use the server under test: running the suite once more"
+        rc=0
+        run_suite || rc=$?
+    fi
+fi
 elapsed=$((SECONDS - start))
 
 passed=$(grep -c '^--- PASS' "$work/test.log" || true)
@@ -138,6 +163,7 @@ if [ "$rc" != 0 ]; then
     echo "== server log (tail):"
     tail -n 50 "$server_log"
 fi
+[ -n "$retried" ] && echo "== note: the suite was run twice; the first run's mock-server failures: $retried"
 echo "== go-nsq conformance: $passed passed, $failed failed, skipped: ${skip:-nothing}," \
     "tls: $([ "$tls" = 1 ] && echo on || echo off), ${elapsed}s, server: $NSQD_BIN" \
     "-> $([ "$rc" = 0 ] && echo PASS || echo FAIL)"

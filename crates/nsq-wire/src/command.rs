@@ -117,19 +117,48 @@ fn read_i32(b: &[u8]) -> i32 {
     i32::from_be_bytes([b[0], b[1], b[2], b[3]])
 }
 
-/// The parsed command line: name and the byte ranges of its params (within `line`).
+/// `FIN ` + 16-byte id + `\n`.
+const FIN_LINE_LEN: usize = 21;
+
+/// True if the bytes contain a space, CR or LF (eight bytes at a time).
+fn has_separator(b: &[u8; 16]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let has_byte = |x: u64, c: u8| {
+        let v = x ^ (ONES * c as u64);
+        v.wrapping_sub(ONES) & !v & HIGH != 0
+    };
+    b.chunks_exact(8).any(|w| {
+        let mut a = [0u8; 8];
+        a.copy_from_slice(w);
+        let x = u64::from_ne_bytes(a);
+        has_byte(x, b' ') || has_byte(x, b'\r') || has_byte(x, b'\n')
+    })
+}
+
+/// Most tokens any command uses (`DPUB t ms`, `REQ id ms`, `SUB t c`); more are counted and
+/// ignored, as nsqd ignores extra params.
+const MAX_TOKENS: usize = 4;
+
+/// The parsed command line: name and the byte ranges of its params (within `buf`).
 struct Line {
     /// Bytes up to and including `\n`.
     len: usize,
-    /// Line content without `\r\n`.
-    content_end: usize,
-    /// Ranges of the space-separated tokens; the first is the command name.
-    tokens: Vec<(usize, usize)>,
+    /// Ranges of the first space-separated tokens; the first is the command name.
+    ranges: [(usize, usize); MAX_TOKENS],
+    /// How many tokens the line has in all (may exceed MAX_TOKENS).
+    count: usize,
+}
+
+impl Line {
+    fn token(&self, i: usize) -> (usize, usize) {
+        self.ranges[i]
+    }
 }
 
 fn scan_line(buf: &[u8]) -> Result<Option<Line>, ParseError> {
     let window = &buf[..buf.len().min(MAX_LINE_LEN)];
-    let Some(nl) = window.iter().position(|&c| c == b'\n') else {
+    let Some(nl) = memchr::memchr(b'\n', window) else {
         if buf.len() >= MAX_LINE_LEN {
             return Err(ParseError::LineTooLong(MAX_LINE_LEN));
         }
@@ -139,19 +168,24 @@ fn scan_line(buf: &[u8]) -> Result<Option<Line>, ParseError> {
     if end > 0 && buf[end - 1] == b'\r' {
         end -= 1;
     }
-    let mut tokens = Vec::with_capacity(3);
+    let mut ranges = [(0usize, 0usize); MAX_TOKENS];
+    let mut count = 0;
     let mut start = 0;
-    for (i, &c) in buf[..end].iter().enumerate() {
-        if c == b' ' {
-            tokens.push((start, i));
-            start = i + 1;
+    for i in memchr::memchr_iter(b' ', &buf[..end]) {
+        if count < MAX_TOKENS {
+            ranges[count] = (start, i);
         }
+        count += 1;
+        start = i + 1;
     }
-    tokens.push((start, end));
+    if count < MAX_TOKENS {
+        ranges[count] = (start, end);
+    }
+    count += 1;
     Ok(Some(Line {
         len: nl + 1,
-        content_end: end,
-        tokens,
+        ranges,
+        count,
     }))
 }
 
@@ -161,16 +195,31 @@ pub fn parse(
     limits: &Limits,
     state: ClientState,
 ) -> Result<Option<Command>, ParseError> {
+    // Fast path for the commonest command of a consumer: `FIN <16-byte id>\n`.
+    if buf.len() >= FIN_LINE_LEN
+        && buf[FIN_LINE_LEN - 1] == b'\n'
+        && buf.starts_with(b"FIN ")
+        && state != ClientState::Init
+        && !limits.tls_pending
+    {
+        // The line is exactly `FIN <16-byte token>` iff the token holds no separator; anything
+        // else (a short id followed by CR LF or by the next line) gets the full parse.
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&buf[4..20]);
+        if !has_separator(&id) {
+            buf.advance(FIN_LINE_LEN);
+            return Ok(Some(Command::Fin(id)));
+        }
+    }
     let Some(line) = scan_line(buf)? else {
         return Ok(None);
     };
     let tok = |i: usize| -> &[u8] {
-        let (a, b) = line.tokens[i];
+        let (a, b) = line.token(i);
         &buf[a..b]
     };
-    let nparams = line.tokens.len();
+    let nparams = line.count;
     let name = tok(0);
-    let _ = line.content_end;
 
     if name != b"IDENTIFY" && limits.tls_pending {
         return Err(invalid(format!(
@@ -245,7 +294,7 @@ pub fn parse(
         return Ok(Some(cmd));
     }
     if name == b"SUB" {
-        let (t, c) = (line.tokens[1], line.tokens[2]);
+        let (t, c) = (line.token(1), line.token(2));
         let cmd = Command::Sub {
             topic: Bytes::copy_from_slice(&buf[t.0..t.1]),
             channel: Bytes::copy_from_slice(&buf[c.0..c.1]),
@@ -307,7 +356,7 @@ pub fn parse(
     }
     let size = read_i32(&buf[line.len..line.len + 4]);
     let topic_range = if nparams > 1 {
-        Some(line.tokens[1])
+        Some(line.token(1))
     } else {
         None
     };
@@ -370,7 +419,11 @@ pub fn parse(
     let size = size as usize;
     let total = line.len + 4 + size;
     if buf.len() < total {
-        buf.reserve(total - buf.len());
+        // Make room only when the command cannot fit where it is: reserving moves the
+        // buffered bytes, which would otherwise happen at every batch boundary.
+        if buf.capacity() < total {
+            buf.reserve(total - buf.len());
+        }
         return Ok(None);
     }
     if kind == BodyKind::Mpub {
@@ -401,7 +454,8 @@ pub fn parse(
             body,
         },
         BodyKind::Mpub => {
-            let mut bodies = Vec::new();
+            let count = body.get(..4).map_or(0, read_i32).max(0) as usize;
+            let mut bodies = Vec::with_capacity(count);
             split_mpub(&body, limits, |a, b| bodies.push(body.slice(a..b)))
                 .map_err(ParseError::Protocol)?;
             Command::Mpub { topic, bodies }
@@ -420,7 +474,7 @@ pub fn error_at_eof(buf: &[u8], limits: &Limits, state: ClientState) -> Option<P
         Err(e) => return Some(e),
     }
     let line = scan_line(buf).ok()??;
-    let (a, b) = line.tokens[0];
+    let (a, b) = line.token(0);
     let kind = match &buf[a..b] {
         b"IDENTIFY" | b"AUTH" | b"PUB" | b"MPUB" | b"DPUB" => BodyKind::of(&buf[a..b]),
         _ => return None,
@@ -453,8 +507,8 @@ pub fn error_at_eof(buf: &[u8], limits: &Limits, state: ClientState) -> Option<P
             }
         }
     };
-    let topic = (kind == BodyKind::Mpub && line.tokens.len() > 1).then(|| {
-        let (a, b) = line.tokens[1];
+    let topic = (kind == BodyKind::Mpub && line.count > 1).then(|| {
+        let (a, b) = line.token(1);
         lossy(&buf[a..b])
     });
     Some(match topic {

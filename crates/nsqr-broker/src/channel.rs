@@ -16,11 +16,12 @@ use tokio::time::Instant;
 use crate::client::Client;
 use crate::config::BrokerConfig;
 use crate::durability::Ticket;
+use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::Message;
 use crate::queue::Queue;
-use crate::stats::{ChannelStats, ClientStats, E2eLatency};
+use crate::stats::{ChannelStats, ClientStats};
 
 struct Consumer {
     client: Arc<Client>,
@@ -72,6 +73,8 @@ pub struct Channel {
     pub name: String,
     pub topic_name: String,
     pub ephemeral: bool,
+    /// End-to-end latency, when percentiles are configured.
+    e2e: Option<E2eStream>,
     cfg: Arc<BrokerConfig>,
     state: Mutex<ChannelState>,
     timer: Notify,
@@ -90,6 +93,7 @@ impl Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
             ephemeral,
+            e2e: E2eStream::for_config(&cfg),
             cfg,
             state: Mutex::new(ChannelState {
                 ready,
@@ -114,7 +118,8 @@ impl Channel {
 
     /// Append messages to the ready queue (memory, or disk past `--mem-queue-size`) and wake
     /// waiting consumers. The ticket completes when they are durable (strict mode).
-    pub fn put(&self, msgs: Vec<Message>) -> Result<Ticket, BrokerError> {
+    pub fn put(&self, msgs: impl IntoIterator<Item = Message>) -> Result<Ticket, BrokerError> {
+        let msgs: Vec<Message> = msgs.into_iter().collect();
         let mut st = self.state.lock();
         let before = st.ready.len();
         let put = st.ready.put(msgs, None)?;
@@ -126,7 +131,12 @@ impl Channel {
 
     /// Hold messages until `due`, then make them ready. In strict mode they go through the
     /// disk queue first and are deferred once written.
-    pub fn put_deferred(&self, msgs: Vec<Message>, due: Instant) -> Result<Ticket, BrokerError> {
+    pub fn put_deferred(
+        &self,
+        msgs: impl IntoIterator<Item = Message>,
+        due: Instant,
+    ) -> Result<Ticket, BrokerError> {
+        let msgs: Vec<Message> = msgs.into_iter().collect();
         let mut st = self.state.lock();
         let n = msgs.len() as u64;
         if st.ready.is_strict() {
@@ -223,11 +233,15 @@ impl Channel {
         let mut ok = 0;
         {
             let mut st = self.state.lock();
+            let mut e2e = self.e2e.as_ref().map(E2eStream::recorder);
             for (i, &id) in ids.iter().enumerate() {
                 match st.in_flight.take(client.id, id) {
-                    Ok(_) => {
+                    Ok(f) => {
                         ok += 1;
                         st.ready.finished(id);
+                        if let Some(r) = &mut e2e {
+                            r.record(f.msg.timestamp);
+                        }
                     }
                     Err(e) => on_error(i, e),
                 }
@@ -301,6 +315,11 @@ impl Channel {
         st.consumers.len()
     }
 
+    /// End-to-end latency windows (None when percentiles are not configured).
+    pub fn e2e(&self) -> Option<&E2eStream> {
+        self.e2e.as_ref()
+    }
+
     pub fn client_count(&self) -> usize {
         self.state.lock().consumers.len()
     }
@@ -345,6 +364,12 @@ impl Channel {
         }
         drop(st);
         self.timer.notify_one();
+    }
+
+    /// Every message the channel holds in memory: ready, in flight and deferred.
+    pub fn held(&self) -> usize {
+        let st = self.state.lock();
+        st.ready.len() + st.in_flight.len() + st.deferred.len()
     }
 
     /// Messages waiting to be delivered (not in flight, not deferred), memory and disk.
@@ -396,7 +421,7 @@ impl Channel {
                     .collect()
             }),
             paused: st.paused,
-            e2e_processing_latency: E2eLatency::default(),
+            e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
             disk_queue: st.ready.disk_stats(),
         }
     }

@@ -32,6 +32,10 @@ pub struct BrokerConfig {
     pub max_msg_size: u64,
     /// Shared with the disk writers: a failed write makes the node unhealthy.
     pub health: Health,
+    /// End-to-end latency quantiles to report, in report order; empty turns recording off.
+    pub e2e_percentiles: Vec<f64>,
+    /// The sliding window those quantiles cover.
+    pub e2e_window: Duration,
 }
 
 impl Default for BrokerConfig {
@@ -51,6 +55,8 @@ impl Default for BrokerConfig {
             max_disk_bytes: 0,
             max_msg_size: 1024 * 1024,
             health: Health::default(),
+            e2e_percentiles: Vec::new(),
+            e2e_window: Duration::from_secs(600),
         }
     }
 }

@@ -79,7 +79,6 @@ pub(crate) fn promise() -> (Promise, Completion) {
 
 /// Completion of a publish: done at once in the default mode, after the fsync of every queue
 /// written to in strict mode.
-#[must_use = "a publish is only durable once its ticket completes"]
 #[derive(Debug, Default)]
 pub struct Ticket {
     waits: Vec<Completion>,

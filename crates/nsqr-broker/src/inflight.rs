@@ -1,10 +1,15 @@
 //! In-flight and deferred messages of one channel.
 //!
-//! In flight: a hash map by id (FIN/REQ/TOUCH are O(1) lookups of a u64) plus an ordered set of
-//! (deadline, id) so the channel's timer finds expired messages without scanning. Deferred: an
-//! ordered map by (due time, sequence).
+//! In flight: a hash map by id (FIN/REQ/TOUCH are O(1) lookups of a u64) plus the deadlines in
+//! delivery order. With one msg_timeout per channel, deadlines arrive in non-decreasing order,
+//! so they go into a ring (`VecDeque`) and the earliest is always at its front: O(1) to add,
+//! nothing to do on FIN (the entry goes stale and is dropped when it reaches the front, or by a
+//! compaction once stale entries outnumber live ones). A deadline that would break the order
+//! (a client with a shorter msg_timeout, a TOUCH capped by max-msg-timeout) goes to a small
+//! ordered set instead. An entry is live iff the map still holds its id with that deadline.
+//! Deferred: an ordered map by (due time, sequence).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
 use rustc_hash::FxHashMap;
 use tokio::time::Instant;
@@ -23,7 +28,10 @@ pub struct InFlight {
 #[derive(Debug, Default)]
 pub struct InFlightTable {
     map: FxHashMap<u64, InFlight>,
-    by_deadline: BTreeSet<(Instant, u64)>,
+    /// (deadline, id), deadlines non-decreasing front to back; may hold stale entries.
+    ring: VecDeque<(Instant, u64)>,
+    /// Deadlines that did not fit the ring's order; may hold stale entries.
+    irregular: BTreeSet<(Instant, u64)>,
 }
 
 impl InFlightTable {
@@ -35,22 +43,58 @@ impl InFlightTable {
         self.map.is_empty()
     }
 
+    fn is_live(&self, deadline: Instant, id: u64) -> bool {
+        self.map.get(&id).is_some_and(|f| f.deadline == deadline)
+    }
+
+    fn index_deadline(&mut self, deadline: Instant, id: u64) {
+        match self.ring.back() {
+            Some(&(last, _)) if deadline < last => {
+                self.irregular.insert((deadline, id));
+            }
+            _ => self.ring.push_back((deadline, id)),
+        }
+    }
+
     pub fn insert(&mut self, f: InFlight) {
-        let id = f.msg.id.0;
-        self.by_deadline.insert((f.deadline, id));
-        if let Some(old) = self.map.insert(id, f) {
-            self.by_deadline.remove(&(old.deadline, id));
+        let (id, deadline) = (f.msg.id.0, f.deadline);
+        self.map.insert(id, f);
+        self.index_deadline(deadline, id);
+    }
+
+    /// Drop stale entries at the front of the ring, and compact it when stale entries
+    /// dominate (FINs out of delivery order leave them in the middle).
+    fn trim(&mut self) {
+        while let Some(&(d, id)) = self.ring.front() {
+            if self.is_live(d, id) {
+                break;
+            }
+            self.ring.pop_front();
+        }
+        self.compact_if_mostly_stale();
+    }
+
+    /// Amortised O(1): a full pass only once stale entries outnumber live ones.
+    fn compact_if_mostly_stale(&mut self) {
+        if self.ring.len() > 2 * self.map.len() + 1024 {
+            let map = &self.map;
+            self.ring
+                .retain(|&(d, id)| map.get(&id).is_some_and(|f| f.deadline == d));
         }
     }
 
     /// Remove a message the client owns.
     pub fn take(&mut self, client_id: u64, id: u64) -> Result<InFlight, BrokerError> {
-        let f = self.map.get(&id).ok_or(BrokerError::NotInFlight)?;
+        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
         if f.client_id != client_id {
+            self.map.insert(id, f);
             return Err(BrokerError::NotOwner);
         }
-        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
-        self.by_deadline.remove(&(f.deadline, id));
+        // FINs mostly come in delivery order: the finished entry is usually the ring's front.
+        if self.ring.front().is_some_and(|&(_, front)| front == id) {
+            self.ring.pop_front();
+        }
+        self.compact_if_mostly_stale();
         Ok(f)
     }
 
@@ -66,26 +110,47 @@ impl InFlightTable {
             return Err(BrokerError::NotOwner);
         }
         let new = deadline(f);
-        self.by_deadline.remove(&(f.deadline, id));
         f.deadline = new;
-        self.by_deadline.insert((new, id));
+        self.index_deadline(new, id);
+        self.trim();
         Ok(())
     }
 
-    pub fn next_deadline(&self) -> Option<Instant> {
-        self.by_deadline.first().map(|(d, _)| *d)
+    pub fn next_deadline(&mut self) -> Option<Instant> {
+        self.trim();
+        while let Some(&(d, id)) = self.irregular.first() {
+            if self.is_live(d, id) {
+                break;
+            }
+            self.irregular.pop_first();
+        }
+        let ring = self.ring.front().map(|&(d, _)| d);
+        let irregular = self.irregular.first().map(|&(d, _)| d);
+        match (ring, irregular) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Remove and return every message whose deadline is at or before `now`.
     pub fn pop_expired(&mut self, now: Instant) -> Vec<InFlight> {
         let mut out = Vec::new();
-        while let Some(&(d, id)) = self.by_deadline.first() {
+        while let Some(&(d, id)) = self.ring.front() {
             if d > now {
                 break;
             }
-            self.by_deadline.pop_first();
-            if let Some(f) = self.map.remove(&id) {
-                out.push(f);
+            self.ring.pop_front();
+            if self.is_live(d, id) {
+                out.extend(self.map.remove(&id));
+            }
+        }
+        while let Some(&(d, id)) = self.irregular.first() {
+            if d > now {
+                break;
+            }
+            self.irregular.pop_first();
+            if self.is_live(d, id) {
+                out.extend(self.map.remove(&id));
             }
         }
         out
@@ -103,15 +168,14 @@ impl InFlightTable {
             .into_iter()
             .filter_map(|id| self.map.remove(&id))
             .collect();
-        for f in &out {
-            self.by_deadline.remove(&(f.deadline, f.msg.id.0));
-        }
         out.sort_by_key(|f| (f.delivered_at, f.msg.id.0));
+        self.trim();
         out
     }
 
     pub fn drain(&mut self) -> Vec<InFlight> {
-        self.by_deadline.clear();
+        self.ring.clear();
+        self.irregular.clear();
         self.map.drain().map(|(_, f)| f).collect()
     }
 }
@@ -206,6 +270,58 @@ mod tests {
         assert_eq!(t.take_client(7).len(), 1);
         assert!(t.is_empty());
         assert_eq!(t.next_deadline(), None);
+    }
+
+    #[test]
+    fn out_of_order_deadlines_and_stale_entries() {
+        let now = Instant::now();
+        let mut t = InFlightTable::default();
+        let at = |s: u64| now + Duration::from_secs(s);
+        for (id, secs) in [(1, 10), (2, 20), (3, 5), (4, 30)] {
+            t.insert(InFlight {
+                msg: msg(id),
+                client_id: 1,
+                deadline: at(secs),
+                delivered_at: now,
+            });
+        }
+        // 3 went to the irregular set; the earliest deadline is still found.
+        assert_eq!(t.next_deadline(), Some(at(5)));
+        t.take(1, 3).expect("fin 3");
+        t.take(1, 1).expect("fin 1");
+        assert_eq!(t.next_deadline(), Some(at(20)));
+        // TOUCH moves 2 later: its old ring entry is stale and must not expire it.
+        t.set_deadline(1, 2, |_| at(40)).expect("touch");
+        let ids: Vec<u64> = t.pop_expired(at(35)).iter().map(|f| f.msg.id.0).collect();
+        assert_eq!(ids, vec![4]);
+        assert_eq!(t.next_deadline(), Some(at(40)));
+        assert_eq!(t.pop_expired(at(40)).len(), 1);
+        assert!(t.is_empty());
+    }
+
+    #[test]
+    fn finished_entries_do_not_accumulate() {
+        let now = Instant::now();
+        let mut t = InFlightTable::default();
+        for id in 0..100_000u64 {
+            t.insert(InFlight {
+                msg: msg(id),
+                client_id: 1,
+                deadline: now + Duration::from_nanos(id),
+                delivered_at: now,
+            });
+            // finish out of order: every other message one step late
+            if id % 2 == 1 {
+                t.take(1, id).expect("fin");
+                t.take(1, id - 1).expect("fin");
+            }
+        }
+        assert!(t.is_empty());
+        assert!(
+            t.ring.len() <= 1024 + 2,
+            "ring kept {} stale entries",
+            t.ring.len()
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The ready queue of a channel (and the backlog of a topic): memory first, disk beyond
 //! `--mem-queue-size`, behind one small API so `channel.rs` and `topic.rs` stay as they were.
 //!
-//! It lives inside its owner's lock. Memory is a `VecDeque`; the disk side (`link.rs`) is only
+//! It lives inside its owner's lock. Memory is a `MemQueue` (`memqueue.rs`); the disk side (`link.rs`) is only
 //! bookkeeping and an outbox: every disk operation runs on the queue's disk writer
 //! (`backend.rs`), a blocking thread woken when there is work, never on a reactor thread.
 //!
@@ -15,12 +15,11 @@
 //! - Without a data path, and for `#ephemeral` queues, it is memory only (ephemeral ones drop
 //!   beyond `--mem-queue-size`, as nsqd).
 
-use std::collections::VecDeque;
-
 use crate::backend::Outgoing;
 use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::link::DiskLink;
+use crate::memqueue::MemQueue;
 use crate::message::Message;
 use crate::stats::DiskStats;
 
@@ -34,7 +33,7 @@ pub struct Put {
 
 #[derive(Debug, Default)]
 pub struct Queue {
-    mem: VecDeque<Message>,
+    mem: MemQueue<Message>,
     cap: usize,
     /// Memory only, dropping beyond `cap` (`#ephemeral`).
     bounded: bool,
@@ -45,7 +44,7 @@ impl Queue {
     /// A memory-only queue: unbounded, or dropping beyond `cap` when `bounded`.
     pub fn memory(cap: usize, bounded: bool) -> Queue {
         Queue {
-            mem: VecDeque::new(),
+            mem: MemQueue::default(),
             cap,
             bounded,
             disk: None,
@@ -54,7 +53,7 @@ impl Queue {
 
     pub(crate) fn with_disk(cap: usize, link: DiskLink) -> Queue {
         Queue {
-            mem: VecDeque::new(),
+            mem: MemQueue::default(),
             cap,
             bounded: false,
             disk: Some(Box::new(link)),
@@ -145,7 +144,7 @@ impl Queue {
 
     /// Take everything in memory (a topic handing its backlog to its channels).
     pub fn drain_mem(&mut self) -> Vec<Message> {
-        self.mem.drain(..).collect()
+        self.mem.drain().collect()
     }
 
     /// Memory plus disk: the `depth` of `/stats`.

@@ -14,6 +14,7 @@ use crate::channel::Channel;
 use crate::client::Client;
 use crate::config::BrokerConfig;
 use crate::error::BrokerError;
+use crate::events::{Event, EventSink, Events, TopicStart};
 use crate::metadata::{self, ChannelMeta, Metadata, MetadataError, TopicMeta};
 use crate::stats::{ClientStats, Snapshot};
 use crate::topic::Topic;
@@ -32,6 +33,8 @@ pub struct Broker {
     meta_dirty: Arc<Notify>,
     /// Serialises `nsqd.dat` writers so the newest snapshot is the one left on disk.
     meta_write: Mutex<()>,
+    /// Lifecycle events for the daemon (lookupd registration); see `events.rs`.
+    events: Arc<Events>,
 }
 
 impl Broker {
@@ -47,11 +50,18 @@ impl Broker {
             exiting: AtomicBool::new(false),
             meta_dirty: Arc::new(Notify::new()),
             meta_write: Mutex::new(()),
+            events: Arc::new(Events::default()),
         }
     }
 
     pub fn config(&self) -> &BrokerConfig {
         &self.cfg
+    }
+
+    /// Install the lifecycle event sink (once; false if one was already set). Topics created
+    /// from then on start held until their [`Event::TopicCreated`] guard is dropped.
+    pub fn set_event_sink(&self, sink: EventSink) -> bool {
+        self.events.set(sink)
     }
 
     pub fn is_exiting(&self) -> bool {
@@ -93,23 +103,44 @@ impl Broker {
             return Err(BrokerError::Exiting);
         }
         let mut topics = self.topics.write();
-        let t = topics.entry(name.to_string()).or_insert_with(|| {
-            let t = Topic::new(name, Arc::clone(&self.cfg), Arc::clone(&self.meta_dirty));
-            if !t.ephemeral {
-                self.meta_dirty.notify_one();
-            }
-            tracing::info!("TOPIC({name}): created");
-            t
+        if let Some(t) = topics.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        let held = self.events.is_set();
+        let t = Topic::new(
+            name,
+            Arc::clone(&self.cfg),
+            Arc::clone(&self.meta_dirty),
+            Arc::clone(&self.events),
+            held,
+        );
+        topics.insert(name.to_string(), Arc::clone(&t));
+        if !t.ephemeral {
+            self.meta_dirty.notify_one();
+        }
+        tracing::info!("TOPIC({name}): created");
+        // Under the registry lock, so a delete of the same name cannot be announced first.
+        self.events.emit(|| Event::TopicCreated {
+            topic: Arc::clone(&t),
+            start: TopicStart::new(Arc::clone(&t)),
         });
-        Ok(Arc::clone(t))
+        drop(topics);
+        Ok(t)
+    }
+
+    /// Announce a deleted topic (call with the registry lock held).
+    fn topic_deleted(&self, t: &Topic) {
+        self.events.emit(|| Event::TopicDeleted {
+            topic: t.name.clone(),
+            channels: t.channel_names(),
+        });
     }
 
     pub fn delete_topic(&self, name: &str) -> Result<(), BrokerError> {
-        let t = self
-            .topics
-            .write()
-            .remove(name)
-            .ok_or(BrokerError::TopicNotFound)?;
+        let mut topics = self.topics.write();
+        let t = topics.remove(name).ok_or(BrokerError::TopicNotFound)?;
+        self.topic_deleted(&t);
+        drop(topics);
         t.delete();
         tracing::info!("TOPIC({name}): deleted");
         if !t.ephemeral {
@@ -130,6 +161,7 @@ impl Broker {
             let mut topics = self.topics.write();
             if topics.get(topic).is_some_and(|cur| Arc::ptr_eq(cur, &t)) && t.channel_count() == 0 {
                 topics.remove(topic);
+                self.topic_deleted(&t);
                 drop(topics);
                 t.delete();
             }
@@ -171,6 +203,12 @@ impl Broker {
 
     pub fn client_count(&self) -> usize {
         self.clients.lock().len()
+    }
+
+    /// Every message held anywhere in the broker (backlogs, ready, in flight, deferred).
+    pub fn held_messages(&self) -> usize {
+        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
+        topics.iter().map(|t| t.held()).sum()
     }
 
     pub fn topic_names(&self) -> Vec<String> {

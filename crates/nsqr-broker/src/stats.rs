@@ -182,7 +182,8 @@ impl ClientStats {
             tls_cipher_suite: m.tls_cipher_suite,
             tls_version: m.tls_version,
             tls_negotiated_protocol: String::new(),
-            tls_negotiated_protocol_is_mutual: false,
+            // Go reports true for every TLS session (the field is deprecated, always true).
+            tls_negotiated_protocol_is_mutual: m.tls,
         }
     }
 }

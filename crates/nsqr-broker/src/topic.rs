@@ -19,14 +19,19 @@ use tokio::time::Instant;
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
 use crate::durability::Ticket;
+use crate::e2e::E2eStream;
 use crate::error::BrokerError;
+use crate::events::{Event, Events};
 use crate::message::Message;
 use crate::queue::Queue;
-use crate::stats::{E2eLatency, TopicStats};
+use crate::stats::TopicStats;
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
     paused: bool,
+    /// Created while an event sink was installed and not started yet (`events.rs`): the
+    /// backlog is kept as if paused.
+    held: bool,
     /// Messages waiting for a channel (or the unpause): memory, then disk.
     backlog: Queue,
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
@@ -40,6 +45,7 @@ pub struct Topic {
     cfg: Arc<BrokerConfig>,
     /// Notified when a durable channel is created, so `nsqd.dat` gets rewritten.
     meta_dirty: Arc<Notify>,
+    events: Arc<Events>,
     state: Mutex<TopicState>,
     deleted: AtomicBool,
     message_count: AtomicU64,
@@ -47,7 +53,14 @@ pub struct Topic {
 }
 
 impl Topic {
-    pub fn new(name: &str, cfg: Arc<BrokerConfig>, meta_dirty: Arc<Notify>) -> Arc<Topic> {
+    /// A new topic; `held` keeps its messages in the backlog until [`Topic::start`].
+    pub fn new(
+        name: &str,
+        cfg: Arc<BrokerConfig>,
+        meta_dirty: Arc<Notify>,
+        events: Arc<Events>,
+        held: bool,
+    ) -> Arc<Topic> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
         let t = Arc::new(Topic {
             name: name.to_string(),
@@ -55,12 +68,14 @@ impl Topic {
             state: Mutex::new(TopicState {
                 channels: BTreeMap::new(),
                 paused: false,
+                held,
                 backlog: disk::backlog_queue(&cfg, name, ephemeral),
                 deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
             meta_dirty,
+            events,
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
@@ -93,7 +108,7 @@ impl Topic {
                 body,
             })
             .collect();
-        let ticket = if st.channels.is_empty() || st.paused {
+        let ticket = if st.channels.is_empty() || st.paused || st.held {
             match due {
                 Some(at) if !st.backlog.is_strict() => {
                     let room = if self.ephemeral {
@@ -138,9 +153,13 @@ impl Topic {
         }
         let ch = Channel::new(&self.name, name, Arc::clone(&self.cfg));
         st.channels.insert(name.to_string(), Arc::clone(&ch));
-        if !st.paused {
+        if !st.paused && !st.held {
             flush_backlog(&mut st);
         }
+        self.events.emit(|| Event::ChannelCreated {
+            topic: self.name.clone(),
+            channel: name.to_string(),
+        });
         if !self.ephemeral && !ch.ephemeral {
             self.meta_dirty.notify_one();
         }
@@ -158,6 +177,10 @@ impl Topic {
             if st.channels.is_empty() {
                 st.backlog.set_drain(false);
             }
+            self.events.emit(|| Event::ChannelDeleted {
+                topic: self.name.clone(),
+                channel: name.to_string(),
+            });
             ch
         };
         ch.delete();
@@ -171,7 +194,18 @@ impl Topic {
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
-        if !paused && !st.channels.is_empty() {
+        if !paused && !st.held && !st.channels.is_empty() {
+            flush_backlog(&mut st);
+        } else {
+            st.backlog.set_drain(false);
+        }
+    }
+
+    /// Release a held topic: its backlog goes to every channel it has by now.
+    pub fn start(&self) {
+        let mut st = self.state.lock();
+        st.held = false;
+        if !st.paused && !st.channels.is_empty() {
             flush_backlog(&mut st);
         } else {
             st.backlog.set_drain(false);
@@ -200,27 +234,32 @@ impl Topic {
         }
     }
 
+    /// Every message held by the topic and its channels.
+    pub fn held(&self) -> usize {
+        let st = self.state.lock();
+        st.backlog.len() + st.deferred.len() + st.channels.values().map(|c| c.held()).sum::<usize>()
+    }
+
     pub fn channel_names(&self) -> Vec<String> {
         self.state.lock().channels.keys().cloned().collect()
     }
 
     pub fn stats(&self, channel: Option<&str>, include_clients: bool) -> TopicStats {
-        let (channels, paused, depth, backend_depth, disk_queue) = {
+        let (all, paused, depth, backend_depth, disk_queue) = {
             let st = self.state.lock();
-            let chans: Vec<Arc<Channel>> = st
-                .channels
-                .values()
-                .filter(|c| channel.is_none_or(|n| c.name == n))
-                .cloned()
-                .collect();
+            let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
             (
-                chans,
+                all,
                 st.paused,
                 st.backlog.depth() + st.deferred.len() as i64,
                 st.backlog.backend_depth(),
                 st.backlog.disk_stats(),
             )
         };
+        let channels: Vec<&Arc<Channel>> = all
+            .iter()
+            .filter(|c| channel.is_none_or(|n| c.name == n))
+            .collect();
         TopicStats {
             topic_name: self.name.clone(),
             channels: channels.iter().map(|c| c.stats(include_clients)).collect(),
@@ -229,7 +268,7 @@ impl Topic {
             message_count: self.message_count.load(Relaxed),
             message_bytes: self.message_bytes.load(Relaxed),
             paused,
-            e2e_processing_latency: E2eLatency::default(),
+            e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
         }
     }

@@ -141,6 +141,14 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 200_000)]
     pub rss_messages: u64,
 
+    /// compare: also publish to a topic with this many channels (fan-out), 0 = skip.
+    #[arg(long, default_value_t = 0)]
+    pub fanout_channels: usize,
+
+    /// compare: also run pub and sub with this many idle consumer connections open, 0 = skip.
+    #[arg(long, default_value_t = 0)]
+    pub idle_connections: usize,
+
     /// compare: --mem-queue-size given to both servers (nsq's bench.sh uses 1000000).
     #[arg(long, default_value_t = 1_000_000)]
     pub mem_queue_size: u64,

@@ -68,6 +68,21 @@ const METRICS: &[Metric] = &[
     m("latency_max_us", "latency max µs", false, 0),
     m("peak_rss_mb", "peak RSS MB", false, 1),
     m("rss_bytes_per_queued_msg", "RSS B per queued msg", false, 0),
+    m(
+        "rss_after_drain_ratio",
+        "RSS after drain / before",
+        false,
+        2,
+    ),
+    m("fanout_pub_msgs_per_sec", "fan-out pub msgs/s", true, 0),
+    m(
+        "fanout_pub_cpu_us_per_msg",
+        "fan-out pub CPU µs/msg",
+        false,
+        3,
+    ),
+    m("idle_pub_msgs_per_sec", "pub msgs/s, idle conns", true, 0),
+    m("idle_sub_msgs_per_sec", "sub msgs/s, idle conns", true, 0),
     m("lost", "lost messages", false, 0),
     m("duplicates", "duplicate deliveries", false, 0),
 ];
@@ -183,11 +198,23 @@ async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
     {
         let mut srv = Server::start(bin, &extra).await?;
         let r = rss_per_queued_message(&srv, a).await;
-        m.insert("rss_bytes_per_queued_msg", with_log(&mut srv, r)?);
+        let (per_msg, drain_ratio) = with_log(&mut srv, r)?;
+        m.insert("rss_bytes_per_queued_msg", per_msg);
+        m.insert("rss_after_drain_ratio", drain_ratio);
     }
     let mut srv = Server::start(bin, &extra).await?;
     let r = phases(&srv, a, &mut m).await;
     with_log(&mut srv, r)?;
+    if a.fanout_channels > 0 {
+        let mut srv = Server::start(bin, &extra).await?;
+        let r = fanout_phase(&srv, a, &mut m).await;
+        with_log(&mut srv, r)?;
+    }
+    if a.idle_connections > 0 {
+        let mut srv = Server::start(bin, &extra).await?;
+        let r = idle_phase(&srv, a, &mut m).await;
+        with_log(&mut srv, r)?;
+    }
     Ok(m)
 }
 
@@ -202,7 +229,8 @@ fn with_log<T>(srv: &mut Server, r: Result<T>) -> Result<T> {
     })
 }
 
-async fn rss_per_queued_message(srv: &Server, a: &BenchArgs) -> Result<f64> {
+/// RSS per queued message, and RSS after that backlog is consumed relative to before it.
+async fn rss_per_queued_message(srv: &Server, a: &BenchArgs) -> Result<(f64, f64)> {
     let w = Workload::from_args(a, &srv.tcp);
     let topic = topic_name(&w, "rss");
     // A subscribed consumer that never sends RDY: the channel exists and nobody consumes.
@@ -214,7 +242,58 @@ async fn rss_per_queued_message(srv: &Server, a: &BenchArgs) -> Result<f64> {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let after = status_bytes(srv.pid, "VmRSS")?;
     idle.finish(0, Duration::ZERO).await?;
-    Ok(after.saturating_sub(before) as f64 / published.acked.max(1) as f64)
+    // Then consume the backlog and see how much memory the server gives back.
+    modes::subscribe::consume(&w, &topic, &published).await?;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let drained = status_bytes(srv.pid, "VmRSS")?;
+    Ok((
+        after.saturating_sub(before) as f64 / published.acked.max(1) as f64,
+        drained as f64 / before.max(1) as f64,
+    ))
+}
+
+/// Publish to a topic with `n` channels, each held by an idle consumer (RDY 0).
+async fn fanout_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
+    let w = Workload::from_args(a, &srv.tcp);
+    let topic = topic_name(&w, "fanout");
+    let mut holders = Vec::new();
+    for i in 0..a.fanout_channels {
+        let mut spec = w.sub_spec(&topic, false);
+        spec.channel = format!("fan{i}");
+        spec.connections = 1;
+        holders.push(SubGroup::connect(&spec, &Counters::new()).await?);
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let c0 = cpu_time(srv.pid).map_err(err)?;
+    let (p, _) =
+        modes::publish_phase(&w, &topic, w.size, Stop::After(w.duration), "fanout").await?;
+    let c1 = cpu_time(srv.pid).map_err(err)?;
+    m.insert("fanout_pub_msgs_per_sec", p.msgs_per_sec);
+    m.insert(
+        "fanout_pub_cpu_us_per_msg",
+        (c1 - c0).as_secs_f64() * 1e6 / p.acked.max(1) as f64,
+    );
+    for h in holders {
+        h.finish(0, Duration::ZERO).await?;
+    }
+    Ok(())
+}
+
+/// Pub then sub with `n` idle consumer connections (RDY 0, another topic) open throughout.
+async fn idle_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
+    let w = Workload::from_args(a, &srv.tcp);
+    let mut spec = w.sub_spec(&topic_name(&w, "idle"), false);
+    spec.connections = a.idle_connections;
+    let idle = SubGroup::connect(&spec, &Counters::new()).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let topic = topic_name(&w, "idlepub");
+    let (p, published) =
+        modes::publish_phase(&w, &topic, w.size, Stop::After(w.duration), "idlepub").await?;
+    m.insert("idle_pub_msgs_per_sec", p.msgs_per_sec);
+    let s = modes::subscribe::consume(&w, &topic, &published).await?;
+    m.insert("idle_sub_msgs_per_sec", s.msgs_per_sec);
+    idle.finish(0, Duration::ZERO).await?;
+    Ok(())
 }
 
 async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
@@ -290,15 +369,16 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
+/// Medians of the metrics measured in at least one round (optional phases may be absent).
 fn medians(rounds: &[Metrics]) -> Metrics {
     METRICS
         .iter()
-        .map(|mt| {
-            let vals = rounds
+        .filter_map(|mt| {
+            let vals: Vec<f64> = rounds
                 .iter()
                 .filter_map(|r| r.get(mt.key).copied())
                 .collect();
-            (mt.key, median(vals))
+            (!vals.is_empty()).then(|| (mt.key, median(vals)))
         })
         .collect()
 }
@@ -315,6 +395,8 @@ fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     s.insert("rdy", a.rdy.to_string());
     s.insert("latency_rate", a.rate.to_string());
     s.insert("rss_messages", a.rss_messages.to_string());
+    s.insert("fanout_channels", a.fanout_channels.to_string());
+    s.insert("idle_connections", a.idle_connections.to_string());
     s.insert("server_args", server_args(a).join(" "));
     s
 }
@@ -374,7 +456,10 @@ fn print_table(r: &CompareReport) {
         "|{:-<28}|{:->16}|{:->16}|{:->11}|{:-<8}|",
         "", "", "", "", ""
     );
-    for mt in METRICS {
+    for mt in METRICS
+        .iter()
+        .filter(|mt| r.nsqrd.median.contains_key(mt.key) || r.reference.median.contains_key(mt.key))
+    {
         let (a, b) = (
             r.nsqrd.median.get(mt.key).copied().unwrap_or(0.0),
             r.reference.median.get(mt.key).copied().unwrap_or(0.0),

@@ -1,27 +1,32 @@
 //! Connects the HTTP API to the daemon: binds the listener, copies the option values the API
-//! reads, and serves `/config/:opt` from the live options.
+//! reads, and serves `/config/:opt` from the live options (a PUT of the lookupd list reaches the
+//! lookupd peers at once). The HTTPS listener (opened when a TLS cert is configured) serves the
+//! same API; with `--tls-required=true` the plain one only answers 403 `TLS_REQUIRED`.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use nsqr_broker::Broker;
 use parking_lot::RwLock;
-use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
-use crate::options::Options;
+use crate::listener::Listener;
+use crate::options::{Options, TlsRequired};
 use crate::settings::NSQD_COMPAT_VERSION;
+use crate::tasks::lookupd::Lookupd;
 
-/// `/config/:opt` over the daemon's options.
+/// `/config/:opt` over the daemon's options; a new lookupd peer list takes effect at once.
 pub struct OptionsStore {
     opts: RwLock<Options>,
+    lookupd: Arc<Lookupd>,
 }
 
 impl OptionsStore {
-    pub fn new(opts: Options) -> Self {
+    pub fn new(opts: Options, lookupd: Arc<Lookupd>) -> Self {
         OptionsStore {
             opts: RwLock::new(opts),
+            lookupd,
         }
     }
 }
@@ -35,70 +40,147 @@ impl ConfigStore for OptionsStore {
         let mut opts = self.opts.write();
         let mut candidate = opts.clone();
         candidate.config_put(key, body)?;
-        // Until lookupd support lands, a peer list cannot take effect: refuse rather than
-        // accept a setting that would silently do nothing.
-        if key == "nsqlookupd_tcp_addresses" && !candidate.nsqlookupd_tcp_addresses.is_empty() {
-            tracing::warn!("PUT /config/nsqlookupd_tcp_addresses: not supported yet");
-            return Err(ConfigPutError::InvalidValue);
-        }
-        if key == "log_level" {
-            crate::logging::set_level(candidate.log_level.tracing_level());
+        match key {
+            "nsqlookupd_tcp_addresses" => self
+                .lookupd
+                .set_addresses(&candidate.nsqlookupd_tcp_addresses),
+            "log_level" => crate::logging::set_level(candidate.log_level.tracing_level()),
+            _ => {}
         }
         *opts = candidate;
         Ok(())
     }
 }
 
-fn port_of(addr: &SocketAddr) -> i32 {
-    addr.port() as i32
+/// The HTTP listeners, bound before anything else starts so their ports are known (lookupd
+/// registration and the statsd prefix report them).
+pub struct HttpListeners {
+    http: Option<Listener>,
+    https: Option<Listener>,
 }
 
-/// Bind `--http-address` (empty disables HTTP) and serve until `shutdown`.
-pub async fn start(
-    opts: &Options,
-    broker: &Arc<Broker>,
-    tcp_addr: SocketAddr,
-    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Result<(Option<JoinHandle<()>>, Option<SocketAddr>), String> {
-    if opts.http_address.is_empty() {
-        return Ok((None, None));
+impl HttpListeners {
+    /// The plain HTTP listener's TCP port (None: disabled or a unix socket).
+    pub fn http_port(&self) -> Option<u16> {
+        self.http
+            .as_ref()
+            .and_then(Listener::tcp_addr)
+            .map(|a| a.port())
     }
-    let listener = TcpListener::bind(&opts.http_address)
-        .await
-        .map_err(|e| format!("listen ({}) failed - {e}", opts.http_address))?;
-    let http_addr = listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("HTTP: listening on {http_addr}");
+}
+
+/// Bind `--http-address` (empty disables HTTP) and, when TLS is configured, `--https-address`.
+pub async fn bind(opts: &Options, tls: bool) -> Result<HttpListeners, String> {
+    let http = if opts.http_address.is_empty() {
+        None
+    } else {
+        let l = Listener::bind(&opts.http_address).await?;
+        tracing::info!("HTTP: listening on {}", l.describe());
+        Some(l)
+    };
+    let https = if tls && !opts.https_address.is_empty() {
+        let l = Listener::bind_tcp(&opts.https_address).await?;
+        tracing::info!("HTTPS: listening on {}", l.describe());
+        Some(l)
+    } else {
+        None
+    };
+    Ok(HttpListeners { http, https })
+}
+
+/// The options as the running node reports them: broadcast ports default to the ports bound,
+/// as nsqd fills them in at startup (lookupd registration and the statsd prefix use them).
+pub fn live_options(
+    opts: &Options,
+    tcp_addr: Option<SocketAddr>,
+    http_port: Option<u16>,
+) -> Options {
     let mut live = opts.clone();
     if live.broadcast_tcp_port == 0 {
-        live.broadcast_tcp_port = tcp_addr.port();
+        live.broadcast_tcp_port = tcp_addr.map_or(0, |a| a.port());
     }
     if live.broadcast_http_port == 0 {
-        live.broadcast_http_port = http_addr.port();
+        live.broadcast_http_port = http_port.unwrap_or(0);
     }
+    live
+}
+
+/// Serve the bound listeners until `shutdown`; `live` comes from [`live_options`]. Returns
+/// their tasks.
+pub fn start(
+    listeners: HttpListeners,
+    live: Options,
+    broker: &Arc<Broker>,
+    lookupd: Arc<Lookupd>,
+    tcp_addr: Option<SocketAddr>,
+    tls: Option<Arc<rustls::ServerConfig>>,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) -> Vec<JoinHandle<()>> {
+    let HttpListeners { http, https } = listeners;
+    let http_port = http.as_ref().map_or(0, Listener::port);
+    let https_port = https
+        .as_ref()
+        .and_then(Listener::tcp_addr)
+        .map_or(0, |a| a.port());
     let settings = HttpSettings {
         version: NSQD_COMPAT_VERSION.to_string(),
-        broadcast_address: opts.broadcast_address.clone(),
+        broadcast_address: live.broadcast_address.clone(),
         hostname: gethostname::gethostname().to_string_lossy().into_owned(),
-        tcp_port: port_of(&tcp_addr),
-        http_port: port_of(&http_addr),
-        max_msg_size: opts.max_msg_size,
-        max_body_size: opts.max_body_size,
-        max_req_timeout: opts.max_req_timeout,
-        max_heartbeat_interval: opts.max_heartbeat_interval,
-        max_output_buffer_size: opts.max_output_buffer_size,
-        max_output_buffer_timeout: opts.max_output_buffer_timeout,
-        max_deflate_level: opts.max_deflate_level,
-        topology_zone: opts.topology_zone.clone(),
-        topology_region: opts.topology_region.clone(),
+        tcp_port: tcp_addr.map_or(-1, |a| a.port() as i32),
+        http_port: if http.is_some() { http_port } else { 0 },
+        max_msg_size: live.max_msg_size,
+        max_body_size: live.max_body_size,
+        max_req_timeout: live.max_req_timeout,
+        max_heartbeat_interval: live.max_heartbeat_interval,
+        max_output_buffer_size: live.max_output_buffer_size,
+        max_output_buffer_timeout: live.max_output_buffer_timeout,
+        max_deflate_level: live.max_deflate_level,
+        topology_zone: live.topology_zone.clone(),
+        topology_region: live.topology_region.clone(),
         ..HttpSettings::default()
     };
-    let state = Arc::new(HttpState {
-        broker: Arc::clone(broker),
-        settings,
-        config: Arc::new(OptionsStore::new(live)),
+    // `--tls-required=true` (not tcp-https) turns plain HTTP away.
+    let refuse = (live.tls_required == TlsRequired::True).then_some(https_port);
+    let config: Arc<dyn ConfigStore> = Arc::new(OptionsStore::new(live, lookupd));
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut tasks = Vec::new();
+    if let Some(l) = http {
+        let state = Arc::new(HttpState {
+            broker: Arc::clone(broker),
+            settings: HttpSettings {
+                tls_required_https_port: refuse,
+                ..settings.clone()
+            },
+            config: Arc::clone(&config),
+        });
+        tasks.push(tokio::spawn(http::serve(
+            l,
+            state,
+            None,
+            wait(stop_rx.clone()),
+        )));
+    }
+    if let (Some(l), Some(tls)) = (https, tls) {
+        let state = Arc::new(HttpState {
+            broker: Arc::clone(broker),
+            settings,
+            config,
+        });
+        let acceptor = tokio_rustls::TlsAcceptor::from(tls);
+        tasks.push(tokio::spawn(http::serve(
+            l,
+            state,
+            Some(acceptor),
+            wait(stop_rx),
+        )));
+    }
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop_tx.send(true);
     });
-    Ok((
-        Some(tokio::spawn(http::serve(listener, state, shutdown))),
-        Some(http_addr),
-    ))
+    tasks
+}
+
+async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
 }

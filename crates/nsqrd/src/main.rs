@@ -1,13 +1,18 @@
 //! nsqrd: a drop-in replacement for nsqd. Parses nsqd's flags, validates them as nsqd does,
 //! starts the TCP and HTTP listeners and shuts down gracefully on SIGINT / SIGTERM.
 
+mod auth;
 mod http;
 mod http_wiring;
+mod listener;
 mod logging;
+mod memtrim;
 mod options;
 mod server;
 mod settings;
+mod tasks;
 mod tcp;
+mod tls;
 
 use std::process::ExitCode;
 

@@ -7,11 +7,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nsqr_broker::{Broker, BrokerConfig};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-use crate::options::Options;
+use crate::auth::Authenticator;
+use crate::listener::Listener;
+use crate::options::{Options, TlsRequired};
 use crate::settings::TcpSettings;
+use crate::tasks::lookup_peer::Identity;
+use crate::tasks::lookupd::{Lookupd, LookupdConfig};
+use crate::tasks::statsd::{self, StatsdConfig};
 use crate::tcp;
 
 /// The exclusively locked data directory (released when dropped).
@@ -44,6 +48,8 @@ pub fn broker_config(o: &Options) -> BrokerConfig {
         max_msg_timeout: o.max_msg_timeout,
         max_req_timeout: o.max_req_timeout,
         max_channel_consumers: o.max_channel_consumers.max(0) as usize,
+        e2e_percentiles: o.e2e_processing_latency_percentiles.clone(),
+        e2e_window: o.e2e_processing_latency_window_time,
         data_path: Some(std::path::PathBuf::from(if o.data_path.is_empty() {
             "."
         } else {
@@ -74,6 +80,8 @@ pub fn tcp_settings(o: &Options) -> TcpSettings {
         snappy: o.snappy,
         max_deflate_level: o.max_deflate_level,
         auth_required: !o.auth_http_addresses.is_empty(),
+        tls_available: !o.tls_cert.is_empty() || !o.tls_key.is_empty(),
+        tls_required: o.tls_required != TlsRequired::False,
         topology_region: o.topology_region.clone(),
         topology_zone: o.topology_zone.clone(),
         ..TcpSettings::default()
@@ -85,10 +93,51 @@ pub fn tcp_settings(o: &Options) -> TcpSettings {
     s
 }
 
-async fn bind(addr: &str) -> Result<TcpListener, String> {
-    TcpListener::bind(addr)
-        .await
-        .map_err(|e| format!("listen ({addr}) failed - {e}"))
+/// The auth-server client, when `--auth-http-address` is set.
+fn authenticator(o: &Options) -> Result<Option<Arc<Authenticator>>, String> {
+    if o.auth_http_addresses.is_empty() {
+        return Ok(None);
+    }
+    let tls = crate::tls::client_config(o)
+        .map_err(|e| format!("failed to build client TLS config - {e}"))?;
+    Ok(Some(Arc::new(Authenticator::new(
+        o.auth_http_addresses.clone(),
+        &o.auth_http_request_method,
+        o.http_client_connect_timeout,
+        o.http_client_request_timeout,
+        tls,
+    ))))
+}
+
+/// What this node tells lookupd; `live` has the broadcast ports filled in.
+fn lookupd_config(live: &Options) -> LookupdConfig {
+    LookupdConfig {
+        identity: Identity {
+            broadcast_address: live.broadcast_address.clone(),
+            hostname: crate::options::hostname().to_string(),
+            http_port: live.broadcast_http_port,
+            tcp_port: live.broadcast_tcp_port,
+            topology_region: live.topology_region.clone(),
+            topology_zone: live.topology_zone.clone(),
+            version: crate::settings::NSQD_COMPAT_VERSION.to_string(),
+        },
+        max_body_size: live.max_body_size,
+        http_connect_timeout: live.http_client_connect_timeout,
+        http_request_timeout: live.http_client_request_timeout,
+    }
+}
+
+fn statsd_config(live: &Options) -> StatsdConfig {
+    StatsdConfig {
+        address: live.statsd_address.clone(),
+        interval: live.statsd_interval,
+        prefix: live.resolved_statsd_prefix(live.broadcast_http_port),
+        mem_stats: live.statsd_mem_stats,
+        udp_packet_size: usize::try_from(live.statsd_udp_packet_size)
+            .unwrap_or(0)
+            .max(1),
+        exclude_ephemeral: live.statsd_exclude_ephemeral,
+    }
 }
 
 async fn wait_for_signal() {
@@ -124,15 +173,20 @@ pub async fn run(opts: Options) -> Result<(), String> {
         crate::settings::NSQD_COMPAT_VERSION
     );
     tracing::info!("ID: {}", opts.node_id);
+    let tls = crate::tls::server_config(&opts)
+        .map_err(|e| format!("failed to build TLS config - {e}"))?;
+    let auth = authenticator(&opts)?;
+
     let broker = Arc::new(Broker::new(broker_config(&opts)));
     broker.load_metadata().map_err(|e| e.to_string())?;
     broker.persist_metadata().map_err(|e| e.to_string())?;
     tokio::spawn(Arc::clone(&broker).run_metadata_writer());
     let sync_ticker = tokio::spawn(Arc::clone(&broker).run_sync_ticker());
+    tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
 
-    let tcp_listener = bind(&opts.tcp_address).await?;
-    let tcp_addr = tcp_listener.local_addr().map_err(|e| e.to_string())?;
-    tracing::info!("TCP: listening on {tcp_addr}");
+    let tcp_listener = Listener::bind(&opts.tcp_address).await?;
+    let tcp_addr = tcp_listener.tcp_addr();
+    tracing::info!("TCP: listening on {}", tcp_listener.describe());
 
     let (stop_tx, stop_rx) = watch::channel(false);
     let stopped = |mut rx: watch::Receiver<bool>| async move {
@@ -142,15 +196,40 @@ pub async fn run(opts: Options) -> Result<(), String> {
     let shared = Arc::new(tcp::Shared {
         broker: Arc::clone(&broker),
         settings: tcp_settings(&opts),
+        tls: tls.clone().map(tokio_rustls::TlsAcceptor::from),
+        auth,
     });
     let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
 
-    let (http_task, _http_addr) =
-        crate::http_wiring::start(&opts, &broker, tcp_addr, stopped(stop_rx.clone())).await?;
+    let listeners = crate::http_wiring::bind(&opts, tls.is_some()).await?;
+    let live = crate::http_wiring::live_options(&opts, tcp_addr, listeners.http_port());
+    let lookupd = Lookupd::start(
+        Arc::clone(&broker),
+        lookupd_config(&live),
+        &live.nsqlookupd_tcp_addresses,
+    );
+    if !live.statsd_address.is_empty() {
+        tokio::spawn(statsd::run(
+            Arc::clone(&broker),
+            statsd_config(&live),
+            stopped(stop_rx.clone()),
+        ));
+    }
+    let http_tasks = crate::http_wiring::start(
+        listeners,
+        live,
+        &broker,
+        Arc::clone(&lookupd),
+        tcp_addr,
+        tls,
+        stopped(stop_rx.clone()),
+    );
 
     wait_for_signal().await;
     tracing::info!("TERM: shutting down");
     broker.set_exiting();
+    // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
+    lookupd.shutdown();
     let _ = stop_tx.send(true);
     let _ = tcp_task.await;
     broker.kick_all_clients();
@@ -158,7 +237,7 @@ pub async fn run(opts: Options) -> Result<(), String> {
     while broker.client_count() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    if let Some(t) = http_task {
+    for t in http_tasks {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     broker.persist_metadata().map_err(|e| e.to_string())?;

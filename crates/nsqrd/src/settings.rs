@@ -26,6 +26,10 @@ pub struct TcpSettings {
     pub snappy: bool,
     pub max_deflate_level: i64,
     pub auth_required: bool,
+    /// A TLS cert and key are configured: IDENTIFY may grant `tls_v1`.
+    pub tls_available: bool,
+    /// `--tls-required` (true or tcp-https): nothing but IDENTIFY before the TLS upgrade.
+    pub tls_required: bool,
     pub topology_region: String,
     pub topology_zone: String,
 }
@@ -49,6 +53,8 @@ impl Default for TcpSettings {
             snappy: true,
             max_deflate_level: 6,
             auth_required: false,
+            tls_available: false,
+            tls_required: false,
             topology_region: String::new(),
             topology_zone: String::new(),
         }

@@ -142,17 +142,7 @@ fn list_options() {
     assert_json_opt(&s, "nsqlookupd_tcp_addresses", "[]");
     assert_json_opt(&s, "auth_http_addresses", "[]");
     assert_json_opt(&s, "e2e_processing_latency_percentiles", "[]");
-    // Percentiles: repeatable and comma-separated, stored sorted descending. nsqrd refuses
-    // the flag at startup until end-to-end latency lands (docs/compatibility.md).
-    if !is_reference() {
-        let (code, out) = run_to_exit(&["--e2e-processing-latency-percentile=0.5"]);
-        assert_eq!(code, Some(1), "{out}");
-        assert!(
-            out.contains("not supported yet: --e2e-processing-latency-percentile"),
-            "{out}"
-        );
-        return;
-    }
+    // Percentiles: repeatable and comma-separated, stored sorted descending.
     let s = Server::start(&[
         "--e2e-processing-latency-percentile=0.5",
         "--e2e-processing-latency-percentile=0.99,1.0",

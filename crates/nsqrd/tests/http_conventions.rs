@@ -8,15 +8,17 @@ mod http_common;
 use common::*;
 use http_common::*;
 
-/// The methods listed in an `Allow` header, sorted.
+/// The methods listed in an `Allow` header; nsqd's router lists them sorted.
 fn allow_set(r: &HttpResponse) -> Vec<String> {
-    let mut v: Vec<String> = r
+    let v: Vec<String> = r
         .header("Allow")
         .unwrap_or_else(|| panic!("no Allow header: {:?}", r.headers))
         .split(',')
         .map(|m| m.trim().to_string())
         .collect();
-    v.sort();
+    let mut sorted = v.clone();
+    sorted.sort();
+    assert_eq!(v, sorted, "Allow is listed sorted");
     v
 }
 

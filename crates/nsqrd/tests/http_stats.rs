@@ -622,16 +622,6 @@ fn long_names_are_not_truncated_in_text() {
 
 #[test]
 fn e2e_percentiles_shape() {
-    // nsqrd refuses the flag at startup until end-to-end latency lands (docs/compatibility.md).
-    if !is_reference() {
-        let (code, out) = run_to_exit(&["--e2e-processing-latency-percentile=0.5"]);
-        assert_eq!(code, Some(1), "{out}");
-        assert!(
-            out.contains("not supported yet: --e2e-processing-latency-percentile"),
-            "{out}"
-        );
-        return;
-    }
     let s = Server::start(&[
         "--e2e-processing-latency-percentile=0.5",
         "--e2e-processing-latency-percentile=0.99,1.0",

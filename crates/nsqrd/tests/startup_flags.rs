@@ -274,14 +274,6 @@ fn config_file_bare_integer_duration_is_milliseconds() {
 fn config_file_list_as_comma_separated_string() {
     let cfg = config_file("e2e_processing_latency_percentiles = \"0.9,0.5\"\n");
     let c = format!("--config={}", cfg.display());
-    if !is_reference() {
-        assert_fatal(
-            &[&c],
-            "not supported yet: --e2e-processing-latency-percentile",
-        );
-        let _ = std::fs::remove_dir_all(cfg.parent().expect("dir"));
-        return;
-    }
     let s = Server::start(&[&c]);
     let r = s.get("/config/e2e_processing_latency_percentiles");
     let mut v: Vec<f64> = r

@@ -446,3 +446,49 @@ fn errors_at_eof_name_what_was_missing() {
         Some("E_BAD_MESSAGE MPUB failed to read message(1) body size")
     );
 }
+
+#[test]
+fn fin_fast_path_only_for_well_formed_ids() {
+    assert_eq!(
+        p(b"FIN 0123456789abcdef\nNOP\n", Subscribed),
+        Ok(Some(Command::Fin(*b"0123456789abcdef")))
+    );
+    // 15-byte id + CR LF is exactly 21 bytes: still nsqd's invalid message ID.
+    assert_eq!(
+        p_err(b"FIN 0123456789abcde\r\n", Subscribed),
+        "E_INVALID invalid message ID"
+    );
+    // A short id followed by more lines.
+    assert_eq!(
+        p_err(b"FIN abc\nNOP\nNOP\nNOP\n", Subscribed),
+        "E_INVALID invalid message ID"
+    );
+    // Non-hex 16-byte ids parse (nsqd checks only the length) via the full path.
+    assert_eq!(
+        p(b"FIN zzzzzzzzzzzzzzzz\n", Subscribed),
+        Ok(Some(Command::Fin(*b"zzzzzzzzzzzzzzzz")))
+    );
+    assert_eq!(
+        p_err(b"FIN 0123456789abcdef\n", Init),
+        "E_INVALID cannot FIN in current state"
+    );
+}
+
+proptest! {
+    /// The FIN shortcut's separator test matches a byte-by-byte check, and a 16-byte token
+    /// without separators is exactly the one-param FIN the full parse would produce.
+    #[test]
+    fn fin_fast_path_matches_the_line_grammar(
+        id in proptest::collection::vec(prop_oneof![Just(b' '), Just(b'\r'), Just(b'\n'), Just(b'a'), any::<u8>()], 16)
+    ) {
+        let token: [u8; 16] = id.clone().try_into().expect("16");
+        let naive = id.iter().any(|&c| c == b' ' || c == b'\r' || c == b'\n');
+        prop_assert_eq!(has_separator(&token), naive);
+        let mut line = b"FIN ".to_vec();
+        line.extend_from_slice(&id);
+        line.push(b'\n');
+        if !naive {
+            prop_assert_eq!(p(&line, Subscribed), Ok(Some(Command::Fin(token))));
+        }
+    }
+}

@@ -37,14 +37,14 @@ pub(super) fn attach(t: &Arc<Topic>) {
 impl QueueOwner for Topic {
     fn with_queue(&self, f: &mut dyn FnMut(&mut Queue)) {
         let mut st = self.state.lock();
-        let drain = !st.channels.is_empty() && !st.paused && !self.is_deleted();
+        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
         st.backlog.set_drain(drain);
         f(&mut st.backlog);
     }
 
     fn report(&self, done: Done) -> Accepted {
         let mut st = self.state.lock();
-        let drain = !st.channels.is_empty() && !st.paused && !self.is_deleted();
+        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
         let Some(placed) = st.backlog.apply(done, drain) else {
             return Accepted::Refused;
         };

@@ -9,6 +9,7 @@
 mod body;
 pub mod config;
 mod info;
+mod metrics;
 mod path;
 mod publish;
 mod query;
@@ -30,6 +31,7 @@ use nsqr_broker::Broker;
 
 pub use config::{ConfigPutError, ConfigStore, ConfigValue};
 pub use server::serve;
+pub use stats::MemStats;
 
 /// Everything the handlers share.
 pub struct HttpState {

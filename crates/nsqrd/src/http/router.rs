@@ -30,6 +30,8 @@ pub enum Endpoint {
     ChannelUnpause,
     ConfigGet,
     ConfigPut,
+    /// Not in nsqd: Prometheus' text format (`metrics.rs`).
+    Metrics,
 }
 
 struct Route {
@@ -47,7 +49,7 @@ const fn route(method: &'static str, pattern: &'static str, endpoint: Endpoint) 
     }
 }
 
-/// nsqd's 17 API routes. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
+/// nsqd's 17 API routes, and `/metrics`. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
 /// `/debug/freememory`) are not served.
 const ROUTES: &[Route] = &[
     route("GET", "/ping", Endpoint::Ping),
@@ -67,9 +69,10 @@ const ROUTES: &[Route] = &[
     route("POST", "/channel/unpause", Endpoint::ChannelUnpause),
     route("GET", "/config/:opt", Endpoint::ConfigGet),
     route("PUT", "/config/:opt", Endpoint::ConfigPut),
+    route("GET", "/metrics", Endpoint::Metrics),
 ];
 
-/// The methods with routes, in the order `Allow` lists them (`OPTIONS` always comes last).
+/// The methods with routes (`Allow` lists them sorted, with `OPTIONS`).
 const METHODS: &[&str] = &["GET", "POST", "PUT"];
 
 /// What the router decided.
@@ -138,7 +141,11 @@ pub fn route_request(method: &str, path: &str, raw_query: Option<&str>) -> Route
     if allowed.is_empty() {
         return Routed::NotFound;
     }
-    let allow = format!("{}, OPTIONS", allowed.join(", "));
+    // httprouter lists the methods sorted, OPTIONS included (`GET, OPTIONS, PUT`).
+    let mut methods = allowed;
+    methods.push("OPTIONS");
+    methods.sort_unstable();
+    let allow = methods.join(", ");
     if method == "OPTIONS" {
         Routed::Options { allow }
     } else {
@@ -271,7 +278,7 @@ mod tests {
     fn method_not_allowed() {
         assert_eq!(
             route_request("GET", "/pub", None),
-            not_allowed("POST, OPTIONS")
+            not_allowed("OPTIONS, POST")
         );
         assert_eq!(
             route_request("HEAD", "/ping", None),
@@ -283,22 +290,22 @@ mod tests {
         );
         assert_eq!(
             route_request("POST", "/config/x", None),
-            not_allowed("GET, PUT, OPTIONS")
+            not_allowed("GET, OPTIONS, PUT")
         );
         assert_eq!(
             route_request("DELETE", "/config/x", None),
-            not_allowed("GET, PUT, OPTIONS")
+            not_allowed("GET, OPTIONS, PUT")
         );
         assert_eq!(
             route_request("OPTIONS", "/config/x", None),
             Routed::Options {
-                allow: "GET, PUT, OPTIONS".into()
+                allow: "GET, OPTIONS, PUT".into()
             }
         );
         assert_eq!(
             route_request("OPTIONS", "/pub", None),
             Routed::Options {
-                allow: "POST, OPTIONS".into()
+                allow: "OPTIONS, POST".into()
             }
         );
     }

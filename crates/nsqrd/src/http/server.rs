@@ -1,6 +1,7 @@
 //! The listener: accept loop, one task per connection, HTTP/1.1 with keep-alive, and a graceful
 //! stop: when `shutdown` resolves the listener closes, idle connections close, requests in
-//! progress get a bounded grace period to finish.
+//! progress get a bounded grace period to finish. The same loop serves HTTPS: each accepted
+//! connection then does its TLS handshake (bounded) in its own task first.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -11,12 +12,13 @@ use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use super::service::handle;
 use super::HttpState;
+use crate::listener::{Accepted, Listener};
 
 /// How long requests in progress may run after shutdown begins.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -26,11 +28,14 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(120);
 /// Pause after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+/// Go's default TLS handshake bound for HTTPS servers is none; ours is this.
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Serve HTTP on `listener` until `shutdown` resolves.
+/// Serve HTTP (HTTPS with `tls`) on `listener` until `shutdown` resolves.
 pub async fn serve(
-    listener: TcpListener,
+    listener: Listener,
     state: Arc<HttpState>,
+    tls: Option<TlsAcceptor>,
     shutdown: impl Future<Output = ()>,
 ) {
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -40,10 +45,36 @@ pub async fn serve(
         tokio::select! {
             _ = &mut shutdown => break,
             accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tracing::debug!("HTTP: connection from {peer}");
-                    conns.spawn(serve_connection(stream, Arc::clone(&state), stop_rx.clone()));
+                Ok(accepted) => {
+                    tracing::debug!("HTTP: connection from {}", accepted.remote_address());
+                    let (state, stop) = (Arc::clone(&state), stop_rx.clone());
+                    match (accepted, &tls) {
+                        (Accepted::Tcp(s, _), None) => {
+                            conns.spawn(serve_connection(s, state, stop));
+                        }
+                        (Accepted::Unix(s), None) => {
+                            conns.spawn(serve_connection(s, state, stop));
+                        }
+                        (Accepted::Tcp(s, peer), Some(acceptor)) => {
+                            let acceptor = acceptor.clone();
+                            conns.spawn(async move {
+                                let hs = tokio::time::timeout(
+                                    TLS_HANDSHAKE_TIMEOUT,
+                                    acceptor.accept(s),
+                                );
+                                match hs.await {
+                                    Ok(Ok(tls)) => serve_connection(tls, state, stop).await,
+                                    Ok(Err(e)) => {
+                                        tracing::debug!("HTTPS: TLS handshake with {peer} failed - {e}")
+                                    }
+                                    Err(_) => {
+                                        tracing::debug!("HTTPS: TLS handshake with {peer} timed out")
+                                    }
+                                }
+                            });
+                        }
+                        (Accepted::Unix(_), Some(_)) => {}
+                    }
                 }
                 Err(e) => {
                     tracing::warn!("HTTP: accept failed: {e}");
@@ -79,6 +110,8 @@ where
         .timer(TokioTimer::new())
         .header_read_timeout(HEADER_READ_TIMEOUT)
         .keep_alive(true)
+        // A client may shut down its sending side right after the request; still answer it.
+        .half_close(true)
         .title_case_headers(true)
         .serve_connection(TokioIo::new(io), svc);
     tokio::pin!(conn);

@@ -16,7 +16,7 @@ use hyper::{Method, Request, StatusCode};
 use super::response::{self, ApiError, Body, Resp, JSON_CT, NSQ_CONTENT_TYPE, NSQ_V1};
 use super::router::{self, Endpoint, Routed};
 use super::topics::{self, ChannelAction, TopicAction};
-use super::{config, info, path, publish, stats, HttpState};
+use super::{config, info, metrics, path, publish, stats, HttpState};
 
 /// Answer one request.
 pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Resp {
@@ -70,6 +70,7 @@ async fn dispatch(
     let opt = param.as_deref().unwrap_or("");
     let result = match endpoint {
         Endpoint::Ping => return info::ping(s),
+        Endpoint::Metrics => return metrics::metrics(s),
         Endpoint::Info => info::info(s),
         Endpoint::Pub => publish::publish(s, req).await,
         Endpoint::Mpub => publish::mpub(s, req).await,

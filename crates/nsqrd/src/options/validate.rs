@@ -6,7 +6,6 @@
 //! `unsupported_flags` lets `main` refuse, loudly, a configuration that would otherwise be
 //! silently ignored.
 
-use super::addr::is_unix_socket_addr;
 use super::error::OptionsError;
 use super::table::Options;
 use super::types::{go_format_float, TlsRequired};
@@ -86,32 +85,10 @@ impl Options {
     /// Options set (by flag or config file) to values that turn on a feature this build does not
     /// implement yet, as `--flag` names in flag-table order. `main` refuses to start with any.
     pub fn unsupported_flags(&self) -> Vec<&'static str> {
-        [
-            ("--tcp-address", is_unix_socket_addr(&self.tcp_address)),
-            ("--http-address", is_unix_socket_addr(&self.http_address)),
-            (
-                "--lookupd-tcp-address",
-                !self.nsqlookupd_tcp_addresses.is_empty(),
-            ),
-            ("--auth-http-address", !self.auth_http_addresses.is_empty()),
-            ("--statsd-address", !self.statsd_address.is_empty()),
-            (
-                "--e2e-processing-latency-percentile",
-                !self.e2e_processing_latency_percentiles.is_empty(),
-            ),
-            ("--tls-cert", !self.tls_cert.is_empty()),
-            ("--tls-key", !self.tls_key.is_empty()),
-            (
-                "--tls-client-auth-policy",
-                !self.tls_client_auth_policy.is_empty(),
-            ),
-            ("--tls-root-ca-file", !self.tls_root_ca_file.is_empty()),
-            ("--tls-required", self.tls_required != TlsRequired::False),
-            ("--enable-experiment", !self.enable_experiment.is_empty()),
-        ]
-        .into_iter()
-        .filter_map(|(flag, on)| on.then_some(flag))
-        .collect()
+        [("--enable-experiment", !self.enable_experiment.is_empty())]
+            .into_iter()
+            .filter_map(|(flag, on)| on.then_some(flag))
+            .collect()
     }
 }
 
@@ -281,49 +258,29 @@ mod tests {
         );
     }
 
+    /// Everything but the topology experiment is implemented.
     #[test]
     fn unsupported_flags_are_listed() {
         assert!(Options::default().unsupported_flags().is_empty());
         let o = Options {
             tcp_address: "/tmp/nsqd.sock".into(),
-            http_address: String::new(),
+            http_address: "nsqd-http.sock".into(),
             nsqlookupd_tcp_addresses: vec!["a:4160".into()],
             statsd_address: "127.0.0.1:8125".into(),
-            tls_cert: "c".into(),
-            tls_required: TlsRequired::TcpHttps,
-            enable_experiment: vec!["topology-aware-consumption".into()],
-            ..Options::default()
-        };
-        assert_eq!(
-            o.unsupported_flags(),
-            [
-                "--tcp-address",
-                "--lookupd-tcp-address",
-                "--statsd-address",
-                "--tls-cert",
-                "--tls-required",
-                "--enable-experiment"
-            ]
-        );
-        let o = Options {
-            http_address: "nsqd-http.sock".into(),
             auth_http_addresses: vec!["auth:80".into()],
             e2e_processing_latency_percentiles: vec![0.99],
+            tls_cert: "c".into(),
             tls_key: "k".into(),
             tls_client_auth_policy: "require".into(),
             tls_root_ca_file: "ca".into(),
+            tls_required: TlsRequired::TcpHttps,
             ..Options::default()
         };
-        assert_eq!(
-            o.unsupported_flags(),
-            [
-                "--http-address",
-                "--auth-http-address",
-                "--e2e-processing-latency-percentile",
-                "--tls-key",
-                "--tls-client-auth-policy",
-                "--tls-root-ca-file"
-            ]
-        );
+        assert!(o.unsupported_flags().is_empty());
+        let o = Options {
+            enable_experiment: vec!["topology-aware-consumption".into()],
+            ..Options::default()
+        };
+        assert_eq!(o.unsupported_flags(), ["--enable-experiment"]);
     }
 }

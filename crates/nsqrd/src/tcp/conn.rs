@@ -13,6 +13,14 @@
 //! connection keeps reading and publishing meanwhile (up to `MAX_UNSETTLED` pending tickets),
 //! so a pipelining client's publishes share the disk writer's group commits. If one fails, the
 //! buffer is cut at its `OK`s and the (fatal) error goes out instead.
+//!
+//! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
+//! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
+//! Both may need to wait (a handshake, an auth server), which `process` signals with
+//! `Flow::Upgrade` / `Flow::Await` so that `process_all` can await it between two commands.
+
+mod authz;
+mod upgrade;
 
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
@@ -24,13 +32,20 @@ use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
 use nsqr_broker::{BrokerError, Channel, Client, ClientState, Ticket, Topic};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
-use super::identify;
+use super::transport::Io;
 use super::Shared;
+use crate::auth::AuthState;
 
-const READ_CHUNK: usize = 64 * 1024;
+/// Read buffer size: several MPUB batches, so moving a partial command to the front (when
+/// the free space runs low) happens rarely.
+const READ_CHUNK: usize = 256 * 1024;
+/// Below this much free space, make room before the next read.
+const MIN_READ_SPACE: usize = 4 * 1024;
+/// Buffers of a new connection.
+const INITIAL_BUFFER: usize = 16 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
 /// Publishes (and their body bytes) waiting for their fsync (strict mode) before the
@@ -42,6 +57,10 @@ const MAX_UNSETTLED_BYTES: usize = 16 << 20;
 enum Flow {
     Continue,
     Close,
+    /// IDENTIFY granted TLS or compression: switch layers before reading on.
+    Upgrade,
+    /// A command waits for the auth server (`Conn::suspended`).
+    Await,
 }
 
 /// `OK`s already in the output buffer (from `at` on) whose publish is not durable yet.
@@ -51,6 +70,14 @@ struct Unsettled {
     code: Code,
     cmd: &'static str,
     bytes: usize,
+}
+
+/// Resolves when the oldest pending publish is durable (never, if there is none).
+async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
+    match unsettled.front_mut() {
+        Some(u) => u.ticket.ready().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -63,17 +90,9 @@ enum Pending {
     Fin(Vec<IdToken>),
 }
 
-/// Resolves when the oldest pending publish is durable (never, if there is none).
-async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
-    match unsettled.front_mut() {
-        Some(u) => u.ticket.ready().await,
-        None => std::future::pending().await,
-    }
-}
-
 pub struct Conn<S> {
     shared: Arc<Shared>,
-    io: S,
+    io: Io<S>,
     client: Arc<Client>,
     rbuf: BytesMut,
     wbuf: BytesMut,
@@ -89,23 +108,34 @@ pub struct Conn<S> {
     last_topic: Option<Arc<Topic>>,
     pending: Pending,
     identified: bool,
+    /// Layers IDENTIFY granted, applied once its reply is out.
+    upgrade: Option<upgrade::Upgrade>,
+    /// What the auth server is told about this client.
+    auth_facts: crate::auth::ClientFacts,
+    auth: Option<AuthState>,
+    auth_secret: String,
+    suspended: Option<authz::Suspended>,
     unsettled: VecDeque<Unsettled>,
     unsettled_bytes: usize,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
-    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>) -> Self {
+    /// `remote_ip` is "" for a unix-socket client.
+    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
         let s = &shared.settings;
         let heartbeat = Some(s.default_heartbeat);
-        let limits = s.limits;
+        let mut limits = s.limits;
+        limits.tls_pending = s.tls_required;
         let output_buffer_size = s.default_output_buffer_size;
         Conn {
             rng: client.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             shared,
-            io,
+            io: Io::new(io),
             client,
-            rbuf: BytesMut::with_capacity(READ_CHUNK),
-            wbuf: BytesMut::with_capacity(MIN_WRITE_BATCH),
+            // Small until the client is busy: idle connections stay cheap; the read buffer
+            // grows to READ_CHUNK the first time reads fill it, the write buffer as needed.
+            rbuf: BytesMut::with_capacity(INITIAL_BUFFER),
+            wbuf: BytesMut::with_capacity(INITIAL_BUFFER),
             state: WireState::Init,
             limits,
             heartbeat,
@@ -117,6 +147,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             last_topic: None,
             pending: Pending::None,
             identified: false,
+            upgrade: None,
+            auth_facts: crate::auth::ClientFacts {
+                remote_ip,
+                ..Default::default()
+            },
+            auth: None,
+            auth_secret: String::new(),
+            suspended: None,
             unsettled: VecDeque::new(),
             unsettled_bytes: 0,
         }
@@ -176,15 +214,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.unsettled.len() < MAX_UNSETTLED && self.unsettled_bytes < MAX_UNSETTLED_BYTES;
             let durable = first_ready(&mut self.unsettled);
             tokio::select! {
-                r = self.io.read_buf(&mut self.rbuf), if can_read => {
+                r = self.io.read(&mut self.rbuf), if can_read => {
                     if r? == 0 {
-                        self.at_eof();
+                        self.at_eof().await?;
                         self.settle().await;
                         self.flush().await?;
                         return Ok(());
                     }
                     let hb_before = self.heartbeat;
-                    let flow = self.process();
+                    let flow = self.process_all().await?;
                     if self.heartbeat != hb_before {
                         ticker = self.new_heartbeat_ticker();
                     }
@@ -203,8 +241,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
                 _ = durable => {}
             }
-            if self.rbuf.capacity() - self.rbuf.len() < 4096 {
-                self.rbuf.reserve(READ_CHUNK);
+            if self.rbuf.capacity() - self.rbuf.len() < MIN_READ_SPACE {
+                self.rbuf.reserve(READ_CHUNK - MIN_READ_SPACE);
             }
         }
     }
@@ -231,7 +269,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         Flow::Continue
     }
 
-    /// Wait until every publish answered in the output buffer is durable (before closing).
+    /// Wait until every publish answered in the output buffer is durable (before closing or
+    /// switching transport layers).
     async fn settle(&mut self) -> Flow {
         while let Some(u) = self.unsettled.front_mut() {
             u.ticket.ready().await;
@@ -324,16 +363,47 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
+    /// `process`, plus the waits it asks for (an upgrade, an auth server), until the buffer
+    /// holds no complete command.
+    async fn process_all(&mut self) -> std::io::Result<Flow> {
+        loop {
+            let flow = match self.process() {
+                Flow::Upgrade => {
+                    // The IDENTIFY reply must go out in clear, after every OK before it.
+                    if let Flow::Close = self.settle().await {
+                        return Ok(Flow::Close);
+                    }
+                    self.apply_upgrade().await?
+                }
+                Flow::Await => self.resume().await,
+                other => return Ok(other),
+            };
+            if let Flow::Close = flow {
+                return Ok(Flow::Close);
+            }
+        }
+    }
+
     /// Handle every complete command in the read buffer.
     fn process(&mut self) -> Flow {
+        let mut got_command = false;
+        let flow = self.process_commands(&mut got_command);
+        // nsqd resets the read deadline after each command; all of these arrived in one read.
+        if got_command {
+            if let Some(h) = self.heartbeat {
+                self.read_deadline = Some(Instant::now() + 2 * h);
+            }
+        }
+        flow
+    }
+
+    fn process_commands(&mut self, got_command: &mut bool) -> Flow {
         loop {
             let parsed = nsq_wire::parse(&mut self.rbuf, &self.limits, self.state);
             let flow = match parsed {
                 Ok(None) => break,
                 Ok(Some(cmd)) => {
-                    if let Some(h) = self.heartbeat {
-                        self.read_deadline = Some(Instant::now() + 2 * h);
-                    }
+                    *got_command = true;
                     self.command(cmd)
                 }
                 Err(ParseError::Protocol(e)) => {
@@ -350,9 +420,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     return Flow::Close;
                 }
             };
-            if let Flow::Close = flow {
-                self.apply_pending();
-                return Flow::Close;
+            match flow {
+                Flow::Continue => {}
+                Flow::Close => {
+                    self.apply_pending();
+                    return Flow::Close;
+                }
+                // Whatever was pending was applied before the command that asked to wait.
+                Flow::Upgrade | Flow::Await => return flow,
             }
         }
         self.apply_pending()
@@ -360,9 +435,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     /// The client half-closed: complete commands still run, then an incomplete one gets the
     /// error nsqd sends when its read hits EOF.
-    fn at_eof(&mut self) {
-        if let Flow::Close = self.process() {
-            return;
+    async fn at_eof(&mut self) -> std::io::Result<()> {
+        if let Flow::Close = self.process_all().await? {
+            return Ok(());
         }
         if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.state) {
             match e {
@@ -376,9 +451,23 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 ParseError::LineTooLong(_) => {}
             }
         }
+        Ok(())
     }
 
     fn command(&mut self, cmd: Command) -> Flow {
+        if self.shared.auth.is_some() {
+            if let Some(flow) = self.authorize(&cmd) {
+                if let Flow::Await = flow {
+                    self.suspended = Some(authz::Suspended::Recheck(cmd));
+                }
+                return flow;
+            }
+        }
+        self.authorized_command(cmd)
+    }
+
+    /// A command that passed the authorization check (if any).
+    fn authorized_command(&mut self, cmd: Command) -> Flow {
         match cmd {
             Command::Pub { topic, body } => return self.queue_pub(&topic, vec![body]),
             Command::Fin(id) => {
@@ -400,9 +489,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         match cmd {
             Command::Nop => Flow::Continue,
             Command::Identify(body) => self.identify(&body),
-            Command::Auth(_) => {
-                self.error(&ProtocolError::new(Code::AuthDisabled, "AUTH disabled"))
-            }
+            Command::Auth(secret) => self.auth_command(secret),
             Command::Sub { topic, channel } => self.sub(&topic, &channel),
             Command::Rdy(n) => {
                 self.rdy = n;
@@ -549,49 +636,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),
         }
-    }
-
-    fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings) {
-            Ok(n) => n,
-            Err(e) => return self.error(&e),
-        };
-        {
-            let mut m = self.client.meta.lock();
-            m.client_id = n.client_id.clone();
-            m.hostname = n.hostname.clone();
-            m.user_agent = n.user_agent.clone();
-            m.sample_rate = n.sample_rate;
-            m.topology_region = n.topology_region.clone();
-            m.topology_zone = n.topology_zone.clone();
-        }
-        // As in nsqd, only the first IDENTIFY reconfigures delivery and heartbeats.
-        if !self.identified {
-            self.identified = true;
-            self.heartbeat = n.heartbeat;
-            self.limits.heartbeats_disabled = n.heartbeat.is_none();
-            self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
-            self.output_buffer_size = n.output_buffer_size;
-            self.sample_rate = n.sample_rate;
-            self.client
-                .msg_timeout_ms
-                .store(n.msg_timeout.as_millis() as u64, Relaxed);
-        }
-        if n.feature_negotiation {
-            let resp = identify::response(&n, &self.shared.settings);
-            match serde_json::to_vec(&resp) {
-                Ok(json) => put_response(&mut self.wbuf, &json),
-                Err(e) => {
-                    return self.error(&ProtocolError::new(
-                        Code::IdentifyFailed,
-                        format!("IDENTIFY failed {e}"),
-                    ))
-                }
-            }
-        } else {
-            put_response(&mut self.wbuf, b"OK");
-        }
-        Flow::Continue
     }
 
     fn sub(&mut self, topic: &[u8], channel: &[u8]) -> Flow {

@@ -44,6 +44,12 @@ pub struct Negotiated {
     pub feature_negotiation: bool,
     pub topology_region: String,
     pub topology_zone: String,
+    /// Upgrades granted (only with `feature_negotiation`), applied after the reply (§4.4).
+    pub tls_v1: bool,
+    pub snappy: bool,
+    pub deflate: bool,
+    /// The level reported, and used when `deflate` is granted.
+    pub deflate_level: i64,
 }
 
 /// The feature-negotiation reply, in nsqd's key order.
@@ -124,14 +130,24 @@ pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolErr
         v => return Err(bad_body(format!("msg timeout ({v}) is invalid"))),
     };
 
-    let wants_deflate = req.deflate.unwrap_or(false) && s.deflate;
-    let wants_snappy = req.snappy.unwrap_or(false) && s.snappy;
-    if wants_deflate && wants_snappy {
+    // As nsqd, features are only negotiated (and their conflict only checked) when asked to.
+    let negotiating = req.feature_negotiation.unwrap_or(false);
+    let tls_v1 = negotiating && req.tls_v1.unwrap_or(false) && s.tls_available;
+    let deflate = negotiating && req.deflate.unwrap_or(false) && s.deflate;
+    let snappy = negotiating && req.snappy.unwrap_or(false) && s.snappy;
+    if deflate && snappy {
         return Err(ProtocolError::new(
             Code::IdentifyFailed,
             "cannot enable both deflate and snappy compression",
         ));
     }
+    let mut deflate_level = 6;
+    if deflate {
+        if let Some(l) = req.deflate_level.filter(|&l| l > 0) {
+            deflate_level = l;
+        }
+    }
+    deflate_level = deflate_level.min(s.max_deflate_level);
 
     Ok(Negotiated {
         client_id: req.client_id.unwrap_or_default(),
@@ -142,27 +158,29 @@ pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolErr
         output_buffer_timeout,
         sample_rate,
         msg_timeout,
-        feature_negotiation: req.feature_negotiation.unwrap_or(false),
+        feature_negotiation: negotiating,
         topology_region: req.topology_region.unwrap_or_default(),
         topology_zone: req.topology_zone.unwrap_or_default(),
+        tls_v1,
+        snappy,
+        deflate,
+        deflate_level,
     })
 }
 
-/// The JSON reply. TLS, snappy and deflate are not negotiated by this build (the flags that
-/// would offer TLS are refused at startup), so they answer false: clients then carry on
-/// uncompressed, which the protocol allows.
+/// The JSON reply.
 pub fn response(n: &Negotiated, s: &TcpSettings) -> IdentifyResponse {
     IdentifyResponse {
         max_rdy_count: s.max_rdy_count,
         version: NSQD_COMPAT_VERSION,
         max_msg_timeout: ms(s.max_msg_timeout),
         msg_timeout: ms(n.msg_timeout),
-        tls_v1: false,
-        deflate: false,
+        tls_v1: n.tls_v1,
+        deflate: n.deflate,
         // nsqd reports the client's level only when deflate is granted, else its default.
-        deflate_level: 6.min(s.max_deflate_level),
+        deflate_level: n.deflate_level,
         max_deflate_level: s.max_deflate_level,
-        snappy: false,
+        snappy: n.snappy,
         sample_rate: n.sample_rate,
         auth_required: s.auth_required,
         output_buffer_size: n.output_buffer_size,
@@ -224,9 +242,34 @@ mod tests {
             Some("E_BAD_BODY IDENTIFY failed to decode JSON body")
         );
         assert_eq!(
-            neg("{\"deflate\":true,\"snappy\":true}").err().as_deref(),
+            neg("{\"deflate\":true,\"snappy\":true,\"feature_negotiation\":true}")
+                .err()
+                .as_deref(),
             Some("E_IDENTIFY_FAILED cannot enable both deflate and snappy compression")
         );
+        // Without feature negotiation nothing is negotiated, so nothing conflicts (as nsqd).
+        assert!(neg("{\"deflate\":true,\"snappy\":true}").is_ok());
+    }
+
+    #[test]
+    fn upgrades_granted_only_when_offered() {
+        let on = TcpSettings {
+            tls_available: true,
+            max_deflate_level: 4,
+            ..TcpSettings::default()
+        };
+        let body =
+            br#"{"feature_negotiation":true,"tls_v1":true,"deflate":true,"deflate_level":9}"#;
+        let n = negotiate(body, &on).expect("ok");
+        assert!(n.tls_v1 && n.deflate && !n.snappy);
+        assert_eq!(n.deflate_level, 4);
+        let n = negotiate(body, &TcpSettings::default()).expect("ok");
+        assert!(!n.tls_v1 && n.deflate);
+        assert_eq!(n.deflate_level, 6);
+        let plain = br#"{"tls_v1":true,"deflate":true,"deflate_level":2}"#;
+        let n = negotiate(plain, &on).expect("ok");
+        assert!(!n.tls_v1 && !n.deflate);
+        assert_eq!(n.deflate_level, 4);
     }
 
     #[test]

@@ -1,28 +1,35 @@
 //! The TCP listener: accepts clients, checks the `  V2` magic, and runs one `Conn` task each.
 
+pub mod compress;
 pub mod conn;
 pub mod identify;
+pub mod transport;
 
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nsq_wire::frame::put_error;
 use nsqr_broker::Broker;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio_rustls::TlsAcceptor;
 
+use crate::auth::Authenticator;
+use crate::listener::{Accepted, Listener};
 use crate::settings::TcpSettings;
 
 /// What every connection task shares.
 pub struct Shared {
     pub broker: Arc<Broker>,
     pub settings: TcpSettings,
+    /// Set when a TLS cert and key are configured.
+    pub tls: Option<TlsAcceptor>,
+    /// Set when `--auth-http-address` is.
+    pub auth: Option<Arc<Authenticator>>,
 }
 
 /// Accept until `shutdown` resolves.
 pub async fn serve(
-    listener: TcpListener,
+    listener: Listener,
     shared: Arc<Shared>,
     shutdown: impl std::future::Future<Output = ()>,
 ) {
@@ -30,8 +37,13 @@ pub async fn serve(
     loop {
         tokio::select! {
             r = listener.accept() => match r {
-                Ok((stream, peer)) => {
-                    tokio::spawn(handle(Arc::clone(&shared), stream, peer));
+                Ok(accepted) => {
+                    let shared = Arc::clone(&shared);
+                    let (address, ip) = (accepted.remote_address(), accepted.remote_ip());
+                    match accepted {
+                        Accepted::Tcp(s, _) => tokio::spawn(handle(shared, s, address, ip)),
+                        Accepted::Unix(s) => tokio::spawn(handle(shared, s, address, ip)),
+                    };
                 }
                 Err(e) => {
                     tracing::error!("TCP: accept error - {e}");
@@ -43,9 +55,11 @@ pub async fn serve(
     }
 }
 
-async fn handle(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
+async fn handle<S>(shared: Arc<Shared>, mut stream: S, peer: String, remote_ip: String)
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     tracing::debug!("TCP: new client({peer})");
-    let _ = stream.set_nodelay(true);
     let mut magic = [0u8; 4];
     // nsqd waits for the magic without a deadline; we bound it by the client timeout.
     let read = tokio::time::timeout(
@@ -68,10 +82,10 @@ async fn handle(shared: Arc<Shared>, mut stream: TcpStream, peer: SocketAddr) {
         return;
     }
     let now = nsqr_broker::now_unix_nanos() / 1_000_000_000;
-    let client = shared.broker.register_client(peer.to_string(), now);
+    let client = shared.broker.register_client(peer, now);
     if shared.broker.is_exiting() {
         client.kick();
     }
-    let conn = conn::Conn::new(Arc::clone(&shared), stream, client);
+    let conn = conn::Conn::new(Arc::clone(&shared), stream, client, remote_ip);
     conn.run().await;
 }

@@ -114,7 +114,8 @@ impl TestServer {
             config: Arc::new(MemConfig::new()),
         });
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(serve(listener, state, async {
+        let listener = crate::listener::Listener::Tcp(listener);
+        let task = tokio::spawn(serve(listener, state, None, async {
             let _ = rx.await;
         }));
         TestServer {

@@ -1,0 +1,421 @@
+//! Registration with nsqlookupd, as nsqd does it (reference §17): one peer per
+//! `--lookupd-tcp-address`, each connected lazily, IDENTIFY + a REGISTER per topic (or per
+//! topic/channel pair) on every (re)connect, REGISTER / UNREGISTER as topics and channels come
+//! and go, PING every 15 s, and channel pre-creation for new topics from lookupd's `/channels`.
+//!
+//! The engine only fires events (`nsqr_broker::events`); this module turns them into commands.
+//! Each peer has its own task and a bounded queue, so a slow or dead lookupd delays nothing but
+//! itself: publishing and consuming never wait on it. If a peer's queue overflows, its queued
+//! commands are dropped and it reconnects, which re-registers the current state in full (lookupd
+//! forgets a node's registrations when its connection closes, so nothing stale survives).
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use nsqr_broker::{Broker, Event, Topic, TopicStart};
+use parking_lot::Mutex;
+use tokio::sync::{mpsc, Notify};
+use tokio::task::{JoinHandle, JoinSet};
+use tokio::time::{Instant, MissedTickBehavior};
+
+use super::lookup_peer::{Identity, PeerConn, PeerError, PeerInfo};
+use super::lookupd_channels::lookup_channels;
+
+/// nsqd's heartbeat to each lookupd.
+const PING_INTERVAL: Duration = Duration::from_secs(15);
+/// Commands a peer may have queued before it falls back to a full re-registration.
+const QUEUE: usize = 1024;
+/// After a failed connect, commands are not retried one by one before this long has passed (the
+/// next connection re-registers everything anyway).
+const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+
+/// Settings for the lookupd peers, taken from the options once the listeners are bound.
+#[derive(Debug, Clone)]
+pub struct LookupdConfig {
+    pub identity: Identity,
+    pub max_body_size: i64,
+    pub http_connect_timeout: Duration,
+    pub http_request_timeout: Duration,
+}
+
+/// A command for one lookupd.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum PeerCmd {
+    Register(String, Option<String>),
+    Unregister(String, Option<String>),
+}
+
+impl PeerCmd {
+    fn line(&self) -> String {
+        let (verb, t, c) = match self {
+            PeerCmd::Register(t, c) => ("REGISTER", t, c),
+            PeerCmd::Unregister(t, c) => ("UNREGISTER", t, c),
+        };
+        match c {
+            Some(c) => format!("{verb} {t} {c}"),
+            None => format!("{verb} {t}"),
+        }
+    }
+}
+
+/// What a peer's task shares with the manager.
+struct PeerShared {
+    addr: String,
+    /// lookupd's own description from the last successful IDENTIFY (kept after a disconnect,
+    /// as nsqd does, so pre-creation still knows where to ask).
+    info: Mutex<Option<PeerInfo>>,
+    /// The queue overflowed: drop it and re-register everything.
+    resync: AtomicBool,
+    wake: Notify,
+}
+
+struct Peer {
+    shared: Arc<PeerShared>,
+    tx: mpsc::Sender<PeerCmd>,
+    task: JoinHandle<()>,
+}
+
+/// The set of lookupd peers and the broker's event sink that feeds them.
+pub struct Lookupd {
+    broker: Arc<Broker>,
+    cfg: Arc<LookupdConfig>,
+    runtime: tokio::runtime::Handle,
+    peers: Mutex<Vec<Peer>>,
+    stopped: AtomicBool,
+}
+
+impl Lookupd {
+    /// Connect to `addrs` and follow the broker's topics and channels from now on. Call inside
+    /// the runtime, after `nsqd.dat` was loaded (loaded topics are registered on connect, but
+    /// are not held for channel pre-creation, as in nsqd).
+    pub fn start(broker: Arc<Broker>, cfg: LookupdConfig, addrs: &[String]) -> Arc<Lookupd> {
+        let l = Arc::new(Lookupd {
+            broker: Arc::clone(&broker),
+            cfg: Arc::new(cfg),
+            runtime: tokio::runtime::Handle::current(),
+            peers: Mutex::new(Vec::new()),
+            stopped: AtomicBool::new(false),
+        });
+        let weak: Weak<Lookupd> = Arc::downgrade(&l);
+        broker.set_event_sink(Arc::new(move |ev| match weak.upgrade() {
+            Some(l) => l.on_event(ev),
+            None => drop(ev),
+        }));
+        l.set_addresses(addrs);
+        l
+    }
+
+    /// Swap the peer list (`PUT /config/nsqlookupd_tcp_addresses`): peers no longer listed are
+    /// disconnected, new ones connected; the others are left alone.
+    pub fn set_addresses(&self, addrs: &[String]) {
+        if self.stopped.load(Relaxed) {
+            return;
+        }
+        let mut peers = self.peers.lock();
+        peers.retain(|p| {
+            let keep = addrs.contains(&p.shared.addr);
+            if !keep {
+                tracing::info!("LOOKUP({}): removing peer", p.shared.addr);
+                p.task.abort();
+            }
+            keep
+        });
+        for addr in addrs {
+            if peers.iter().any(|p| &p.shared.addr == addr) {
+                continue;
+            }
+            tracing::info!("LOOKUP({addr}): adding peer");
+            peers.push(self.spawn_peer(addr));
+        }
+    }
+
+    /// Close every peer connection (shutdown). Nothing is unregistered: lookupd drops a node's
+    /// registrations when its connection closes.
+    pub fn shutdown(&self) {
+        self.stopped.store(true, Relaxed);
+        for p in self.peers.lock().drain(..) {
+            p.task.abort();
+        }
+        tracing::info!("LOOKUP: closing");
+    }
+
+    fn spawn_peer(&self, addr: &str) -> Peer {
+        let shared = Arc::new(PeerShared {
+            addr: addr.to_string(),
+            info: Mutex::new(None),
+            resync: AtomicBool::new(false),
+            wake: Notify::new(),
+        });
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let task = self.runtime.spawn(run_peer(
+            Arc::clone(&shared),
+            rx,
+            Arc::clone(&self.broker),
+            Arc::clone(&self.cfg),
+        ));
+        Peer { shared, tx, task }
+    }
+
+    /// The broker's event sink: quick, never blocks (see `nsqr_broker::events`).
+    fn on_event(&self, ev: Event) {
+        match ev {
+            Event::TopicCreated { topic, start } => {
+                self.broadcast(&[PeerCmd::Register(topic.name.clone(), None)]);
+                self.precreate_channels(topic, start);
+            }
+            Event::TopicDeleted { topic, channels } => {
+                let mut cmds = vec![PeerCmd::Unregister(topic.clone(), None)];
+                cmds.extend(
+                    channels
+                        .into_iter()
+                        .map(|c| PeerCmd::Unregister(topic.clone(), Some(c))),
+                );
+                self.broadcast(&cmds);
+            }
+            Event::ChannelCreated { topic, channel } => {
+                self.broadcast(&[PeerCmd::Register(topic, Some(channel))]);
+            }
+            Event::ChannelDeleted { topic, channel } => {
+                self.broadcast(&[PeerCmd::Unregister(topic, Some(channel))]);
+            }
+        }
+    }
+
+    fn broadcast(&self, cmds: &[PeerCmd]) {
+        for p in self.peers.lock().iter() {
+            for cmd in cmds {
+                match p.tx.try_send(cmd.clone()) {
+                    Ok(()) => {}
+                    Err(mpsc::error::TrySendError::Full(_)) => {
+                        p.shared.resync.store(true, Relaxed);
+                        p.shared.wake.notify_one();
+                        break;
+                    }
+                    Err(mpsc::error::TrySendError::Closed(_)) => break,
+                }
+            }
+        }
+    }
+
+    /// The HTTP addresses of the lookupds that have identified themselves.
+    fn http_addrs(&self) -> (usize, Vec<String>) {
+        let peers = self.peers.lock();
+        let addrs = peers
+            .iter()
+            .filter_map(|p| {
+                let info = p.shared.info.lock();
+                let info = info.as_ref()?;
+                (!info.broadcast_address.is_empty()).then(|| {
+                    crate::options::join_host_port(
+                        &info.broadcast_address,
+                        &info.http_port.to_string(),
+                    )
+                })
+            })
+            .collect();
+        (peers.len(), addrs)
+    }
+
+    /// Create the channels lookupd knows for a new topic, then start it. The topic holds its
+    /// messages meanwhile, so publishing never waits; the wait is bounded by the HTTP timeouts.
+    fn precreate_channels(&self, topic: Arc<Topic>, start: TopicStart) {
+        let (peers, addrs) = self.http_addrs();
+        if addrs.is_empty() {
+            if peers > 0 {
+                tracing::error!(
+                    "no available nsqlookupd to query for channels to pre-create for topic {}",
+                    topic.name
+                );
+            }
+            start.start();
+            return;
+        }
+        let (connect, request) = (self.cfg.http_connect_timeout, self.cfg.http_request_timeout);
+        self.runtime.spawn(async move {
+            let mut lookups = JoinSet::new();
+            for addr in addrs {
+                let name = topic.name.clone();
+                lookups.spawn(async move {
+                    let r = lookup_channels(&addr, &name, connect, request).await;
+                    (addr, r)
+                });
+            }
+            let mut channels = BTreeSet::new();
+            while let Some(done) = lookups.join_next().await {
+                match done {
+                    Ok((_, Ok(found))) => channels.extend(found),
+                    Ok((addr, Err(e))) => tracing::warn!(
+                        "failed to query nsqlookupd ({addr}) for channels to pre-create for topic {} - {e}",
+                        topic.name
+                    ),
+                    Err(e) => tracing::warn!("channel pre-creation: {e}"),
+                }
+            }
+            for c in channels {
+                // Ephemeral channels exist only with consumers; names from lookupd are checked.
+                if nsq_wire::names::is_ephemeral(&c) || !nsq_wire::names::is_valid_name(c.as_bytes()) {
+                    continue;
+                }
+                let _ = topic.get_or_create_channel(&c);
+            }
+            start.start();
+        });
+    }
+}
+
+/// The REGISTER commands describing everything this node has now.
+fn full_registration(broker: &Broker) -> Vec<PeerCmd> {
+    let mut cmds = Vec::new();
+    for name in broker.topic_names() {
+        let Some(t) = broker.topic(&name) else {
+            continue;
+        };
+        let channels = t.channel_names();
+        if channels.is_empty() {
+            cmds.push(PeerCmd::Register(name, None));
+        } else {
+            cmds.extend(
+                channels
+                    .into_iter()
+                    .map(|c| PeerCmd::Register(name.clone(), Some(c))),
+            );
+        }
+    }
+    cmds
+}
+
+/// One peer's connection state, driven by its task.
+struct PeerLink {
+    shared: Arc<PeerShared>,
+    broker: Arc<Broker>,
+    cfg: Arc<LookupdConfig>,
+    conn: Option<PeerConn>,
+    /// Set after a failed connect: until then queued commands are not retried one by one.
+    retry_at: Option<Instant>,
+}
+
+impl PeerLink {
+    /// Connect, IDENTIFY and register everything.
+    async fn connect(&mut self) -> Result<(), PeerError> {
+        let addr = &self.shared.addr;
+        tracing::info!("LOOKUP connecting to {addr}");
+        let mut conn = PeerConn::connect(addr, self.cfg.max_body_size).await?;
+        let info = conn.identify(&self.cfg.identity).await?;
+        tracing::info!("LOOKUPD({addr}): peer info {info:?}");
+        if info.broadcast_address.is_empty() {
+            tracing::error!("LOOKUPD({addr}): no broadcast address");
+        }
+        *self.shared.info.lock() = Some(info);
+        for cmd in full_registration(&self.broker) {
+            let line = cmd.line();
+            tracing::info!("LOOKUPD({addr}): {line}");
+            conn.command(&line, None).await?;
+        }
+        self.conn = Some(conn);
+        self.retry_at = None;
+        Ok(())
+    }
+
+    async fn ensure_connected(&mut self) -> bool {
+        if self.conn.is_some() {
+            return true;
+        }
+        match self.connect().await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!("LOOKUPD({}): connect failed - {e}", self.shared.addr);
+                self.retry_at = Some(Instant::now() + RECONNECT_BACKOFF);
+                false
+            }
+        }
+    }
+
+    /// Send one command, connecting first if needed; an error drops the connection.
+    async fn send(&mut self, line: &str, retry_now: bool) {
+        if self.conn.is_none() && !retry_now && self.retry_at.is_some_and(|t| Instant::now() < t) {
+            return;
+        }
+        if !self.ensure_connected().await {
+            return;
+        }
+        let Some(conn) = self.conn.as_mut() else {
+            return;
+        };
+        if let Err(e) = conn.command(line, None).await {
+            tracing::error!("LOOKUPD({}): {line} - {e}", self.shared.addr);
+            self.conn = None;
+        }
+    }
+}
+
+async fn run_peer(
+    shared: Arc<PeerShared>,
+    mut rx: mpsc::Receiver<PeerCmd>,
+    broker: Arc<Broker>,
+    cfg: Arc<LookupdConfig>,
+) {
+    let mut link = PeerLink {
+        shared: Arc::clone(&shared),
+        broker,
+        cfg,
+        conn: None,
+        retry_at: None,
+    };
+    link.ensure_connected().await;
+    let mut ping = tokio::time::interval_at(Instant::now() + PING_INTERVAL, PING_INTERVAL);
+    ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            _ = shared.wake.notified() => {
+                if shared.resync.swap(false, Relaxed) {
+                    tracing::warn!("LOOKUPD({}): too many pending commands; re-registering", shared.addr);
+                    while rx.try_recv().is_ok() {}
+                    link.conn = None;
+                    link.ensure_connected().await;
+                }
+            }
+            cmd = rx.recv() => {
+                let Some(cmd) = cmd else { return };
+                let line = cmd.line();
+                tracing::info!("LOOKUPD({}): {line}", shared.addr);
+                link.send(&line, false).await;
+            }
+            _ = ping.tick() => {
+                tracing::debug!("LOOKUPD({}): sending heartbeat", shared.addr);
+                link.send("PING", true).await;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_lines() {
+        assert_eq!(PeerCmd::Register("t".into(), None).line(), "REGISTER t");
+        assert_eq!(
+            PeerCmd::Unregister("t".into(), Some("c#ephemeral".into())).line(),
+            "UNREGISTER t c#ephemeral"
+        );
+    }
+
+    #[test]
+    fn full_registration_lists_topics_or_their_channels() {
+        let b = Broker::new(nsqr_broker::BrokerConfig::default());
+        b.get_or_create_topic("lonely").ok();
+        if let Ok(t) = b.get_or_create_topic("busy") {
+            t.get_or_create_channel("a").ok();
+            t.get_or_create_channel("b").ok();
+        }
+        let lines: Vec<String> = full_registration(&b).iter().map(PeerCmd::line).collect();
+        assert_eq!(
+            lines,
+            ["REGISTER busy a", "REGISTER busy b", "REGISTER lonely"]
+        );
+    }
+}

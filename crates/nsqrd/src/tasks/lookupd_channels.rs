@@ -1,0 +1,201 @@
+//! `GET /channels?topic=<t>` on nsqlookupd's HTTP API: the channels other nodes have for a
+//! topic this node just created, so it can create them before any message flows (nsqd's channel
+//! pre-creation, reference §7.2 and §17).
+//!
+//! Bounded like every outbound call (`--http-client-connect-timeout`, then
+//! `--http-client-request-timeout` for the whole exchange, and a body limit); both lookupd
+//! response shapes are read: the v1 `{"channels":[...]}` and the pre-1.0 envelope
+//! `{"status_code":200,"data":{"channels":[...]}}`.
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Empty, Limited};
+use hyper::header::{ACCEPT, HOST};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::time::timeout;
+
+/// The largest `/channels` answer read.
+const MAX_BODY: usize = 4 << 20;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ChannelsError {
+    #[error("connect timed out")]
+    ConnectTimeout,
+    #[error("request timed out")]
+    RequestTimeout,
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("{0}")]
+    Http(String),
+    #[error("got response {0}")]
+    Status(u16),
+    #[error("invalid response - {0}")]
+    Body(String),
+}
+
+/// Percent-encode a query value (topic names only need `#`, but encode anything unusual).
+fn encode_query(v: &str) -> String {
+    let mut out = String::with_capacity(v.len());
+    for b in v.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The channel names in a `/channels` answer of either shape.
+pub fn parse_channels(body: &[u8]) -> Result<Vec<String>, ChannelsError> {
+    #[derive(serde::Deserialize)]
+    struct V1 {
+        channels: Option<Vec<String>>,
+        data: Option<Box<V1>>,
+    }
+    let v: V1 = serde_json::from_slice(body).map_err(|e| ChannelsError::Body(e.to_string()))?;
+    match (v.channels, v.data) {
+        (Some(c), _) => Ok(c),
+        (None, Some(d)) => Ok(d.channels.unwrap_or_default()),
+        (None, None) => Err(ChannelsError::Body("no channels".to_string())),
+    }
+}
+
+/// Ask the lookupd at `http_addr` (`host:port`) for the channels of `topic`.
+pub async fn lookup_channels(
+    http_addr: &str,
+    topic: &str,
+    connect_timeout: Duration,
+    request_timeout: Duration,
+) -> Result<Vec<String>, ChannelsError> {
+    let stream = timeout(connect_timeout, TcpStream::connect(http_addr))
+        .await
+        .map_err(|_| ChannelsError::ConnectTimeout)??;
+    let request = async {
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(|e| ChannelsError::Http(e.to_string()))?;
+        let driver = tokio::spawn(conn);
+        let req = Request::get(format!("/channels?topic={}", encode_query(topic)))
+            .header(HOST, http_addr)
+            .header(ACCEPT, "application/vnd.nsq; version=1.0")
+            .body(Empty::<Bytes>::new())
+            .map_err(|e| ChannelsError::Http(e.to_string()))?;
+        let resp = sender
+            .send_request(req)
+            .await
+            .map_err(|e| ChannelsError::Http(e.to_string()))?;
+        let status = resp.status().as_u16();
+        let body = Limited::new(resp.into_body(), MAX_BODY)
+            .collect()
+            .await
+            .map_err(|e| ChannelsError::Body(e.to_string()))?
+            .to_bytes();
+        driver.abort();
+        if status != 200 {
+            return Err(ChannelsError::Status(status));
+        }
+        parse_channels(&body)
+    };
+    timeout(request_timeout, request)
+        .await
+        .map_err(|_| ChannelsError::RequestTimeout)?
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpListener;
+
+    #[test]
+    fn both_shapes_and_garbage() {
+        assert_eq!(
+            parse_channels(br#"{"channels":["a","b"]}"#).unwrap(),
+            ["a", "b"]
+        );
+        assert_eq!(
+            parse_channels(br#"{"status_code":200,"status_txt":"OK","data":{"channels":["c"]}}"#)
+                .unwrap(),
+            ["c"]
+        );
+        assert!(parse_channels(b"<html>").is_err());
+        assert!(parse_channels(br#"{"channels":[1]}"#).is_err());
+        assert!(parse_channels(b"{}").is_err());
+        assert_eq!(encode_query("a.b#ephemeral"), "a.b%23ephemeral");
+    }
+
+    /// Serve one HTTP request with `reply` (after `delay`); returns the request head.
+    async fn serve_once(
+        reply: &'static str,
+        delay: Duration,
+    ) -> (String, tokio::task::JoinHandle<String>) {
+        let l = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        let t = tokio::spawn(async move {
+            let (mut s, _) = l.accept().await.unwrap();
+            let mut buf = vec![0u8; 4096];
+            let n = s.read(&mut buf).await.unwrap();
+            tokio::time::sleep(delay).await;
+            let _ = s.write_all(reply.as_bytes()).await;
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        (addr, t)
+    }
+
+    #[tokio::test]
+    async fn asks_lookupd() {
+        let (addr, t) = serve_once(
+            "HTTP/1.1 200 OK\r\nContent-Length: 22\r\n\r\n{\"channels\":[\"x\",\"y\"]}",
+            Duration::ZERO,
+        )
+        .await;
+        let got = lookup_channels(
+            &addr,
+            "t#ephemeral",
+            Duration::from_secs(1),
+            Duration::from_secs(2),
+        )
+        .await
+        .unwrap();
+        assert_eq!(got, ["x", "y"]);
+        let head = t.await.unwrap();
+        assert!(
+            head.starts_with("GET /channels?topic=t%23ephemeral HTTP/1.1\r\n"),
+            "{head}"
+        );
+        assert!(
+            head.contains("accept: application/vnd.nsq; version=1.0\r\n"),
+            "{head}"
+        );
+    }
+
+    #[tokio::test]
+    async fn slow_or_failing_lookupd_is_bounded() {
+        let (addr, _t) = serve_once("HTTP/1.1 200 OK\r\n\r\n", Duration::from_secs(5)).await;
+        let t0 = std::time::Instant::now();
+        let e = lookup_channels(
+            &addr,
+            "t",
+            Duration::from_secs(1),
+            Duration::from_millis(300),
+        )
+        .await
+        .unwrap_err();
+        assert!(matches!(e, ChannelsError::RequestTimeout), "{e}");
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        let (addr, _t) = serve_once(
+            "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n",
+            Duration::ZERO,
+        )
+        .await;
+        let e = lookup_channels(&addr, "t", Duration::from_secs(1), Duration::from_secs(2))
+            .await
+            .unwrap_err();
+        assert!(matches!(e, ChannelsError::Status(500)), "{e}");
+    }
+}

@@ -1,0 +1,138 @@
+//! The `--config` TOML file, read the way nsqlookupd reads it: keys are the flag names with `_`
+//! (`tcp_address`, `tombstone_lifetime`, ...), a key also given as a flag is skipped, unknown
+//! keys are ignored, durations are Go strings or integer milliseconds, and a bad `log_level`
+//! aborts with nsqlookupd's `failed parsing log_level <v>`.
+
+use super::{duration, LogLevel, Options, OptionsError, Value};
+
+/// (config key, flag name) of every option the file can set. `config`, `version` and the
+/// deprecated `verbose` are flags only, as in nsqlookupd.
+const KEYS: &[(&str, &str)] = &[
+    ("log_level", "log-level"),
+    ("log_prefix", "log-prefix"),
+    ("tcp_address", "tcp-address"),
+    ("http_address", "http-address"),
+    ("broadcast_address", "broadcast-address"),
+    ("inactive_producer_timeout", "inactive-producer-timeout"),
+    ("tombstone_lifetime", "tombstone-lifetime"),
+];
+
+/// Reads the file at `path` into `opts`, skipping the flags named in `given`.
+pub fn apply_file(opts: &mut Options, path: &str, given: &[&str]) -> Result<(), OptionsError> {
+    let text = std::fs::read_to_string(path).map_err(|e| OptionsError::ConfigFile {
+        path: path.to_string(),
+        reason: format!("open {path}: {e}"),
+    })?;
+    apply_toml(opts, path, &text, given)
+}
+
+/// Applies TOML `text` (from `path`, for messages) to `opts`.
+pub fn apply_toml(
+    opts: &mut Options,
+    path: &str,
+    text: &str,
+    given: &[&str],
+) -> Result<(), OptionsError> {
+    let table: toml::Table = toml::from_str(text).map_err(|e| OptionsError::ConfigFile {
+        path: path.to_string(),
+        reason: format!("toml: {}", e.message().trim()),
+    })?;
+    // nsqlookupd validates log_level before anything else, whether or not the flag was given.
+    let log_level = match table.get("log_level") {
+        Some(v) => {
+            let text = match v {
+                toml::Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            Some(LogLevel::parse(&text).map_err(|_| {
+                OptionsError::ConfigValue(format!("failed parsing log_level {text}"))
+            })?)
+        }
+        None => None,
+    };
+    for &(key, flag) in KEYS {
+        if given.contains(&flag) {
+            continue;
+        }
+        let Some(raw) = table.get(key) else { continue };
+        let coerce_err = |reason: String| {
+            OptionsError::ConfigValue(format!(
+                "Resolve failed to coerce value {raw} for {key} - {reason}"
+            ))
+        };
+        let value = match (flag, raw) {
+            ("log-level", _) => match log_level {
+                Some(l) => Value::LogLevel(l),
+                None => continue,
+            },
+            ("inactive-producer-timeout" | "tombstone-lifetime", toml::Value::String(s)) => {
+                Value::Duration(duration::parse(s).map_err(|e| coerce_err(e.to_string()))?)
+            }
+            ("inactive-producer-timeout" | "tombstone-lifetime", toml::Value::Integer(ms)) => {
+                Value::Duration(ms.saturating_mul(1_000_000))
+            }
+            ("inactive-producer-timeout" | "tombstone-lifetime", other) => {
+                return Err(coerce_err(format!(
+                    "invalid time.Duration value type {}",
+                    other.type_str()
+                )))
+            }
+            (_, toml::Value::String(s)) => Value::Str(s.clone()),
+            (_, other) => {
+                return Err(coerce_err(format!(
+                    "expected a string, got {}",
+                    other.type_str()
+                )))
+            }
+        };
+        opts.set(flag, value);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    fn apply(text: &str, given: &[&str]) -> Result<Options, OptionsError> {
+        let mut o = Options::default();
+        apply_toml(&mut o, "f.toml", text, given).map(|()| o)
+    }
+
+    #[test]
+    fn keys_and_precedence() {
+        let o = apply(
+            "tcp_address = \"127.0.0.1:1\"\nhttp_address = \"127.0.0.1:2\"\n\
+             inactive_producer_timeout = 1500\ntombstone_lifetime = \"1m\"\n\
+             log_level = \"debug\"\nunknown_key = 5\nverbose = true\n",
+            &["http-address"],
+        )
+        .unwrap();
+        assert_eq!(o.tcp_address, "127.0.0.1:1");
+        assert_eq!(o.http_address, "0.0.0.0:4161"); // given as a flag: the file is skipped
+        assert_eq!(o.inactive_producer_timeout, 1_500_000_000); // integer = ms
+        assert_eq!(o.tombstone_lifetime, 60_000_000_000);
+        assert_eq!(o.log_level, LogLevel::Debug);
+        assert!(!o.verbose);
+    }
+
+    #[test]
+    fn bad_values_abort() {
+        let text = |t: &str| apply(t, &[]).unwrap_err().to_string();
+        assert_eq!(
+            text("log_level = \"loud\""),
+            "failed parsing log_level loud"
+        );
+        assert_eq!(text("log_level = 3"), "failed parsing log_level 3");
+        // A bad log_level aborts even when the flag overrides it (nsqlookupd validates first).
+        assert!(apply("log_level = \"loud\"", &["log-level"]).is_err());
+        assert!(text("tombstone_lifetime = \"10\"").contains("missing unit"));
+        assert!(text("tombstone_lifetime = true").contains("tombstone_lifetime"));
+        assert!(text("tcp_address = 5").contains("tcp_address"));
+        assert!(text("tcp_address = ").starts_with("failed to load config file f.toml - toml: "));
+        let e = apply("x = [", &[]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert!(!e.shows_usage());
+    }
+}
