@@ -38,7 +38,6 @@ pub(crate) struct Outgoing {
 #[derive(Debug, Default)]
 pub(crate) struct Work {
     pub epoch: u64,
-    pub delete: bool,
     pub empty: bool,
     pub writes: Vec<Outgoing>,
     pub promises: Vec<Promise>,
@@ -273,10 +272,6 @@ impl Backend {
             let Some(work) = work else {
                 return;
             };
-            if work.delete {
-                self.delete(&mut io);
-                continue;
-            }
             if io.is_none() {
                 match self.open_queue() {
                     Ok(st) => *io = Some(st),
@@ -316,7 +311,9 @@ impl Backend {
         }
     }
 
-    fn delete(&self, io: &mut Option<IoState>) {
+    /// Remove the queue's files (its owner was deleted), once a running pass is over.
+    pub(crate) fn delete_now(&self) {
+        let mut io = self.io.lock();
         if let Some(st) = io.take() {
             if let Err(e) = st.dq.delete() {
                 tracing::error!("DISKQUEUE({}): failed to delete - {e}", self.name);

@@ -356,7 +356,7 @@ impl Channel {
     pub fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
-        st.ready.delete();
+        let disk = st.ready.delete();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.drain(..) {
@@ -364,6 +364,11 @@ impl Channel {
         }
         drop(st);
         self.timer.notify_one();
+        // Outside the lock (the writer may need it to finish its pass): the files are gone
+        // before a channel of the same name can be created again.
+        if let Some(backend) = disk {
+            backend.delete_now();
+        }
     }
 
     /// Every message the channel holds in memory: ready, in flight and deferred.

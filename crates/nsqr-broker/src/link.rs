@@ -53,7 +53,6 @@ pub(crate) struct DiskLink {
     read_backoff: bool,
     epoch: u64,
     empty_requested: bool,
-    delete_requested: bool,
     sync_requested: bool,
     needs_sync: bool,
     pub closed: bool,
@@ -101,7 +100,6 @@ impl DiskLink {
             read_backoff: false,
             epoch: 0,
             empty_requested: false,
-            delete_requested: false,
             sync_requested: false,
             needs_sync: false,
             closed: false,
@@ -219,13 +217,13 @@ impl DiskLink {
         self.kick();
     }
 
+    /// No more puts or passes; the owner removes the files (`Backend::delete_now`).
     pub fn request_delete(&mut self) {
         self.epoch += 1;
-        self.delete_requested = true;
+        self.closed = true;
         self.drop_queued();
         self.unread = 0;
         self.dues.clear();
-        self.kick();
     }
 
     /// Messages not yet written are dropped (emptied or deleted): their publishers are done.
@@ -289,12 +287,6 @@ impl DiskLink {
             epoch: self.epoch,
             ..Work::default()
         };
-        if self.delete_requested {
-            self.delete_requested = false;
-            self.closed = true;
-            w.delete = true;
-            return Some(w);
-        }
         w.empty = std::mem::take(&mut self.empty_requested);
         if !self.outbox.is_empty() && (self.failed.is_none() || self.strict || self.retry) {
             self.retry = false;

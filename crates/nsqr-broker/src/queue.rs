@@ -178,12 +178,13 @@ impl Queue {
         }
     }
 
-    /// The owner is deleted: drop everything and remove the files.
-    pub fn delete(&mut self) {
+    /// The owner is deleted: drop everything. The caller removes the files with the returned
+    /// writer's `delete_now` once it has released its lock.
+    pub(crate) fn delete(&mut self) -> Option<std::sync::Arc<crate::backend::Backend>> {
         self.mem.clear();
-        if let Some(d) = self.disk.as_deref_mut() {
-            d.request_delete();
-        }
+        let d = self.disk.as_deref_mut()?;
+        d.request_delete();
+        Some(std::sync::Arc::clone(&d.backend))
     }
 
     /// The `--sync-timeout` tick: sync if anything changed, retry failed writes, push pending

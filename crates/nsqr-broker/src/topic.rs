@@ -227,10 +227,15 @@ impl Topic {
     pub fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
-        st.backlog.delete();
+        let disk = st.backlog.delete();
         st.deferred.clear();
-        for (_, ch) in std::mem::take(&mut st.channels) {
+        let channels = std::mem::take(&mut st.channels);
+        drop(st);
+        for (_, ch) in channels {
             ch.delete();
+        }
+        if let Some(backend) = disk {
+            backend.delete_now();
         }
     }
 

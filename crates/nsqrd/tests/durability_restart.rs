@@ -234,3 +234,36 @@ fn finished_messages_are_not_redelivered_after_a_restart() {
         assert!(c.expect_silence(Duration::from_millis(300)), "{mode}");
     }
 }
+
+#[test]
+fn deleted_topics_and_channels_leave_nothing_behind() {
+    for mode in modes() {
+        let flags = ["--mem-queue-size=2", mode];
+        let s = Server::start(&flags);
+        post_ok(&s, "/topic/create?topic=del");
+        post_ok(&s, "/channel/create?topic=del&channel=c");
+        mpub(&s, "del", &bodies("old", 10));
+        post_ok(&s, "/channel/delete?topic=del&channel=c");
+        post_ok(&s, "/channel/create?topic=del&channel=c");
+        assert_eq!(s.channel_stat("del", "c", "depth"), Some(0), "{mode}");
+        mpub(&s, "del", &bodies("mid", 3));
+        post_ok(&s, "/topic/delete?topic=del");
+        let leftovers: Vec<String> = std::fs::read_dir(&s.data_path)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("del"))
+            .collect();
+        assert!(leftovers.is_empty(), "{mode}: {leftovers:?}");
+        post_ok(&s, "/topic/create?topic=del");
+        post_ok(&s, "/channel/create?topic=del&channel=c");
+        mpub(&s, "del", &bodies("new", 5));
+        let s = restart(s, &flags);
+        let mut c = consumer(&s, "del", "c", 100);
+        let got: BTreeSet<String> = take_fin(&mut c, 5).into_iter().collect();
+        assert_eq!(got, bodies("new", 5).into_iter().collect(), "{mode}");
+        assert!(
+            c.expect_silence(Duration::from_millis(300)),
+            "{mode}: old messages came back"
+        );
+    }
+}
