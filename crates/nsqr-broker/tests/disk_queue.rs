@@ -18,9 +18,9 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-fn broker(dir: &PathBuf, durability: Durability, mem: usize) -> Broker {
+fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
     Broker::new(BrokerConfig {
-        data_path: Some(dir.clone()),
+        data_path: Some(dir.to_path_buf()),
         durability,
         mem_queue_size: mem,
         ..BrokerConfig::default()
