@@ -14,11 +14,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 
-use bytes::Bytes;
 use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, MESSAGE_HEADER_LEN};
-use nsq_wire::MessageId;
+
+pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
 
+use crate::codec::{decode, encode};
 use crate::config::BrokerConfig;
 use crate::deferred_store;
 use crate::durability::{DiskError, Promise, Ticket};
@@ -136,30 +137,6 @@ impl std::fmt::Debug for Backend {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Backend").field("name", &self.name).finish()
     }
-}
-
-/// Bytes a message takes in a data file.
-pub(crate) fn record_len(body_len: usize) -> u64 {
-    diskqueue::LENGTH_PREFIX_LEN + u64::from(MESSAGE_HEADER_LEN) + body_len as u64
-}
-
-fn encode(m: &Message, out: &mut Vec<u8>) {
-    out.extend_from_slice(&m.timestamp.to_be_bytes());
-    out.extend_from_slice(&m.attempts.to_be_bytes());
-    out.extend_from_slice(&m.id.to_hex());
-    out.extend_from_slice(&m.body);
-}
-
-fn decode(p: Vec<u8>) -> Option<Message> {
-    let ts: [u8; 8] = p.get(0..8)?.try_into().ok()?;
-    let attempts: [u8; 2] = p.get(8..10)?.try_into().ok()?;
-    let id = MessageId::from_hex(p.get(10..26)?)?;
-    Some(Message {
-        id,
-        timestamp: i64::from_be_bytes(ts),
-        attempts: u16::from_be_bytes(attempts),
-        body: Bytes::from(p).slice(26..),
-    })
 }
 
 /// Test seam for environments where no small file system can be mounted: while the file
@@ -588,32 +565,5 @@ impl DiskStats {
         if s.last_corruption.is_some() {
             self.last_corruption.clone_from(&s.last_corruption);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn encode_decode_round_trip() {
-        let m = Message {
-            id: MessageId(0x1234_abcd),
-            timestamp: -5,
-            attempts: 7,
-            body: Bytes::from_static(b"hello"),
-        };
-        let mut buf = Vec::new();
-        encode(&m, &mut buf);
-        assert_eq!(buf.len() as u64 + 4, record_len(5));
-        assert_eq!(&buf[10..26], b"000000001234abcd");
-        let d = decode(buf).expect("decode");
-        assert_eq!(
-            (d.id, d.timestamp, d.attempts, &d.body[..]),
-            (m.id, -5, 7, &b"hello"[..])
-        );
-        let mut bad = vec![0u8; 30];
-        bad[10..26].copy_from_slice(b"zzzzzzzzzzzzzzzz");
-        assert!(decode(bad).is_none());
     }
 }

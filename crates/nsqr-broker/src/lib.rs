@@ -10,6 +10,7 @@ mod ack_window;
 mod backend;
 pub mod channel;
 pub mod client;
+mod codec;
 pub mod config;
 mod deferred_store;
 pub mod durability;

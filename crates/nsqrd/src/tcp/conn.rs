@@ -20,9 +20,12 @@
 //! `Flow::Upgrade` / `Flow::Await` so that `process_all` can await it between two commands.
 
 mod authz;
+mod durable;
 mod upgrade;
 
 use std::collections::VecDeque;
+
+use durable::{first_ready, Unsettled, MAX_UNSETTLED, MAX_UNSETTLED_BYTES};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +34,7 @@ use bytes::{Bytes, BytesMut};
 use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
-use nsqr_broker::{BrokerError, Channel, Client, ClientState, Ticket, Topic};
+use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
@@ -48,11 +51,6 @@ const MIN_READ_SPACE: usize = 4 * 1024;
 const INITIAL_BUFFER: usize = 16 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
-/// Publishes (and their body bytes) waiting for their fsync (strict mode) before the
-/// connection stops reading.
-const MAX_UNSETTLED: usize = 4096;
-const MAX_UNSETTLED_BYTES: usize = 16 << 20;
-
 /// Why the loop stopped reading commands.
 enum Flow {
     Continue,
@@ -61,23 +59,6 @@ enum Flow {
     Upgrade,
     /// A command waits for the auth server (`Conn::suspended`).
     Await,
-}
-
-/// `OK`s already in the output buffer (from `at` on) whose publish is not durable yet.
-struct Unsettled {
-    at: usize,
-    ticket: Ticket,
-    code: Code,
-    cmd: &'static str,
-    bytes: usize,
-}
-
-/// Resolves when the oldest pending publish is durable (never, if there is none).
-async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
-    match unsettled.front_mut() {
-        Some(u) => u.ticket.ready().await,
-        None => std::future::pending().await,
-    }
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -245,55 +226,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 self.rbuf.reserve(READ_CHUNK - MIN_READ_SPACE);
             }
         }
-    }
-
-    /// Drop the tickets that completed, oldest first. On a failure the buffer is cut where
-    /// that publish's `OK`s begin, the later ones are forgotten and its error (fatal) goes out.
-    fn settle_ready(&mut self) -> Flow {
-        while let Some(u) = self.unsettled.front_mut() {
-            match u.ticket.try_result() {
-                None => break,
-                Some(Ok(())) => {
-                    self.unsettled_bytes -= u.bytes;
-                    self.unsettled.pop_front();
-                }
-                Some(Err(e)) => {
-                    let (at, code, cmd) = (u.at, u.code, u.cmd);
-                    self.unsettled.clear();
-                    self.unsettled_bytes = 0;
-                    self.wbuf.truncate(at);
-                    return self.error(&ProtocolError::new(code, format!("{cmd} failed {e}")));
-                }
-            }
-        }
-        Flow::Continue
-    }
-
-    /// Wait until every publish answered in the output buffer is durable (before closing or
-    /// switching transport layers).
-    async fn settle(&mut self) -> Flow {
-        while let Some(u) = self.unsettled.front_mut() {
-            u.ticket.ready().await;
-            if let Flow::Close = self.settle_ready() {
-                return Flow::Close;
-            }
-        }
-        Flow::Continue
-    }
-
-    /// Remember `ticket` if it is still pending: the `OK`s written from `at` on wait for it.
-    fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str, bytes: usize) {
-        if ticket.is_done() {
-            return;
-        }
-        self.unsettled_bytes += bytes;
-        self.unsettled.push_back(Unsettled {
-            at,
-            ticket,
-            code,
-            cmd,
-            bytes,
-        });
     }
 
     /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
