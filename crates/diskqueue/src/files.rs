@@ -91,6 +91,10 @@ impl Layout {
         &self.name
     }
 
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     pub(crate) fn data_file(&self, n: u64) -> PathBuf {
         self.dir
             .join(format!("{}.diskqueue.{:06}.dat", self.name, n))

@@ -32,6 +32,13 @@
 //! * `max_bytes` bounds the queue's files (`--max-disk-bytes`): a put beyond it fails with
 //!   [`DiskQueueError::Full`].
 //! * [`DiskQueue::put_batch`] writes many records with one `write` per file.
+//! * Explicit acknowledgements (`ack.rs`): in that mode a read record stays in the persisted
+//!   queue until [`DiskQueue::ack`], so an at-least-once owner loses nothing it handed out when
+//!   the process dies; [`DiskQueue::flush_durable`] makes appended records durable before a
+//!   publisher is told so.
+//! * A torn or corrupt tail of the last data file (bytes written after the last fsync that
+//!   never formed whole records) is cut off on open and counted; the records before it are
+//!   kept. Damage anywhere else is corruption: reported, counted, the file kept as `.bad`.
 //!
 //! # Example
 //! ```
@@ -47,6 +54,7 @@
 //! # Ok::<(), diskqueue::DiskQueueError>(())
 //! ```
 
+mod ack;
 mod error;
 mod files;
 mod options;

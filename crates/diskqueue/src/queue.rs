@@ -36,6 +36,9 @@ pub struct Counters {
     pub depth_resets: u64,
     /// fsync or metadata writes that failed (retried on the next sync).
     pub sync_errors: u64,
+    /// Torn or corrupt tails cut off the last data file on open (bytes written after the last
+    /// fsync that never formed a whole record: a crash mid-write, never acknowledged).
+    pub torn_tails_truncated: u64,
 }
 
 /// The last corruption the reader ran into.
@@ -70,8 +73,23 @@ pub(crate) struct ReadHandle {
 pub struct DiskQueue {
     pub(crate) layout: Layout,
     pub(crate) opts: DiskQueueOptions,
+    /// Records not read yet (in explicit-ack mode, read but unacknowledged records are not
+    /// counted here but in `unacked`).
     pub(crate) depth: i64,
     pub(crate) read: Position,
+    /// Explicit-ack mode (`ack.rs`): the position the metadata records as the read position,
+    /// i.e. the oldest record not acknowledged. Equal to `read` in the default mode.
+    pub(crate) acked: Position,
+    /// Explicit-ack mode: where each read but unacknowledged record ends, oldest first.
+    pub(crate) unacked: std::collections::VecDeque<Position>,
+    pub(crate) explicit_ack: bool,
+    /// Explicit-ack mode: corrupt files the reader skipped while acknowledged data still
+    /// pointed into them; renamed `.bad` once the acknowledgements move past them.
+    pub(crate) pending_bad: Vec<u64>,
+    /// A data file was created since the directory was last fsynced.
+    pub(crate) dir_unsynced: bool,
+    /// An fsync of a finished data file failed since the last `flush_durable`.
+    pub(crate) fsync_lost: bool,
     pub(crate) write: Position,
     pub(crate) reader: Option<ReadHandle>,
     pub(crate) writer: Option<File>,
@@ -127,6 +145,12 @@ impl DiskQueue {
             opts,
             depth: recovered.meta.depth,
             read: recovered.meta.read,
+            acked: recovered.meta.read,
+            unacked: std::collections::VecDeque::new(),
+            explicit_ack: false,
+            pending_bad: Vec::new(),
+            dir_unsynced: false,
+            fsync_lost: false,
             write: recovered.meta.write,
             reader: None,
             writer: None,
@@ -177,7 +201,7 @@ impl DiskQueue {
     }
 
     /// Whether there is anything left to read, from the read and write positions (exact even
-    /// when the depth is not).
+    /// when the depth is not). Read but unacknowledged records (explicit-ack mode) do not count.
     pub fn has_data(&self) -> bool {
         self.read < self.write
     }
@@ -191,6 +215,12 @@ impl DiskQueue {
     /// `(file number, offset)` of the next record to read.
     pub fn read_position(&self) -> (u64, u64) {
         (self.read.file, self.read.pos)
+    }
+
+    /// `(file number, offset)` the metadata records as the read position: the oldest record
+    /// not acknowledged (the same as [`DiskQueue::read_position`] unless explicit-ack mode).
+    pub fn acked_position(&self) -> (u64, u64) {
+        (self.acked.file, self.acked.pos)
     }
 
     /// `(file number, offset)` where the next record will be written.
@@ -246,6 +276,9 @@ impl DiskQueue {
         let result = self.remove_all_files();
         self.write = Position::start_of(self.write.file + 1);
         self.read = self.write;
+        self.acked = self.write;
+        self.unacked.clear();
+        self.pending_bad.clear();
         self.depth = 0;
         self.disk_bytes = 0;
         self.ops_since_sync = 0;
@@ -268,8 +301,8 @@ impl DiskQueue {
 
     pub(crate) fn metadata(&self) -> Metadata {
         Metadata {
-            depth: self.depth,
-            read: self.read,
+            depth: self.depth + self.unacked.len() as i64,
+            read: self.acked,
             write: self.write,
         }
     }
@@ -332,7 +365,7 @@ impl DiskQueue {
         self.reader = None;
         self.writer = None;
         let mut first_error = None;
-        for n in self.read.file..=self.write.file {
+        for n in self.acked.file.min(self.read.file)..=self.write.file {
             let path = self.layout.data_file(n);
             if let Err(e) = remove_if_exists(&path) {
                 error!(target: "diskqueue", "DISKQUEUE({}) failed to remove data file - {}", self.name(), e);

@@ -138,40 +138,62 @@ impl DiskQueue {
         Ok(Step::Record(Peeked { payload, next }))
     }
 
-    /// Moves the read position past a consumed record.
+    /// Moves the read position past a consumed record. In explicit-ack mode the record stays
+    /// part of the persisted queue until [`DiskQueue::ack`].
     fn consume(&mut self, next: Position) {
-        let old_file = self.read.file;
         self.read = next;
         if self.depth > 0 {
             self.depth -= 1;
         }
-        self.ops_since_sync += 1;
-        if next.file != old_file {
-            self.retire_file(old_file);
-        } else {
+        if self.explicit_ack {
+            self.unacked.push_back(next);
             self.check_tail();
+            return;
         }
+        self.ops_since_sync += 1;
+        self.follow_read();
+        self.check_tail();
         self.maybe_sync();
     }
 
     /// The read file is finished: move to the next one.
     fn leave_read_file(&mut self) {
-        let old_file = self.read.file;
-        self.read = Position::start_of(old_file + 1);
-        self.retire_file(old_file);
+        self.read = Position::start_of(self.read.file + 1);
+        self.reader = None;
+        self.follow_read();
     }
 
-    /// Called once the reader has moved past `file`: sync (so the metadata no longer points
-    /// at it), then delete it. In this order a crash in between leaves an orphan file that
+    /// With nothing read-but-unacknowledged in between, the acknowledged position follows the
+    /// reader (always so outside explicit-ack mode), retiring the files it leaves.
+    pub(crate) fn follow_read(&mut self) {
+        if self.unacked.is_empty() && self.acked != self.read {
+            self.advance_ack(self.read);
+        }
+    }
+
+    /// Moves the acknowledged position to `to`. Files it leaves are retired: sync first (so
+    /// the metadata no longer points at them), then delete them (or rename them `.bad` if the
+    /// reader found them corrupt). In this order a crash in between leaves an orphan file that
     /// the next open removes, instead of metadata pointing at a missing file.
-    fn retire_file(&mut self, file: u64) {
-        self.reader = None;
+    pub(crate) fn advance_ack(&mut self, to: Position) {
+        let from = self.acked;
+        self.acked = to;
+        if to.file == from.file {
+            return;
+        }
         self.check_tail();
         self.sync_logged();
-        let path = self.layout.data_file(file);
-        self.forget_file_bytes(&path);
-        if let Err(e) = remove_if_exists(&path) {
-            error!(target: "diskqueue", "DISKQUEUE({}) failed to Remove({}) - {}", self.name(), path.display(), e);
+        for file in from.file..to.file {
+            let path = self.layout.data_file(file);
+            if let Some(i) = self.pending_bad.iter().position(|&f| f == file) {
+                self.pending_bad.swap_remove(i);
+                self.rename_bad(file);
+                continue;
+            }
+            self.forget_file_bytes(&path);
+            if let Err(e) = remove_if_exists(&path) {
+                error!(target: "diskqueue", "DISKQUEUE({}) failed to Remove({}) - {}", self.name(), path.display(), e);
+            }
         }
     }
 
@@ -185,14 +207,16 @@ impl DiskQueue {
             self.layout.data_file(file).display()
         );
         self.skip_read_file();
+        self.follow_read();
         self.sync_logged();
     }
 
-    /// nsqd's handleReadError: rename the file to `.bad` and go on with the next file.
+    /// nsqd's handleReadError: rename the file to `.bad` and go on with the next file. In
+    /// explicit-ack mode the rename waits until the acknowledgements leave the file, so records
+    /// read from it before the damage are still there if the process dies before their ack.
     fn quarantine_read_file(&mut self, reason: String) {
         let file = self.read.file;
         let path = self.layout.data_file(file);
-        let bad = self.layout.bad_file(file);
         self.counters.corrupt_files += 1;
         error!(
             target: "diskqueue",
@@ -201,27 +225,42 @@ impl DiskQueue {
             self.read.pos,
             path.display(),
             reason,
-            bad.display()
+            self.layout.bad_file(file).display()
         );
         self.last_corruption = Some(Corruption {
-            file: path.clone(),
+            file: path,
             offset: self.read.pos,
             reason,
         });
         self.reader = None;
-        self.forget_file_bytes(&path);
-        if let Err(e) = std::fs::rename(&path, &bad) {
-            error!(
-                target: "diskqueue",
-                "DISKQUEUE({}) failed to rename bad diskqueue file {} to {} - {}",
-                self.name(),
-                path.display(),
-                bad.display(),
-                e
-            );
+        if self.explicit_ack {
+            if !self.pending_bad.contains(&file) {
+                self.pending_bad.push(file);
+            }
+        } else {
+            self.rename_bad(file);
         }
         self.skip_read_file();
+        self.follow_read();
         self.sync_logged();
+    }
+
+    fn rename_bad(&mut self, file: u64) {
+        let path = self.layout.data_file(file);
+        let bad = self.layout.bad_file(file);
+        self.forget_file_bytes(&path);
+        if let Err(e) = std::fs::rename(&path, &bad) {
+            if e.kind() != io::ErrorKind::NotFound {
+                error!(
+                    target: "diskqueue",
+                    "DISKQUEUE({}) failed to rename bad diskqueue file {} to {} - {}",
+                    self.name(),
+                    path.display(),
+                    bad.display(),
+                    e
+                );
+            }
+        }
     }
 
     /// Moves the reader to the next file; when the bad file is also the write file, the writer

@@ -6,8 +6,11 @@
 //!   sync). nsqd moves the writer to a new file and lets the reader read the old one to its end,
 //!   without counting those records in the depth. Here the tail is scanned: every complete, valid
 //!   record is counted in the depth; if the file ends exactly on a record boundary, writing
-//!   simply continues at its end; otherwise (torn or corrupt tail) the writer moves to a new file
-//!   as in nsqd and the reader later renames the old file `.bad` when it reaches the damage.
+//!   simply continues at its end; otherwise (torn or corrupt tail: a write cut by the crash) the
+//!   bytes after the last whole record are truncated, counted (`torn_tails_truncated`) and
+//!   logged, and writing continues there. Only the last data file has a tail: damage in an
+//!   earlier file (or before the metadata's write position) is corruption, which the reader
+//!   reports and quarantines (`.bad`) when it gets there.
 //! * Data files past the write file (metadata older than a roll, e.g. a failed metadata write):
 //!   nsqd would later overwrite them in place. Here they are adopted (scanned and counted) and
 //!   the writer continues after the last one.
@@ -166,6 +169,13 @@ fn recover_tail(
                 );
                 meta.write.pos = len;
                 changed = true;
+            } else if keep_writing {
+                // The last file ends in bytes that never formed a whole record: a write cut
+                // by the crash, never acknowledged. Cut them off and go on after the last
+                // whole record.
+                truncate_tail(layout, meta.write.file, &scan, counters)?;
+                meta.write.pos = scan.valid_end;
+                changed = true;
             } else {
                 warn!(
                     target: "diskqueue",
@@ -178,7 +188,7 @@ fn recover_tail(
         Some(_) => {}
     }
 
-    for &n in &orphans {
+    for (i, &n) in orphans.iter().enumerate() {
         let scan = scan(layout, opts, n, 0)?;
         warn!(
             target: "diskqueue",
@@ -186,8 +196,12 @@ fn recover_tail(
             layout.name(), layout.data_file(n).display(), scan.records
         );
         adopt(meta, counters, scan.records);
+        let last = i + 1 == orphans.len();
         meta.write = if scan.is_clean() {
             Position::new(n, scan.file_len)
+        } else if last {
+            truncate_tail(layout, n, &scan, counters)?;
+            Position::new(n, scan.valid_end)
         } else {
             Position::start_of(n + 1)
         };
@@ -198,6 +212,23 @@ fn recover_tail(
         changed = true;
     }
     Ok(changed)
+}
+
+/// Cuts the damaged tail off the last data file (see `recover_tail`).
+fn truncate_tail(layout: &Layout, file: u64, scan: &Scan, counters: &mut Counters) -> Result<()> {
+    let path = layout.data_file(file);
+    warn!(
+        target: "diskqueue",
+        "DISKQUEUE({}) {} ends in {} byte(s) that are not a whole record (write cut by a crash): truncated to {} bytes, the records before are kept",
+        layout.name(), path.display(), scan.file_len - scan.valid_end, scan.valid_end
+    );
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .and_then(|f| f.set_len(scan.valid_end))
+        .map_err(|e| DiskQueueError::io("truncate", &path, e))?;
+    counters.torn_tails_truncated += 1;
+    Ok(())
 }
 
 fn adopt(meta: &mut Metadata, counters: &mut Counters, records: u64) {

@@ -119,7 +119,7 @@ impl DiskQueue {
     }
 
     /// nsqd's rule: roll when the file is non-empty and the record would push it past the limit.
-    fn would_overflow(&self, pos: u64, len: u64) -> bool {
+    pub(crate) fn would_overflow(&self, pos: u64, len: u64) -> bool {
         pos > 0 && pos.saturating_add(len) > self.opts.max_bytes_per_file
     }
 
@@ -141,7 +141,12 @@ impl DiskQueue {
         self.data_unsynced = false;
         match finished {
             Ok(()) => self.sync_logged(),
-            Err(e) => self.note_sync_error(&e),
+            Err(e) => {
+                // Records of the finished file may not be on disk: the next
+                // `flush_durable` must not report success.
+                self.fsync_lost = true;
+                self.note_sync_error(&e);
+            }
         }
     }
 
@@ -150,9 +155,11 @@ impl DiskQueue {
         let path = self.layout.data_file(self.write.file);
         let file = self.writer_file()?;
         if let Err(e) = file.write_all(bytes) {
-            // Part of the bytes may be in the file past `write.pos`; reopening truncates them.
-            // A reader on this file may have buffered them too: make it reopen as well.
+            // Part of the bytes may be in the file past `write.pos`: cut them now, so no reader
+            // opened before the writer reopens can buffer them (it would later return them in
+            // place of the records written at the same offsets). Reopening trims them too.
             self.writer = None;
+            self.trim_failed_write();
             if self.read.file == self.write.file {
                 self.reader = None;
             }
@@ -235,13 +242,21 @@ impl DiskQueue {
             .map_err(|e| DiskQueueError::io("stat", &path, e))?
             .len();
         if len > self.write.pos {
-            // Leftovers of a failed write: never acknowledged, never counted.
+            // Leftovers of a failed write: never acknowledged, never counted. A reader on this
+            // file may have buffered them: it must reopen.
             file.set_len(self.write.pos)
                 .map_err(|e| DiskQueueError::io("truncate", &path, e))?;
+            if self.read.file == self.write.file {
+                self.reader = None;
+            }
         }
         file.seek(SeekFrom::Start(self.write.pos))
             .map_err(|e| DiskQueueError::io("seek", &path, e))?;
         info!(target: "diskqueue", "DISKQUEUE({}): writeOne() opened {}", self.name(), path.display());
+        if self.write.pos == 0 {
+            // Possibly a new directory entry: `flush_durable` fsyncs the directory too.
+            self.dir_unsynced = true;
+        }
         self.writer = Some(file);
         Ok(())
     }

@@ -15,11 +15,12 @@ use tokio::time::Instant;
 
 use crate::client::Client;
 use crate::config::BrokerConfig;
+use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
-use crate::memqueue::MemQueue;
 use crate::message::Message;
+use crate::queue::Queue;
 use crate::stats::{ChannelStats, ClientStats};
 
 struct Consumer {
@@ -30,7 +31,8 @@ struct Consumer {
 
 #[derive(Default)]
 struct ChannelState {
-    ready: MemQueue<Message>,
+    /// Memory, then disk (`queue.rs`).
+    ready: Queue,
     in_flight: InFlightTable,
     deferred: DeferredQueue,
     consumers: Vec<Consumer>,
@@ -85,19 +87,25 @@ pub struct Channel {
 impl Channel {
     /// A new channel; starts its timer task when called inside a tokio runtime.
     pub fn new(topic_name: &str, name: &str, cfg: Arc<BrokerConfig>) -> Arc<Channel> {
+        let ephemeral = nsq_wire::names::is_ephemeral(name);
+        let ready = disk::ready_queue(&cfg, topic_name, name, ephemeral);
         let ch = Arc::new(Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
-            ephemeral: nsq_wire::names::is_ephemeral(name),
+            ephemeral,
             e2e: E2eStream::for_config(&cfg),
             cfg,
-            state: Mutex::new(ChannelState::default()),
+            state: Mutex::new(ChannelState {
+                ready,
+                ..ChannelState::default()
+            }),
             timer: Notify::new(),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             requeue_count: AtomicU64::new(0),
             timeout_count: AtomicU64::new(0),
         });
+        disk::attach(&ch);
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(run_timer(Arc::clone(&ch)));
         }
@@ -108,31 +116,40 @@ impl Channel {
         self.deleted.load(Relaxed)
     }
 
-    /// Append messages to the ready queue and wake waiting consumers.
-    pub fn put(&self, msgs: impl IntoIterator<Item = Message>) {
+    /// Append messages to the ready queue (memory, or disk past `--mem-queue-size`) and wake
+    /// waiting consumers. The ticket completes when they are durable (strict mode).
+    pub fn put(&self, msgs: impl IntoIterator<Item = Message>) -> Result<Ticket, BrokerError> {
+        let msgs: Vec<Message> = msgs.into_iter().collect();
         let mut st = self.state.lock();
         let before = st.ready.len();
-        if self.ephemeral {
-            let room = self.cfg.mem_queue_size.saturating_sub(before);
-            st.ready.extend(msgs.into_iter().take(room));
-        } else {
-            st.ready.extend(msgs);
-        }
+        let put = st.ready.put(msgs, None)?;
         let added = st.ready.len() - before;
-        self.message_count.fetch_add(added as u64, Relaxed);
+        self.message_count.fetch_add(put.accepted as u64, Relaxed);
         st.wake_waiting(added);
+        Ok(put.ticket)
     }
 
-    /// Hold messages until `due`, then make them ready.
-    pub fn put_deferred(&self, msgs: impl IntoIterator<Item = Message>, due: Instant) {
+    /// Hold messages until `due`, then make them ready. In strict mode they go through the
+    /// disk queue first and are deferred once written.
+    pub fn put_deferred(
+        &self,
+        msgs: impl IntoIterator<Item = Message>,
+        due: Instant,
+    ) -> Result<Ticket, BrokerError> {
+        let msgs: Vec<Message> = msgs.into_iter().collect();
         let mut st = self.state.lock();
-        let mut n = 0;
+        let n = msgs.len() as u64;
+        if st.ready.is_strict() {
+            let put = st.ready.put(msgs, Some(disk::unix_due(due)))?;
+            self.message_count.fetch_add(n, Relaxed);
+            return Ok(put.ticket);
+        }
         for m in msgs {
             st.deferred.push(due, m);
-            n += 1;
         }
         self.message_count.fetch_add(n, Relaxed);
         self.schedule(&mut st, due);
+        Ok(Ticket::done())
     }
 
     /// Make sure the timer wakes by `at`.
@@ -167,6 +184,7 @@ impl Channel {
                 break;
             };
             if sample_rate > 0 && (xorshift(rng) % 100) as i32 > sample_rate {
+                st.ready.finished(msg.id.0);
                 continue;
             }
             msg.attempts = msg.attempts.wrapping_add(1);
@@ -220,6 +238,7 @@ impl Channel {
                 match st.in_flight.take(client.id, id) {
                     Ok(f) => {
                         ok += 1;
+                        st.ready.finished(id);
                         if let Some(r) = &mut e2e {
                             r.record(f.msg.timestamp);
                         }
@@ -323,7 +342,7 @@ impl Channel {
     /// Drop every ready, in-flight and deferred message; consumers' in-flight counts reset.
     pub fn empty(&self) {
         let mut st = self.state.lock();
-        st.ready.clear();
+        st.ready.empty();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.iter_mut() {
@@ -337,7 +356,7 @@ impl Channel {
     pub fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
-        st.ready.clear();
+        let disk = st.ready.delete();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.drain(..) {
@@ -345,17 +364,22 @@ impl Channel {
         }
         drop(st);
         self.timer.notify_one();
+        // Outside the lock (the writer may need it to finish its pass): the files are gone
+        // before a channel of the same name can be created again.
+        if let Some(backend) = disk {
+            backend.delete_now();
+        }
     }
 
-    /// Every message the channel holds: ready, in flight and deferred.
+    /// Every message the channel holds in memory: ready, in flight and deferred.
     pub fn held(&self) -> usize {
         let st = self.state.lock();
         st.ready.len() + st.in_flight.len() + st.deferred.len()
     }
 
-    /// Messages waiting to be delivered (not in flight, not deferred).
+    /// Messages waiting to be delivered (not in flight, not deferred), memory and disk.
     pub fn depth(&self) -> usize {
-        self.state.lock().ready.len()
+        self.state.lock().ready.depth() as usize
     }
 
     /// Expire in-flight messages and release due deferred ones; returns the next deadline.
@@ -387,8 +411,8 @@ impl Channel {
         let st = self.state.lock();
         ChannelStats {
             channel_name: self.name.clone(),
-            depth: st.ready.len() as i64,
-            backend_depth: 0,
+            depth: st.ready.depth(),
+            backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),
             deferred_count: st.deferred.len(),
             message_count: self.message_count.load(Relaxed),
@@ -403,6 +427,7 @@ impl Channel {
             }),
             paused: st.paused,
             e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
+            disk_queue: st.ready.disk_stats(),
         }
     }
 }
@@ -434,6 +459,9 @@ fn xorshift(s: &mut u64) -> u64 {
     *s = x;
     x
 }
+
+mod disk;
+pub(crate) use disk::{instant_of, unix_due};
 
 #[cfg(test)]
 mod tests;

@@ -3,20 +3,35 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::durability::Durability;
+use crate::health::Health;
+
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     /// Node part of message ids, [0, 1024).
     pub node_id: u16,
-    /// Memory queue bound per topic / channel. Ephemeral queues drop beyond it; until the disk
-    /// queue lands, durable queues keep everything in memory.
+    /// Memory queue bound per topic / channel. Ephemeral queues drop beyond it; durable ones
+    /// spill to disk (with a data path).
     pub mem_queue_size: usize,
     pub msg_timeout: Duration,
     pub max_msg_timeout: Duration,
     pub max_req_timeout: Duration,
     /// 0 = unlimited.
     pub max_channel_consumers: usize,
-    /// Where `nsqd.dat` lives; None keeps metadata in memory only (embedding, tests).
+    /// Where `nsqd.dat` and the disk queues live; None keeps everything in memory only
+    /// (embedding, tests).
     pub data_path: Option<PathBuf>,
+    pub durability: Durability,
+    pub max_bytes_per_file: u64,
+    /// fsync + metadata after this many reads and writes of a disk queue.
+    pub sync_every: u64,
+    pub sync_timeout: Duration,
+    /// Bound on one queue's data files (0 = unlimited).
+    pub max_disk_bytes: u64,
+    /// Largest message body (`--max-msg-size`): records beyond it are corrupt.
+    pub max_msg_size: u64,
+    /// Shared with the disk writers: a failed write makes the node unhealthy.
+    pub health: Health,
     /// End-to-end latency quantiles to report, in report order; empty turns recording off.
     pub e2e_percentiles: Vec<f64>,
     /// The sliding window those quantiles cover.
@@ -33,6 +48,13 @@ impl Default for BrokerConfig {
             max_req_timeout: Duration::from_secs(3600),
             max_channel_consumers: 0,
             data_path: None,
+            durability: Durability::Default,
+            max_bytes_per_file: 100 * 1024 * 1024,
+            sync_every: 2500,
+            sync_timeout: Duration::from_secs(2),
+            max_disk_bytes: 0,
+            max_msg_size: 1024 * 1024,
+            health: Health::default(),
             e2e_percentiles: Vec::new(),
             e2e_window: Duration::from_secs(600),
         }

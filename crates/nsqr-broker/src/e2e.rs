@@ -301,7 +301,7 @@ mod tests {
         ));
         ch.add_client(Arc::clone(&client)).unwrap();
         let old = crate::now_unix_nanos() - 250 * MS;
-        ch.put([crate::Message {
+        let _ = ch.put([crate::Message {
             id: nsq_wire::MessageId(7),
             timestamp: old,
             attempts: 0,

@@ -18,4 +18,7 @@ pub enum BrokerError {
     TopicNotFound,
     #[error("channel not found")]
     ChannelNotFound,
+    /// The message could not be stored on disk (`--max-disk-bytes`, a failed write).
+    #[error("{0}")]
+    Disk(#[from] crate::durability::DiskError),
 }

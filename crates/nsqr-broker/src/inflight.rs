@@ -219,6 +219,14 @@ impl DeferredQueue {
     pub fn drain(&mut self) -> Vec<Message> {
         std::mem::take(&mut self.by_due).into_values().collect()
     }
+
+    /// Remove everything, with due times, in due order (shutdown keeps the delays).
+    pub fn drain_with_due(&mut self) -> Vec<(Instant, Message)> {
+        std::mem::take(&mut self.by_due)
+            .into_iter()
+            .map(|((due, _), m)| (due, m))
+            .collect()
+    }
 }
 
 #[cfg(test)]

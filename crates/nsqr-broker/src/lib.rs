@@ -6,16 +6,23 @@
 //! deferred messages) is driven by one timer task per channel that sleeps until the next
 //! deadline. Keeping this free of IO lets the daemon, tests and in-process users share it.
 
+mod ack_window;
+mod backend;
 pub mod channel;
 pub mod client;
 pub mod config;
+mod deferred_store;
+pub mod durability;
 pub mod e2e;
 pub mod error;
 pub mod events;
+pub mod health;
 pub mod inflight;
+mod link;
 pub mod memqueue;
 pub mod message;
 pub mod metadata;
+pub mod queue;
 pub mod registry;
 pub mod stats;
 pub mod topic;
@@ -23,6 +30,7 @@ pub mod topic;
 pub use channel::Channel;
 pub use client::{Client, ClientMeta, ClientState};
 pub use config::BrokerConfig;
+pub use durability::{DiskError, Durability, Ticket};
 pub use error::BrokerError;
 pub use events::{Event, EventSink, TopicStart};
 pub use message::Message;

@@ -29,8 +29,6 @@ pub struct Broker {
     /// Unix nanoseconds, for `/stats` uptime.
     pub start_time_ns: i64,
     exiting: AtomicBool,
-    /// The last disk error, if the last disk write failed (nsqd's health).
-    health_error: Mutex<Option<String>>,
     /// Something in `nsqd.dat` changed; the background writer rewrites it.
     meta_dirty: Arc<Notify>,
     /// Serialises `nsqd.dat` writers so the newest snapshot is the one left on disk.
@@ -50,7 +48,6 @@ impl Broker {
             start_time: start_time_ns.div_euclid(1_000_000_000),
             start_time_ns,
             exiting: AtomicBool::new(false),
-            health_error: Mutex::new(None),
             meta_dirty: Arc::new(Notify::new()),
             meta_write: Mutex::new(()),
             events: Arc::new(Events::default()),
@@ -78,19 +75,19 @@ impl Broker {
     /// Record the outcome of a disk write: `Some(error)` makes the node unhealthy until the
     /// next success (`None`).
     pub fn set_health(&self, error: Option<String>) {
-        *self.health_error.lock() = error;
+        match error {
+            Some(e) => self.cfg.health.set_error(&e),
+            None => self.cfg.health.set_ok(),
+        }
     }
 
     pub fn is_healthy(&self) -> bool {
-        self.health_error.lock().is_none()
+        self.cfg.health.is_ok()
     }
 
     /// `OK` or `NOK - <error>`, as `/ping` and `/stats` report it.
     pub fn health(&self) -> String {
-        match &*self.health_error.lock() {
-            None => "OK".to_string(),
-            Some(e) => format!("NOK - {e}"),
-        }
+        self.cfg.health.text()
     }
 
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
@@ -110,13 +107,13 @@ impl Broker {
             return Ok(Arc::clone(t));
         }
         let held = self.events.is_set();
-        let t = Arc::new(Topic::new(
+        let t = Topic::new(
             name,
             Arc::clone(&self.cfg),
             Arc::clone(&self.meta_dirty),
             Arc::clone(&self.events),
             held,
-        ));
+        );
         topics.insert(name.to_string(), Arc::clone(&t));
         if !t.ephemeral {
             self.meta_dirty.notify_one();
@@ -324,6 +321,41 @@ impl Broker {
             }
         }
         Ok(())
+    }
+
+    /// The `--sync-timeout` tick of every disk queue: sync what changed, retry failed writes,
+    /// acknowledge finished messages (strict mode).
+    pub fn tick_queues(&self) {
+        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
+        for t in topics {
+            t.tick_queues();
+        }
+    }
+
+    /// Run `tick_queues` every `--sync-timeout`.
+    pub async fn run_sync_ticker(self: Arc<Self>) {
+        let period = self
+            .cfg
+            .sync_timeout
+            .max(std::time::Duration::from_millis(10));
+        let mut t = tokio::time::interval(period);
+        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        t.tick().await;
+        loop {
+            t.tick().await;
+            let b = Arc::clone(&self);
+            let _ = tokio::task::spawn_blocking(move || b.tick_queues()).await;
+        }
+    }
+
+    /// Shutdown (blocking): for each topic, flush every channel's memory, in-flight and
+    /// deferred messages to its disk queue and close it, then the topic's (nsqd's order).
+    pub fn close_queues(&self) {
+        self.set_exiting();
+        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
+        for t in topics {
+            t.close_queues();
+        }
     }
 
     /// Rewrite `nsqd.dat` whenever a durable topic or channel is created or deleted.

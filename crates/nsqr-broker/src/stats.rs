@@ -17,6 +17,9 @@ pub struct TopicStats {
     pub message_bytes: u64,
     pub paused: bool,
     pub e2e_processing_latency: E2eLatency,
+    /// nsqr only, and only when there is something to report: disk queue anomalies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_queue: Option<DiskStats>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -33,6 +36,42 @@ pub struct ChannelStats {
     pub clients: Option<Vec<ClientStats>>,
     pub paused: bool,
     pub e2e_processing_latency: E2eLatency,
+    /// nsqr only, and only when there is something to report: disk queue anomalies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub disk_queue: Option<DiskStats>,
+}
+
+/// What the disk queue of a topic or channel met since it was opened: recovery after a crash,
+/// corruption, failed writes. Shown in `/stats` (JSON) only when something is non-zero, so a
+/// healthy node's output is nsqd's.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DiskStats {
+    /// Data files found corrupt (invalid length, short record) and set aside as `.bad`.
+    pub corrupt_files: u64,
+    /// Data files the reader expected but did not find.
+    pub missing_files: u64,
+    /// Records written after the last metadata sync, found intact on open and kept.
+    pub recovered_records: u64,
+    /// Torn tails (a write cut by a crash) cut off the last data file on open.
+    pub torn_tails_truncated: u64,
+    /// Times lost or broken metadata was rebuilt from the data files.
+    pub metadata_rebuilds: u64,
+    /// Records that were not valid messages (bad id) and were skipped.
+    pub undecodable_records: u64,
+    /// Failed disk writes.
+    pub write_errors: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_corruption: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_write_error: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_read_error: Option<String>,
+}
+
+impl DiskStats {
+    pub fn is_notable(&self) -> bool {
+        *self != DiskStats::default()
+    }
 }
 
 /// nsqd's quantile result; `percentiles` is null when no percentiles are configured.

@@ -2,8 +2,8 @@
 //!
 //! The fan-out is a plain loop over the channels under the topic's lock (one lock per batch),
 //! which also keeps ids increasing in every channel. With no channels, or while paused, the
-//! topic keeps the batch in its own backlog; the first channel created takes that backlog, and
-//! unpausing hands it to all channels.
+//! topic keeps the batch in its own backlog (memory, then its disk queue: `queue.rs`); the
+//! first channel created takes that backlog, and unpausing hands it to all channels.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -18,18 +18,13 @@ use tokio::time::Instant;
 
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
+use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::{Event, Events};
-use crate::memqueue::MemQueue;
 use crate::message::Message;
+use crate::queue::Queue;
 use crate::stats::TopicStats;
-
-struct Backlogged {
-    msg: Message,
-    /// Deferred publish: when it becomes deliverable.
-    due: Option<Instant>,
-}
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
@@ -37,7 +32,10 @@ struct TopicState {
     /// Created while an event sink was installed and not started yet (`events.rs`): the
     /// backlog is kept as if paused.
     held: bool,
-    backlog: MemQueue<Backlogged>,
+    /// Messages waiting for a channel (or the unpause): memory, then disk.
+    backlog: Queue,
+    /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
+    deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
 }
 
@@ -62,15 +60,17 @@ impl Topic {
         meta_dirty: Arc<Notify>,
         events: Arc<Events>,
         held: bool,
-    ) -> Topic {
-        Topic {
+    ) -> Arc<Topic> {
+        let ephemeral = nsq_wire::names::is_ephemeral(name);
+        let t = Arc::new(Topic {
             name: name.to_string(),
-            ephemeral: nsq_wire::names::is_ephemeral(name),
+            ephemeral,
             state: Mutex::new(TopicState {
                 channels: BTreeMap::new(),
                 paused: false,
                 held,
-                backlog: MemQueue::default(),
+                backlog: disk::backlog_queue(&cfg, name, ephemeral),
+                deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
@@ -79,7 +79,9 @@ impl Topic {
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
-        }
+        });
+        disk::attach(&t);
+        t
     }
 
     pub fn is_deleted(&self) -> bool {
@@ -87,7 +89,8 @@ impl Topic {
     }
 
     /// Publish a batch (PUB is a batch of one); `defer` > 0 holds it in each channel first.
-    pub fn put(&self, bodies: Vec<Bytes>, defer: Duration) -> Result<(), BrokerError> {
+    /// The ticket completes once the batch is durable (at once unless `--durability=strict`).
+    pub fn put(&self, bodies: Vec<Bytes>, defer: Duration) -> Result<Ticket, BrokerError> {
         let now_ns = crate::now_unix_nanos();
         let bytes: usize = bodies.iter().map(|b| b.len()).sum();
         let n = bodies.len() as u64;
@@ -105,24 +108,34 @@ impl Topic {
                 body,
             })
             .collect();
-        if st.channels.is_empty() || st.paused || st.held {
-            let room = if self.ephemeral {
-                self.cfg.mem_queue_size.saturating_sub(st.backlog.len())
-            } else {
-                usize::MAX
-            };
-            st.backlog.extend(
-                msgs.into_iter()
-                    .take(room)
-                    .map(|msg| Backlogged { msg, due }),
-            );
+        let ticket = if st.channels.is_empty() || st.paused || st.held {
+            match due {
+                Some(at) if !st.backlog.is_strict() => {
+                    let room = if self.ephemeral {
+                        self.cfg
+                            .mem_queue_size
+                            .saturating_sub(st.backlog.len() + st.deferred.len())
+                    } else {
+                        usize::MAX
+                    };
+                    st.deferred
+                        .extend(msgs.into_iter().take(room).map(|m| (m, at)));
+                    Ticket::done()
+                }
+                Some(at) => {
+                    st.backlog
+                        .put(msgs, Some(crate::channel::unix_due(at)))?
+                        .ticket
+                }
+                None => st.backlog.put(msgs, None)?.ticket,
+            }
         } else {
-            fan_out(st.channels.values(), msgs, due);
-        }
+            fan_out(st.channels.values(), msgs, due)?
+        };
         drop(st);
         self.message_count.fetch_add(n, Relaxed);
         self.message_bytes.fetch_add(bytes as u64, Relaxed);
-        Ok(())
+        Ok(ticket)
     }
 
     pub fn channel(&self, name: &str) -> Option<Arc<Channel>> {
@@ -155,16 +168,21 @@ impl Topic {
 
     /// Remove a channel (the registry handles ephemeral-topic cleanup).
     pub fn remove_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
-        let mut st = self.state.lock();
-        let ch = st
-            .channels
-            .remove(name)
-            .ok_or(BrokerError::ChannelNotFound)?;
-        self.events.emit(|| Event::ChannelDeleted {
-            topic: self.name.clone(),
-            channel: name.to_string(),
-        });
-        drop(st);
+        let ch = {
+            let mut st = self.state.lock();
+            let ch = st
+                .channels
+                .remove(name)
+                .ok_or(BrokerError::ChannelNotFound)?;
+            if st.channels.is_empty() {
+                st.backlog.set_drain(false);
+            }
+            self.events.emit(|| Event::ChannelDeleted {
+                topic: self.name.clone(),
+                channel: name.to_string(),
+            });
+            ch
+        };
         ch.delete();
         Ok(ch)
     }
@@ -178,6 +196,8 @@ impl Topic {
         st.paused = paused;
         if !paused && !st.held && !st.channels.is_empty() {
             flush_backlog(&mut st);
+        } else {
+            st.backlog.set_drain(false);
         }
     }
 
@@ -187,6 +207,8 @@ impl Topic {
         st.held = false;
         if !st.paused && !st.channels.is_empty() {
             flush_backlog(&mut st);
+        } else {
+            st.backlog.set_drain(false);
         }
     }
 
@@ -194,25 +216,33 @@ impl Topic {
         self.state.lock().paused
     }
 
-    /// Drop the topic's own backlog (not its channels' queues).
+    /// Drop the topic's own backlog, memory and disk (not its channels' queues).
     pub fn empty(&self) {
-        self.state.lock().backlog.clear();
+        let mut st = self.state.lock();
+        st.backlog.empty();
+        st.deferred.clear();
     }
 
     /// Mark deleted and delete every channel.
     pub fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
-        st.backlog.clear();
-        for (_, ch) in std::mem::take(&mut st.channels) {
+        let disk = st.backlog.delete();
+        st.deferred.clear();
+        let channels = std::mem::take(&mut st.channels);
+        drop(st);
+        for (_, ch) in channels {
             ch.delete();
+        }
+        if let Some(backend) = disk {
+            backend.delete_now();
         }
     }
 
     /// Every message held by the topic and its channels.
     pub fn held(&self) -> usize {
         let st = self.state.lock();
-        st.backlog.len() + st.channels.values().map(|c| c.held()).sum::<usize>()
+        st.backlog.len() + st.deferred.len() + st.channels.values().map(|c| c.held()).sum::<usize>()
     }
 
     pub fn channel_names(&self) -> Vec<String> {
@@ -220,10 +250,16 @@ impl Topic {
     }
 
     pub fn stats(&self, channel: Option<&str>, include_clients: bool) -> TopicStats {
-        let (all, paused, depth) = {
+        let (all, paused, depth, backend_depth, disk_queue) = {
             let st = self.state.lock();
             let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
-            (all, st.paused, st.backlog.len())
+            (
+                all,
+                st.paused,
+                st.backlog.depth() + st.deferred.len() as i64,
+                st.backlog.backend_depth(),
+                st.backlog.disk_stats(),
+            )
         };
         let channels: Vec<&Arc<Channel>> = all
             .iter()
@@ -232,52 +268,78 @@ impl Topic {
         TopicStats {
             topic_name: self.name.clone(),
             channels: channels.iter().map(|c| c.stats(include_clients)).collect(),
-            depth: depth as i64,
-            backend_depth: 0,
+            depth,
+            backend_depth,
             message_count: self.message_count.load(Relaxed),
             message_bytes: self.message_bytes.load(Relaxed),
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
+            disk_queue,
         }
     }
 }
 
 /// Give every channel its own copy (shared body) of the batch; the last one takes ownership.
+/// Every channel gets it even if one fails; the first error is returned.
 fn fan_out<'a>(
     channels: impl ExactSizeIterator<Item = &'a Arc<Channel>>,
     msgs: Vec<Message>,
     due: Option<Instant>,
-) {
+) -> Result<Ticket, BrokerError> {
     let last = channels.len().saturating_sub(1);
     let mut msgs = Some(msgs);
+    let mut ticket = Ticket::done();
+    let mut first_err = None;
     for (i, ch) in channels.enumerate() {
         let batch = if i == last {
             msgs.take().unwrap_or_default()
         } else {
             msgs.as_ref().cloned().unwrap_or_default()
         };
-        match due {
+        let put = match due {
             Some(at) => ch.put_deferred(batch, at),
             None => ch.put(batch),
+        };
+        match put {
+            Ok(t) => ticket.merge(t),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(ticket),
+    }
+}
+
+/// Hand the backlog in memory to the channels; the writer fans out the part on disk.
+fn flush_backlog(st: &mut TopicState) {
+    st.backlog.set_drain(true);
+    let ready = st.backlog.drain_mem();
+    let deferred = std::mem::take(&mut st.deferred);
+    let now = Instant::now();
+    let mut batch = ready;
+    let mut later = Vec::new();
+    for (msg, at) in deferred {
+        if at > now {
+            later.push((msg, at));
+        } else {
+            batch.push(msg);
+        }
+    }
+    let mut results = Vec::new();
+    if !batch.is_empty() {
+        results.push(fan_out(st.channels.values(), batch, None));
+    }
+    for (msg, at) in later {
+        results.push(fan_out(st.channels.values(), vec![msg], Some(at)));
+    }
+    for r in results {
+        if let Err(e) = r {
+            tracing::error!("backlog could not be handed to every channel - {e}");
         }
     }
 }
 
-fn flush_backlog(st: &mut TopicState) {
-    if st.backlog.is_empty() {
-        return;
-    }
-    let now = Instant::now();
-    let mut ready = Vec::new();
-    let mut deferred: Vec<(Message, Instant)> = Vec::new();
-    for b in st.backlog.drain() {
-        match b.due {
-            Some(at) if at > now => deferred.push((b.msg, at)),
-            _ => ready.push(b.msg),
-        }
-    }
-    fan_out(st.channels.values(), ready, None);
-    for (msg, at) in deferred {
-        fan_out(st.channels.values(), vec![msg], Some(at));
-    }
-}
+mod disk;

@@ -1,5 +1,7 @@
-//! The daemon's lifecycle: lock the data directory, bind the listeners, run until SIGINT /
-//! SIGTERM, then shut down in nsqd's order (stop accepting, close clients, stop HTTP).
+//! The daemon's lifecycle: lock the data directory, load `nsqd.dat` (which opens and recovers
+//! every disk queue), bind the listeners, run until SIGINT / SIGTERM, then shut down in nsqd's
+//! order (stop accepting, close clients, stop HTTP, persist `nsqd.dat`, flush every channel's
+//! and topic's memory, in-flight and deferred messages to disk and close the queues).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +55,13 @@ pub fn broker_config(o: &Options) -> BrokerConfig {
         } else {
             o.data_path.as_str()
         })),
+        durability: nsqr_broker::Durability::parse(&o.durability).unwrap_or_default(),
+        max_bytes_per_file: o.max_bytes_per_file.max(1) as u64,
+        sync_every: o.sync_every.max(0) as u64,
+        sync_timeout: o.sync_timeout,
+        max_disk_bytes: o.max_disk_bytes.max(0) as u64,
+        max_msg_size: o.max_msg_size.max(0) as u64,
+        health: nsqr_broker::health::Health::default(),
     }
 }
 
@@ -172,6 +181,7 @@ pub async fn run(opts: Options) -> Result<(), String> {
     broker.load_metadata().map_err(|e| e.to_string())?;
     broker.persist_metadata().map_err(|e| e.to_string())?;
     tokio::spawn(Arc::clone(&broker).run_metadata_writer());
+    let sync_ticker = tokio::spawn(Arc::clone(&broker).run_sync_ticker());
     tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
 
     let tcp_listener = Listener::bind(&opts.tcp_address).await?;
@@ -231,5 +241,10 @@ pub async fn run(opts: Options) -> Result<(), String> {
         let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
     }
     broker.persist_metadata().map_err(|e| e.to_string())?;
+    sync_ticker.abort();
+    let b = Arc::clone(&broker);
+    if let Err(e) = tokio::task::spawn_blocking(move || b.close_queues()).await {
+        tracing::error!("closing the disk queues failed - {e}");
+    }
     Ok(())
 }

@@ -37,7 +37,7 @@ fn take(ch: &Channel, cl: &Client, n: usize) -> Vec<(u64, u16)> {
 #[tokio::test]
 async fn deliver_fin_requeue() {
     let (ch, cl) = setup();
-    ch.put(msgs(&[1, 2, 3]));
+    let _ = ch.put(msgs(&[1, 2, 3])).expect("put");
     assert_eq!(take(&ch, &cl, 2), vec![(1, 1), (2, 1)]);
     assert_eq!(cl.in_flight.load(Relaxed), 2);
     let mut errs = Vec::new();
@@ -57,7 +57,7 @@ async fn deliver_fin_requeue() {
 async fn timeout_requeues_with_attempts_kept() {
     let (ch, cl) = setup();
     cl.msg_timeout_ms.store(1000, Relaxed);
-    ch.put(msgs(&[7]));
+    let _ = ch.put(msgs(&[7])).expect("put");
     assert_eq!(take(&ch, &cl, 1), vec![(7, 1)]);
     tokio::time::sleep(Duration::from_millis(1100)).await;
     tokio::task::yield_now().await;
@@ -69,7 +69,9 @@ async fn timeout_requeues_with_attempts_kept() {
 #[tokio::test(start_paused = true)]
 async fn deferred_released_when_due() {
     let (ch, cl) = setup();
-    ch.put_deferred(msgs(&[9]), Instant::now() + Duration::from_millis(500));
+    let _ = ch
+        .put_deferred(msgs(&[9]), Instant::now() + Duration::from_millis(500))
+        .expect("put");
     assert_eq!(ch.stats(false).deferred_count, 1);
     assert!(take(&ch, &cl, 1).is_empty());
     tokio::time::sleep(Duration::from_millis(600)).await;
@@ -80,7 +82,7 @@ async fn deferred_released_when_due() {
 #[tokio::test]
 async fn disconnect_requeues_in_flight_first() {
     let (ch, cl) = setup();
-    ch.put(msgs(&[1, 2, 3]));
+    let _ = ch.put(msgs(&[1, 2, 3])).expect("put");
     assert_eq!(take(&ch, &cl, 2).len(), 2);
     assert_eq!(ch.remove_client(cl.id), 0);
     let cl2 = Arc::new(Client::new(2, "x:1".into(), 0, Duration::from_secs(60)));
@@ -91,7 +93,7 @@ async fn disconnect_requeues_in_flight_first() {
 #[tokio::test]
 async fn paused_channel_delivers_nothing() {
     let (ch, cl) = setup();
-    ch.put(msgs(&[1]));
+    let _ = ch.put(msgs(&[1])).expect("put");
     ch.set_paused(true);
     assert!(take(&ch, &cl, 1).is_empty());
     ch.set_paused(false);

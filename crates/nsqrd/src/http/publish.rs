@@ -12,7 +12,7 @@ use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::Request;
 use nsq_wire::{Code, Limits};
-use nsqr_broker::Topic;
+use nsqr_broker::{BrokerError, DiskError, Topic};
 
 use super::body::{content_length, read_limited};
 use super::query::{nsq_bool, Query};
@@ -42,7 +42,7 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
         Some(v) => parse_defer(v, state.settings.max_req_timeout)
             .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
     };
-    put(state, &topic, vec![body], defer)?;
+    put(state, &topic, vec![body], defer).await?;
     Ok(Reply::ok())
 }
 
@@ -72,7 +72,7 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
         split_text(&body, read_max, state.settings.max_msg_size_usize())?
     };
     if !bodies.is_empty() {
-        put(state, &topic, bodies, Duration::ZERO)?;
+        put(state, &topic, bodies, Duration::ZERO).await?;
     }
     Ok(Reply::ok())
 }
@@ -96,7 +96,10 @@ pub fn topic_from_query(
     Ok((query, topic))
 }
 
-fn put(
+/// Publish; in strict mode answer only once the messages are fsynced. A disk failure
+/// (`--max-disk-bytes`, a failed write) is a 500 naming the queue and the cause; anything else
+/// is nsqd's 503 `EXITING`.
+async fn put(
     state: &HttpState,
     topic: &Topic,
     bodies: Vec<Bytes>,
@@ -105,7 +108,21 @@ fn put(
     if state.broker.is_exiting() {
         return Err(ApiError::exiting());
     }
-    topic.put(bodies, defer).map_err(|_| ApiError::exiting())
+    let ticket = topic.put(bodies, defer).map_err(|e| match e {
+        BrokerError::Disk(d) => disk_error(&d),
+        _ => ApiError::exiting(),
+    })?;
+    ticket.wait().await.map_err(|e| match e {
+        DiskError::Exiting => ApiError::exiting(),
+        d => disk_error(&d),
+    })
+}
+
+fn disk_error(e: &DiskError) -> ApiError {
+    ApiError::new(
+        hyper::StatusCode::INTERNAL_SERVER_ERROR,
+        format!("PUB_FAILED: {e}"),
+    )
 }
 
 /// `defer` in milliseconds: a Go `ParseInt`, then `0 <= d <= max-req-timeout`. The

@@ -54,6 +54,10 @@ pub enum OptionsError {
     TlsRequiredWithoutCert,
     #[error("failed to build TLS config - {0}")]
     TlsConfig(String),
+    #[error("--durability must be 'default' or 'strict'")]
+    Durability,
+    #[error("--max-disk-bytes must be >= 0")]
+    MaxDiskBytes,
 }
 
 impl OptionsError {

@@ -1,4 +1,5 @@
-//! The one table of nsqd's 57 flags, and the `Options` struct generated from it.
+//! The one table of nsqd's 57 flags (plus nsqr's own, marked `[nsqr]` in their help), and the
+//! `Options` struct generated from it.
 //!
 //! Each row names the struct field, its Rust type and default, the flag, the config key (also the
 //! `/config/:opt` name), how the value is read, and the help text. One macro expands the rows into
@@ -146,6 +147,10 @@ option_table! {
         "queue-scan-worker-pool-max", Some("queue_scan_worker_pool_max"), Int, "max workers checking in-flight and deferred message timeouts";
     queue_scan_selection_count: i64 = 20;
         "queue-scan-selection-count", Some("queue_scan_selection_count"), Int, "channels checked per 100ms cycle for in-flight and deferred timeouts";
+    durability: String = s("default");
+        "durability", Some("durability"), Str, "[nsqr] 'default' (nsqd: memory first, disk past --mem-queue-size) or 'strict' (PUB/MPUB/DPUB acknowledged once fsynced; unfinished messages survive a crash)";
+    max_disk_bytes: i64 = 0;
+        "max-disk-bytes", Some("max_disk_bytes"), Int, "[nsqr] max bytes of disk queue files per topic and per channel; a publish beyond it fails (0 = unlimited)";
 
     // 1.4 message and command limits
     msg_timeout: Duration = secs(60);
@@ -228,8 +233,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn table_has_the_57_master_flags_with_unique_names_and_keys() {
-        assert_eq!(FLAGS.len(), 57);
+    fn table_has_the_57_master_flags_plus_nsqrs_with_unique_names_and_keys() {
+        let nsqr_only = FLAGS
+            .iter()
+            .filter(|f| f.help.starts_with("[nsqr]"))
+            .count();
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 2));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

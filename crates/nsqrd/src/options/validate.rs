@@ -49,6 +49,12 @@ impl Options {
         if self.auth_http_request_method != "post" && self.auth_http_request_method != "get" {
             return Err(OptionsError::AuthHttpRequestMethod);
         }
+        if nsqr_broker::Durability::parse(&self.durability).is_none() {
+            return Err(OptionsError::Durability);
+        }
+        if self.max_disk_bytes < 0 {
+            return Err(OptionsError::MaxDiskBytes);
+        }
         Ok(())
     }
 

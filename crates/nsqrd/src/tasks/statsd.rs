@@ -240,6 +240,7 @@ mod tests {
                     value: 1234.7,
                 }]),
             },
+            disk_queue: None,
         }
     }
 
@@ -253,6 +254,7 @@ mod tests {
             message_bytes: msgs * 10,
             paused: false,
             e2e_processing_latency: E2eLatency::default(),
+            disk_queue: None,
         }
     }
 

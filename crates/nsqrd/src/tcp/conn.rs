@@ -7,6 +7,13 @@
 //! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
 //! output-buffer tick.
 //!
+//! With `--durability=strict` a publish returns a ticket that completes once the messages are
+//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order), but
+//! the buffer is only written up to the first `OK` whose ticket is still pending. The
+//! connection keeps reading and publishing meanwhile (up to `MAX_UNSETTLED` pending tickets),
+//! so a pipelining client's publishes share the disk writer's group commits. If one fails, the
+//! buffer is cut at its `OK`s and the (fatal) error goes out instead.
+//!
 //! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
 //! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
 //! Both may need to wait (a handshake, an auth server), which `process` signals with
@@ -15,6 +22,7 @@
 mod authz;
 mod upgrade;
 
+use std::collections::VecDeque;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +31,7 @@ use bytes::{Bytes, BytesMut};
 use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
-use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
+use nsqr_broker::{BrokerError, Channel, Client, ClientState, Ticket, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
@@ -40,6 +48,10 @@ const MIN_READ_SPACE: usize = 4 * 1024;
 const INITIAL_BUFFER: usize = 16 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
+/// Publishes (and their body bytes) waiting for their fsync (strict mode) before the
+/// connection stops reading.
+const MAX_UNSETTLED: usize = 4096;
+const MAX_UNSETTLED_BYTES: usize = 16 << 20;
 
 /// Why the loop stopped reading commands.
 enum Flow {
@@ -49,6 +61,23 @@ enum Flow {
     Upgrade,
     /// A command waits for the auth server (`Conn::suspended`).
     Await,
+}
+
+/// `OK`s already in the output buffer (from `at` on) whose publish is not durable yet.
+struct Unsettled {
+    at: usize,
+    ticket: Ticket,
+    code: Code,
+    cmd: &'static str,
+    bytes: usize,
+}
+
+/// Resolves when the oldest pending publish is durable (never, if there is none).
+async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
+    match unsettled.front_mut() {
+        Some(u) => u.ticket.ready().await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Commands of one kind waiting to be applied together.
@@ -86,6 +115,8 @@ pub struct Conn<S> {
     auth: Option<AuthState>,
     auth_secret: String,
     suspended: Option<authz::Suspended>,
+    unsettled: VecDeque<Unsettled>,
+    unsettled_bytes: usize,
 }
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
@@ -124,6 +155,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             auth: None,
             auth_secret: String::new(),
             suspended: None,
+            unsettled: VecDeque::new(),
+            unsettled_bytes: 0,
         }
     }
 
@@ -152,6 +185,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let mut ticker = self.new_heartbeat_ticker();
         loop {
             let more = self.deliver();
+            if let Flow::Close = self.settle_ready() {
+                self.flush().await?;
+                return Ok(());
+            }
             self.flush().await?;
             if self.client.is_kicked() {
                 return Ok(());
@@ -173,10 +210,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     None => std::future::pending::<()>().await,
                 }
             };
+            let can_read =
+                self.unsettled.len() < MAX_UNSETTLED && self.unsettled_bytes < MAX_UNSETTLED_BYTES;
+            let durable = first_ready(&mut self.unsettled);
             tokio::select! {
-                r = self.io.read(&mut self.rbuf) => {
+                r = self.io.read(&mut self.rbuf), if can_read => {
                     if r? == 0 {
                         self.at_eof().await?;
+                        self.settle().await;
                         self.flush().await?;
                         return Ok(());
                     }
@@ -186,6 +227,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         ticker = self.new_heartbeat_ticker();
                     }
                     if let Flow::Close = flow {
+                        self.settle().await;
                         self.flush().await?;
                         return Ok(());
                     }
@@ -197,6 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 _ = deadline => {
                     return Ok(());
                 }
+                _ = durable => {}
             }
             if self.rbuf.capacity() - self.rbuf.len() < MIN_READ_SPACE {
                 self.rbuf.reserve(READ_CHUNK - MIN_READ_SPACE);
@@ -204,13 +247,64 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// Write everything buffered, bounded by the write deadline (the heartbeat interval).
+    /// Drop the tickets that completed, oldest first. On a failure the buffer is cut where
+    /// that publish's `OK`s begin, the later ones are forgotten and its error (fatal) goes out.
+    fn settle_ready(&mut self) -> Flow {
+        while let Some(u) = self.unsettled.front_mut() {
+            match u.ticket.try_result() {
+                None => break,
+                Some(Ok(())) => {
+                    self.unsettled_bytes -= u.bytes;
+                    self.unsettled.pop_front();
+                }
+                Some(Err(e)) => {
+                    let (at, code, cmd) = (u.at, u.code, u.cmd);
+                    self.unsettled.clear();
+                    self.unsettled_bytes = 0;
+                    self.wbuf.truncate(at);
+                    return self.error(&ProtocolError::new(code, format!("{cmd} failed {e}")));
+                }
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Wait until every publish answered in the output buffer is durable (before closing or
+    /// switching transport layers).
+    async fn settle(&mut self) -> Flow {
+        while let Some(u) = self.unsettled.front_mut() {
+            u.ticket.ready().await;
+            if let Flow::Close = self.settle_ready() {
+                return Flow::Close;
+            }
+        }
+        Flow::Continue
+    }
+
+    /// Remember `ticket` if it is still pending: the `OK`s written from `at` on wait for it.
+    fn hold(&mut self, at: usize, ticket: Ticket, code: Code, cmd: &'static str, bytes: usize) {
+        if ticket.is_done() {
+            return;
+        }
+        self.unsettled_bytes += bytes;
+        self.unsettled.push_back(Unsettled {
+            at,
+            ticket,
+            code,
+            cmd,
+            bytes,
+        });
+    }
+
+    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
+    /// strict mode only up to the first `OK` that is not durable yet.
     async fn flush(&mut self) -> std::io::Result<()> {
-        if self.wbuf.is_empty() {
+        let n = self.unsettled.front().map_or(self.wbuf.len(), |u| u.at);
+        if n == 0 {
             return Ok(());
         }
         let limit = self.heartbeat.unwrap_or(Duration::from_secs(60));
-        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf)).await {
+        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf[..n])).await {
             Ok(r) => r?,
             Err(_) => {
                 return Err(std::io::Error::new(
@@ -219,7 +313,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 ))
             }
         }
-        self.wbuf.clear();
+        if n == self.wbuf.len() {
+            self.wbuf.clear();
+        } else {
+            let _ = self.wbuf.split_to(n);
+            for u in self.unsettled.iter_mut() {
+                u.at -= n;
+            }
+        }
         Ok(())
     }
 
@@ -267,7 +368,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     async fn process_all(&mut self) -> std::io::Result<Flow> {
         loop {
             let flow = match self.process() {
-                Flow::Upgrade => self.apply_upgrade().await?,
+                Flow::Upgrade => {
+                    // The IDENTIFY reply must go out in clear, after every OK before it.
+                    if let Flow::Close = self.settle().await {
+                        return Ok(Flow::Close);
+                    }
+                    self.apply_upgrade().await?
+                }
                 Flow::Await => self.resume().await,
                 other => return Ok(other),
             };
@@ -462,12 +569,15 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Pending::None => Flow::Continue,
             Pending::Pub { topic, bodies } => {
                 let n = bodies.len();
+                let bytes: usize = bodies.iter().map(|b| b.len()).sum();
                 match topic.put(bodies, Duration::ZERO) {
-                    Ok(()) => {
+                    Ok(ticket) => {
                         self.client.count_publish(&topic.name, n as u64);
+                        let at = self.wbuf.len();
                         for _ in 0..n {
                             put_response(&mut self.wbuf, b"OK");
                         }
+                        self.hold(at, ticket, Code::PubFailed, "PUB", bytes);
                         Flow::Continue
                     }
                     Err(e) => self.error(&ProtocolError::new(
@@ -498,20 +608,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    fn publish(&mut self, topic: &[u8], bodies: Vec<Bytes>, defer_ms: u64, cmd: &str) -> Flow {
+    fn publish(
+        &mut self,
+        topic: &[u8],
+        bodies: Vec<Bytes>,
+        defer_ms: u64,
+        cmd: &'static str,
+    ) -> Flow {
         let code = if cmd == "MPUB" {
             Code::MpubFailed
         } else {
             Code::DpubFailed
         };
         let n = bodies.len() as u64;
-        let result = self
-            .topic(topic)
-            .and_then(|t| t.put(bodies, Duration::from_millis(defer_ms)).map(|_| t));
+        let bytes: usize = bodies.iter().map(|b| b.len()).sum();
+        let result = self.topic(topic).and_then(|t| {
+            t.put(bodies, Duration::from_millis(defer_ms))
+                .map(|ticket| (t, ticket))
+        });
         match result {
-            Ok(t) => {
+            Ok((t, ticket)) => {
                 self.client.count_publish(&t.name, n);
+                let at = self.wbuf.len();
                 put_response(&mut self.wbuf, b"OK");
+                self.hold(at, ticket, code, cmd, bytes);
                 Flow::Continue
             }
             Err(e) => self.error(&ProtocolError::new(code, format!("{cmd} failed {e}"))),

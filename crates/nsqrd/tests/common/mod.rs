@@ -32,11 +32,10 @@ pub fn is_reference() -> bool {
     std::env::var_os("NSQD_BIN").is_some()
 }
 
-/// True when the server spills queues to disk beyond `--mem-queue-size` (`backend_depth`).
-/// nsqrd holds non-ephemeral queues in memory until the disk queue lands (issue
-/// "Durability"; docs/compatibility.md); tests assert the behaviour of whichever is running.
+/// True when the server spills queues to disk beyond `--mem-queue-size` (`backend_depth`):
+/// both nsqd and nsqrd do.
 pub fn has_disk_queue() -> bool {
-    is_reference()
+    true
 }
 
 /// A running server; killed and its data directory removed on drop.
@@ -46,9 +45,11 @@ pub struct Server {
     pub http: SocketAddr,
     pub data_path: PathBuf,
     log: mpsc::Receiver<String>,
+    /// Leave the data directory in place on drop (restart tests).
+    keep_data: bool,
 }
 
-fn temp_dir() -> PathBuf {
+pub fn temp_dir() -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);
     let d = std::env::temp_dir().join(format!(
         "nsqr-test-{}-{}",
@@ -68,7 +69,23 @@ impl Server {
 
     /// Start with an existing data directory (for restart tests).
     pub fn start_in(data_path: PathBuf, extra: &[&str]) -> Server {
-        let mut cmd = Command::new(server_bin());
+        Server::start_bin_in(server_bin(), data_path, extra)
+    }
+
+    /// Start a given nsqd-compatible binary on a data directory.
+    pub fn start_bin_in(bin: PathBuf, data_path: PathBuf, extra: &[&str]) -> Server {
+        Server::start_env(bin, data_path, extra, &[])
+    }
+
+    /// Start with extra environment variables.
+    pub fn start_env(
+        bin: PathBuf,
+        data_path: PathBuf,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut cmd = Command::new(bin);
+        cmd.envs(env.iter().copied());
         cmd.arg("--tcp-address=127.0.0.1:0")
             .arg("--http-address=127.0.0.1:0")
             .arg("--https-address=")
@@ -130,6 +147,7 @@ impl Server {
             http: http.expect("http addr"),
             data_path,
             log: rx,
+            keep_data: false,
         }
     }
 
@@ -266,11 +284,33 @@ impl Server {
     }
 }
 
+impl Server {
+    /// SIGTERM, wait for the exit, and hand back the data directory (not removed).
+    pub fn terminate_keep(mut self) -> (Option<i32>, PathBuf) {
+        self.keep_data = true;
+        let dir = self.data_path.clone();
+        (self.terminate(), dir)
+    }
+
+    /// SIGKILL (a crash), and hand back the data directory (not removed).
+    pub fn kill_keep(mut self) -> PathBuf {
+        self.keep_data = true;
+        self.data_path.clone()
+    }
+
+    /// The process id (to send signals).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
 impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.data_path);
+        if !self.keep_data {
+            let _ = std::fs::remove_dir_all(&self.data_path);
+        }
     }
 }
 

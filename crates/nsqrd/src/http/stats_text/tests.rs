@@ -92,6 +92,7 @@ fn channel(name: &str, paused: bool, clients: Option<Vec<ClientStats>>) -> Chann
         clients,
         paused,
         e2e_processing_latency: E2eLatency::default(),
+        disk_queue: None,
     }
 }
 
@@ -105,6 +106,7 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
         message_bytes: 20,
         paused,
         e2e_processing_latency: E2eLatency::default(),
+        disk_queue: None,
     }
 }
 

@@ -1,0 +1,619 @@
+//! The disk writer of one queue: the only code that touches its `DiskQueue`.
+//!
+//! It runs on a blocking thread (tokio's blocking pool), started by the owner when there is
+//! work and stopping when there is none, so reactor threads never wait for the disk and idle
+//! queues cost no thread. A pass: take the work under the owner's lock (`link.rs`), then with
+//! only the writer's own lock held: empty if asked, append the whole outbox (one `write` per
+//! file), fsync once in strict mode (group commit: every publish queued meanwhile shares it)
+//! and fulfil the promises, acknowledge finished records, read ahead what memory has room for,
+//! sync on the `--sync-timeout` tick; then report back under the owner's lock, where the
+//! records read are placed (ready, deferred, or fanned out by a topic).
+//!
+//! Records are nsqd's message payloads: `[i64 timestamp][u16 attempts][16-byte hex id][body]`.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock, Weak};
+
+use bytes::Bytes;
+use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, MESSAGE_HEADER_LEN};
+use nsq_wire::MessageId;
+use parking_lot::Mutex;
+
+use crate::config::BrokerConfig;
+use crate::deferred_store;
+use crate::durability::{DiskError, Promise, Ticket};
+use crate::link::Opened;
+use crate::message::Message;
+use crate::queue::Queue;
+use crate::stats::DiskStats;
+
+/// A message on its way to disk, with its due time (Unix ns) if deferred.
+#[derive(Debug)]
+pub(crate) struct Outgoing {
+    pub msg: Message,
+    pub due: Option<i64>,
+}
+
+/// One pass of the writer, decided under the owner's lock.
+#[derive(Debug, Default)]
+pub(crate) struct Work {
+    pub epoch: u64,
+    pub empty: bool,
+    pub writes: Vec<Outgoing>,
+    pub promises: Vec<Promise>,
+    /// How many of `writes` (a prefix) the owner keeps in memory: counted as read at once.
+    pub consume: usize,
+    /// Finished records to acknowledge (strict channels).
+    pub acks: usize,
+    /// Records to read ahead.
+    pub load: usize,
+    pub sync: bool,
+}
+
+/// The disk queue's figures after a pass.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct DiskState {
+    pub unread: u64,
+    pub bytes: u64,
+    pub needs_sync: bool,
+    pub counters: diskqueue::Counters,
+    pub last_corruption: Option<String>,
+    pub undecodable: u64,
+}
+
+/// What a pass did, reported under the owner's lock.
+#[derive(Debug, Default)]
+pub(crate) struct Done {
+    pub epoch: u64,
+    /// Log sequence of `records[0]`.
+    pub first_seq: u64,
+    /// Kept writes, then records read, in log order (None: a record that did not decode).
+    pub records: Vec<Option<Outgoing>>,
+    /// How many of `records` were read from disk.
+    pub loaded: usize,
+    pub wrote: bool,
+    pub write_error: Option<DiskError>,
+    /// Default mode: accepted messages that did not reach the disk, to retry.
+    pub retry: Vec<Outgoing>,
+    pub read_error: Option<String>,
+    pub state: DiskState,
+}
+
+/// The owner's answer to a report.
+pub(crate) enum Accepted {
+    /// Placed; acknowledge them once the ticket completes (per the backend's policy).
+    Taken(Ticket),
+    /// Not now (a topic without channels): read them again later.
+    Refused,
+}
+
+/// When records read from disk are acknowledged to the disk queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum AckPolicy {
+    /// As soon as the owner has them (nsqd's semantics: a read removes the record).
+    OnAccept,
+    /// When the channel FINs them (strict channels, through `Work::acks`).
+    OnFinish,
+    /// Once the channels they were fanned out to have them (topics).
+    AfterTicket,
+}
+
+/// The owner of a queue (channel or topic), as its writer sees it.
+pub(crate) trait QueueOwner: Send + Sync {
+    /// Run `f` on the queue under the owner's lock.
+    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue));
+    /// Apply a pass and place the records it produced, under the owner's lock.
+    fn report(&self, done: Done) -> Accepted;
+}
+
+struct IoState {
+    dq: DiskQueue,
+    /// Records read (or kept at write) since open / the last empty: the log sequence.
+    read_seq: u64,
+    undecodable: u64,
+}
+
+/// What shutdown writes, collected under the owner's lock once the writer is idle.
+pub(crate) struct Final {
+    pub writes: Vec<Outgoing>,
+    pub promises: Vec<Promise>,
+    pub dues: Vec<(u64, i64)>,
+}
+
+pub(crate) struct Backend {
+    pub name: String,
+    dir: PathBuf,
+    opts: DiskQueueOptions,
+    strict: bool,
+    policy: AckPolicy,
+    io: Mutex<Option<IoState>>,
+    owner: OnceLock<Weak<dyn QueueOwner>>,
+    rt: Option<tokio::runtime::Handle>,
+    health: crate::health::Health,
+}
+
+impl std::fmt::Debug for Backend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Backend").field("name", &self.name).finish()
+    }
+}
+
+/// Bytes a message takes in a data file.
+pub(crate) fn record_len(body_len: usize) -> u64 {
+    diskqueue::LENGTH_PREFIX_LEN + u64::from(MESSAGE_HEADER_LEN) + body_len as u64
+}
+
+fn encode(m: &Message, out: &mut Vec<u8>) {
+    out.extend_from_slice(&m.timestamp.to_be_bytes());
+    out.extend_from_slice(&m.attempts.to_be_bytes());
+    out.extend_from_slice(&m.id.to_hex());
+    out.extend_from_slice(&m.body);
+}
+
+fn decode(p: Vec<u8>) -> Option<Message> {
+    let ts: [u8; 8] = p.get(0..8)?.try_into().ok()?;
+    let attempts: [u8; 2] = p.get(8..10)?.try_into().ok()?;
+    let id = MessageId::from_hex(p.get(10..26)?)?;
+    Some(Message {
+        id,
+        timestamp: i64::from_be_bytes(ts),
+        attempts: u16::from_be_bytes(attempts),
+        body: Bytes::from(p).slice(26..),
+    })
+}
+
+/// Test seam for environments where no small file system can be mounted: while the file
+/// named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with ENOSPC.
+fn injected_enospc() -> Option<std::io::Error> {
+    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
+    let path = PATH.get_or_init(|| std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(PathBuf::from));
+    path.as_ref()
+        .filter(|p| p.exists())
+        .map(|_| std::io::Error::from_raw_os_error(28))
+}
+
+fn io_error(queue: &str, e: &DiskQueueError) -> DiskError {
+    DiskError::Io {
+        queue: queue.to_string(),
+        reason: match e {
+            DiskQueueError::Io { source, .. } => source.to_string(),
+            DiskQueueError::BatchIncomplete { source, .. } => match source.as_ref() {
+                DiskQueueError::Io { source, .. } => source.to_string(),
+                other => other.to_string(),
+            },
+            other => other.to_string(),
+        },
+    }
+}
+
+impl Backend {
+    /// Open (and recover) the queue `name` in `dir`. An open failure is logged and retried by
+    /// the writer's next pass; the queue then starts empty.
+    pub(crate) fn open(
+        dir: &Path,
+        name: &str,
+        cfg: &BrokerConfig,
+        strict: bool,
+        policy: AckPolicy,
+    ) -> (Arc<Backend>, Opened) {
+        let opts = DiskQueueOptions {
+            max_bytes_per_file: cfg.max_bytes_per_file.max(1),
+            min_msg_size: MESSAGE_HEADER_LEN,
+            max_msg_size: u32::try_from(cfg.max_msg_size.saturating_add(26))
+                .unwrap_or(i32::MAX as u32)
+                .min(i32::MAX as u32),
+            sync_every: cfg.sync_every,
+            max_bytes: cfg.max_disk_bytes,
+        };
+        let backend = Backend {
+            name: name.to_string(),
+            dir: dir.to_path_buf(),
+            opts,
+            strict,
+            policy,
+            io: Mutex::new(None),
+            owner: OnceLock::new(),
+            rt: tokio::runtime::Handle::try_current().ok(),
+            health: cfg.health.clone(),
+        };
+        let mut opened = Opened::default();
+        match backend.open_queue() {
+            Ok(st) => {
+                opened.unread = unread(&st.dq);
+                opened.bytes = st.dq.disk_bytes();
+                opened.stats.absorb(&state_of(&st));
+                opened.dues = deferred_store::load(dir, name);
+                *backend.io.lock() = Some(st);
+            }
+            Err(e) => {
+                tracing::error!("DISKQUEUE({name}): failed to open - {e}");
+                opened.stats.last_read_error = Some(e.to_string());
+            }
+        }
+        (Arc::new(backend), opened)
+    }
+
+    fn open_queue(&self) -> Result<IoState, DiskQueueError> {
+        let mut dq = DiskQueue::open(&self.dir, &self.name, self.opts)?;
+        dq.set_explicit_ack(true);
+        Ok(IoState {
+            dq,
+            read_seq: 0,
+            undecodable: 0,
+        })
+    }
+
+    pub(crate) fn set_owner(&self, owner: Weak<dyn QueueOwner>) {
+        let _ = self.owner.set(owner);
+    }
+
+    /// Run passes on a blocking thread until there is no work (called with the owner's
+    /// `scheduled` flag just set, so at most one runs at a time).
+    pub(crate) fn spawn(self: &Arc<Self>) {
+        let b = Arc::clone(self);
+        match &self.rt {
+            Some(rt) => {
+                rt.spawn_blocking(move || b.run());
+            }
+            None => {
+                std::thread::spawn(move || b.run());
+            }
+        }
+    }
+
+    fn run(self: Arc<Self>) {
+        let Some(owner) = self.owner.get().and_then(Weak::upgrade) else {
+            return;
+        };
+        let mut io = self.io.lock();
+        loop {
+            let mut work = None;
+            owner.with_queue(&mut |q| work = q.take_work());
+            let Some(work) = work else {
+                return;
+            };
+            if io.is_none() {
+                match self.open_queue() {
+                    Ok(st) => *io = Some(st),
+                    Err(e) => tracing::error!("DISKQUEUE({}): failed to open - {e}", self.name),
+                }
+            }
+            let done = self.pass(io.as_mut(), work);
+            let n = done.records.len();
+            let loaded = done.loaded;
+            let accepted = owner.report(done);
+            let Some(st) = io.as_mut() else {
+                continue;
+            };
+            match (accepted, self.policy) {
+                (Accepted::Refused, _) => {
+                    st.dq.rewind();
+                    st.read_seq -= loaded as u64;
+                }
+                (Accepted::Taken(_), AckPolicy::OnFinish) => {}
+                (Accepted::Taken(_), AckPolicy::OnAccept) => {
+                    st.dq.ack(n);
+                }
+                (Accepted::Taken(ticket), AckPolicy::AfterTicket) => {
+                    if let Err(e) = ticket.wait_blocking() {
+                        tracing::error!(
+                            "DISKQUEUE({}): {n} message(s) could not be passed to the channels ({e}); they stay queued",
+                            self.name
+                        );
+                        st.dq.rewind();
+                        st.read_seq -= loaded as u64;
+                        owner.with_queue(&mut |q| q.rewound(loaded));
+                    } else {
+                        st.dq.ack(n);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Remove the queue's files (its owner was deleted), once a running pass is over.
+    pub(crate) fn delete_now(&self) {
+        let mut io = self.io.lock();
+        if let Some(st) = io.take() {
+            if let Err(e) = st.dq.delete() {
+                tracing::error!("DISKQUEUE({}): failed to delete - {e}", self.name);
+            }
+        }
+        if let Err(e) = deferred_store::remove(&self.dir, &self.name) {
+            tracing::error!(
+                "DISKQUEUE({}): failed to remove deferred file - {e}",
+                self.name
+            );
+        }
+    }
+
+    fn pass(&self, st: Option<&mut IoState>, mut w: Work) -> Done {
+        let mut done = Done {
+            epoch: w.epoch,
+            ..Done::default()
+        };
+        let Some(st) = st else {
+            let e = DiskError::Io {
+                queue: self.name.clone(),
+                reason: "disk queue not open".to_string(),
+            };
+            for p in w.promises.drain(..) {
+                let _ = p.send(Err(e.clone()));
+            }
+            if !self.strict {
+                done.retry = w.writes;
+            }
+            if !done.retry.is_empty() || self.strict {
+                self.health.set_error(&e.to_string());
+                done.write_error = Some(e);
+            }
+            return done;
+        };
+        if w.empty {
+            if let Err(e) = st.dq.empty() {
+                tracing::error!("DISKQUEUE({}): failed to empty - {e}", self.name);
+            }
+            st.read_seq = 0;
+            if let Err(e) = deferred_store::remove(&self.dir, &self.name) {
+                tracing::error!(
+                    "DISKQUEUE({}): failed to remove deferred file - {e}",
+                    self.name
+                );
+            }
+        }
+        done.first_seq = st.read_seq;
+        if !w.writes.is_empty() {
+            self.write(st, &mut w, &mut done);
+        }
+        if w.acks > 0 {
+            st.dq.ack(w.acks);
+        }
+        for _ in 0..w.load {
+            match st.dq.read_next() {
+                Ok(Some(p)) => {
+                    let msg = decode(p);
+                    if msg.is_none() {
+                        st.undecodable += 1;
+                        tracing::error!(
+                            "DISKQUEUE({}): record with an invalid message id skipped (not delivered)",
+                            self.name
+                        );
+                    }
+                    done.records
+                        .push(msg.map(|msg| Outgoing { msg, due: None }));
+                    done.loaded += 1;
+                }
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::error!("DISKQUEUE({}): read failed - {e}", self.name);
+                    done.read_error = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        if w.sync {
+            if let Err(e) = st.dq.sync_if_dirty() {
+                tracing::error!("DISKQUEUE({}): sync failed - {e}", self.name);
+            }
+        }
+        st.read_seq += done.records.len() as u64;
+        done.state = state_of(st);
+        done
+    }
+
+    /// Append `w.writes`; in strict mode fsync and settle the promises.
+    fn write(&self, st: &mut IoState, w: &mut Work, done: &mut Done) {
+        let writes = std::mem::take(&mut w.writes);
+        let n = writes.len();
+        let mut buf = Vec::with_capacity(writes.iter().map(|o| 26 + o.msg.body.len()).sum());
+        let mut ends = Vec::with_capacity(n);
+        for o in &writes {
+            encode(&o.msg, &mut buf);
+            ends.push(buf.len());
+        }
+        let mut start = 0;
+        let payloads: Vec<&[u8]> = ends
+            .iter()
+            .map(|&end| {
+                let p = &buf[start..end];
+                start = end;
+                p
+            })
+            .collect();
+        let consume = w.consume.min(n);
+        let mut written = 0;
+        let mut kept = false;
+        let result = (|| -> Result<(), DiskQueueError> {
+            if let Some(e) = injected_enospc() {
+                return Err(DiskQueueError::Io {
+                    op: "write",
+                    path: self.dir.clone(),
+                    source: e,
+                });
+            }
+            if consume > 0 {
+                kept = st
+                    .dq
+                    .put_batch_read(&payloads[..consume])
+                    .inspect_err(|e| {
+                        if let DiskQueueError::BatchIncomplete { written: k, .. } = e {
+                            written = *k;
+                        }
+                    })?;
+                written = consume;
+            }
+            if consume < n {
+                st.dq.put_batch(&payloads[consume..]).inspect_err(|e| {
+                    if let DiskQueueError::BatchIncomplete { written: k, .. } = e {
+                        written = consume + k;
+                    }
+                })?;
+                written = n;
+            }
+            if self.strict {
+                st.dq.flush_durable()?;
+            }
+            Ok(())
+        })();
+        let outcome = match &result {
+            Ok(()) => Ok(()),
+            Err(DiskQueueError::Full {
+                max_bytes,
+                current_bytes,
+                ..
+            }) => Err(DiskError::Full {
+                queue: self.name.clone(),
+                max_bytes: *max_bytes,
+                used_bytes: *current_bytes,
+            }),
+            Err(e) => Err(io_error(&self.name, e)),
+        };
+        if let Err(e) = &outcome {
+            tracing::error!(
+                "DISKQUEUE({}): writing {n} message(s) failed after {written} - {e}",
+                self.name
+            );
+        }
+        done.wrote = written > 0 && outcome.is_ok();
+        done.write_error = outcome.clone().err();
+        // Health first: a publisher told of the failure must find the node unhealthy.
+        match &outcome {
+            Ok(()) => self.health.set_ok(),
+            Err(e) => self.health.set_error(&e.to_string()),
+        }
+        for p in w.promises.drain(..) {
+            let _ = p.send(outcome.clone());
+        }
+        let mut writes = writes;
+        if !self.strict && outcome.is_err() {
+            done.retry = writes.split_off(written.min(n));
+        }
+        if kept {
+            writes.truncate(consume);
+            done.records.extend(writes.into_iter().map(Some));
+        }
+    }
+
+    /// Shutdown: wait for the running pass, then append what `collect` gathers (outbox,
+    /// memory, in-flight, deferred: nsqd's order), acknowledge every record read (their
+    /// messages were just appended again, or are finished), save the due times of deferred
+    /// messages and close the queue.
+    pub(crate) fn close(&self, collect: &mut dyn FnMut() -> Final) {
+        let mut io = self.io.lock();
+        let fin = collect();
+        let n = fin.writes.len();
+        let result = match io.take() {
+            None => Err(DiskError::Io {
+                queue: self.name.clone(),
+                reason: "disk queue not open".to_string(),
+            }),
+            Some(mut st) => {
+                let mut buf = Vec::new();
+                let payloads: Vec<Vec<u8>> = fin
+                    .writes
+                    .iter()
+                    .map(|o| {
+                        buf.clear();
+                        encode(&o.msg, &mut buf);
+                        buf.clone()
+                    })
+                    .collect();
+                let written = st
+                    .dq
+                    .put_batch(&payloads)
+                    .and_then(|()| st.dq.flush_durable())
+                    .map_err(|e| io_error(&self.name, &e));
+                if written.is_ok() || !self.strict {
+                    st.dq.ack_all_read();
+                }
+                if let Err(e) = deferred_store::save(&self.dir, &self.name, fin.dues) {
+                    tracing::error!(
+                        "DISKQUEUE({}): failed to save deferred due times - {e}",
+                        self.name
+                    );
+                }
+                if let Err(e) = st.dq.close() {
+                    tracing::error!("DISKQUEUE({}): close failed - {e}", self.name);
+                }
+                written
+            }
+        };
+        match &result {
+            Ok(()) if n > 0 => tracing::info!(
+                "DISKQUEUE({}): flushed {n} message(s) from memory",
+                self.name
+            ),
+            Ok(()) => {}
+            Err(e) => tracing::error!(
+                "DISKQUEUE({}): {n} message(s) from memory could not be written at shutdown - {e}",
+                self.name
+            ),
+        }
+        for p in fin.promises {
+            let _ = p.send(result.clone());
+        }
+    }
+}
+
+fn unread(dq: &DiskQueue) -> u64 {
+    if dq.has_data() {
+        dq.depth().max(1) as u64
+    } else {
+        0
+    }
+}
+
+fn state_of(st: &IoState) -> DiskState {
+    DiskState {
+        unread: unread(&st.dq),
+        bytes: st.dq.disk_bytes(),
+        needs_sync: st.dq.needs_sync(),
+        counters: st.dq.counters(),
+        last_corruption: st
+            .dq
+            .last_corruption()
+            .map(|c| format!("{} at offset {}: {}", c.file.display(), c.offset, c.reason)),
+        undecodable: st.undecodable,
+    }
+}
+
+impl DiskStats {
+    pub(crate) fn absorb(&mut self, s: &DiskState) {
+        self.corrupt_files = s.counters.corrupt_files;
+        self.missing_files = s.counters.missing_files;
+        self.recovered_records = s.counters.recovered_records;
+        self.torn_tails_truncated = s.counters.torn_tails_truncated;
+        self.metadata_rebuilds = s.counters.metadata_rebuilds;
+        self.undecodable_records = s.undecodable;
+        if s.last_corruption.is_some() {
+            self.last_corruption.clone_from(&s.last_corruption);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let m = Message {
+            id: MessageId(0x1234_abcd),
+            timestamp: -5,
+            attempts: 7,
+            body: Bytes::from_static(b"hello"),
+        };
+        let mut buf = Vec::new();
+        encode(&m, &mut buf);
+        assert_eq!(buf.len() as u64 + 4, record_len(5));
+        assert_eq!(&buf[10..26], b"000000001234abcd");
+        let d = decode(buf).expect("decode");
+        assert_eq!(
+            (d.id, d.timestamp, d.attempts, &d.body[..]),
+            (m.id, -5, 7, &b"hello"[..])
+        );
+        let mut bad = vec![0u8; 30];
+        bad[10..26].copy_from_slice(b"zzzzzzzzzzzzzzzz");
+        assert!(decode(bad).is_none());
+    }
+}

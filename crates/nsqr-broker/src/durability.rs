@@ -1,0 +1,202 @@
+//! What a publisher is promised, and how it learns the promise was kept.
+//!
+//! `--durability=default` is nsqd's contract: a publish is acknowledged once the message is in
+//! memory (or, past `--mem-queue-size`, handed to the disk queue). `--durability=strict`
+//! acknowledges only once the message is on disk and fsynced in every queue it went to. A
+//! publish therefore returns a [`Ticket`]: already done in the default mode (no allocation, no
+//! wait), or a set of completions the disk writers fill in after their group commit. The
+//! connection awaits the ticket before it writes `OK`, so responses stay in order.
+
+use std::fmt;
+
+use tokio::sync::oneshot;
+
+/// The `--durability` setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// nsqd's semantics: memory first, disk past `--mem-queue-size`, fsync every
+    /// `--sync-every` operations or `--sync-timeout`.
+    #[default]
+    Default,
+    /// Every publish is fsynced before it is acknowledged, and every message stays in its
+    /// channel's disk queue until it is finished, so a crash loses nothing acknowledged.
+    Strict,
+}
+
+impl Durability {
+    pub fn parse(s: &str) -> Option<Durability> {
+        match s {
+            "default" | "" => Some(Durability::Default),
+            "strict" => Some(Durability::Strict),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Durability::Default => "default",
+            Durability::Strict => "strict",
+        }
+    }
+}
+
+impl fmt::Display for Durability {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a message could not be stored on disk. The text follows `PUB failed ` in the error a
+/// publisher gets, so it names the queue and the cause.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DiskError {
+    /// `--max-disk-bytes` reached.
+    #[error("disk queue {queue} is full (max-disk-bytes {max_bytes}; {used_bytes} bytes used)")]
+    Full {
+        queue: String,
+        max_bytes: u64,
+        used_bytes: u64,
+    },
+    /// The write or fsync failed (ENOSPC, EIO, read-only file system, ...).
+    #[error("disk write to queue {queue} failed: {reason}")]
+    Io { queue: String, reason: String },
+    /// A previous write failed and has not been retried yet (default mode, overflow only).
+    #[error("disk queue {queue} unavailable after a write error: {reason}")]
+    Unavailable { queue: String, reason: String },
+    /// The queue was closed before the message reached the disk (shutdown).
+    #[error("exiting")]
+    Exiting,
+}
+
+type Completion = oneshot::Receiver<Result<(), DiskError>>;
+
+/// The sending half of one queue's completion of a publish.
+pub(crate) type Promise = oneshot::Sender<Result<(), DiskError>>;
+
+pub(crate) fn promise() -> (Promise, Completion) {
+    oneshot::channel()
+}
+
+/// Completion of a publish: done at once in the default mode, after the fsync of every queue
+/// written to in strict mode.
+#[derive(Debug, Default)]
+pub struct Ticket {
+    waits: Vec<Completion>,
+    failure: Option<DiskError>,
+}
+
+impl Ticket {
+    /// A ticket with nothing to wait for.
+    pub fn done() -> Ticket {
+        Ticket::default()
+    }
+
+    pub(crate) fn waiting(c: Completion) -> Ticket {
+        Ticket {
+            waits: vec![c],
+            failure: None,
+        }
+    }
+
+    /// A ticket that fails with `e`.
+    pub fn failed(e: DiskError) -> Ticket {
+        Ticket {
+            waits: Vec::new(),
+            failure: Some(e),
+        }
+    }
+
+    /// Nothing to wait for and no failure (the default mode's hot path tests only this).
+    pub fn is_done(&self) -> bool {
+        self.waits.is_empty() && self.failure.is_none()
+    }
+
+    /// Wait for `other` too.
+    pub fn merge(&mut self, mut other: Ticket) {
+        self.waits.append(&mut other.waits);
+        if self.failure.is_none() {
+            self.failure = other.failure;
+        }
+    }
+
+    fn record(&mut self, r: Result<Result<(), DiskError>, oneshot::error::RecvError>) {
+        let r = r.unwrap_or(Err(DiskError::Exiting));
+        if let Err(e) = r {
+            self.failure.get_or_insert(e);
+        }
+    }
+
+    /// The outcome if every queue has answered (the first failure wins), else None.
+    pub fn try_result(&mut self) -> Option<Result<(), DiskError>> {
+        while let Some(w) = self.waits.last_mut() {
+            let r = match w.try_recv() {
+                Ok(r) => Ok(r),
+                Err(oneshot::error::TryRecvError::Empty) => return None,
+                Err(oneshot::error::TryRecvError::Closed) => Ok(Err(DiskError::Exiting)),
+            };
+            self.waits.pop();
+            self.record(r);
+        }
+        Some(self.failure.clone().map_or(Ok(()), Err))
+    }
+
+    /// Resolves once every queue has answered; cancel-safe (see `try_result` for the outcome).
+    pub async fn ready(&mut self) {
+        while let Some(w) = self.waits.last_mut() {
+            let r = w.await;
+            self.waits.pop();
+            self.record(r);
+        }
+    }
+
+    /// Wait until every queue has the message on disk; the first failure wins.
+    pub async fn wait(mut self) -> Result<(), DiskError> {
+        self.ready().await;
+        self.try_result().unwrap_or(Ok(()))
+    }
+
+    /// [`Ticket::wait`] for a thread outside the async runtime (the disk writers).
+    pub fn wait_blocking(mut self) -> Result<(), DiskError> {
+        while let Some(w) = self.waits.pop() {
+            let r = w.blocking_recv();
+            self.record(r);
+        }
+        self.failure.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_display() {
+        assert_eq!(Durability::parse("strict"), Some(Durability::Strict));
+        assert_eq!(Durability::parse("default"), Some(Durability::Default));
+        assert_eq!(Durability::parse("fast"), None);
+        assert_eq!(Durability::Strict.to_string(), "strict");
+    }
+
+    #[tokio::test]
+    async fn ticket_reports_the_first_failure() {
+        assert!(Ticket::done().is_done());
+        assert_eq!(Ticket::done().wait().await, Ok(()));
+        let (a, ra) = promise();
+        let (b, rb) = promise();
+        let mut t = Ticket::waiting(ra);
+        t.merge(Ticket::waiting(rb));
+        assert!(!t.is_done());
+        let _ = a.send(Ok(()));
+        let _ = b.send(Err(DiskError::Exiting));
+        assert_eq!(t.wait().await, Err(DiskError::Exiting));
+        let (c, rc) = promise();
+        drop(c);
+        assert_eq!(Ticket::waiting(rc).wait().await, Err(DiskError::Exiting));
+        let (d, rd) = promise();
+        let mut t = Ticket::waiting(rd);
+        assert_eq!(t.try_result(), None);
+        let _ = d.send(Ok(()));
+        assert_eq!(t.try_result(), Some(Ok(())));
+        assert!(!Ticket::failed(DiskError::Exiting).is_done());
+    }
+}

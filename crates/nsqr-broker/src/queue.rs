@@ -1,0 +1,285 @@
+//! The ready queue of a channel (and the backlog of a topic): memory first, disk beyond
+//! `--mem-queue-size`, behind one small API so `channel.rs` and `topic.rs` stay as they were.
+//!
+//! It lives inside its owner's lock. Memory is a `MemQueue` (`memqueue.rs`); the disk side (`link.rs`) is only
+//! bookkeeping and an outbox: every disk operation runs on the queue's disk writer
+//! (`backend.rs`), a blocking thread woken when there is work, never on a reactor thread.
+//!
+//! - Default mode (nsqd's): a publish goes to memory while there is room and nothing older is
+//!   on disk; otherwise to the outbox, which the writer appends to the disk queue. The writer
+//!   refills memory from disk as consumers take messages, so order is kept.
+//! - Strict mode: every publish goes to the outbox with a promise; the writer appends the whole
+//!   outbox, fsyncs once (group commit), fulfils every promise, and hands the messages to the
+//!   owner (they count as read in the disk queue without being read back). A message stays in
+//!   the channel's disk queue until it is FIN'd (`ack_window.rs`).
+//! - Without a data path, and for `#ephemeral` queues, it is memory only (ephemeral ones drop
+//!   beyond `--mem-queue-size`, as nsqd).
+
+use crate::backend::Outgoing;
+use crate::durability::Ticket;
+use crate::error::BrokerError;
+use crate::link::DiskLink;
+use crate::memqueue::MemQueue;
+use crate::message::Message;
+use crate::stats::DiskStats;
+
+/// The result of a put.
+#[derive(Debug)]
+pub struct Put {
+    /// Messages taken (memory or disk); an ephemeral queue drops the rest.
+    pub accepted: usize,
+    pub ticket: Ticket,
+}
+
+#[derive(Debug, Default)]
+pub struct Queue {
+    mem: MemQueue<Message>,
+    cap: usize,
+    /// Memory only, dropping beyond `cap` (`#ephemeral`).
+    bounded: bool,
+    pub(crate) disk: Option<Box<DiskLink>>,
+}
+
+impl Queue {
+    /// A memory-only queue: unbounded, or dropping beyond `cap` when `bounded`.
+    pub fn memory(cap: usize, bounded: bool) -> Queue {
+        Queue {
+            mem: MemQueue::default(),
+            cap,
+            bounded,
+            disk: None,
+        }
+    }
+
+    pub(crate) fn with_disk(cap: usize, link: DiskLink) -> Queue {
+        Queue {
+            mem: MemQueue::default(),
+            cap,
+            bounded: false,
+            disk: Some(Box::new(link)),
+        }
+    }
+
+    /// Whether publishes wait for the disk (`--durability=strict` with a disk queue).
+    pub fn is_strict(&self) -> bool {
+        self.disk.as_ref().is_some_and(|d| d.strict)
+    }
+
+    /// Publish `msgs` (deferred until `due`, Unix ns, when given: only strict queues take
+    /// deferred messages; the owner keeps them in memory otherwise). All or nothing: an error
+    /// leaves the queue unchanged.
+    pub fn put(&mut self, msgs: Vec<Message>, due: Option<i64>) -> Result<Put, BrokerError> {
+        let n = msgs.len();
+        let Some(d) = self.disk.as_deref_mut() else {
+            let take = if self.bounded {
+                self.cap.saturating_sub(self.mem.len()).min(n)
+            } else {
+                n
+            };
+            self.mem.extend(msgs.into_iter().take(take));
+            return Ok(Put {
+                accepted: take,
+                ticket: Ticket::done(),
+            });
+        };
+        if d.closed {
+            return Err(BrokerError::Exiting);
+        }
+        if d.strict || due.is_some() {
+            let ticket = d.enqueue(msgs, due, true)?;
+            return Ok(Put {
+                accepted: n,
+                ticket,
+            });
+        }
+        let to_mem = if d.behind() {
+            0
+        } else {
+            self.cap.saturating_sub(self.mem.len()).min(n)
+        };
+        if to_mem < n {
+            let mut msgs = msgs;
+            let overflow = msgs.split_off(to_mem);
+            d.check_writable()?;
+            let _ = d.enqueue(overflow, None, false)?;
+            self.mem.extend(msgs);
+        } else {
+            self.mem.extend(msgs);
+        }
+        Ok(Put {
+            accepted: n,
+            ticket: Ticket::done(),
+        })
+    }
+
+    pub fn push_back(&mut self, m: Message) {
+        self.mem.push_back(m);
+    }
+
+    pub fn push_front(&mut self, m: Message) {
+        self.mem.push_front(m);
+    }
+
+    pub fn extend(&mut self, msgs: impl IntoIterator<Item = Message>) {
+        self.mem.extend(msgs);
+    }
+
+    /// The next message in memory; refills from disk below the low-water mark.
+    pub fn pop_front(&mut self) -> Option<Message> {
+        let m = self.mem.pop_front();
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.after_pop(m.is_none(), self.mem.len(), self.cap);
+        }
+        m
+    }
+
+    /// Messages in memory.
+    pub fn len(&self) -> usize {
+        self.mem.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.mem.is_empty()
+    }
+
+    /// Take everything in memory (a topic handing its backlog to its channels).
+    pub fn drain_mem(&mut self) -> Vec<Message> {
+        self.mem.drain().collect()
+    }
+
+    /// Memory plus disk: the `depth` of `/stats`.
+    pub fn depth(&self) -> i64 {
+        self.mem.len() as i64 + self.backend_depth()
+    }
+
+    /// Messages on disk or on their way there (`backend_depth`).
+    pub fn backend_depth(&self) -> i64 {
+        self.disk.as_ref().map_or(0, |d| d.backend_depth())
+    }
+
+    /// Anomalies of the disk queue worth showing in `/stats` (None when there are none).
+    pub fn disk_stats(&self) -> Option<DiskStats> {
+        self.disk.as_ref().and_then(|d| d.stats())
+    }
+
+    /// A message of this channel is done (FIN, or dropped by sampling): in strict mode its
+    /// disk record may be acknowledged once everything before it is done too.
+    pub fn finished(&mut self, id: u64) {
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.finished(id);
+        }
+    }
+
+    /// Drop everything: memory, outbox and the disk queue's files.
+    pub fn empty(&mut self) {
+        self.mem.clear();
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.request_empty();
+        }
+    }
+
+    /// The owner is deleted: drop everything. The caller removes the files with the returned
+    /// writer's `delete_now` once it has released its lock.
+    pub(crate) fn delete(&mut self) -> Option<std::sync::Arc<crate::backend::Backend>> {
+        self.mem.clear();
+        let d = self.disk.as_deref_mut()?;
+        d.request_delete();
+        Some(std::sync::Arc::clone(&d.backend))
+    }
+
+    /// The `--sync-timeout` tick: sync if anything changed, retry failed writes, push pending
+    /// acknowledgements.
+    pub fn tick(&mut self) {
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.tick();
+        }
+    }
+
+    /// The disk writer asks for work (under the owner's lock).
+    pub(crate) fn take_work(&mut self) -> Option<crate::backend::Work> {
+        let mem_len = self.mem.len();
+        let cap = self.cap;
+        self.disk
+            .as_deref_mut()
+            .and_then(|d| d.take_work(mem_len, cap))
+    }
+
+    /// The disk writer reports a pass; returns the messages to place (in log order, with
+    /// their due time if deferred), or None if the owner refused them (`accept` false: they
+    /// will be read again).
+    pub(crate) fn apply(
+        &mut self,
+        done: crate::backend::Done,
+        accept: bool,
+    ) -> Option<Vec<(Message, Option<i64>)>> {
+        match self.disk.as_deref_mut() {
+            Some(d) => d.apply(done, accept),
+            None => Some(Vec::new()),
+        }
+    }
+
+    /// Shutdown: stop taking puts; what is still queued for the disk, in order. The caller
+    /// adds memory, in-flight and deferred messages and hands everything to the writer.
+    pub(crate) fn begin_close(
+        &mut self,
+    ) -> Option<(
+        std::sync::Arc<crate::backend::Backend>,
+        Vec<Outgoing>,
+        Vec<crate::durability::Promise>,
+    )> {
+        let d = self.disk.as_deref_mut()?;
+        let (outbox, promises) = d.close();
+        Some((std::sync::Arc::clone(&d.backend), outbox, promises))
+    }
+
+    /// Due times of deferred messages still on disk (for the deferred file at shutdown).
+    pub(crate) fn take_dues(&mut self) -> Vec<(u64, i64)> {
+        self.disk
+            .as_deref_mut()
+            .map(|d| d.dues.drain().collect())
+            .unwrap_or_default()
+    }
+
+    /// Topic: whether loaded records may be fanned out now.
+    pub(crate) fn set_drain(&mut self, on: bool) {
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.set_drain(on);
+        }
+    }
+
+    /// The writer could not get loaded records through (their writes failed): they were
+    /// rewound and will be read again after the next tick.
+    pub(crate) fn rewound(&mut self, n: usize) {
+        if let Some(d) = self.disk.as_deref_mut() {
+            d.rewound(n);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use nsq_wire::MessageId;
+
+    fn m(i: u64) -> Message {
+        Message {
+            id: MessageId(i),
+            timestamp: 0,
+            attempts: 0,
+            body: Bytes::from_static(b"x"),
+        }
+    }
+
+    #[test]
+    fn memory_queues() {
+        let mut q = Queue::memory(2, true);
+        let p = q.put(vec![m(1), m(2), m(3)], None).expect("put");
+        assert_eq!((p.accepted, q.len(), q.depth()), (2, 2, 2));
+        assert!(p.ticket.is_done());
+        let mut q = Queue::memory(2, false);
+        let _ = q.put(vec![m(1), m(2), m(3)], None).expect("put");
+        assert_eq!(q.pop_front().map(|m| m.id.0), Some(1));
+        assert_eq!((q.len(), q.backend_depth()), (2, 0));
+    }
+}

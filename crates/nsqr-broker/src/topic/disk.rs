@@ -1,0 +1,143 @@
+//! How a topic meets its disk queue: the backlog queue built from the configuration, fanning
+//! out what the disk writer reads once the topic has channels and is not paused (refusing it
+//! otherwise, so it is read again later), and the shutdown flush of the backlog in memory.
+
+use std::sync::Weak;
+
+use super::*;
+use crate::backend::{Accepted, AckPolicy, Backend, Done, Final, Outgoing, QueueOwner};
+use crate::channel::{instant_of, unix_due};
+use crate::durability::Durability;
+use crate::link::DiskLink;
+
+/// The backlog of a topic: memory only for `#ephemeral` topics (dropping beyond
+/// `--mem-queue-size`) and without a data path; memory + disk otherwise. In strict mode nothing
+/// waits in memory: the backlog is on disk before the publish is acknowledged.
+pub(super) fn backlog_queue(cfg: &BrokerConfig, name: &str, ephemeral: bool) -> Queue {
+    if ephemeral {
+        return Queue::memory(cfg.mem_queue_size, true);
+    }
+    let Some(dir) = &cfg.data_path else {
+        return Queue::memory(cfg.mem_queue_size, false);
+    };
+    let strict = cfg.durability == Durability::Strict;
+    let (backend, opened) = Backend::open(dir, name, cfg, strict, AckPolicy::AfterTicket);
+    let link = DiskLink::new(backend, strict, true, cfg.max_disk_bytes, opened);
+    Queue::with_disk(if strict { 0 } else { cfg.mem_queue_size }, link)
+}
+
+pub(super) fn attach(t: &Arc<Topic>) {
+    let st = t.state.lock();
+    if let Some(d) = &st.backlog.disk {
+        let owner: Weak<dyn QueueOwner> = Arc::downgrade(t) as Weak<dyn QueueOwner>;
+        d.backend.set_owner(owner);
+    }
+}
+
+impl QueueOwner for Topic {
+    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue)) {
+        let mut st = self.state.lock();
+        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
+        st.backlog.set_drain(drain);
+        f(&mut st.backlog);
+    }
+
+    fn report(&self, done: Done) -> Accepted {
+        let mut st = self.state.lock();
+        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
+        let Some(placed) = st.backlog.apply(done, drain) else {
+            return Accepted::Refused;
+        };
+        if placed.is_empty() {
+            return Accepted::Taken(Ticket::done());
+        }
+        let (now_ns, now) = (crate::now_unix_nanos(), Instant::now());
+        let mut ticket = Ticket::done();
+        let mut batch = Vec::new();
+        let mut result = Ok(());
+        for (m, due) in placed {
+            match due.and_then(|d| instant_of(d, now_ns, now)) {
+                Some(at) => match fan_out(st.channels.values(), vec![m], Some(at)) {
+                    Ok(t) => ticket.merge(t),
+                    Err(e) => result = Err(e),
+                },
+                None => batch.push(m),
+            }
+        }
+        if !batch.is_empty() {
+            match fan_out(st.channels.values(), batch, None) {
+                Ok(t) => ticket.merge(t),
+                Err(e) => result = Err(e),
+            }
+        }
+        match result {
+            Ok(()) => Accepted::Taken(ticket),
+            Err(e) => {
+                tracing::error!(
+                    "TOPIC({}): backlog could not reach every channel - {e}",
+                    self.name
+                );
+                Accepted::Taken(Ticket::failed(match e {
+                    BrokerError::Disk(d) => d,
+                    _ => crate::durability::DiskError::Exiting,
+                }))
+            }
+        }
+    }
+}
+
+impl Topic {
+    /// Shutdown (after the channels): write what is still queued for the disk, then the
+    /// backlog in memory and the deferred backlog (due times saved beside the queue).
+    pub(crate) fn close_queue(&self) {
+        let Some((backend, outbox, promises)) = self.state.lock().backlog.begin_close() else {
+            return;
+        };
+        let mut first = Some((outbox, promises));
+        backend.close(&mut || {
+            let (mut writes, promises) = first.take().unwrap_or_default();
+            let mut st = self.state.lock();
+            writes.extend(
+                st.backlog
+                    .drain_mem()
+                    .into_iter()
+                    .map(|msg| Outgoing { msg, due: None }),
+            );
+            let mut dues = st.backlog.take_dues();
+            for (msg, at) in std::mem::take(&mut st.deferred) {
+                let due = unix_due(at);
+                dues.push((msg.id.0, due));
+                writes.push(Outgoing {
+                    msg,
+                    due: Some(due),
+                });
+            }
+            Final {
+                writes,
+                promises,
+                dues,
+            }
+        });
+    }
+
+    /// The `--sync-timeout` tick for the topic and its channels.
+    pub(crate) fn tick_queues(&self) {
+        let channels: Vec<Arc<Channel>> = {
+            let mut st = self.state.lock();
+            st.backlog.tick();
+            st.channels.values().cloned().collect()
+        };
+        for ch in channels {
+            ch.tick_queue();
+        }
+    }
+
+    /// Shutdown of the topic's channels, then of the topic itself.
+    pub(crate) fn close_queues(&self) {
+        let channels: Vec<Arc<Channel>> = self.state.lock().channels.values().cloned().collect();
+        for ch in channels {
+            ch.close_queue();
+        }
+        self.close_queue();
+    }
+}
