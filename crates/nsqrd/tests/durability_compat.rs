@@ -271,3 +271,79 @@ fn nsqrd_data_directory_reads_back_in_nsqds_format() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn corruption_is_reported_and_a_torn_tail_is_truncated() {
+    if is_reference() {
+        return; // nsqd reports neither in /stats
+    }
+    let dir = fresh_dir();
+    std::fs::write(
+        dir.join("nsqd.dat"),
+        r#"{"topics":[{"name":"bad","paused":false,"channels":[{"name":"c","paused":false}]},{"name":"torn","paused":false,"channels":[{"name":"c","paused":false}]}],"version":"1.3.0"}"#,
+    )
+    .unwrap();
+    let ts = 1_700_000_000_000_000_000i64;
+    let rec = |i: u64| payload(0xc000 + i, ts, 0, format!("r-{i}").as_bytes());
+    // bad:c: record 1 of file 0 gets an impossible length; file 1 is intact.
+    write_queue(
+        &dir,
+        "bad:c",
+        &[vec![rec(0), rec(1), rec(2)], vec![rec(3), rec(4)]],
+    );
+    let f0 = dir.join("bad:c.diskqueue.000000.dat");
+    let mut bytes = std::fs::read(&f0).unwrap();
+    let second = 4 + rec(0).len();
+    bytes[second..second + 4].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    std::fs::write(&f0, bytes).unwrap();
+    // torn:c: four records, then half of a fifth (a write cut by a crash).
+    write_queue(&dir, "torn:c", &[vec![rec(0), rec(1), rec(2), rec(3)]]);
+    let mut torn = (rec(4).len() as i32).to_be_bytes().to_vec();
+    torn.extend_from_slice(&rec(4)[..10]);
+    let t0 = dir.join("torn:c.diskqueue.000000.dat");
+    let mut bytes = std::fs::read(&t0).unwrap();
+    let whole = bytes.len() as u64;
+    bytes.extend_from_slice(&torn);
+    std::fs::write(&t0, bytes).unwrap();
+
+    let s = Server::start_in(dir, &[]);
+    let torn_stats = s.channel_stats("torn", "c").expect("torn/c");
+    assert_eq!(torn_stats["depth"], 4);
+    assert_eq!(
+        torn_stats["disk_queue"]["torn_tails_truncated"], 1,
+        "{torn_stats}"
+    );
+    assert_eq!(torn_stats["disk_queue"]["corrupt_files"], 0);
+    assert_eq!(std::fs::metadata(&t0).unwrap().len(), whole);
+
+    let mut conn = s.connect();
+    conn.sub("bad", "c");
+    conn.rdy(10);
+    let got: Vec<Vec<u8>> = conn
+        .expect_messages(3)
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(got, [b"r-0".to_vec(), b"r-3".to_vec(), b"r-4".to_vec()]);
+    let bad = s.channel_stats("bad", "c").expect("bad/c");
+    assert_eq!(bad["disk_queue"]["corrupt_files"], 1, "{bad}");
+    let why = bad["disk_queue"]["last_corruption"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        why.contains("invalid message read size (2147483647)"),
+        "{why}"
+    );
+    assert!(
+        s.log_lines()
+            .iter()
+            .any(|l| l.contains("jump to next file")),
+        "corruption not logged"
+    );
+    let mut conn2 = s.connect();
+    conn2.sub("torn", "c");
+    conn2.rdy(10);
+    assert_eq!(conn2.expect_messages(4).len(), 4);
+    assert!(conn2.expect_silence(Duration::from_millis(200)));
+}

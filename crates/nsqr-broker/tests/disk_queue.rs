@@ -1,0 +1,122 @@
+//! The engine with a data path, in process: messages past `--mem-queue-size` go to disk and
+//! come back in order; strict mode acknowledges a publish only once it is on disk and keeps
+//! unfinished messages there until FIN; what a closed broker leaves is read back with the
+//! `diskqueue` crate.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use nsqr_broker::{Broker, BrokerConfig, Client, Durability};
+
+fn temp_dir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nsqr-broker-{tag}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
+    Broker::new(BrokerConfig {
+        data_path: Some(dir.to_path_buf()),
+        durability,
+        mem_queue_size: mem,
+        ..BrokerConfig::default()
+    })
+}
+
+fn bodies(range: std::ops::Range<u32>) -> Vec<Bytes> {
+    range.map(|i| Bytes::from(format!("m{i:04}"))).collect()
+}
+
+/// Deliver (and FIN unless `keep`) until `n` messages arrived; their bodies and ids.
+async fn take(
+    ch: &nsqr_broker::Channel,
+    client: &Client,
+    n: usize,
+    fin: bool,
+) -> Vec<(String, u64)> {
+    let mut got = Vec::new();
+    let mut rng = 1;
+    for _ in 0..500 {
+        let mut batch = Vec::new();
+        ch.deliver(client, 64, 0, &mut rng, |m| {
+            batch.push((String::from_utf8(m.body.to_vec()).unwrap(), m.id.0))
+        });
+        if fin {
+            let ids: Vec<u64> = batch.iter().map(|(_, id)| *id).collect();
+            ch.finish(client, &ids, |_, e| panic!("fin: {e}"));
+        }
+        got.extend(batch);
+        if got.len() >= n {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spill_to_disk_and_back_in_order() {
+    let dir = temp_dir("spill");
+    let b = broker(&dir, Durability::Default, 3);
+    let t = b.get_or_create_topic("t").unwrap();
+    let ch = t.get_or_create_channel("c").unwrap();
+    for chunk in [0..5, 5..12, 12..20] {
+        assert!(t.put(bodies(chunk), Duration::ZERO).unwrap().is_done());
+    }
+    let s = ch.stats(false);
+    assert_eq!((s.depth, s.backend_depth), (20, 17));
+    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
+    ch.add_client(Arc::clone(&client)).unwrap();
+    let got: Vec<String> = take(&ch, &client, 20, true)
+        .await
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    let want: Vec<String> = (0..20).map(|i| format!("m{i:04}")).collect();
+    assert_eq!(got, want, "first in, first out across the spill");
+    b.close_queues();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_keeps_unfinished_messages_on_disk() {
+    let dir = temp_dir("strict");
+    let b = broker(&dir, Durability::Strict, 100);
+    let t = b.get_or_create_topic("t").unwrap();
+    let ch = t.get_or_create_channel("c").unwrap();
+    let ticket = t.put(bodies(0..10), Duration::ZERO).unwrap();
+    assert!(!ticket.is_done(), "strict publishes wait for the disk");
+    ticket.wait().await.unwrap();
+    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
+    ch.add_client(Arc::clone(&client)).unwrap();
+    let got = take(&ch, &client, 10, false).await;
+    assert_eq!(got.len(), 10);
+    // FIN every other message, out of order.
+    let fins: Vec<u64> = got.iter().rev().step_by(2).map(|(_, id)| *id).collect();
+    ch.finish(&client, &fins, |_, e| panic!("fin: {e}"));
+    b.tick_queues();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // A crash now (no close) leaves every unfinished message on disk: open the files the way
+    // a restarted node would.
+    let mut q = diskqueue::DiskQueue::open(&dir, "t:c", diskqueue::DiskQueueOptions::default())
+        .expect("open");
+    let mut on_disk = Vec::new();
+    while let Some(p) = q.read_next().unwrap() {
+        on_disk.push(String::from_utf8(p[26..].to_vec()).unwrap());
+    }
+    for (body, id) in &got {
+        if !fins.contains(id) {
+            assert!(
+                on_disk.contains(body),
+                "{body} unfinished but not on disk: {on_disk:?}"
+            );
+        }
+    }
+    drop(q);
+    b.close_queues();
+    let _ = std::fs::remove_dir_all(&dir);
+}
