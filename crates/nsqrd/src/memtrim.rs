@@ -2,30 +2,59 @@
 //!
 //! Message bodies live in one allocation per publish batch. When a backlog of millions of
 //! messages is consumed, glibc keeps the freed memory in its arenas, so RSS would stay at the
-//! backlog's peak forever. Once a second this task looks at how many messages the broker holds;
-//! when that has fallen well below its recent peak, it asks glibc to release free pages
-//! (`malloc_trim`). (mimalloc was measured too: it kept more memory, see docs/benchmarks.md.)
+//! backlog's peak forever. Once a second this task compares the process's RSS with what the
+//! messages the broker still holds could need; when RSS is well above that, most of it is free
+//! heap, and glibc is asked to release it (`malloc_trim`). Comparing with RSS (rather than
+//! sampling queue depths) also catches a backlog that came and went between two ticks.
+//! (mimalloc was measured too: it kept more memory, see docs/benchmarks.md.)
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use nsqr_broker::Broker;
 
-/// Trim once this many fewer messages are held than at the last peak.
-const TRIM_AFTER_FREED: usize = 50_000;
+/// A generous upper bound of the memory one held message needs (body, header, queue slot).
+const BYTES_PER_HELD_MESSAGE: u64 = 1024;
+/// Slack above the baseline before a trim is worth it.
+const SLACK: u64 = 16 << 20;
+/// After a trim that could not bring RSS down (fragmentation), wait this long to retry.
+const RETRY_AFTER: Duration = Duration::from_secs(10);
+
+/// Whether to trim now: RSS exceeds the startup baseline, what the held messages could need
+/// and some slack; and either no trim ran recently, or RSS grew a lot since the last one.
+fn should_trim(rss: u64, baseline: u64, held: u64, last: Option<(Instant, u64)>) -> bool {
+    let needed = baseline + held.saturating_mul(BYTES_PER_HELD_MESSAGE) + SLACK;
+    if rss <= needed {
+        return false;
+    }
+    match last {
+        None => true,
+        Some((at, rss_after)) => at.elapsed() >= RETRY_AFTER || rss > rss_after + 4 * SLACK,
+    }
+}
 
 pub async fn run(broker: Arc<Broker>) {
-    let mut peak = 0usize;
+    let baseline = rss_bytes().unwrap_or(0);
+    let mut last: Option<(Instant, u64)> = None;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tick.tick().await;
-        let held = broker.held_messages();
-        peak = peak.max(held);
-        if peak - held >= TRIM_AFTER_FREED {
-            peak = held;
+        let Some(rss) = rss_bytes() else {
+            continue;
+        };
+        let held = broker.held_messages() as u64;
+        if should_trim(rss, baseline, held, last) {
             let _ = tokio::task::spawn_blocking(release_free_memory).await;
+            last = Some((Instant::now(), rss_bytes().unwrap_or(rss)));
         }
     }
+}
+
+/// The process's resident set size, from /proc/self/statm.
+fn rss_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    Some(pages * 4096)
 }
 
 /// Return free heap pages to the OS. A no-op where the allocator is not glibc's.
@@ -53,6 +82,22 @@ mod tests {
                     .and_then(|v| v.parse().ok())
             })
             .unwrap_or(0)
+    }
+
+    #[test]
+    fn trims_only_when_rss_exceeds_what_held_messages_need() {
+        let mb = 1 << 20;
+        // A backlog being built: RSS is what the messages need.
+        assert!(!should_trim(300 * mb, 10 * mb, 1_000_000, None));
+        // The same RSS after the backlog drained.
+        assert!(should_trim(300 * mb, 10 * mb, 0, None));
+        // Within the slack: nothing to gain.
+        assert!(!should_trim(20 * mb, 10 * mb, 0, None));
+        // Just trimmed and RSS did not come down (fragmentation): wait before retrying...
+        let just_now = Some((Instant::now(), 290 * mb));
+        assert!(!should_trim(300 * mb, 10 * mb, 0, just_now));
+        // ...unless RSS grew a lot since.
+        assert!(should_trim(400 * mb, 10 * mb, 0, just_now));
     }
 
     /// Freed batch-sized allocations go back to the OS after a trim.
