@@ -8,6 +8,7 @@
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use crate::bodies::Bodies;
 use crate::error::{Code, ParseError, ProtocolError};
 use crate::names::is_valid_name;
 use crate::quote::go_quote;
@@ -74,9 +75,10 @@ pub enum Command {
         topic: Bytes,
         body: Bytes,
     },
+    /// The bodies back to back in one exact-size buffer, without their length prefixes.
     Mpub {
         topic: Bytes,
-        bodies: Vec<Bytes>,
+        bodies: Bodies,
     },
     Dpub {
         topic: Bytes,
@@ -426,10 +428,12 @@ pub fn parse(
         }
         return Ok(None);
     }
+    let mut mpub_ranges = Vec::new();
     if kind == BodyKind::Mpub {
         // Validate before consuming, so an error leaves nothing half-taken.
         let body = &buf[line.len + 4..total];
-        if let Err(e) = split_mpub(body, limits, |_, _| {}) {
+        mpub_ranges.reserve(body.get(..4).map_or(0, read_i32).clamp(0, 1 << 16) as usize);
+        if let Err(e) = split_mpub(body, limits, |a, b| mpub_ranges.push(a..b)) {
             return Err(ParseError::ProtocolAfterTopic {
                 error: e,
                 topic: topic_name(),
@@ -438,29 +442,35 @@ pub fn parse(
     }
     // Copy out rather than split the read buffer: a queued message must not pin the rest of a
     // 64 KiB read chunk, and an unshared read buffer is reused instead of reallocated. One
-    // exact-size allocation per batch; MPUB bodies are slices of it.
+    // exact-size allocation per command; an MPUB's bodies are copied back to back into it.
     let topic = topic_range
         .map(|(a, b)| Bytes::copy_from_slice(&buf[a..b]))
         .unwrap_or_default();
-    let body = Bytes::copy_from_slice(&buf[line.len + 4..total]);
-    buf.advance(total);
-    Ok(Some(match kind {
-        BodyKind::Identify => Command::Identify(body),
-        BodyKind::Auth => Command::Auth(body),
-        BodyKind::Pub => Command::Pub { topic, body },
+    let body = &buf[line.len + 4..total];
+    let copy = || Bytes::copy_from_slice(body);
+    let cmd = match kind {
+        BodyKind::Identify => Command::Identify(copy()),
+        BodyKind::Auth => Command::Auth(copy()),
+        BodyKind::Pub => Command::Pub {
+            topic,
+            body: copy(),
+        },
         BodyKind::Dpub => Command::Dpub {
             topic,
             defer_ms,
-            body,
+            body: copy(),
         },
         BodyKind::Mpub => {
-            let count = body.get(..4).map_or(0, read_i32).max(0) as usize;
-            let mut bodies = Vec::with_capacity(count);
-            split_mpub(&body, limits, |a, b| bodies.push(body.slice(a..b)))
-                .map_err(ParseError::Protocol)?;
+            // MPUB's body size is an i32, so the bodies always fit 32-bit ranges.
+            let bodies =
+                Bodies::concat(mpub_ranges.into_iter().map(|r| &body[r])).map_err(|e| {
+                    ParseError::Protocol(ProtocolError::new(Code::BadBody, e.to_string()))
+                })?;
             Command::Mpub { topic, bodies }
         }
-    }))
+    };
+    buf.advance(total);
+    Ok(Some(cmd))
 }
 
 /// The client closed its side with an incomplete command in `buf`: the error nsqd sends when

@@ -4,6 +4,7 @@
 //! one parser and encoder, so the exact nsqd error strings live in one place and can be tested
 //! byte for byte without a server.
 
+pub mod bodies;
 pub mod command;
 pub mod error;
 pub mod frame;
@@ -11,6 +12,7 @@ pub mod message;
 pub mod names;
 pub mod quote;
 
+pub use bodies::Bodies;
 pub use command::{error_at_eof, parse, ClientState, Command, Limits};
 pub use error::{Code, ParseError, ProtocolError};
 pub use frame::{FrameType, MAGIC_V2};

@@ -382,7 +382,7 @@ impl Backend {
     fn write(&self, st: &mut IoState, w: &mut Work, done: &mut Done) {
         let writes = std::mem::take(&mut w.writes);
         let n = writes.len();
-        let mut buf = Vec::with_capacity(writes.iter().map(|o| 26 + o.msg.body.len()).sum());
+        let mut buf = Vec::with_capacity(writes.iter().map(|o| 26 + o.msg.body().len()).sum());
         let mut ends = Vec::with_capacity(n);
         for o in &writes {
             encode(&o.msg, &mut buf);

@@ -240,7 +240,7 @@ impl Channel {
                         ok += 1;
                         st.ready.finished(id);
                         if let Some(r) = &mut e2e {
-                            r.record(f.msg.timestamp);
+                            r.record(f.msg.timestamp());
                         }
                     }
                     Err(e) => on_error(i, e),

@@ -14,22 +14,22 @@ pub(crate) fn record_len(body_len: usize) -> u64 {
 }
 
 pub(crate) fn encode(m: &Message, out: &mut Vec<u8>) {
-    out.extend_from_slice(&m.timestamp.to_be_bytes());
+    out.extend_from_slice(&m.timestamp().to_be_bytes());
     out.extend_from_slice(&m.attempts.to_be_bytes());
     out.extend_from_slice(&m.id.to_hex());
-    out.extend_from_slice(&m.body);
+    out.extend_from_slice(m.body());
 }
 
 pub(crate) fn decode(p: Vec<u8>) -> Option<Message> {
     let ts: [u8; 8] = p.get(0..8)?.try_into().ok()?;
     let attempts: [u8; 2] = p.get(8..10)?.try_into().ok()?;
     let id = MessageId::from_hex(p.get(10..26)?)?;
-    Some(Message {
+    Message::new(
         id,
-        timestamp: i64::from_be_bytes(ts),
-        attempts: u16::from_be_bytes(attempts),
-        body: Bytes::from(p).slice(26..),
-    })
+        i64::from_be_bytes(ts),
+        u16::from_be_bytes(attempts),
+        Bytes::from(p).slice(26..),
+    )
 }
 
 #[cfg(test)]
@@ -38,19 +38,15 @@ mod tests {
 
     #[test]
     fn encode_decode_round_trip() {
-        let m = Message {
-            id: MessageId(0x1234_abcd),
-            timestamp: -5,
-            attempts: 7,
-            body: Bytes::from_static(b"hello"),
-        };
+        let m = Message::new(MessageId(0x1234_abcd), -5, 7, Bytes::from_static(b"hello"))
+            .expect("small");
         let mut buf = Vec::new();
         encode(&m, &mut buf);
         assert_eq!(buf.len() as u64 + 4, record_len(5));
         assert_eq!(&buf[10..26], b"000000001234abcd");
         let d = decode(buf).expect("decode");
         assert_eq!(
-            (d.id, d.timestamp, d.attempts, &d.body[..]),
+            (d.id, d.timestamp(), d.attempts, d.body()),
             (m.id, -5, 7, &b"hello"[..])
         );
         let mut bad = vec![0u8; 30];

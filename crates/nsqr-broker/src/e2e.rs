@@ -301,12 +301,14 @@ mod tests {
         ));
         ch.add_client(Arc::clone(&client)).unwrap();
         let old = crate::now_unix_nanos() - 250 * MS;
-        let _ = ch.put([crate::Message {
-            id: nsq_wire::MessageId(7),
-            timestamp: old,
-            attempts: 0,
-            body: bytes::Bytes::from_static(b"x"),
-        }]);
+        let m = crate::Message::new(
+            nsq_wire::MessageId(7),
+            old,
+            0,
+            bytes::Bytes::from_static(b"x"),
+        )
+        .expect("small");
+        let _ = ch.put([m]);
         let mut rng = 1;
         assert_eq!(ch.deliver(&client, 1, 0, &mut rng, |_| {}), 1);
         ch.finish(&client, &[7], |_, e| panic!("{e}"));

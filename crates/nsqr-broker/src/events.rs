@@ -122,6 +122,7 @@ mod tests {
     use std::time::Duration;
 
     use bytes::Bytes;
+    use nsq_wire::Bodies;
     use parking_lot::Mutex;
 
     use super::*;
@@ -179,8 +180,11 @@ mod tests {
         let (b, _log, held) = broker();
         let t = b.get_or_create_topic("t").unwrap();
         let a = t.get_or_create_channel("a").unwrap();
-        t.put(vec![Bytes::from_static(b"m1")], Duration::ZERO)
-            .unwrap();
+        t.put(
+            &[Bodies::one(Bytes::from_static(b"m1")).expect("small")],
+            Duration::ZERO,
+        )
+        .unwrap();
         // Held: the first channel does not take the backlog yet.
         assert_eq!((a.depth(), t.stats(None, false).depth), (0, 1));
         let c = t.get_or_create_channel("c").unwrap();
@@ -194,8 +198,11 @@ mod tests {
             (a.depth(), c.depth(), t.stats(None, false).depth),
             (1, 1, 0)
         );
-        t.put(vec![Bytes::from_static(b"m2")], Duration::ZERO)
-            .unwrap();
+        t.put(
+            &[Bodies::one(Bytes::from_static(b"m2")).expect("small")],
+            Duration::ZERO,
+        )
+        .unwrap();
         assert_eq!((a.depth(), c.depth()), (2, 2));
     }
 
@@ -204,8 +211,11 @@ mod tests {
         let b = Broker::new(BrokerConfig::default());
         let t = b.get_or_create_topic("t").unwrap();
         let a = t.get_or_create_channel("a").unwrap();
-        t.put(vec![Bytes::from_static(b"m")], Duration::ZERO)
-            .unwrap();
+        t.put(
+            &[Bodies::one(Bytes::from_static(b"m")).expect("small")],
+            Duration::ZERO,
+        )
+        .unwrap();
         assert_eq!(a.depth(), 1);
     }
 }

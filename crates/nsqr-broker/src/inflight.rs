@@ -237,12 +237,7 @@ mod tests {
     use std::time::Duration;
 
     fn msg(id: u64) -> Message {
-        Message {
-            id: MessageId(id),
-            timestamp: 0,
-            attempts: 1,
-            body: Bytes::from_static(b"x"),
-        }
+        Message::new(MessageId(id), 0, 1, Bytes::from_static(b"x")).expect("small")
     }
 
     #[test]

@@ -143,7 +143,7 @@ impl DiskLink {
         due: Option<i64>,
         wait: bool,
     ) -> Result<Ticket, BrokerError> {
-        let needed: u64 = msgs.iter().map(|m| record_len(m.body.len())).sum();
+        let needed: u64 = msgs.iter().map(|m| record_len(m.body().len())).sum();
         if self.max_disk_bytes > 0 {
             let used = self.bytes + self.outbox_bytes + self.in_transit_bytes;
             if used + needed > self.max_disk_bytes {
@@ -345,7 +345,7 @@ impl DiskLink {
                 let mut retry = done.retry;
                 self.outbox_bytes += retry
                     .iter()
-                    .map(|o| record_len(o.msg.body.len()))
+                    .map(|o| record_len(o.msg.body().len()))
                     .sum::<u64>();
                 retry.append(&mut self.outbox);
                 self.outbox = retry;

@@ -263,12 +263,7 @@ mod tests {
     use nsq_wire::MessageId;
 
     fn m(i: u64) -> Message {
-        Message {
-            id: MessageId(i),
-            timestamp: 0,
-            attempts: 0,
-            body: Bytes::from_static(b"x"),
-        }
+        Message::new(MessageId(i), 0, 0, Bytes::from_static(b"x")).expect("small")
     }
 
     #[test]

@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use nsq_wire::message::IdGenerator;
+use nsq_wire::Bodies;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::Instant;
@@ -90,24 +90,20 @@ impl Topic {
 
     /// Publish a batch (PUB is a batch of one); `defer` > 0 holds it in each channel first.
     /// The ticket completes once the batch is durable (at once unless `--durability=strict`).
-    pub fn put(&self, bodies: Vec<Bytes>, defer: Duration) -> Result<Ticket, BrokerError> {
+    /// Several publishes at once (pipelined PUBs) keep their own buffers.
+    pub fn put(&self, publishes: &[Bodies], defer: Duration) -> Result<Ticket, BrokerError> {
         let now_ns = crate::now_unix_nanos();
-        let bytes: usize = bodies.iter().map(|b| b.len()).sum();
-        let n = bodies.len() as u64;
+        let bytes: usize = publishes.iter().map(Bodies::total_bytes).sum();
+        let n: usize = publishes.iter().map(Bodies::len).sum();
         let due = (!defer.is_zero()).then(|| Instant::now() + defer);
         let mut st = self.state.lock();
         if self.is_deleted() {
             return Err(BrokerError::Exiting);
         }
-        let msgs: Vec<Message> = bodies
-            .into_iter()
-            .map(|body| Message {
-                id: st.ids.next(now_ns),
-                timestamp: now_ns,
-                attempts: 0,
-                body,
-            })
-            .collect();
+        let mut msgs = Vec::with_capacity(n);
+        for bodies in publishes {
+            Message::batch(bodies, now_ns, || st.ids.next(now_ns), &mut msgs);
+        }
         let ticket = if st.channels.is_empty() || st.paused || st.held {
             match due {
                 Some(at) if !st.backlog.is_strict() => {
@@ -133,7 +129,7 @@ impl Topic {
             fan_out(st.channels.values(), msgs, due)?
         };
         drop(st);
-        self.message_count.fetch_add(n, Relaxed);
+        self.message_count.fetch_add(n as u64, Relaxed);
         self.message_bytes.fetch_add(bytes as u64, Relaxed);
         Ok(ticket)
     }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use nsq_wire::Bodies;
 use nsqr_broker::{Broker, BrokerConfig, Client, Durability};
 
 fn temp_dir(tag: &str) -> PathBuf {
@@ -27,8 +27,9 @@ fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
     })
 }
 
-fn bodies(range: std::ops::Range<u32>) -> Vec<Bytes> {
-    range.map(|i| Bytes::from(format!("m{i:04}"))).collect()
+fn bodies(range: std::ops::Range<u32>) -> [Bodies; 1] {
+    let bodies: Vec<String> = range.map(|i| format!("m{i:04}")).collect();
+    [Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small")]
 }
 
 /// Deliver (and FIN unless `keep`) until `n` messages arrived; their bodies and ids.
@@ -43,7 +44,7 @@ async fn take(
     for _ in 0..500 {
         let mut batch = Vec::new();
         ch.deliver(client, 64, 0, &mut rng, |m| {
-            batch.push((String::from_utf8(m.body.to_vec()).unwrap(), m.id.0))
+            batch.push((String::from_utf8(m.body().to_vec()).unwrap(), m.id.0))
         });
         if fin {
             let ids: Vec<u64> = batch.iter().map(|(_, id)| *id).collect();
@@ -65,7 +66,7 @@ async fn spill_to_disk_and_back_in_order() {
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
     for chunk in [0..5, 5..12, 12..20] {
-        assert!(t.put(bodies(chunk), Duration::ZERO).unwrap().is_done());
+        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
     }
     let s = ch.stats(false);
     assert_eq!((s.depth, s.backend_depth), (20, 17));
@@ -88,7 +89,7 @@ async fn strict_keeps_unfinished_messages_on_disk() {
     let b = broker(&dir, Durability::Strict, 100);
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
-    let ticket = t.put(bodies(0..10), Duration::ZERO).unwrap();
+    let ticket = t.put(&bodies(0..10), Duration::ZERO).unwrap();
     assert!(!ticket.is_done(), "strict publishes wait for the disk");
     ticket.wait().await.unwrap();
     let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));

@@ -232,7 +232,7 @@ fn mpub_parse_and_errors() {
         p(&with_body("MPUB t", &mpub(&[b"a", b"bc"])), Init),
         Ok(Some(Command::Mpub {
             topic: Bytes::from_static(b"t"),
-            bodies: vec![Bytes::from_static(b"a"), Bytes::from_static(b"bc")]
+            bodies: Bodies::concat([&b"a"[..], b"bc"]).expect("small")
         }))
     );
     assert_eq!(

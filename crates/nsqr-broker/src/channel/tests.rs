@@ -6,12 +6,7 @@ use nsq_wire::MessageId;
 
 fn msgs(ids: &[u64]) -> Vec<Message> {
     ids.iter()
-        .map(|&i| Message {
-            id: MessageId(i),
-            timestamp: 1,
-            attempts: 0,
-            body: Bytes::from(format!("m{i}")),
-        })
+        .map(|&i| Message::new(MessageId(i), 1, 0, Bytes::from(format!("m{i}"))).expect("small"))
         .collect()
 }
 

@@ -5,13 +5,14 @@
 //! - `/mpub`: Content-Length vs max-body-size -> topic (created here) -> body, either text
 //!   (one message per `\n`-terminated line) or binary (the TCP MPUB body layout).
 
+use std::ops::Range;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::Request;
-use nsq_wire::{Code, Limits};
+use nsq_wire::bodies::TooLarge;
+use nsq_wire::{Bodies, Code, Limits};
 use nsqr_broker::{BrokerError, DiskError, Topic};
 
 use super::body::{content_length, read_limited};
@@ -42,7 +43,7 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
         Some(v) => parse_defer(v, state.settings.max_req_timeout)
             .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
     };
-    put(state, &topic, vec![body], defer).await?;
+    put(state, &topic, Bodies::one(body), defer).await?;
     Ok(Reply::ok())
 }
 
@@ -57,22 +58,30 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
     let binary = query
         .get("binary")
         .is_some_and(|v| nsq_bool(Some(v)).unwrap_or(true));
-    let bodies = if binary {
+    let (body, ranges) = if binary {
         // nsqd reads only what the messages need; with a Content-Length that is at most
         // max-body-size, and a chunked body is cut there too.
         let body = read_limited(req.into_body(), max_body)
             .await
             .map_err(|_| ApiError::internal())?;
-        split_binary(&body, &state.settings.wire_limits())?
+        let ranges = split_binary(&body, &state.settings.wire_limits())?;
+        (body, ranges)
     } else {
         let read_max = max_body.saturating_add(1);
         let body = read_limited(req.into_body(), read_max)
             .await
             .map_err(|_| ApiError::internal())?;
-        split_text(&body, read_max, state.settings.max_msg_size_usize())?
+        let ranges = split_text(&body, read_max, state.settings.max_msg_size_usize())?;
+        (body, ranges)
     };
-    if !bodies.is_empty() {
-        put(state, &topic, bodies, Duration::ZERO).await?;
+    if !ranges.is_empty() {
+        put(
+            state,
+            &topic,
+            Bodies::from_ranges(body, ranges),
+            Duration::ZERO,
+        )
+        .await?;
     }
     Ok(Reply::ok())
 }
@@ -102,16 +111,20 @@ pub fn topic_from_query(
 async fn put(
     state: &HttpState,
     topic: &Topic,
-    bodies: Vec<Bytes>,
+    bodies: Result<Bodies, TooLarge>,
     defer: Duration,
 ) -> Result<(), ApiError> {
     if state.broker.is_exiting() {
         return Err(ApiError::exiting());
     }
-    let ticket = topic.put(bodies, defer).map_err(|e| match e {
-        BrokerError::Disk(d) => disk_error(&d),
-        _ => ApiError::exiting(),
-    })?;
+    // Only a body over 4 GiB (with --max-body-size raised that far) does not fit.
+    let bodies = bodies.map_err(|_| ApiError::too_large("BODY_TOO_BIG"))?;
+    let ticket = topic
+        .put(std::slice::from_ref(&bodies), defer)
+        .map_err(|e| match e {
+            BrokerError::Disk(d) => disk_error(&d),
+            _ => ApiError::exiting(),
+        })?;
     ticket.wait().await.map_err(|e| match e {
         DiskError::Exiting => ApiError::exiting(),
         d => disk_error(&d),
@@ -140,22 +153,22 @@ fn parse_defer(v: &str, max_req_timeout: Duration) -> Option<Duration> {
 /// Text mode: one message per line; only `\n` is stripped (a `\r` stays), empty lines are
 /// skipped, a line over max-msg-size is `MSG_TOO_BIG`, and reaching `read_max` bytes (the body
 /// was longer than max-body-size) is `BODY_TOO_BIG`, checked line by line in nsqd's order.
-fn split_text(body: &Bytes, read_max: usize, max_msg: usize) -> Result<Vec<Bytes>, ApiError> {
+fn split_text(body: &[u8], read_max: usize, max_msg: usize) -> Result<Vec<Range<usize>>, ApiError> {
     let mut out = Vec::new();
     let mut total = 0usize;
     let mut pos = 0usize;
     loop {
         let (block, at_eof) = match body[pos..].iter().position(|&c| c == b'\n') {
-            Some(i) => (body.slice(pos..pos + i + 1), false),
-            None => (body.slice(pos..), true),
+            Some(i) => (pos..pos + i + 1, false),
+            None => (pos..body.len(), true),
         };
-        pos += block.len();
+        pos = block.end;
         total += block.len();
         if total == read_max {
             return Err(ApiError::too_large("BODY_TOO_BIG"));
         }
-        let line = match block.last() {
-            Some(b'\n') => block.slice(..block.len() - 1),
+        let line = match body[block.clone()].last() {
+            Some(b'\n') => block.start..block.end - 1,
             _ => block,
         };
         if !line.is_empty() {
@@ -172,9 +185,9 @@ fn split_text(body: &Bytes, read_max: usize, max_msg: usize) -> Result<Vec<Bytes
 
 /// Binary mode: `[i32 count]([i32 size][data])*` with TCP MPUB's checks; errors are 413 with the
 /// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last message are ignored.
-fn split_binary(body: &Bytes, limits: &Limits) -> Result<Vec<Bytes>, ApiError> {
+fn split_binary(body: &[u8], limits: &Limits) -> Result<Vec<Range<usize>>, ApiError> {
     let mut out = Vec::new();
-    let res = nsq_wire::command::split_mpub(body, limits, |a, b| out.push(body.slice(a..b)));
+    let res = nsq_wire::command::split_mpub(body, limits, |a, b| out.push(a..b));
     match res {
         Ok(()) => Ok(out),
         // The TCP parser insists the body ends with the last message; over HTTP nsqd stops
@@ -202,12 +215,13 @@ fn declared_count(body: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
-    fn texts(v: &[Bytes]) -> Vec<&[u8]> {
-        v.iter().map(|b| &b[..]).collect()
+    fn texts<'a>(body: &'a [u8], v: &[Range<usize>]) -> Vec<&'a [u8]> {
+        v.iter().map(|r| &body[r.clone()]).collect()
     }
 
-    fn err(r: Result<Vec<Bytes>, ApiError>) -> (u16, String) {
+    fn err(r: Result<Vec<Range<usize>>, ApiError>) -> (u16, String) {
         let e = r.unwrap_err();
         (e.status.as_u16(), e.message.into_owned())
     }
@@ -239,9 +253,9 @@ mod tests {
     fn text_lines() {
         let b = Bytes::from_static(b"one\ntwo\n\n\nthree\r\nfour\n");
         let v = split_text(&b, 1001, 100).unwrap();
-        assert_eq!(texts(&v), [&b"one"[..], b"two", b"three\r", b"four"]);
-        let v = split_text(&Bytes::from_static(b"last"), 1001, 100).unwrap();
-        assert_eq!(texts(&v), [&b"last"[..]]);
+        assert_eq!(texts(&b, &v), [&b"one"[..], b"two", b"three\r", b"four"]);
+        let v = split_text(b"last", 1001, 100).unwrap();
+        assert_eq!(texts(b"last", &v), [&b"last"[..]]);
         assert!(split_text(&Bytes::new(), 1001, 100).unwrap().is_empty());
         assert!(split_text(&Bytes::from_static(b"\n\n"), 1001, 100)
             .unwrap()
@@ -287,7 +301,7 @@ mod tests {
         };
         let b = mpub_body(&[b"first", b"a\nb"]);
         assert_eq!(
-            texts(&split_binary(&b, &limits).unwrap()),
+            texts(&b, &split_binary(&b, &limits).unwrap()),
             [&b"first"[..], b"a\nb"]
         );
         let mut trailing = b.to_vec();

@@ -30,10 +30,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_response};
-use nsq_wire::{ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError};
+use nsq_wire::{
+    Bodies, ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError,
+};
 use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
@@ -66,7 +68,8 @@ enum Pending {
     None,
     Pub {
         topic: Arc<Topic>,
-        bodies: Vec<Bytes>,
+        /// One entry per PUB: each keeps its own buffer.
+        bodies: Vec<Bodies>,
     },
     Fin(Vec<IdToken>),
 }
@@ -274,7 +277,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             let want = (free as usize).min(256);
             let wbuf = &mut self.wbuf;
             let got = ch.deliver(&self.client, want, self.sample_rate, &mut self.rng, |m| {
-                put_message_frame(wbuf, m.timestamp, m.attempts, m.id, &m.body)
+                put_message_frame(wbuf, m.timestamp(), m.attempts, m.id, m.body())
             });
             if got < want {
                 return false;
@@ -401,7 +404,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// A command that passed the authorization check (if any).
     fn authorized_command(&mut self, cmd: Command) -> Flow {
         match cmd {
-            Command::Pub { topic, body } => return self.queue_pub(&topic, vec![body]),
+            Command::Pub { topic, body } => {
+                return match Bodies::one(body) {
+                    Ok(b) => self.queue_pub(&topic, b),
+                    Err(e) => self.error(&ProtocolError::new(Code::BadMessage, format!("PUB {e}"))),
+                };
+            }
             Command::Fin(id) => {
                 if let Pending::Fin(ids) = &mut self.pending {
                     ids.push(id);
@@ -451,7 +459,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 topic,
                 defer_ms,
                 body,
-            } => self.publish(&topic, vec![body], defer_ms, "DPUB"),
+            } => match Bodies::one(body) {
+                Ok(b) => self.publish(&topic, b, defer_ms, "DPUB"),
+                Err(e) => self.error(&ProtocolError::new(Code::BadMessage, format!("DPUB {e}"))),
+            },
             Command::Pub { .. } | Command::Fin(_) => Flow::Continue,
         }
     }
@@ -469,14 +480,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     /// PUB: joins the pending batch when it is for the same topic.
-    fn queue_pub(&mut self, topic: &[u8], mut bodies: Vec<Bytes>) -> Flow {
+    fn queue_pub(&mut self, topic: &[u8], body: Bodies) -> Flow {
         if let Pending::Pub {
             topic: t,
             bodies: b,
         } = &mut self.pending
         {
             if t.name.as_bytes() == topic {
-                b.append(&mut bodies);
+                b.push(body);
                 return Flow::Continue;
             }
         }
@@ -485,7 +496,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
         match self.topic(topic) {
             Ok(t) => {
-                self.pending = Pending::Pub { topic: t, bodies };
+                self.pending = Pending::Pub {
+                    topic: t,
+                    bodies: vec![body],
+                };
                 Flow::Continue
             }
             Err(e) => self.error(&ProtocolError::new(
@@ -500,9 +514,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         match std::mem::replace(&mut self.pending, Pending::None) {
             Pending::None => Flow::Continue,
             Pending::Pub { topic, bodies } => {
-                let n = bodies.len();
-                let bytes: usize = bodies.iter().map(|b| b.len()).sum();
-                match topic.put(bodies, Duration::ZERO) {
+                let n: usize = bodies.iter().map(Bodies::len).sum();
+                let bytes: usize = bodies.iter().map(Bodies::total_bytes).sum();
+                match topic.put(&bodies, Duration::ZERO) {
                     Ok(ticket) => {
                         self.client.count_publish(&topic.name, n as u64);
                         let at = self.wbuf.len();
@@ -540,23 +554,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    fn publish(
-        &mut self,
-        topic: &[u8],
-        bodies: Vec<Bytes>,
-        defer_ms: u64,
-        cmd: &'static str,
-    ) -> Flow {
+    fn publish(&mut self, topic: &[u8], bodies: Bodies, defer_ms: u64, cmd: &'static str) -> Flow {
         let code = if cmd == "MPUB" {
             Code::MpubFailed
         } else {
             Code::DpubFailed
         };
         let n = bodies.len() as u64;
-        let bytes: usize = bodies.iter().map(|b| b.len()).sum();
+        let bytes = bodies.total_bytes();
         let result = self.topic(topic).and_then(|t| {
-            t.put(bodies, Duration::from_millis(defer_ms))
-                .map(|ticket| (t, ticket))
+            t.put(
+                std::slice::from_ref(&bodies),
+                Duration::from_millis(defer_ms),
+            )
+            .map(|ticket| (t, ticket))
         });
         match result {
             Ok((t, ticket)) => {
