@@ -105,9 +105,14 @@ pub struct BenchArgs {
     #[arg(long)]
     pub count: Option<u64>,
 
-    /// latency: messages per second.
+    /// latency: messages per second (compare uses --latency-rates).
     #[arg(long, default_value_t = 10_000.0)]
     pub rate: f64,
+
+    /// compare: publish rates (msgs/s) for the latency phase, one run each: comma-separated or
+    /// repeated; `k` and `M` suffixes allowed (10k = 10000).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000", value_parser = parse_rate)]
+    pub latency_rates: Vec<u64>,
 
     /// Stop consuming when no message arrived for this long (the rest counts as lost).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -121,9 +126,13 @@ pub struct BenchArgs {
     #[arg(long, allow_negative_numbers = true)]
     pub output_buffer_timeout: Option<i64>,
 
-    /// matrix: message sizes in bytes.
+    /// matrix, and compare with --matrix: message sizes in bytes.
     #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536")]
     pub sizes: Vec<usize>,
+
+    /// compare: also run the size matrix (pubsub for each of --sizes) on a fresh server.
+    #[arg(long)]
+    pub matrix: bool,
 
     /// compare: rounds of A B (medians are reported).
     #[arg(long, default_value_t = 3)]
@@ -174,11 +183,22 @@ impl BenchArgs {
     /// Reject values the benchmark cannot honour.
     pub fn validate(&self) -> Result<(), String> {
         use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
-        let sizes: Vec<usize> = if self.mode == Mode::Matrix {
-            self.sizes.clone()
+        let uses_sizes = self.mode == Mode::Matrix || (self.mode == Mode::Compare && self.matrix);
+        // matrix mode uses only --sizes; compare uses --size, and --sizes with --matrix.
+        let mut sizes = if self.mode == Mode::Matrix {
+            Vec::new()
         } else {
             vec![self.size]
         };
+        if uses_sizes {
+            if self.sizes.is_empty() {
+                return Err("--sizes needs at least one size".into());
+            }
+            if has_duplicates(&self.sizes) {
+                return Err("--sizes has the same size twice".into());
+            }
+            sizes.extend_from_slice(&self.sizes);
+        }
         for s in sizes {
             if !(HEADER_LEN..=DEFAULT_MAX_MSG_SIZE).contains(&s) {
                 return Err(format!(
@@ -224,6 +244,12 @@ impl BenchArgs {
             if self.rss_messages == 0 {
                 return Err("--rss-messages must be at least 1".into());
             }
+            if self.latency_rates.is_empty() {
+                return Err("--latency-rates needs at least one rate".into());
+            }
+            if has_duplicates(&self.latency_rates) {
+                return Err("--latency-rates has the same rate twice".into());
+            }
         }
         Ok(())
     }
@@ -231,6 +257,28 @@ impl BenchArgs {
 
 fn parse_duration(s: &str) -> Result<Duration, String> {
     crate::duration::parse(s)
+}
+
+fn has_duplicates<T: PartialEq>(v: &[T]) -> bool {
+    v.iter().enumerate().any(|(i, x)| v[..i].contains(x))
+}
+
+/// A whole number of messages per second, at least 1: `1000`, `10k`, `2.5k`, `1M`.
+pub fn parse_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = if let Some(n) = t.strip_suffix('k') {
+        (n, 1e3)
+    } else if let Some(n) = t.strip_suffix('M') {
+        (n, 1e6)
+    } else {
+        (t, 1.0)
+    };
+    let bad = || format!("invalid rate {s:?} (msgs/s: a whole number like 1000, 10k or 2.5k)");
+    let x = num.parse::<f64>().map_err(|_| bad())? * mult;
+    if !(1.0..=1e12).contains(&x) || x.fract() != 0.0 {
+        return Err(bad());
+    }
+    Ok(x as u64)
 }
 
 #[cfg(test)]
@@ -269,6 +317,40 @@ mod tests {
     }
 
     #[test]
+    fn rates_parse_with_suffixes() {
+        assert_eq!(parse_rate("1000"), Ok(1000));
+        assert_eq!(parse_rate("10k"), Ok(10_000));
+        assert_eq!(parse_rate("2.5k"), Ok(2500));
+        assert_eq!(parse_rate("1M"), Ok(1_000_000));
+        assert_eq!(parse_rate(" 500 "), Ok(500));
+        for bad in ["", "0", "-5", "1.5", "k", "10x", "1m", "inf", "NaN", "1e13"] {
+            assert!(parse_rate(bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn latency_rates_and_matrix_flags() {
+        let b = parse(&["compare", "--reference", "/bin/true"]);
+        assert_eq!(b.latency_rates, vec![1000, 10_000]);
+        assert!(!b.matrix);
+        let b = parse(&[
+            "compare",
+            "--reference",
+            "/bin/true",
+            "--latency-rates",
+            "2k,5000",
+            "--latency-rates=20k",
+            "--matrix",
+            "--sizes",
+            "64,1024",
+        ]);
+        assert_eq!(b.latency_rates, vec![2000, 5000, 20_000]);
+        assert!(b.matrix);
+        assert!(b.validate().is_ok());
+        assert!(Cli::try_parse_from(["nsqr", "bench", "compare", "--latency-rates", "0"]).is_err());
+    }
+
+    #[test]
     fn validation() {
         assert!(parse(&["compare"]).validate().is_err());
         assert!(parse(&["pub", "--size", "8"]).validate().is_err());
@@ -276,5 +358,19 @@ mod tests {
         assert!(parse(&["compare", "--reference", "/bin/true"])
             .validate()
             .is_ok());
+        let compare = |extra: &[&str]| {
+            let mut v = vec!["compare", "--reference", "/bin/true"];
+            v.extend_from_slice(extra);
+            parse(&v).validate()
+        };
+        assert!(compare(&["--latency-rates", "1k,1000"]).is_err());
+        // --sizes is checked only when the matrix runs.
+        assert!(compare(&["--sizes", "8"]).is_ok());
+        assert!(compare(&["--matrix", "--sizes", "8"]).is_err());
+        assert!(compare(&["--matrix", "--sizes", "64,64"]).is_err());
+        assert!(compare(&["--matrix", "--sizes", "64,1048576"]).is_ok());
+        assert!(parse(&["matrix", "--sizes", "64,2000000"])
+            .validate()
+            .is_err());
     }
 }

@@ -275,8 +275,11 @@ fn compare_runs_both_servers_and_cleans_up() {
         "150ms",
         "--rss-messages",
         "5000",
-        "--rate",
-        "2000",
+        "--latency-rates",
+        "2000,5k",
+        "--matrix",
+        "--sizes",
+        "64,1024",
     ]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["ok"], Value::Bool(true), "{v:#}");
@@ -289,10 +292,26 @@ fn compare_runs_both_servers_and_cleans_up() {
             "sub_msgs_per_sec",
             "pubsub_msgs_per_sec",
             "peak_rss_mb",
+            "latency_p50_us_at_2000",
+            "latency_max_us_at_2000",
+            "latency_p99_us_at_5000",
+            "matrix_64_pub_msgs_per_sec",
+            "matrix_64_sub_msgs_per_sec",
+            "matrix_1024_pub_mb_per_sec",
+            "matrix_1024_sub_mb_per_sec",
         ] {
             assert!(r[k].as_f64().unwrap() > 0.0, "{side} {k}: {r:#}");
         }
         assert_eq!(r["lost"].as_f64(), Some(0.0));
     }
     assert!(v["ratio"]["pub_msgs_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(v["ratio"]["matrix_1024_sub_msgs_per_sec"].as_f64().unwrap() > 0.0);
+    assert!(
+        v["nsqrd"]["median"]["latency_p99_us_at_5000"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert_eq!(v["settings"]["latency_rates"], "2000,5000");
+    assert_eq!(v["settings"]["matrix_sizes"], "64,1024");
 }
