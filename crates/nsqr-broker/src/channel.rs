@@ -19,7 +19,7 @@ use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
-use crate::message::Message;
+use crate::message::{Message, Published};
 use crate::queue::Queue;
 use crate::stats::{ChannelStats, ClientStats};
 
@@ -123,6 +123,17 @@ impl Channel {
         let mut st = self.state.lock();
         let before = st.ready.len();
         let put = st.ready.put(msgs, None)?;
+        let added = st.ready.len() - before;
+        self.message_count.fetch_add(put.accepted as u64, Relaxed);
+        st.wake_waiting(added);
+        Ok(put.ticket)
+    }
+
+    /// Queue a whole publish (one run in memory).
+    pub fn put_published(&self, p: &Published) -> Result<Ticket, BrokerError> {
+        let mut st = self.state.lock();
+        let before = st.ready.len();
+        let put = st.ready.put_published(p, None)?;
         let added = st.ready.len() - before;
         self.message_count.fetch_add(put.accepted as u64, Relaxed);
         st.wake_waiting(added);

@@ -23,6 +23,7 @@ mod link;
 pub mod memqueue;
 pub mod message;
 pub mod metadata;
+mod msgqueue;
 pub mod queue;
 pub mod registry;
 pub mod stats;
@@ -34,7 +35,7 @@ pub use config::BrokerConfig;
 pub use durability::{DiskError, Durability, Ticket};
 pub use error::BrokerError;
 pub use events::{Event, EventSink, TopicStart};
-pub use message::Message;
+pub use message::{Message, Published};
 pub use registry::Broker;
 pub use topic::Topic;
 

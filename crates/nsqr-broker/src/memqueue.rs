@@ -56,6 +56,10 @@ impl<T> MemQueue<T> {
         self.len += 1;
     }
 
+    pub fn front_mut(&mut self) -> Option<&mut T> {
+        self.blocks.front_mut()?.front_mut()
+    }
+
     pub fn pop_front(&mut self) -> Option<T> {
         let b = self.blocks.front_mut()?;
         let v = b.pop_front();

@@ -1,9 +1,13 @@
-//! A message as the engine holds it: 32 bytes. Memory per queued message is a target (a queued
-//! 200-byte message may cost at most 240 bytes of RSS), so the per-message part is kept small
-//! and everything a publish shares lives once in its [`Batch`]: the buffer holding all of its
-//! bodies (one allocation per MPUB, without length prefixes) and the publish time. A message is
-//! its id, its delivery count on this channel, and a counted reference plus a 32-bit range into
-//! that batch. Fanning out to N channels copies the 32 bytes, never a body.
+//! Messages as the engine holds them. Memory per queued message is a target (a queued 200-byte
+//! message may cost at most 240 bytes of RSS) and so is fan-out, so everything a publish shares
+//! lives once in its batch: one buffer with all of its bodies (one allocation per MPUB, without
+//! length prefixes), the publish time, and each message's id and 32-bit range.
+//!
+//! - [`Published`]: a whole publish, attempts 0. Queues hold it as a run (a counted reference
+//!   and a cursor), so fanning a 200-message MPUB out to N channels is N reference counts, not
+//!   200 x N message copies.
+//! - [`Message`] (32 bytes): one message taken out of a run (to deliver, requeue or write to
+//!   disk), or read back from disk into a batch of its own.
 
 use std::sync::Arc;
 
@@ -16,6 +20,9 @@ struct Batch {
     /// Unix nanoseconds at publish; never changes (E2E latency is measured from it).
     timestamp: i64,
     data: Bytes,
+    /// Per message, for runs (empty for a message read back from disk, which carries its own).
+    ids: Box<[MessageId]>,
+    ranges: Box<[(u32, u32)]>,
 }
 
 #[derive(Debug, Clone)]
@@ -38,32 +45,13 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp,
                 data: body,
+                ids: Box::default(),
+                ranges: Box::default(),
             }),
             start: 0,
             end,
             attempts,
         })
-    }
-
-    /// Append the messages of one publish to `out`, ids from `next_id`, all stamped
-    /// `timestamp`.
-    pub fn batch(
-        bodies: &Bodies,
-        timestamp: i64,
-        mut next_id: impl FnMut() -> MessageId,
-        out: &mut Vec<Message>,
-    ) {
-        let batch = Arc::new(Batch {
-            timestamp,
-            data: bodies.data().clone(),
-        });
-        out.extend(bodies.ranges().map(|(start, end)| Message {
-            id: next_id(),
-            batch: Arc::clone(&batch),
-            start,
-            end,
-            attempts: 0,
-        }));
     }
 
     pub fn body(&self) -> &[u8] {
@@ -80,6 +68,52 @@ impl Message {
     }
 }
 
+/// All messages of one publish, in order, not yet delivered (attempts 0). Cloning it is one
+/// reference count.
+#[derive(Debug, Clone)]
+pub struct Published(Arc<Batch>);
+
+impl Published {
+    /// Stamp `bodies` with `timestamp` and ids from `next_id`.
+    pub fn new(
+        bodies: &Bodies,
+        timestamp: i64,
+        mut next_id: impl FnMut() -> MessageId,
+    ) -> Published {
+        Published(Arc::new(Batch {
+            timestamp,
+            data: bodies.data().clone(),
+            ids: bodies.ranges().map(|_| next_id()).collect(),
+            ranges: bodies.ranges().collect(),
+        }))
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.ranges.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.ranges.is_empty()
+    }
+
+    /// Message `i`, or None past the end.
+    pub fn message(&self, i: usize) -> Option<Message> {
+        let (start, end) = *self.0.ranges.get(i)?;
+        Some(Message {
+            id: *self.0.ids.get(i)?,
+            batch: Arc::clone(&self.0),
+            start,
+            end,
+            attempts: 0,
+        })
+    }
+
+    /// Messages `from..to` (clamped to the publish).
+    pub fn messages(&self, from: usize, to: usize) -> impl Iterator<Item = Message> + '_ {
+        (from..to.min(self.len())).filter_map(|i| self.message(i))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,15 +124,15 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_shares_one_buffer_and_timestamp() {
+    fn a_publish_shares_one_buffer_and_timestamp() {
         let bodies = Bodies::concat([&b"one"[..], b"two", b"three"]).expect("small");
         let mut id = 0;
-        let mut msgs = Vec::new();
-        let next = || {
+        let p = Published::new(&bodies, 42, || {
             id += 1;
             MessageId(id)
-        };
-        Message::batch(&bodies, 42, next, &mut msgs);
+        });
+        assert_eq!(p.len(), 3);
+        let msgs: Vec<Message> = p.messages(0, 10).collect();
         let got: Vec<(u64, &[u8], i64, u16)> = msgs
             .iter()
             .map(|m| (m.id.0, m.body(), m.timestamp(), m.attempts))
@@ -112,6 +146,8 @@ mod tests {
             ]
         );
         assert!(Arc::ptr_eq(&msgs[0].batch, &msgs[2].batch));
+        assert_eq!(p.messages(1, 2).map(|m| m.id.0).collect::<Vec<_>>(), [2]);
+        assert!(p.message(3).is_none());
     }
 
     #[test]

@@ -19,8 +19,8 @@ use crate::backend::Outgoing;
 use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::link::DiskLink;
-use crate::memqueue::MemQueue;
-use crate::message::Message;
+use crate::message::{Message, Published};
+use crate::msgqueue::MessageQueue;
 use crate::stats::DiskStats;
 
 /// The result of a put.
@@ -33,7 +33,7 @@ pub struct Put {
 
 #[derive(Debug, Default)]
 pub struct Queue {
-    mem: MemQueue<Message>,
+    mem: MessageQueue,
     cap: usize,
     /// Memory only, dropping beyond `cap` (`#ephemeral`).
     bounded: bool,
@@ -44,7 +44,7 @@ impl Queue {
     /// A memory-only queue: unbounded, or dropping beyond `cap` when `bounded`.
     pub fn memory(cap: usize, bounded: bool) -> Queue {
         Queue {
-            mem: MemQueue::default(),
+            mem: MessageQueue::default(),
             cap,
             bounded,
             disk: None,
@@ -53,7 +53,7 @@ impl Queue {
 
     pub(crate) fn with_disk(cap: usize, link: DiskLink) -> Queue {
         Queue {
-            mem: MemQueue::default(),
+            mem: MessageQueue::default(),
             cap,
             bounded: false,
             disk: Some(Box::new(link)),
@@ -112,6 +112,37 @@ impl Queue {
         })
     }
 
+    /// Publish all of `p`, as [`Queue::put`] does, but kept in memory as one run: no
+    /// per-message work unless it goes to disk.
+    pub fn put_published(&mut self, p: &Published, due: Option<i64>) -> Result<Put, BrokerError> {
+        let n = p.len();
+        let to_mem = match self.disk.as_deref_mut() {
+            None if self.bounded => self.cap.saturating_sub(self.mem.len()).min(n),
+            None => n,
+            Some(d) if d.closed => return Err(BrokerError::Exiting),
+            Some(d) if d.strict || due.is_some() => {
+                return self.put(p.messages(0, n).collect(), due)
+            }
+            Some(d) => {
+                let to_mem = if d.behind() {
+                    0
+                } else {
+                    self.cap.saturating_sub(self.mem.len()).min(n)
+                };
+                if to_mem < n {
+                    d.check_writable()?;
+                    let _ = d.enqueue(p.messages(to_mem, n).collect(), None, false)?;
+                }
+                to_mem
+            }
+        };
+        self.mem.push_run(p, 0..to_mem);
+        Ok(Put {
+            accepted: if self.disk.is_some() { n } else { to_mem },
+            ticket: Ticket::done(),
+        })
+    }
+
     pub fn push_back(&mut self, m: Message) {
         self.mem.push_back(m);
     }
@@ -144,7 +175,7 @@ impl Queue {
 
     /// Take everything in memory (a topic handing its backlog to its channels).
     pub fn drain_mem(&mut self) -> Vec<Message> {
-        self.mem.drain().collect()
+        self.mem.drain()
     }
 
     /// Memory plus disk: the `depth` of `/stats`.

@@ -22,7 +22,7 @@ use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::{Event, Events};
-use crate::message::Message;
+use crate::message::{Message, Published};
 use crate::queue::Queue;
 use crate::stats::TopicStats;
 
@@ -100,10 +100,23 @@ impl Topic {
         if self.is_deleted() {
             return Err(BrokerError::Exiting);
         }
-        let mut msgs = Vec::with_capacity(n);
-        for bodies in publishes {
-            Message::batch(bodies, now_ns, || st.ids.next(now_ns), &mut msgs);
-        }
+        let ids = &mut st.ids;
+        let published: Vec<Published> = publishes
+            .iter()
+            .map(|b| Published::new(b, now_ns, || ids.next(now_ns)))
+            .collect();
+        // One publish (an MPUB, a PUB) stays one run in every queue; pipelined PUBs and
+        // deferred messages go message by message (all or nothing, as one put).
+        let single = match (due, published.as_slice()) {
+            (None, [p]) => Some(p),
+            _ => None,
+        };
+        let all = || -> Vec<Message> {
+            published
+                .iter()
+                .flat_map(|p| p.messages(0, p.len()))
+                .collect()
+        };
         let ticket = if st.channels.is_empty() || st.paused || st.held {
             match due {
                 Some(at) if !st.backlog.is_strict() => {
@@ -115,18 +128,24 @@ impl Topic {
                         usize::MAX
                     };
                     st.deferred
-                        .extend(msgs.into_iter().take(room).map(|m| (m, at)));
+                        .extend(all().into_iter().take(room).map(|m| (m, at)));
                     Ticket::done()
                 }
                 Some(at) => {
                     st.backlog
-                        .put(msgs, Some(crate::channel::unix_due(at)))?
+                        .put(all(), Some(crate::channel::unix_due(at)))?
                         .ticket
                 }
-                None => st.backlog.put(msgs, None)?.ticket,
+                None => match single {
+                    Some(p) => st.backlog.put_published(p, None)?.ticket,
+                    None => st.backlog.put(all(), None)?.ticket,
+                },
             }
         } else {
-            fan_out(st.channels.values(), msgs, due)?
+            match single {
+                Some(p) => fan_out_published(st.channels.values(), p)?,
+                None => fan_out(st.channels.values(), all(), due)?,
+            }
         };
         drop(st);
         self.message_count.fetch_add(n as u64, Relaxed);
@@ -272,6 +291,28 @@ impl Topic {
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
         }
+    }
+}
+
+/// Give every channel the publish as one run; the first error is returned (every channel
+/// gets it even if one fails).
+fn fan_out_published<'a>(
+    channels: impl Iterator<Item = &'a Arc<Channel>>,
+    p: &Published,
+) -> Result<Ticket, BrokerError> {
+    let mut ticket = Ticket::done();
+    let mut first_err = None;
+    for ch in channels {
+        match ch.put_published(p) {
+            Ok(t) => ticket.merge(t),
+            Err(e) => {
+                first_err.get_or_insert(e);
+            }
+        }
+    }
+    match first_err {
+        Some(e) => Err(e),
+        None => Ok(ticket),
     }
 }
 

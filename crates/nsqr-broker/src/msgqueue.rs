@@ -1,0 +1,203 @@
+//! The in-memory FIFO of a topic's backlog or a channel's ready messages. A publish enters as
+//! one run (its [`Published`] and a cursor) rather than as one entry per message, so fan-out and
+//! a publish cost per queue O(1) instead of O(messages), and a queued message costs no queue
+//! memory beyond its share of the run. Messages come out one at a time, as [`Message`]s;
+//! requeued and disk-read messages go in singly.
+
+use std::ops::Range;
+
+use crate::memqueue::MemQueue;
+use crate::message::{Message, Published};
+
+#[derive(Debug)]
+enum Entry {
+    /// Messages `next..end` of a publish.
+    Run {
+        p: Published,
+        next: u32,
+        end: u32,
+    },
+    One(Message),
+}
+
+#[derive(Debug, Default)]
+pub struct MessageQueue {
+    entries: MemQueue<Entry>,
+    /// Messages, not entries.
+    len: usize,
+}
+
+impl MessageQueue {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Messages `range` of `p`, after everything queued.
+    pub fn push_run(&mut self, p: &Published, range: Range<usize>) {
+        let end = range.end.min(p.len());
+        if range.start >= end {
+            return;
+        }
+        // Publishes hold at most u32::MAX bytes, so fewer messages than that.
+        let (Ok(next), Ok(end32)) = (u32::try_from(range.start), u32::try_from(end)) else {
+            self.extend(p.messages(range.start, end));
+            return;
+        };
+        self.entries.push_back(Entry::Run {
+            p: p.clone(),
+            next,
+            end: end32,
+        });
+        self.len += end - range.start;
+    }
+
+    pub fn push_back(&mut self, m: Message) {
+        self.entries.push_back(Entry::One(m));
+        self.len += 1;
+    }
+
+    pub fn push_front(&mut self, m: Message) {
+        self.entries.push_front(Entry::One(m));
+        self.len += 1;
+    }
+
+    pub fn pop_front(&mut self) -> Option<Message> {
+        loop {
+            let (m, finished) = match self.entries.front_mut()? {
+                Entry::One(_) => match self.entries.pop_front() {
+                    Some(Entry::One(m)) => (Some(m), false),
+                    _ => (None, false),
+                },
+                Entry::Run { p, next, end } => {
+                    let m = p.message(*next as usize);
+                    *next += 1;
+                    (m, *next >= *end)
+                }
+            };
+            if finished {
+                self.entries.pop_front();
+            }
+            if let Some(m) = m {
+                self.len -= 1;
+                return Some(m);
+            }
+            // A run whose publish ended early (cannot happen: runs are clamped); go on.
+        }
+    }
+
+    pub fn clear(&mut self) {
+        self.entries.clear();
+        self.len = 0;
+    }
+
+    /// Remove everything, in order.
+    pub fn drain(&mut self) -> Vec<Message> {
+        let mut out = Vec::with_capacity(self.len);
+        while let Some(m) = self.pop_front() {
+            out.push(m);
+        }
+        self.clear();
+        out
+    }
+}
+
+impl Extend<Message> for MessageQueue {
+    fn extend<I: IntoIterator<Item = Message>>(&mut self, iter: I) {
+        for m in iter {
+            self.push_back(m);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use nsq_wire::{Bodies, MessageId};
+    use proptest::prelude::*;
+
+    fn publish(first_id: u64, n: usize) -> Published {
+        let bodies: Vec<String> = (0..n)
+            .map(|i| format!("b{}", first_id + i as u64))
+            .collect();
+        let bodies = Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small");
+        let mut id = first_id;
+        Published::new(&bodies, 0, || {
+            id += 1;
+            MessageId(id - 1)
+        })
+    }
+
+    fn single(id: u64) -> Message {
+        Message::new(MessageId(id), 0, 1, Bytes::from(format!("b{id}"))).expect("small")
+    }
+
+    #[derive(Debug, Clone)]
+    enum Op {
+        Run(usize, usize, usize),
+        PushBack,
+        PushFront,
+        Pop,
+        Clear,
+    }
+
+    proptest! {
+        /// Behaves like a VecDeque of messages, whatever mix of runs and singles goes in.
+        #[test]
+        fn matches_a_deque_of_messages(ops in proptest::collection::vec(prop_oneof![
+            4 => (0usize..8, 0usize..10, 0usize..10).prop_map(|(n, a, b)| Op::Run(n, a, b)),
+            2 => Just(Op::PushBack),
+            1 => Just(Op::PushFront),
+            6 => Just(Op::Pop),
+            1 => Just(Op::Clear),
+        ], 0..400)) {
+            let mut q = MessageQueue::default();
+            let mut model = std::collections::VecDeque::new();
+            let mut next_id = 1000;
+            for op in ops {
+                match op {
+                    Op::Run(n, a, b) => {
+                        let p = publish(next_id, n);
+                        next_id += n as u64;
+                        let (a, b) = (a.min(b), a.max(b));
+                        q.push_run(&p, a..b);
+                        model.extend(p.messages(a, b).map(|m| (m.id.0, m.body().to_vec())));
+                    }
+                    Op::PushBack => {
+                        next_id += 1;
+                        q.push_back(single(next_id));
+                        model.push_back((next_id, format!("b{next_id}").into_bytes()));
+                    }
+                    Op::PushFront => {
+                        next_id += 1;
+                        q.push_front(single(next_id));
+                        model.push_front((next_id, format!("b{next_id}").into_bytes()));
+                    }
+                    Op::Pop => {
+                        let got = q.pop_front().map(|m| (m.id.0, m.body().to_vec()));
+                        prop_assert_eq!(got, model.pop_front());
+                    }
+                    Op::Clear => { q.clear(); model.clear(); }
+                }
+                prop_assert_eq!(q.len(), model.len());
+            }
+            let rest: Vec<(u64, Vec<u8>)> =
+                q.drain().into_iter().map(|m| (m.id.0, m.body().to_vec())).collect();
+            prop_assert_eq!(rest, model.into_iter().collect::<Vec<_>>());
+            prop_assert!(q.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_run_is_one_entry() {
+        let mut q = MessageQueue::default();
+        q.push_run(&publish(1, 200), 0..200);
+        assert_eq!((q.len(), q.entries.len()), (200, 1));
+        assert_eq!(q.pop_front().map(|m| (m.id.0, m.attempts)), Some((1, 0)));
+        assert_eq!((q.len(), q.entries.len()), (199, 1));
+    }
+}
