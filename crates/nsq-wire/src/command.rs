@@ -87,6 +87,13 @@ pub enum Command {
     },
 }
 
+/// A publish at least this large is read into a buffer of its own and handed over without
+/// copying its bodies (as nsqd reads a large body straight into its own allocation).
+const ZERO_COPY_MIN: usize = 64 * 1024;
+/// Room past such a command, so a reader that keeps a few KiB free need not grow the buffer
+/// (which would copy the command) before the command is complete.
+const ZERO_COPY_SLACK: usize = 8 * 1024;
+
 fn err(code: Code, text: impl Into<String>) -> ParseError {
     ParseError::Protocol(ProtocolError::new(code, text))
 }
@@ -420,15 +427,26 @@ pub fn parse(
     }
     let size = size as usize;
     let total = line.len + 4 + size;
+    let large = kind.is_publish() && total >= ZERO_COPY_MIN;
     if buf.len() < total {
-        // Make room only when the command cannot fit where it is: reserving moves the
-        // buffered bytes, which would otherwise happen at every batch boundary.
-        if buf.capacity() < total {
+        if large && buf.capacity() < total {
+            // A large publish gets a buffer of its own, read into directly and then handed
+            // over whole (below): no second copy of its bodies.
+            let mut own = BytesMut::with_capacity(total + ZERO_COPY_SLACK);
+            own.extend_from_slice(buf);
+            *buf = own;
+        } else if buf.capacity() < total {
+            // Make room only when the command cannot fit where it is: reserving moves the
+            // buffered bytes, which would otherwise happen at every batch boundary.
             buf.reserve(total - buf.len());
         }
         return Ok(None);
     }
+    // Handed over without a copy when the command fills (nearly) all that is left of the
+    // buffer, so what it keeps alive is essentially itself.
+    let zero_copy = large && buf.capacity() <= total + ZERO_COPY_SLACK;
     let mut mpub_ranges = Vec::new();
+    let mut zero_copy = zero_copy;
     if kind == BodyKind::Mpub {
         // Validate before consuming, so an error leaves nothing half-taken.
         let body = &buf[line.len + 4..total];
@@ -439,14 +457,37 @@ pub fn parse(
                 topic: topic_name(),
             });
         }
+        // Length prefixes kept in memory must stay a small share (under 0.4%).
+        zero_copy &= body.len() >= mpub_ranges.len() * 1024;
     }
-    // Copy out rather than split the read buffer: a queued message must not pin the rest of a
-    // 64 KiB read chunk, and an unshared read buffer is reused instead of reallocated. One
-    // exact-size allocation per command; an MPUB's bodies are copied back to back into it.
+    // Otherwise copy out rather than split the read buffer: a queued message must not pin the
+    // rest of a 256 KiB read chunk, and an unshared read buffer is reused instead of
+    // reallocated. One exact-size allocation per command; an MPUB's bodies are copied back to
+    // back into it.
     let topic = topic_range
         .map(|(a, b)| Bytes::copy_from_slice(&buf[a..b]))
         .unwrap_or_default();
-    let body = &buf[line.len + 4..total];
+    let body_at = line.len + 4;
+    if zero_copy {
+        let whole = buf.split_to(total).freeze();
+        let body = whole.slice(body_at..);
+        let bodies_err = |e: crate::bodies::TooLarge| {
+            ParseError::Protocol(ProtocolError::new(Code::BadBody, e.to_string()))
+        };
+        return Ok(Some(match kind {
+            BodyKind::Pub => Command::Pub { topic, body },
+            BodyKind::Dpub => Command::Dpub {
+                topic,
+                defer_ms,
+                body,
+            },
+            _ => Command::Mpub {
+                topic,
+                bodies: Bodies::from_ranges(body, mpub_ranges).map_err(bodies_err)?,
+            },
+        }));
+    }
+    let body = &buf[body_at..total];
     let copy = || Bytes::copy_from_slice(body);
     let cmd = match kind {
         BodyKind::Identify => Command::Identify(copy()),
@@ -537,6 +578,10 @@ enum BodyKind {
 }
 
 impl BodyKind {
+    fn is_publish(self) -> bool {
+        matches!(self, BodyKind::Pub | BodyKind::Mpub | BodyKind::Dpub)
+    }
+
     fn of(name: &[u8]) -> BodyKind {
         match name {
             b"IDENTIFY" => BodyKind::Identify,

@@ -492,3 +492,71 @@ proptest! {
         }
     }
 }
+
+/// Feed `input` the way a connection does: what arrived so far, parse, read more into the
+/// buffer the parser left (never growing it while it has room).
+fn parse_in_pieces(input: &[u8], piece: usize) -> (Command, BytesMut) {
+    let mut buf = BytesMut::with_capacity(16 * 1024);
+    let limits = Limits::default();
+    for chunk in input.chunks(piece) {
+        if buf.capacity() - buf.len() < chunk.len() {
+            buf.reserve(chunk.len());
+        }
+        buf.extend_from_slice(chunk);
+        if let Some(cmd) = parse(&mut buf, &limits, Init).expect("valid") {
+            return (cmd, buf);
+        }
+    }
+    panic!("command never completed");
+}
+
+#[test]
+fn a_large_pub_is_read_into_its_own_buffer_and_not_copied() {
+    let body: Vec<u8> = (0..200_000u32).map(|i| i as u8).collect();
+    let input = with_body("PUB big", &body);
+    // The first piece makes the parser allocate the command's own buffer.
+    let mut buf = BytesMut::from(&input[..1000]);
+    assert_eq!(parse(&mut buf, &Limits::default(), Init), Ok(None));
+    assert!(buf.capacity() >= input.len(), "room for the whole command");
+    let start = buf.as_ptr() as usize;
+    buf.extend_from_slice(&input[1000..]);
+    assert_eq!(buf.as_ptr() as usize, start, "no regrowth while it fits");
+    match parse(&mut buf, &Limits::default(), Init) {
+        Ok(Some(Command::Pub { topic, body: got })) => {
+            assert_eq!(&topic[..], b"big");
+            assert_eq!(got, body);
+            assert_eq!(
+                got.as_ptr() as usize,
+                start + 8 + 4,
+                "the body was not copied"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(buf.is_empty());
+}
+
+#[test]
+fn large_and_small_mpubs_parse_the_same() {
+    // Large messages: handed over in place (prefixes kept); small ones: copied compactly.
+    for (size, count) in [(4096usize, 40usize), (100, 2000)] {
+        let msgs: Vec<Vec<u8>> = (0..count).map(|i| vec![(i % 251) as u8; size]).collect();
+        let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+        let mut input = with_body("MPUB t", &mpub(&refs));
+        input.extend_from_slice(b"NOP\n");
+        let (cmd, rest) = parse_in_pieces(&input, 7000);
+        match cmd {
+            Command::Mpub { bodies, .. } => {
+                assert_eq!(bodies.iter().collect::<Vec<_>>(), refs, "{size}");
+                let compact = bodies.data().len() == size * count;
+                assert_eq!(compact, size < 1024, "{size}: data {}", bodies.data().len());
+            }
+            other => panic!("{other:?}"),
+        }
+        let mut rest = rest;
+        assert_eq!(
+            parse(&mut rest, &Limits::default(), Init),
+            Ok(Some(Command::Nop))
+        );
+    }
+}
