@@ -20,7 +20,7 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
-use crate::queue::Queue;
+use crate::queue::{Put, Queue};
 use crate::stats::{ChannelStats, ClientStats};
 
 struct Consumer {
@@ -120,20 +120,22 @@ impl Channel {
     /// waiting consumers. The ticket completes when they are durable (strict mode).
     pub fn put(&self, msgs: impl IntoIterator<Item = Message>) -> Result<Ticket, BrokerError> {
         let msgs: Vec<Message> = msgs.into_iter().collect();
-        let mut st = self.state.lock();
-        let before = st.ready.len();
-        let put = st.ready.put(msgs, None)?;
-        let added = st.ready.len() - before;
-        self.message_count.fetch_add(put.accepted as u64, Relaxed);
-        st.wake_waiting(added);
-        Ok(put.ticket)
+        self.enqueue(|ready| ready.put(msgs, None))
     }
 
     /// Queue a whole publish (one run in memory).
     pub fn put_published(&self, p: &Published) -> Result<Ticket, BrokerError> {
+        self.enqueue(|ready| ready.put_published(p, None))
+    }
+
+    /// Apply `put` to the ready queue, count what it took and wake as many waiting consumers.
+    fn enqueue(
+        &self,
+        put: impl FnOnce(&mut Queue) -> Result<Put, BrokerError>,
+    ) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
         let before = st.ready.len();
-        let put = st.ready.put_published(p, None)?;
+        let put = put(&mut st.ready)?;
         let added = st.ready.len() - before;
         self.message_count.fetch_add(put.accepted as u64, Relaxed);
         st.wake_waiting(added);

@@ -300,20 +300,7 @@ fn fan_out_published<'a>(
     channels: impl Iterator<Item = &'a Arc<Channel>>,
     p: &Published,
 ) -> Result<Ticket, BrokerError> {
-    let mut ticket = Ticket::done();
-    let mut first_err = None;
-    for ch in channels {
-        match ch.put_published(p) {
-            Ok(t) => ticket.merge(t),
-            Err(e) => {
-                first_err.get_or_insert(e);
-            }
-        }
-    }
-    match first_err {
-        Some(e) => Err(e),
-        None => Ok(ticket),
-    }
+    merge_puts(channels.map(|ch| ch.put_published(p)))
 }
 
 /// Give every channel its own copy (shared body) of the batch; the last one takes ownership.
@@ -325,18 +312,26 @@ fn fan_out<'a>(
 ) -> Result<Ticket, BrokerError> {
     let last = channels.len().saturating_sub(1);
     let mut msgs = Some(msgs);
-    let mut ticket = Ticket::done();
-    let mut first_err = None;
-    for (i, ch) in channels.enumerate() {
+    merge_puts(channels.enumerate().map(|(i, ch)| {
         let batch = if i == last {
             msgs.take().unwrap_or_default()
         } else {
             msgs.as_ref().cloned().unwrap_or_default()
         };
-        let put = match due {
+        match due {
             Some(at) => ch.put_deferred(batch, at),
             None => ch.put(batch),
-        };
+        }
+    }))
+}
+
+/// One ticket for all the puts (each one is made), or the first error.
+fn merge_puts(
+    puts: impl Iterator<Item = Result<Ticket, BrokerError>>,
+) -> Result<Ticket, BrokerError> {
+    let mut ticket = Ticket::done();
+    let mut first_err = None;
+    for put in puts {
         match put {
             Ok(t) => ticket.merge(t),
             Err(e) => {
