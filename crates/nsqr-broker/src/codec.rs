@@ -2,7 +2,6 @@
 //! id][body]`, so the files stay readable by nsqd. Kept apart from the writer so the format is
 //! in one small place.
 
-use bytes::Bytes;
 use diskqueue::MESSAGE_HEADER_LEN;
 use nsq_wire::MessageId;
 
@@ -24,17 +23,19 @@ pub(crate) fn decode(p: Vec<u8>) -> Option<Message> {
     let ts: [u8; 8] = p.get(0..8)?.try_into().ok()?;
     let attempts: [u8; 2] = p.get(8..10)?.try_into().ok()?;
     let id = MessageId::from_hex(p.get(10..26)?)?;
-    Message::new(
+    Message::from_record(
         id,
         i64::from_be_bytes(ts),
         u16::from_be_bytes(attempts),
-        Bytes::from(p).slice(26..),
+        p,
+        MESSAGE_HEADER_LEN as usize,
     )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bytes::Bytes;
 
     #[test]
     fn encode_decode_round_trip() {

@@ -54,6 +54,35 @@ impl Message {
         })
     }
 
+    /// A message read back from disk: its body is `record[body_at..]`, kept in the record's own
+    /// allocation (no copy, no second allocation for a shared slice). None if `body_at` is past
+    /// the end or the record is over 4 GiB.
+    pub fn from_record(
+        id: MessageId,
+        timestamp: i64,
+        attempts: u16,
+        record: Vec<u8>,
+        body_at: usize,
+    ) -> Option<Message> {
+        let start = u32::try_from(body_at).ok()?;
+        let end = u32::try_from(record.len()).ok()?;
+        if start > end {
+            return None;
+        }
+        Some(Message {
+            id,
+            batch: Arc::new(Batch {
+                timestamp,
+                data: Bytes::from(record),
+                ids: Box::default(),
+                ranges: Box::default(),
+            }),
+            start,
+            end,
+            attempts,
+        })
+    }
+
     pub fn body(&self) -> &[u8] {
         // In range by construction: `Bodies` checks its ranges, `new` covers the whole body.
         self.batch
