@@ -20,9 +20,18 @@ struct Batch {
     /// Unix nanoseconds at publish; never changes (E2E latency is measured from it).
     timestamp: i64,
     data: Bytes,
-    /// Per message, for runs (empty for a message read back from disk, which carries its own).
-    ids: Box<[MessageId]>,
-    ranges: Box<[(u32, u32)]>,
+    /// Each message's id and range, for runs.
+    index: Index,
+}
+
+/// Where the messages of a batch are. A single PUB (the whole buffer, one id) needs no
+/// allocation of its own; an MPUB has one 16-byte entry per message.
+#[derive(Debug)]
+enum Index {
+    /// One message, the whole buffer (a PUB, or a message read back from disk).
+    Whole(MessageId),
+    /// Id, start and end per message.
+    Many(Box<[(MessageId, u32, u32)]>),
 }
 
 #[derive(Debug, Clone)]
@@ -45,8 +54,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp,
                 data: body,
-                ids: Box::default(),
-                ranges: Box::default(),
+                index: Index::Many(Box::default()),
             }),
             start: 0,
             end,
@@ -74,8 +82,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp,
                 data: Bytes::from(record),
-                ids: Box::default(),
-                ranges: Box::default(),
+                index: Index::Many(Box::default()),
             }),
             start,
             end,
@@ -109,27 +116,41 @@ impl Published {
         timestamp: i64,
         mut next_id: impl FnMut() -> MessageId,
     ) -> Published {
+        let data = bodies.data().clone();
+        let whole = bodies.len() == 1 && bodies.ranges().next() == Some((0, data.len() as u32));
+        let index = if whole {
+            Index::Whole(next_id())
+        } else {
+            Index::Many(bodies.ranges().map(|(a, b)| (next_id(), a, b)).collect())
+        };
         Published(Arc::new(Batch {
             timestamp,
-            data: bodies.data().clone(),
-            ids: bodies.ranges().map(|_| next_id()).collect(),
-            ranges: bodies.ranges().collect(),
+            data,
+            index,
         }))
     }
 
     pub fn len(&self) -> usize {
-        self.0.ranges.len()
+        match &self.0.index {
+            Index::Whole(_) => 1,
+            Index::Many(v) => v.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.0.ranges.is_empty()
+        self.len() == 0
     }
 
     /// Message `i`, or None past the end.
     pub fn message(&self, i: usize) -> Option<Message> {
-        let (start, end) = *self.0.ranges.get(i)?;
+        let (id, start, end) = match &self.0.index {
+            // The buffer of a `Bodies` is at most u32::MAX bytes.
+            Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32),
+            Index::Whole(_) => return None,
+            Index::Many(v) => *v.get(i)?,
+        };
         Some(Message {
-            id: *self.0.ids.get(i)?,
+            id,
             batch: Arc::clone(&self.0),
             start,
             end,
@@ -177,6 +198,25 @@ mod tests {
         assert!(Arc::ptr_eq(&msgs[0].batch, &msgs[2].batch));
         assert_eq!(p.messages(1, 2).map(|m| m.id.0).collect::<Vec<_>>(), [2]);
         assert!(p.message(3).is_none());
+    }
+
+    #[test]
+    fn a_single_message_publish_needs_no_index() {
+        let one = Bodies::one(Bytes::from_static(b"pub")).expect("small");
+        let p = Published::new(&one, 5, || MessageId(9));
+        assert!(matches!(p.0.index, Index::Whole(MessageId(9))));
+        let m = p.message(0).expect("one");
+        assert_eq!((m.id.0, m.body(), m.timestamp()), (9, &b"pub"[..], 5));
+        assert!(p.message(1).is_none());
+        // One message that is only part of its buffer (an HTTP /mpub line) keeps its range.
+        let line = Bodies::from_ranges(Bytes::from_static(b"line\n"), std::iter::once(0..4))
+            .expect("in range");
+        let p = Published::new(&line, 5, || MessageId(10));
+        assert!(matches!(p.0.index, Index::Many(_)));
+        assert_eq!(
+            p.message(0).map(|m| m.body().to_vec()),
+            Some(b"line".to_vec())
+        );
     }
 
     #[test]
