@@ -16,8 +16,8 @@ pub const FRAME_RESPONSE: i32 = 0;
 pub const FRAME_ERROR: i32 = 1;
 pub const FRAME_MESSAGE: i32 = 2;
 
-/// How long any single read may block before the test fails.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+use nsqr_testkit::listen_addr;
+pub use nsqr_testkit::READ_TIMEOUT;
 
 /// The path of the server under test.
 pub fn server_bin() -> PathBuf {
@@ -314,37 +314,9 @@ impl Drop for Server {
     }
 }
 
-fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
-    let rest = &line[line.find(marker)? + marker.len()..];
-    let tok = rest.split_whitespace().next()?;
-    let addr: SocketAddr = tok.parse().ok()?;
-    Some(addr)
-}
-
 /// Run the server binary with `args` to completion (for flag / startup tests): (exit code, output).
 pub fn run_to_exit(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(server_bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    loop {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().expect("output");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), text)
+    nsqr_testkit::run_to_exit(&server_bin(), args)
 }
 
 /// A decoded server frame.
@@ -594,117 +566,4 @@ pub fn mpub_body(msgs: &[&[u8]]) -> Vec<u8> {
     v
 }
 
-/// An HTTP response.
-#[derive(Debug)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("bad json {e}: {}", self.text()))
-    }
-}
-
-/// A minimal HTTP/1.1 client (Connection: close; Content-Length or chunked responses).
-pub fn http_request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> HttpResponse {
-    let mut s = TcpStream::connect(addr).expect("http connect");
-    s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    let mut out = req.into_bytes();
-    out.extend_from_slice(body);
-    s.write_all(&out).expect("http write");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("http read");
-    parse_http_response(&raw)
-}
-
-fn parse_http_response(raw: &[u8]) -> HttpResponse {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .expect("http header end");
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status_line = lines.next().expect("status line");
-    let status: u16 = status_line
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .expect("status code");
-    let headers: Vec<(String, String)> = lines
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            Some((k.trim().to_string(), v.trim().to_string()))
-        })
-        .collect();
-    let mut body = raw[split + 4..].to_vec();
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    if chunked {
-        body = dechunk(&body);
-    }
-    HttpResponse {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    loop {
-        let Some(nl) = b.windows(2).position(|w| w == b"\r\n") else {
-            return out;
-        };
-        let len_str = String::from_utf8_lossy(&b[..nl]);
-        let len =
-            usize::from_str_radix(len_str.trim().split(';').next().unwrap_or("0"), 16).unwrap_or(0);
-        if len == 0 {
-            return out;
-        }
-        let start = nl + 2;
-        out.extend_from_slice(&b[start..start + len]);
-        b = &b[start + len + 2..];
-    }
-}
-
-/// Poll `f` every 20 ms until it returns true or `timeout` passes; returns the last result.
-pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+pub use nsqr_testkit::{http_request, wait_until, HttpResponse};

@@ -12,8 +12,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use nsqr_testkit::listen_addr;
 /// How long any single read may block before the test fails.
-pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+pub use nsqr_testkit::READ_TIMEOUT;
 
 /// The server under test.
 pub fn server_bin() -> PathBuf {
@@ -229,11 +230,6 @@ impl Drop for Lookupd {
     }
 }
 
-fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
-    let rest = &line[line.find(marker)? + marker.len()..];
-    rest.split_whitespace().next()?.parse().ok()
-}
-
 /// The IDENTIFY body an nsqd sends.
 pub fn identify_json(broadcast: &str, tcp_port: u16, http_port: u16) -> String {
     format!(
@@ -243,25 +239,7 @@ pub fn identify_json(broadcast: &str, tcp_port: u16, http_port: u16) -> String {
 
 /// Runs the server with `args` to completion (bounded): (exit code, stdout + stderr).
 pub fn run_to_exit(args: &[&str]) -> (Option<i32>, String) {
-    let mut child = Command::new(server_bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let out = child.wait_with_output().expect("output");
-    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
-    text.push_str(&String::from_utf8_lossy(&out.stderr));
-    (out.status.code(), text)
+    nsqr_testkit::run_to_exit(&server_bin(), args)
 }
 
 /// A raw protocol V1 connection.
@@ -368,116 +346,5 @@ pub fn identify_bytes(body: &[u8]) -> Vec<u8> {
     v
 }
 
-/// An HTTP response.
-#[derive(Debug)]
-pub struct HttpResponse {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
-
-impl HttpResponse {
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
-    }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("bad json {e}: {}", self.text()))
-    }
-}
-
-/// A minimal HTTP/1.1 request (`Connection: close`; Content-Length or chunked responses).
-pub fn http_request(
-    addr: SocketAddr,
-    method: &str,
-    path: &str,
-    headers: &[(&str, &str)],
-    body: &[u8],
-) -> HttpResponse {
-    let mut s = TcpStream::connect(addr).expect("http connect");
-    s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
-    let mut req = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
-        body.len()
-    );
-    for (k, v) in headers {
-        req.push_str(&format!("{k}: {v}\r\n"));
-    }
-    req.push_str("\r\n");
-    let mut out = req.into_bytes();
-    out.extend_from_slice(body);
-    s.write_all(&out).expect("http write");
-    let mut raw = Vec::new();
-    s.read_to_end(&mut raw).expect("http read");
-    parse_http_response(&raw)
-}
-
-pub fn parse_http_response(raw: &[u8]) -> HttpResponse {
-    let split = raw
-        .windows(4)
-        .position(|w| w == b"\r\n\r\n")
-        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
-    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
-    let mut lines = head.split("\r\n");
-    let status = lines
-        .next()
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|s| s.parse().ok())
-        .expect("status code");
-    let headers = lines
-        .filter_map(|l| {
-            let (k, v) = l.split_once(':')?;
-            Some((k.trim().to_string(), v.trim().to_string()))
-        })
-        .collect();
-    let headers: Vec<(String, String)> = headers;
-    let chunked = headers.iter().any(|(k, v)| {
-        k.eq_ignore_ascii_case("transfer-encoding") && v.eq_ignore_ascii_case("chunked")
-    });
-    let body = if chunked {
-        dechunk(&raw[split + 4..])
-    } else {
-        raw[split + 4..].to_vec()
-    };
-    HttpResponse {
-        status,
-        headers,
-        body,
-    }
-}
-
-fn dechunk(mut b: &[u8]) -> Vec<u8> {
-    let mut out = Vec::new();
-    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
-        let len = String::from_utf8_lossy(&b[..nl]);
-        let len = usize::from_str_radix(len.trim(), 16).expect("chunk size");
-        if len == 0 {
-            break;
-        }
-        out.extend_from_slice(&b[nl + 2..nl + 2 + len]);
-        b = &b[nl + 2 + len + 2..];
-    }
-    out
-}
-
-/// Polls `f` every 10 ms until true or `timeout`; the last result.
-pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if f() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
+#[allow(unused_imports)]
+pub use nsqr_testkit::{http_request, parse_http_response, wait_until, HttpResponse};

@@ -1,0 +1,195 @@
+//! What the black-box test harnesses of nsqrd and nsqrlookupd have in common: a minimal
+//! HTTP/1.1 client (so tests see the exact bytes a daemon sends, with no client library
+//! normalising them), bounded polling, and running a binary to its exit with a deadline. Only
+//! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long any single read may block before the test fails.
+pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// An HTTP response.
+#[derive(Debug)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl HttpResponse {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("bad json {e}: {}", self.text()))
+    }
+}
+
+/// A minimal HTTP/1.1 request (`Connection: close`; Content-Length or chunked responses).
+pub fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> HttpResponse {
+    let mut s = TcpStream::connect(addr).expect("http connect");
+    s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+    let mut req = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (k, v) in headers {
+        req.push_str(&format!("{k}: {v}\r\n"));
+    }
+    req.push_str("\r\n");
+    let mut out = req.into_bytes();
+    out.extend_from_slice(body);
+    s.write_all(&out).expect("http write");
+    let mut raw = Vec::new();
+    s.read_to_end(&mut raw).expect("http read");
+    parse_http_response(&raw)
+}
+
+/// Split a raw response into status, headers and (de-chunked) body.
+pub fn parse_http_response(raw: &[u8]) -> HttpResponse {
+    let split = raw
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines
+        .next()
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|s| s.parse().ok())
+        .expect("status code");
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect();
+    let chunked = headers
+        .iter()
+        .any(|(k, v)| k.eq_ignore_ascii_case("transfer-encoding") && v.contains("chunked"));
+    let body = if chunked {
+        dechunk(&raw[split + 4..])
+    } else {
+        raw[split + 4..].to_vec()
+    };
+    HttpResponse {
+        status,
+        headers,
+        body,
+    }
+}
+
+fn dechunk(mut b: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    while let Some(nl) = b.windows(2).position(|w| w == b"\r\n") {
+        let len = String::from_utf8_lossy(&b[..nl]);
+        let len = usize::from_str_radix(len.trim().split(';').next().unwrap_or("0"), 16)
+            .expect("chunk size");
+        if len == 0 {
+            break;
+        }
+        let start = nl + 2;
+        out.extend_from_slice(&b[start..start + len]);
+        b = &b[start + len + 2..];
+    }
+    out
+}
+
+/// Poll `f` every 10 ms until it returns true or `timeout` passes; returns the last result.
+pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if f() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The address after `marker` in a log line (`TCP: listening on 127.0.0.1:4150`).
+pub fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// Run `bin` with `args` to completion, killed after 10 s (startup and flag tests):
+/// (exit code, stdout + stderr).
+pub fn run_to_exit(bin: &Path, args: &[&str]) -> (Option<i32>, String) {
+    let mut child = Command::new(bin)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().expect("output");
+    let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
+    text.push_str(&String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_plain_and_chunked_responses() {
+        let r = parse_http_response(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nOK");
+        assert_eq!((r.status, r.text()), (200, "OK".to_string()));
+        assert_eq!(r.header("content-type"), Some("text/plain"));
+        let r = parse_http_response(
+            b"HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n2;x=1\r\nde\r\n0\r\n\r\n",
+        );
+        assert_eq!((r.status, r.text()), (404, "abcde".to_string()));
+    }
+
+    #[test]
+    fn finds_listen_addresses_and_polls_with_a_bound() {
+        let line = "[nsqd] 2026/11/21 INFO: TCP: listening on 127.0.0.1:4150";
+        assert_eq!(
+            listen_addr(line, "TCP: listening on "),
+            Some("127.0.0.1:4150".parse().unwrap())
+        );
+        assert_eq!(listen_addr(line, "HTTP: listening on "), None);
+        let mut n = 0;
+        assert!(wait_until(Duration::from_secs(1), || {
+            n += 1;
+            n == 3
+        }));
+        assert!(!wait_until(Duration::from_millis(30), || false));
+    }
+}
