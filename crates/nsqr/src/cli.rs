@@ -255,8 +255,11 @@ impl BenchArgs {
     }
 }
 
+/// A Go duration (`3s`, `500ms`, `1m30s`, `1.5h`, `250us`), as nsq's tools take them; surrounding
+/// spaces are ignored and negative durations refused.
 fn parse_duration(s: &str) -> Result<Duration, String> {
-    crate::duration::parse(s)
+    nsq_common::duration::parse(s.trim())
+        .map_err(|_| format!("invalid duration {s:?} (examples: 3s, 500ms, 1m30s)"))
 }
 
 fn has_duplicates<T: PartialEq>(v: &[T]) -> bool {
@@ -314,6 +317,21 @@ mod tests {
         let b = parse(&["sub", "--output-buffer-size", "-1", "--sub-connections=2"]);
         assert_eq!(b.output_buffer_size, Some(-1));
         assert_eq!((b.pub_connections(), b.sub_connections()), (1, 2));
+    }
+
+    #[test]
+    fn durations_parse_as_go_does() {
+        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration(" 1m30s "), Ok(Duration::from_secs(90)));
+        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
+        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "3", "s", "-1s", "3x", "1.2.3s", "ms5"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            parse_duration("3x"),
+            Err("invalid duration \"3x\" (examples: 3s, 500ms, 1m30s)".to_string())
+        );
     }
 
     #[test]

@@ -185,7 +185,7 @@ fn ratios_of(rows: &[Metric], ours: &Metrics, theirs: &Metrics) -> BTreeMap<Stri
 
 fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     let mut s = BTreeMap::new();
-    s.insert("duration", crate::duration::format(a.duration));
+    s.insert("duration", nsq_common::duration::format(a.duration));
     s.insert("rounds", a.rounds.to_string());
     s.insert("size", a.size.to_string());
     s.insert("batch_size", a.batch_size.to_string());

@@ -5,7 +5,6 @@ mod body;
 mod cli;
 mod client;
 mod compare;
-mod duration;
 mod machine;
 mod modes;
 mod procstat;

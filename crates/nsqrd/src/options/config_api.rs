@@ -8,9 +8,9 @@
 use serde_json::json;
 
 use super::addr::{join_host_port, split_host_port};
-use super::duration::as_go_nanos;
 use super::table::{FlagSpec, Options};
 use super::types::Value;
+use nsq_common::duration::as_go_nanos;
 
 /// The body of a successful `GET /config/:opt`.
 #[derive(Debug, Clone, PartialEq)]

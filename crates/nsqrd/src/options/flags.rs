@@ -5,10 +5,10 @@
 //! only after `=` (a bare `--snappy` never eats the next argument); list flags repeat; parsing
 //! stops at the first non-flag argument or at `--`. Error texts are Go's.
 
-use super::duration;
 use super::error::OptionsError;
 use super::table::{FlagSpec, Options, FLAGS};
 use super::types::{tls_version_name, Kind, TlsRequired, Value};
+use nsq_common::duration;
 
 /// Applies `args` (without the program name) to `opts`. Returns the names of the flags given,
 /// which the config file must not override.

@@ -13,7 +13,6 @@
 pub mod addr;
 mod config_api;
 mod config_file;
-mod duration;
 mod error;
 mod flags;
 mod table;

@@ -10,7 +10,7 @@ use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
-use super::duration::{self, DurationError};
+use nsq_common::duration::{self, DurationError};
 
 /// Log verbosity; the numbers are nsqd's (`/config/log_level` reports them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -3,7 +3,9 @@
 //! keys are ignored, durations are Go strings or integer milliseconds, and a bad `log_level`
 //! aborts with nsqlookupd's `failed parsing log_level <v>`.
 
-use super::{duration, LogLevel, Options, OptionsError, Value};
+use nsq_common::duration;
+
+use super::{LogLevel, Options, OptionsError, Value};
 
 /// (config key, flag name) of every option the file can set. `config`, `version` and the
 /// deprecated `verbose` are flags only, as in nsqlookupd.
@@ -66,7 +68,7 @@ pub fn apply_toml(
                 None => continue,
             },
             ("inactive-producer-timeout" | "tombstone-lifetime", toml::Value::String(s)) => {
-                Value::Duration(duration::parse(s).map_err(|e| coerce_err(e.to_string()))?)
+                Value::Duration(duration::parse_nanos(s).map_err(|e| coerce_err(e.to_string()))?)
             }
             ("inactive-producer-timeout" | "tombstone-lifetime", toml::Value::Integer(ms)) => {
                 Value::Duration(ms.saturating_mul(1_000_000))

@@ -11,7 +11,8 @@
 //! stays small (one table, one parser) rather than copying nsqrd's.
 
 mod config_file;
-pub mod duration;
+
+use nsq_common::duration;
 
 /// nsqlookupd's log levels (`--log-level`), case-insensitive on input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -311,8 +312,10 @@ impl Options {
                 "tcp-address" => Some(format!("{:?}", d.tcp_address)),
                 "log-prefix" => Some(format!("{:?}", d.log_prefix)),
                 "log-level" => Some(d.log_level.name().to_string()),
-                "inactive-producer-timeout" => Some(duration::format(d.inactive_producer_timeout)),
-                "tombstone-lifetime" => Some(duration::format(d.tombstone_lifetime)),
+                "inactive-producer-timeout" => {
+                    Some(duration::format_nanos(d.inactive_producer_timeout))
+                }
+                "tombstone-lifetime" => Some(duration::format_nanos(d.tombstone_lifetime)),
                 _ => None,
             };
             out.push_str(&format!("  -{}{ty}\n    \t{}", f.name, f.help));
@@ -338,7 +341,7 @@ fn parse_bool(text: &str) -> Option<bool> {
 fn parse_value(kind: Kind, text: &str) -> Result<Value, String> {
     Ok(match kind {
         Kind::Str => Value::Str(text.to_string()),
-        Kind::Duration => Value::Duration(duration::parse(text).map_err(|_| "parse error")?),
+        Kind::Duration => Value::Duration(duration::parse_nanos(text).map_err(|_| "parse error")?),
         Kind::LogLevel => Value::LogLevel(LogLevel::parse(text)?),
         Kind::Bool => Value::Bool(parse_bool(text).ok_or("parse error")?),
     })

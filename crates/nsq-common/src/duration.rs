@@ -1,9 +1,12 @@
 //! Go `time.Duration` text: parsing (`time.ParseDuration`) and formatting (`Duration.String`).
 //!
-//! nsqd's duration flags and config values are written in Go's syntax (`1m`, `250ms`, `1h30m`,
-//! `1.5s`, `100us`, `100µs`), and its usage text prints defaults as Go does (`1m0s`, `15m0s`).
-//! Rust's `Duration` cannot be negative, so negative durations (accepted by Go, meaningless for
-//! every nsqd option) are rejected.
+//! It is here because nsqd's and nsqlookupd's duration flags and config values, and the bench
+//! CLI's `--duration`, are all written in Go's syntax (`1m`, `250ms`, `1h30m`, `1.5s`, `100us`,
+//! `100µs`), and both daemons print defaults in their usage text as Go does (`1m0s`, `5m0s`).
+//!
+//! Two views of the same parser: [`parse`] gives a `std::time::Duration` and refuses negative
+//! durations (accepted by Go, meaningless for every nsqd option); [`parse_nanos`] gives Go's
+//! signed int64 nanoseconds, so a negative nsqlookupd timeout behaves as it does upstream.
 
 use std::time::Duration;
 
@@ -16,12 +19,15 @@ pub enum DurationError {
     MissingUnit(String),
     #[error("time: unknown unit {unit:?} in duration {text:?}")]
     UnknownUnit { unit: String, text: String },
+    /// Only from [`parse`]: `std::time::Duration` cannot be negative.
     #[error("time: negative duration {0:?} is not allowed")]
     Negative(String),
 }
 
 /// Largest value Go's `Duration` (int64 nanoseconds) can hold.
 const MAX_NANOS: u64 = i64::MAX as u64;
+/// The magnitude of the smallest (most negative) Go `Duration`.
+const MIN_NANOS_MAGNITUDE: u64 = 1 << 63;
 
 fn unit_nanos(unit: &str) -> Option<u64> {
     Some(match unit {
@@ -76,8 +82,9 @@ fn leading_fraction(s: &str) -> (u64, f64, &str) {
     (x, scale, &s[end..])
 }
 
-/// Parses a Go duration string such as `300ms`, `1.5h` or `2h45m`. `0` needs no unit.
-pub fn parse(text: &str) -> Result<Duration, DurationError> {
+/// The sign and magnitude of Go duration text. The magnitude may not exceed `MAX_NANOS`, or
+/// `negative_limit` when the text starts with `-`.
+fn parse_magnitude(text: &str, negative_limit: u64) -> Result<(bool, u64), DurationError> {
     let invalid = || DurationError::Invalid(text.to_string());
     let (neg, mut s) = match text.as_bytes().first() {
         Some(b'-') => (true, &text[1..]),
@@ -85,11 +92,12 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
         _ => (false, text),
     };
     if s == "0" {
-        return Ok(Duration::ZERO);
+        return Ok((neg, 0));
     }
     if s.is_empty() {
         return Err(invalid());
     }
+    let limit = if neg { negative_limit } else { MAX_NANOS };
     let mut total: u64 = 0;
     while !s.is_empty() {
         if !matches!(s.as_bytes()[0], b'.' | b'0'..=b'9') {
@@ -130,14 +138,32 @@ pub fn parse(text: &str) -> Result<Duration, DurationError> {
                 .ok_or_else(invalid)?;
         }
         total = total.checked_add(v).ok_or_else(invalid)?;
-        if total > MAX_NANOS {
+        if total > limit {
             return Err(invalid());
         }
     }
+    Ok((neg, total))
+}
+
+/// Parses a Go duration string such as `300ms`, `1.5h` or `2h45m`. `0` needs no unit; a
+/// negative duration (other than `-0`) is refused with [`DurationError::Negative`].
+pub fn parse(text: &str) -> Result<Duration, DurationError> {
+    let (neg, total) = parse_magnitude(text, MAX_NANOS)?;
     if neg && total != 0 {
         return Err(DurationError::Negative(text.to_string()));
     }
     Ok(Duration::from_nanos(total))
+}
+
+/// Parses a Go duration string into Go's signed nanoseconds (`-1s` is `-1_000_000_000`), over
+/// Go's whole range (`i64::MIN` ns to `i64::MAX` ns).
+pub fn parse_nanos(text: &str) -> Result<i64, DurationError> {
+    let (neg, total) = parse_magnitude(text, MIN_NANOS_MAGNITUDE)?;
+    if neg {
+        Ok(0i64.wrapping_sub_unsigned(total))
+    } else {
+        i64::try_from(total).map_err(|_| DurationError::Invalid(text.to_string()))
+    }
 }
 
 /// `v` as a decimal with `prec` implied fraction digits, trailing zeros trimmed (`1500`,3 → `1.5`).
@@ -180,6 +206,13 @@ pub fn format(d: Duration) -> String {
     out
 }
 
+/// Formats Go's signed nanoseconds as `Duration.String()` does: [`format`] with a leading `-`
+/// for a negative duration (`-1s`, `-1.5ms`).
+pub fn format_nanos(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    format!("{sign}{}", format(Duration::from_nanos(ns.unsigned_abs())))
+}
+
 /// A duration as Go's integer nanoseconds, saturating at `i64::MAX`.
 pub fn as_go_nanos(d: Duration) -> i64 {
     i64::try_from(d.as_nanos()).unwrap_or(i64::MAX)
@@ -189,6 +222,9 @@ pub fn as_go_nanos(d: Duration) -> i64 {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    const MS: i64 = 1_000_000;
+    const S: i64 = 1_000_000_000;
 
     fn ms(n: u64) -> Duration {
         Duration::from_millis(n)
@@ -217,6 +253,46 @@ mod tests {
             parse("1.0000000001s").unwrap(),
             Duration::from_nanos(1_000_000_000)
         );
+    }
+
+    #[test]
+    fn parses_signed_go_nanos() {
+        for (text, want) in [
+            ("300s", 300 * S),
+            ("5m", 300 * S),
+            ("1m30s", 90 * S),
+            ("1.5h", 5400 * S),
+            ("250ms", 250 * MS),
+            ("100us", 100_000),
+            ("100\u{b5}s", 100_000),
+            ("7ns", 7),
+            ("0", 0),
+            ("-0", 0),
+            ("+5s", 5 * S),
+            (".5s", 500 * MS),
+            ("1.s", S),
+            ("-1s", -S),
+            ("2h45m30.5s", (2 * 3600 + 45 * 60) * S + 30_500 * MS),
+            ("9223372036854775807ns", i64::MAX),
+            ("-9223372036854775808ns", i64::MIN),
+        ] {
+            assert_eq!(parse_nanos(text), Ok(want), "{text}");
+        }
+        for bad in [
+            "",
+            "10",
+            "1x",
+            "s",
+            ".s",
+            "-",
+            "1s1",
+            "9223372036854775808ns",
+            "-9223372036854775809ns",
+            "1e3s",
+            " 1s",
+        ] {
+            assert!(parse_nanos(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
@@ -249,6 +325,11 @@ mod tests {
             parse("-1s").unwrap_err(),
             DurationError::Negative(_)
         ));
+        // Past i64::MAX ns is invalid whatever the sign for `parse`.
+        assert!(matches!(
+            parse("-9223372036854775808ns").unwrap_err(),
+            DurationError::Invalid(_)
+        ));
         assert!(matches!(
             parse("9999999999999999999h").unwrap_err(),
             DurationError::Invalid(_)
@@ -276,6 +357,23 @@ mod tests {
     }
 
     #[test]
+    fn formats_signed_nanos_like_go() {
+        for (d, want) in [
+            (0, "0s"),
+            (300 * S, "5m0s"),
+            (45 * S, "45s"),
+            (250 * MS, "250ms"),
+            (1_500, "1.5\u{b5}s"),
+            (7, "7ns"),
+            (3600 * S + 1, "1h0m0.000000001s"),
+            (-S, "-1s"),
+            (i64::MIN, "-2562047h47m16.854775808s"),
+        ] {
+            assert_eq!(format_nanos(d), want, "{d}");
+        }
+    }
+
+    #[test]
     fn format_then_parse_round_trips() {
         for d in [
             ms(1),
@@ -285,6 +383,9 @@ mod tests {
             ms(61_001),
         ] {
             assert_eq!(parse(&format(d)).unwrap(), d);
+        }
+        for ns in [i64::MIN, -S, 0, 1, i64::MAX] {
+            assert_eq!(parse_nanos(&format_nanos(ns)), Ok(ns));
         }
     }
 
