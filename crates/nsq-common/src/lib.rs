@@ -7,3 +7,6 @@
 //! behaving byte for byte like their upstream counterpart.
 
 pub mod duration;
+
+#[cfg(feature = "logging")]
+pub mod logging;

@@ -44,7 +44,7 @@ impl ConfigStore for OptionsStore {
             "nsqlookupd_tcp_addresses" => self
                 .lookupd
                 .set_addresses(&candidate.nsqlookupd_tcp_addresses),
-            "log_level" => crate::logging::set_level(candidate.log_level.tracing_level()),
+            "log_level" => nsq_common::logging::set_level(candidate.log_level.level_filter()),
             _ => {}
         }
         *opts = candidate;

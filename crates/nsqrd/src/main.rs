@@ -5,7 +5,6 @@ mod auth;
 mod http;
 mod http_wiring;
 mod listener;
-mod logging;
 mod memtrim;
 mod options;
 mod server;
@@ -42,7 +41,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    logging::init(&opts.log_prefix, opts.log_level.tracing_level());
+    nsq_common::logging::init(&opts.log_prefix, opts.log_level.level_filter());
     if let Err(e) = opts.validate() {
         tracing::error!("FATAL: {e}");
         eprintln!("FATAL: {e}");

@@ -11,6 +11,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use nsq_common::duration::{self, DurationError};
+use nsq_common::logging::LevelFilter;
 
 /// Log verbosity; the numbers are nsqd's (`/config/log_level` reports them).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -23,13 +24,13 @@ pub enum LogLevel {
 }
 
 impl LogLevel {
-    /// The tracing level that shows what nsqd shows at this level.
-    pub fn tracing_level(self) -> tracing::Level {
+    /// The tracing filter that shows what nsqd shows at this level.
+    pub fn level_filter(self) -> LevelFilter {
         match self {
-            LogLevel::Debug => tracing::Level::DEBUG,
-            LogLevel::Info => tracing::Level::INFO,
-            LogLevel::Warn => tracing::Level::WARN,
-            LogLevel::Error | LogLevel::Fatal => tracing::Level::ERROR,
+            LogLevel::Debug => LevelFilter::DEBUG,
+            LogLevel::Info => LevelFilter::INFO,
+            LogLevel::Warn => LevelFilter::WARN,
+            LogLevel::Error | LogLevel::Fatal => LevelFilter::ERROR,
         }
     }
 

@@ -1,11 +1,15 @@
-//! nsqd-style log lines (`[nsqd] 2026/11/21 20:25:14.123456 INFO: TCP: listening on ...`) on
-//! stderr, so operators' log parsing and our test harness work the same as with nsqd.
+//! nsqd-style log lines on stderr: `<prefix>YYYY/MM/DD HH:MM:SS.uuuuuu LEVEL: message`, e.g.
+//! `[nsqd] 2026/11/21 20:25:14.123456 INFO: TCP: listening on 127.0.0.1:4150`.
+//!
+//! It is here because nsqd and nsqlookupd share Go's `lg` package, so nsqrd and nsqrlookupd
+//! write the same line shape (operators' log parsing and the test harnesses, which read the
+//! `listening on` lines, rely on it). Each daemon keeps its own mapping from its `--log-level`
+//! to a [`LevelFilter`], which is where the two differ.
 
 use std::fmt;
 use std::sync::OnceLock;
 
 use tracing::{Event, Level, Subscriber};
-use tracing_subscriber::filter::LevelFilter;
 use tracing_subscriber::fmt::format::Writer;
 use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
 use tracing_subscriber::layer::SubscriberExt;
@@ -13,11 +17,14 @@ use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{reload, Registry};
 
-pub struct NsqdFormat {
+pub use tracing_subscriber::filter::LevelFilter;
+
+/// Formats an event as `<prefix><timestamp> <LEVEL>: <fields>`.
+pub struct NsqFormat {
     pub prefix: String,
 }
 
-impl<S, N> FormatEvent<S, N> for NsqdFormat
+impl<S, N> FormatEvent<S, N> for NsqFormat
 where
     S: Subscriber + for<'a> LookupSpan<'a>,
     N: for<'a> FormatFields<'a> + 'static,
@@ -40,12 +47,12 @@ where
     }
 }
 
-/// `YYYY/MM/DD HH:MM:SS.uuuuuu` in UTC.
-fn timestamp() -> String {
+/// The current time as the log lines show it: `YYYY/MM/DD HH:MM:SS.uuuuuu` in UTC.
+pub fn timestamp() -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
-    let secs = now.as_secs() as i64;
+    let secs = i64::try_from(now.as_secs()).unwrap_or(0);
     let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
     let (y, m, d) = civil_from_days(days);
     format!(
@@ -73,12 +80,13 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 static RELOAD: OnceLock<reload::Handle<LevelFilter, Registry>> = OnceLock::new();
 
-/// Install the subscriber at `level` (nsqd's level names map onto tracing's).
-pub fn init(prefix: &str, level: Level) {
-    let (filter, handle) = reload::Layer::new(LevelFilter::from_level(level));
+/// Installs the global subscriber: nsqd-style lines with `prefix`, events above `level` hidden.
+/// A second call (or another subscriber already installed) changes nothing.
+pub fn init(prefix: &str, level: LevelFilter) {
+    let (filter, handle) = reload::Layer::new(level);
     let fmt = tracing_subscriber::fmt::layer()
         .with_writer(std::io::stderr)
-        .event_format(NsqdFormat {
+        .event_format(NsqFormat {
             prefix: prefix.to_string(),
         });
     if tracing_subscriber::registry()
@@ -91,10 +99,10 @@ pub fn init(prefix: &str, level: Level) {
     }
 }
 
-/// Change the level at runtime (`PUT /config/log_level`).
-pub fn set_level(level: Level) {
+/// Changes the level of the subscriber [`init`] installed (nsqd's `PUT /config/log_level`).
+pub fn set_level(level: LevelFilter) {
     if let Some(h) = RELOAD.get() {
-        let _ = h.modify(|f| *f = LevelFilter::from_level(level));
+        let _ = h.modify(|f| *f = level);
     }
 }
 
@@ -107,5 +115,15 @@ mod tests {
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(civil_from_days(20_413), (2025, 11, 21));
         assert_eq!(civil_from_days(11_016), (2000, 2, 29));
+    }
+
+    #[test]
+    fn timestamp_shape() {
+        let t = timestamp();
+        assert_eq!(t.len(), "2026/11/21 20:25:14.123456".len(), "{t}");
+        assert_eq!(
+            (&t[4..5], &t[7..8], &t[10..11], &t[19..20]),
+            ("/", "/", " ", ".")
+        );
     }
 }
