@@ -1,12 +1,18 @@
 //! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the `nsqr` bench CLI share, written once:
-//! Go duration text, and (behind features) nsqd-style log lines, the Go/httprouter HTTP
-//! conventions both daemons reproduce, and the TOML config-file reading.
+//! Go duration text and Go's JSON escaping, and (behind features) nsqd-style log lines, the
+//! accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
+//! and the TOML config-file reading.
 //!
 //! Only code that is the same in the callers lives here; anything where nsqd and nsqlookupd
 //! answer differently (error texts, log wording, header sets) stays in the daemon, so both keep
 //! behaving byte for byte like their upstream counterpart.
 
 pub mod duration;
+pub mod json;
 
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "logging")]
 pub mod logging;
+#[cfg(feature = "net")]
+pub mod net;

@@ -14,10 +14,9 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::{Buf, BytesMut};
+use nsq_common::net::{self, Connections, StopSignal, SHUTDOWN_GRACE};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 use crate::protocol::{self, Request, Target};
 use crate::registry::{PeerInfo, Registration, Registry};
@@ -29,9 +28,6 @@ pub const WRITE_TIMEOUT: Duration = Duration::from_secs(10);
 /// After a fatal error: how long we read and discard what the client still sends, so our
 /// error reply is not destroyed by a reset when we close with unread input.
 const LINGER: Duration = Duration::from_millis(500);
-/// How long connections get to wind down at shutdown.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
-const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
 /// An empty read buffer larger than this is replaced by a small one.
 const SHRINK_ABOVE: usize = 64 * 1024;
 
@@ -56,38 +52,23 @@ pub async fn serve(
     ctx: Arc<TcpContext>,
     shutdown: impl Future<Output = ()>,
 ) {
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let mut conns = JoinSet::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    let _ = stream.set_nodelay(true);
-                    tracing::info!("TCP: new client({peer})");
-                    conns.spawn(handle(stream, peer, Arc::clone(&ctx), stop_rx.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!("TCP: accept failed - {e}");
-                    tokio::time::sleep(ACCEPT_BACKOFF).await;
-                }
-            },
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-        }
-    }
+    let on_accept = |(stream, peer): (TcpStream, SocketAddr), conns: &mut Connections| {
+        let _ = stream.set_nodelay(true);
+        tracing::info!("TCP: new client({peer})");
+        conns.spawn(handle(stream, peer, Arc::clone(&ctx), conns.stop_signal()));
+    };
+    let conns = net::accept_until(
+        shutdown,
+        || listener.accept(),
+        on_accept,
+        |e| tracing::warn!("TCP: accept failed - {e}"),
+    )
+    .await;
     if let Ok(addr) = listener.local_addr() {
         tracing::info!("TCP: closing {addr}");
     }
     drop(listener);
-    let _ = stop_tx.send(true);
-    let drained = tokio::time::timeout(SHUTDOWN_GRACE, async {
-        while conns.join_next().await.is_some() {}
-    })
-    .await;
-    if drained.is_err() {
-        conns.abort_all();
-    }
+    conns.shutdown(SHUTDOWN_GRACE).await;
 }
 
 /// How a connection's loop ended.
@@ -113,7 +94,7 @@ async fn handle(
     mut stream: TcpStream,
     addr: SocketAddr,
     ctx: Arc<TcpContext>,
-    mut stop: watch::Receiver<bool>,
+    mut stop: StopSignal,
 ) {
     let mut magic = [0u8; 4];
     tokio::select! {
@@ -128,7 +109,7 @@ async fn handle(
                 return;
             }
         },
-        _ = stopped(&mut stop) => return,
+        _ = stop.stopped() => return,
     }
     let shown = String::from_utf8_lossy(&magic).into_owned();
     tracing::info!("CLIENT({addr}): desired protocol magic '{shown}'");
@@ -161,11 +142,6 @@ async fn handle(
     }
 }
 
-/// Resolves once `stop` is true (or its sender is gone).
-async fn stopped(stop: &mut watch::Receiver<bool>) {
-    let _ = stop.wait_for(|s| *s).await;
-}
-
 /// Writes with [`WRITE_TIMEOUT`]; false if the write failed or timed out.
 async fn write_all(stream: &mut TcpStream, data: &[u8]) -> bool {
     matches!(
@@ -194,7 +170,7 @@ fn log_db(id: &str, action: &str, r: &Registration) {
 }
 
 impl Conn {
-    async fn run(&mut self, stop: &mut watch::Receiver<bool>) -> Exit {
+    async fn run(&mut self, stop: &mut StopSignal) -> Exit {
         loop {
             let fatal = self.process_buffer();
             if !self.out.is_empty() {
@@ -221,7 +197,7 @@ impl Conn {
                         return Exit::Closed;
                     }
                 },
-                _ = stopped(stop) => return Exit::Stopped,
+                _ = stop.stopped() => return Exit::Stopped,
             }
         }
     }

@@ -4,9 +4,9 @@
 
 use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
+use nsq_common::http::response::{ApiError, Reply};
 
 use super::body::read_limited;
-use super::response::{ApiError, Reply};
 use super::HttpState;
 
 pub use crate::options::{ConfigPutError, ConfigValue};

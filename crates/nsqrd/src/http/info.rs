@@ -2,9 +2,9 @@
 //! the limits clients negotiate against, in nsqd's key order).
 
 use hyper::StatusCode;
+use nsq_common::http::response::{self, ApiError, Reply, Resp};
 use serde::Serialize;
 
-use super::response::{self, ApiError, Reply, Resp};
 use super::HttpState;
 
 /// `OK`, or `500 NOK - <error>` while the last disk write failed.

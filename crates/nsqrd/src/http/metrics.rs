@@ -13,9 +13,9 @@ use std::fmt::Write;
 use bytes::Bytes;
 use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::StatusCode;
+use nsq_common::http::response::{Body, Resp};
 use nsqr_broker::stats::{ChannelStats, E2eLatency, TopicStats};
 
-use super::response::{Body, Resp};
 use super::HttpState;
 
 /// Prometheus' content type for the text format.

@@ -3,17 +3,16 @@
 //! codes, headers and bodies match what nsqd clients and nsqadmin expect.
 //!
 //! Layout: `server` (listener, connections, shutdown) -> `service` (one request: routing and
-//! dispatch) -> one file per route group. `router`, `query`, `path` and `response` hold the
-//! conventions every route shares.
+//! dispatch) -> one file per route group. `router` holds nsqd's route table; the conventions
+//! nsqd shares with nsqlookupd (router rules, query and path parsing, response shapes, the
+//! per-connection hyper setup) are in `nsq_common::http`.
 
 mod body;
 pub mod config;
 mod info;
 mod metrics;
-mod path;
 mod publish;
 mod query;
-mod response;
 mod router;
 mod server;
 mod service;

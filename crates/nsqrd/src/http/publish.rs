@@ -11,13 +11,14 @@ use std::time::Duration;
 
 use hyper::body::Incoming;
 use hyper::Request;
+use nsq_common::http::query::Query;
+use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::bodies::TooLarge;
 use nsq_wire::{Bodies, Code, Limits};
 use nsqr_broker::{BrokerError, DiskError, Topic};
 
 use super::body::{content_length, read_limited};
-use super::query::{nsq_bool, Query};
-use super::response::{ApiError, Reply};
+use super::query::nsq_bool;
 use super::HttpState;
 
 /// `POST /pub?topic=<t>[&defer=<ms>]`.

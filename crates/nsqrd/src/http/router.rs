@@ -1,14 +1,8 @@
-//! The route table and nsqd's router semantics (julienschmidt/httprouter as nsqd configures
-//! it), hand-written so each rule is exact and visible:
-//! 1. a route of the request's method matching the path exactly runs its handler;
-//! 2. otherwise, for a path other than `/`, a trailing slash is dropped, or the cleaned path is
-//!    matched case-insensitively, against the routes *of that method*; a hit is a redirect
-//!    (301 for GET, 307 for everything else, so the method and body are kept);
-//! 3. `OPTIONS` on a path some method serves is 200 with `Allow`;
-//! 4. any other method on such a path is 405 with `Allow` (so `HEAD` is 405, never routed);
-//! 5. everything else is 404.
+//! nsqd's route table. The router semantics (exact match, trailing-slash and fixed-path
+//! redirects, `OPTIONS`, 405 with `Allow`, 404) are httprouter's as both nsqd and nsqlookupd
+//! configure it, in `nsq_common::http::router`.
 
-use super::path;
+use nsq_common::http::router::{self, route, Route};
 
 /// One API endpoint: what a matched route runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,24 +28,9 @@ pub enum Endpoint {
     Metrics,
 }
 
-struct Route {
-    method: &'static str,
-    /// Literal segments, or `:name` for one non-empty parameter segment.
-    pattern: &'static str,
-    endpoint: Endpoint,
-}
-
-const fn route(method: &'static str, pattern: &'static str, endpoint: Endpoint) -> Route {
-    Route {
-        method,
-        pattern,
-        endpoint,
-    }
-}
-
 /// nsqd's 17 API routes, and `/metrics`. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
 /// `/debug/freememory`) are not served.
-const ROUTES: &[Route] = &[
+const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/ping", Endpoint::Ping),
     route("GET", "/info", Endpoint::Info),
     route("POST", "/pub", Endpoint::Pub),
@@ -72,140 +51,13 @@ const ROUTES: &[Route] = &[
     route("GET", "/metrics", Endpoint::Metrics),
 ];
 
-/// The methods with routes (`Allow` lists them sorted, with `OPTIONS`).
-const METHODS: &[&str] = &["GET", "POST", "PUT"];
-
-/// What the router decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Routed {
-    /// Run the endpoint; `param` is the `:opt` segment of `/config/:opt`.
-    Handle {
-        endpoint: Endpoint,
-        param: Option<String>,
-    },
-    /// Redirect to `location` (path and query) with `status` 301 or 307.
-    Redirect {
-        status: u16,
-        location: String,
-    },
-    /// `OPTIONS`: 200 with this `Allow` header.
-    Options {
-        allow: String,
-    },
-    /// 405 with this `Allow` header.
-    MethodNotAllowed {
-        allow: String,
-    },
-    NotFound,
-}
+/// What the router decided for a request.
+pub type Routed = router::Routed<Endpoint>;
 
 /// Route a request. `path` is the decoded path, `raw_query` the query as sent (it is carried
 /// over unchanged into a redirect's `Location`).
 pub fn route_request(method: &str, path: &str, raw_query: Option<&str>) -> Routed {
-    let for_method = || ROUTES.iter().filter(move |r| r.method == method);
-    if let Some((r, param)) = for_method().find_map(|r| match_exact(r, path).map(|p| (r, p))) {
-        return Routed::Handle {
-            endpoint: r.endpoint,
-            param,
-        };
-    }
-    let has_routes = METHODS.contains(&method);
-    if has_routes && method != "CONNECT" && path != "/" {
-        let status = if method == "GET" { 301 } else { 307 };
-        let redirect = |to: String| Routed::Redirect {
-            status,
-            location: match raw_query {
-                Some(q) => format!("{}?{q}", path::escape(&to)),
-                None => path::escape(&to),
-            },
-        };
-        // Trailing-slash redirect.
-        if let Some(stripped) = path.strip_suffix('/').filter(|s| !s.is_empty()) {
-            if for_method().any(|r| match_exact(r, stripped).is_some()) {
-                return redirect(stripped.to_string());
-            }
-        }
-        // Fixed-path redirect: cleaned, case-insensitive, trailing slash dropped.
-        let cleaned = path::clean(path);
-        let mut candidates = vec![cleaned.as_str()];
-        if let Some(s) = cleaned.strip_suffix('/').filter(|s| !s.is_empty()) {
-            candidates.push(s);
-        }
-        for c in candidates {
-            if let Some(fixed) = for_method().find_map(|r| match_case_insensitive(r, c)) {
-                return redirect(fixed);
-            }
-        }
-    }
-    let allowed = allowed_methods(path, method);
-    if allowed.is_empty() {
-        return Routed::NotFound;
-    }
-    // httprouter lists the methods sorted, OPTIONS included (`GET, OPTIONS, PUT`).
-    let mut methods = allowed;
-    methods.push("OPTIONS");
-    methods.sort_unstable();
-    let allow = methods.join(", ");
-    if method == "OPTIONS" {
-        Routed::Options { allow }
-    } else {
-        Routed::MethodNotAllowed { allow }
-    }
-}
-
-/// The other methods with a route matching `path` exactly.
-fn allowed_methods(path: &str, method: &str) -> Vec<&'static str> {
-    METHODS
-        .iter()
-        .copied()
-        .filter(|m| *m != method)
-        .filter(|m| {
-            ROUTES
-                .iter()
-                .any(|r| r.method == *m && match_exact(r, path).is_some())
-        })
-        .collect()
-}
-
-/// `Some(param)` if `path` matches the route exactly.
-fn match_exact(r: &Route, path: &str) -> Option<Option<String>> {
-    let mut param = None;
-    let mut pat = r.pattern.split('/');
-    let mut segs = path.split('/');
-    loop {
-        match (pat.next(), segs.next()) {
-            (None, None) => return Some(param),
-            (Some(p), Some(s)) if p.starts_with(':') => {
-                if s.is_empty() {
-                    return None;
-                }
-                param = Some(s.to_string());
-            }
-            (Some(p), Some(s)) if p == s => {}
-            _ => return None,
-        }
-    }
-}
-
-/// The canonical path if `path` matches the route ignoring the case of literal segments
-/// (a parameter keeps the case it was sent in).
-fn match_case_insensitive(r: &Route, path: &str) -> Option<String> {
-    let mut out = Vec::new();
-    let mut pat = r.pattern.split('/');
-    let mut segs = path.split('/');
-    loop {
-        match (pat.next(), segs.next()) {
-            (None, None) => return Some(out.join("/")),
-            (Some(p), Some(s)) if p.starts_with(':') => {
-                if s.is_empty() {
-                    return None;
-                }
-                out.push(s);
-            }
-            (Some(p), Some(s)) if p.eq_ignore_ascii_case(s) => out.push(p),
-            _ => return None,
-        }
-    }
+    router::route_request(ROUTES, method, path, raw_query)
 }
 
 #[cfg(test)]

@@ -10,13 +10,16 @@ use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE, LOCATION};
+use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
 use hyper::{Method, Request, StatusCode};
+use nsq_common::http::path;
+use nsq_common::http::response::{
+    self, with_allow, ApiError, Body, Resp, JSON_CT, NSQ_CONTENT_TYPE, NSQ_V1,
+};
 
-use super::response::{self, ApiError, Body, Resp, JSON_CT, NSQ_CONTENT_TYPE, NSQ_V1};
 use super::router::{self, Endpoint, Routed};
 use super::topics::{self, ChannelAction, TopicAction};
-use super::{config, info, metrics, path, publish, stats, HttpState};
+use super::{config, info, metrics, publish, stats, HttpState};
 
 /// Answer one request.
 pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Resp {
@@ -42,19 +45,14 @@ pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Resp {
             }
         }
         Routed::Redirect { status, location } => redirect(req.method(), status, &location),
-        Routed::Options { allow } => {
-            let mut r = response::empty(StatusCode::OK);
-            set_allow(&mut r, &allow);
-            r
-        }
-        Routed::MethodNotAllowed { allow } => {
-            let mut r = response::v1(Err(ApiError::new(
+        Routed::Options { allow } => with_allow(response::empty(StatusCode::OK), &allow),
+        Routed::MethodNotAllowed { allow } => with_allow(
+            response::v1(Err(ApiError::new(
                 StatusCode::METHOD_NOT_ALLOWED,
                 "METHOD_NOT_ALLOWED",
-            )));
-            set_allow(&mut r, &allow);
-            r
-        }
+            ))),
+            &allow,
+        ),
         Routed::NotFound => response::v1(Err(ApiError::not_found("NOT_FOUND"))),
     }
 }
@@ -89,12 +87,6 @@ async fn dispatch(
         Endpoint::ConfigPut => config::put(s, opt, req).await,
     };
     response::v1(result)
-}
-
-fn set_allow(r: &mut Resp, allow: &str) {
-    if let Ok(v) = HeaderValue::from_str(allow) {
-        r.headers_mut().insert(ALLOW, v);
-    }
 }
 
 /// Go's `http.Redirect`: `Location`, and for GET a short HTML body.

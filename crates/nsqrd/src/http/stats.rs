@@ -5,10 +5,11 @@
 
 use serde::Serialize;
 
+use nsq_common::http::query::Query;
+use nsq_common::http::response::{ApiError, Reply};
 use nsqr_broker::stats::{ClientStats, Snapshot, TopicStats};
 
-use super::query::{nsq_bool, Query};
-use super::response::{ApiError, Reply};
+use super::query::nsq_bool;
 use super::stats_text;
 use super::HttpState;
 

@@ -6,12 +6,12 @@
 
 use std::sync::Arc;
 
+use nsq_common::http::query::Query;
+use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::names::is_valid_name;
 use nsqr_broker::{Channel, Topic};
 
 use super::publish::topic_from_query;
-use super::query::Query;
-use super::response::{ApiError, Reply};
 use super::HttpState;
 
 /// The topic routes that act on an existing topic.

@@ -4,13 +4,14 @@
 
 use std::collections::BTreeMap;
 
+use nsq_common::http::query::Query;
+use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::names::is_valid_name;
 use serde::Serialize;
 
-use super::query::Query;
-use super::response::{ApiError, Reply};
 use super::router::Endpoint;
 use super::HttpState;
+use crate::json::to_go_json;
 use crate::registry::PeerInfo;
 use crate::tcp::now_ns;
 
@@ -26,13 +27,13 @@ pub fn run(s: &HttpState, endpoint: Endpoint, raw_query: Option<&str>) -> Outcom
         Endpoint::Ping => Ok(Reply::Empty),
         Endpoint::Info => info(),
         Endpoint::Debug => debug(s),
-        Endpoint::Topics => Ok(Reply::json(&Topics {
+        Endpoint::Topics => Ok(json(&Topics {
             topics: s.registry.topics(),
         })),
         Endpoint::Nodes => nodes(s),
         Endpoint::Channels => {
             let topic = topic_arg(&query(raw_query)?)?;
-            Ok(Reply::json(&Channels {
+            Ok(json(&Channels {
                 channels: s.registry.channels(&topic),
             }))
         }
@@ -85,6 +86,11 @@ pub fn run(s: &HttpState, endpoint: Endpoint, raw_query: Option<&str>) -> Outcom
     }
 }
 
+/// A structure as the 200 JSON answer, serialized as Go does.
+fn json<T: Serialize>(v: &T) -> Reply {
+    Reply::Json(to_go_json(v))
+}
+
 fn query(raw: Option<&str>) -> Result<Query, ApiError> {
     Query::parse(raw).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))
 }
@@ -116,7 +122,7 @@ struct Info {
 }
 
 fn info() -> Outcome {
-    Ok(Reply::json(&Info { version: VERSION }))
+    Ok(json(&Info { version: VERSION }))
 }
 
 #[derive(Serialize)]
@@ -169,7 +175,7 @@ fn lookup(s: &HttpState, q: &Query) -> Outcome {
         .registry
         .lookup(&topic, now_ns(), s.windows)
         .ok_or(ApiError::not_found("TOPIC_NOT_FOUND"))?;
-    Ok(Reply::json(&LookupJson {
+    Ok(json(&LookupJson {
         channels: l.channels,
         producers: l.producers.iter().map(|p| Peer::from(&**p)).collect(),
     }))
@@ -199,7 +205,7 @@ fn nodes(s: &HttpState) -> Outcome {
             topics: &n.topics,
         })
         .collect();
-    Ok(Reply::json(&Nodes { producers }))
+    Ok(json(&Nodes { producers }))
 }
 
 /// A `/debug` producer: a Go map, so the keys are sorted.
@@ -240,5 +246,5 @@ fn debug(s: &HttpState) -> Outcome {
             .collect();
         out.insert(r.to_string(), list);
     }
-    Ok(Reply::json(&out))
+    Ok(json(&out))
 }

@@ -1,13 +1,9 @@
 //! nsqlookupd's HTTP API on hyper: the listener and connections (`server`), one request from
-//! routing to response (here), nsqlookupd's router rules (`router`), query parsing (`query`),
-//! response conventions (`response`) and the endpoints (`handlers`).
-//!
-//! nsqrd has its own copies of the Go router / query / response conventions for nsqd's API;
-//! they are kept separate until a shared crate is agreed, and are small here because
-//! nsqlookupd's API has no bodies, no path parameters and no TLS.
+//! routing to response (here), nsqlookupd's route table (`router`), its own answers
+//! (`response`) and the endpoints (`handlers`). The Go router, query, path and V1 response
+//! conventions it shares with nsqd are in `nsq_common::http`.
 
 mod handlers;
-mod query;
 mod response;
 mod router;
 mod server;
@@ -20,9 +16,10 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::HOST;
 use hyper::{Method, Request, StatusCode, Version};
+use nsq_common::http::path;
+use nsq_common::http::response::{empty, plain, v1, with_allow, ApiError, Resp};
 
 use crate::registry::{Registry, Windows};
-use response::Resp;
 use router::{Endpoint, Routed};
 
 pub use handlers::VERSION;
@@ -63,35 +60,38 @@ async fn drain(mut body: Incoming) -> bool {
 
 async fn respond(state: &HttpState, req: Request<Incoming>) -> Resp {
     if req.method() == Method::OPTIONS && req.uri().path() == "*" {
-        return response::empty(StatusCode::OK);
+        return empty(StatusCode::OK);
     }
     if req.version() == Version::HTTP_11 && !req.headers().contains_key(HOST) {
         return response::missing_host();
     }
-    let Some(path) = router::decode_path(req.uri().path()) else {
+    let Some(path) = path::decode(req.uri().path()) else {
         return response::bad_request();
     };
     let query = req.uri().query().map(str::to_string);
     let query = query.as_deref();
-    match router::route(req.method().as_str(), &path, query) {
-        Routed::Handle(Endpoint::Ping) => response::plain_ok(),
-        Routed::Handle(endpoint) => {
+    match router::route_request(req.method().as_str(), &path, query) {
+        Routed::Handle {
+            endpoint: Endpoint::Ping,
+            ..
+        } => plain(StatusCode::OK, "OK"),
+        Routed::Handle { endpoint, .. } => {
             if endpoint.reads_arguments() && !drain(req.into_body()).await {
-                return response::v1(Err(response::ApiError::bad_request("INVALID_REQUEST")));
+                return v1(Err(ApiError::bad_request("INVALID_REQUEST")));
             }
-            response::v1(handlers::run(state, endpoint, query))
+            v1(handlers::run(state, endpoint, query))
         }
         Routed::Redirect { status, location } => {
             response::redirect(req.method() == Method::GET, status, &location)
         }
-        Routed::Options { allow } => response::with_allow(response::empty(StatusCode::OK), &allow),
-        Routed::MethodNotAllowed { allow } => response::with_allow(
-            response::v1(Err(response::ApiError {
-                status: StatusCode::METHOD_NOT_ALLOWED,
-                message: "METHOD_NOT_ALLOWED",
-            })),
+        Routed::Options { allow } => with_allow(empty(StatusCode::OK), &allow),
+        Routed::MethodNotAllowed { allow } => with_allow(
+            v1(Err(ApiError::new(
+                StatusCode::METHOD_NOT_ALLOWED,
+                "METHOD_NOT_ALLOWED",
+            ))),
             &allow,
         ),
-        Routed::NotFound => response::v1(Err(response::ApiError::not_found("NOT_FOUND"))),
+        Routed::NotFound => v1(Err(ApiError::not_found("NOT_FOUND"))),
     }
 }

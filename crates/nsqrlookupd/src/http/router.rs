@@ -1,15 +1,9 @@
-//! nsqlookupd's route table with the semantics of its router (julienschmidt/httprouter v1.3 as
-//! nsqlookupd configures it), written out so each rule is visible and tested:
-//! 1. a route of the request's method matching the path exactly runs;
-//! 2. otherwise (path not `/`, method not CONNECT, and the method has routes), a trailing slash
-//!    is dropped, or the cleaned path is matched case-insensitively; a hit is a redirect, 301
-//!    for GET and 307 for other methods (so they keep their body);
-//! 3. `OPTIONS` on a path another method serves: 200 with `Allow`;
-//! 4. any other method on such a path: 405 with `Allow` (so `HEAD` is 405);
-//! 5. everything else: 404.
-//!
-//! `Allow` lists the methods sorted, `OPTIONS` included (`GET, OPTIONS`; `OPTIONS, POST`).
-//! The Go-runtime routes `/debug/pprof/*` are not served (404).
+//! nsqlookupd's route table. The router semantics are those of julienschmidt/httprouter v1.3 as
+//! nsqlookupd (and nsqd) configure it, in `nsq_common::http::router`: exact match, then
+//! trailing-slash and case-fixing redirects (301 for GET, 307 otherwise), `OPTIONS` and 405
+//! with a sorted `Allow`, else 404. The Go-runtime routes `/debug/pprof/*` are not served (404).
+
+use nsq_common::http::router::{self, route, Route};
 
 /// One API endpoint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,153 +34,27 @@ impl Endpoint {
 }
 
 /// nsqlookupd's 12 API routes.
-const ROUTES: &[(&str, &str, Endpoint)] = &[
-    ("GET", "/ping", Endpoint::Ping),
-    ("GET", "/info", Endpoint::Info),
-    ("GET", "/debug", Endpoint::Debug),
-    ("GET", "/lookup", Endpoint::Lookup),
-    ("GET", "/topics", Endpoint::Topics),
-    ("GET", "/channels", Endpoint::Channels),
-    ("GET", "/nodes", Endpoint::Nodes),
-    ("POST", "/topic/create", Endpoint::TopicCreate),
-    ("POST", "/topic/delete", Endpoint::TopicDelete),
-    ("POST", "/channel/create", Endpoint::ChannelCreate),
-    ("POST", "/channel/delete", Endpoint::ChannelDelete),
-    ("POST", "/topic/tombstone", Endpoint::TopicTombstone),
+const ROUTES: &[Route<Endpoint>] = &[
+    route("GET", "/ping", Endpoint::Ping),
+    route("GET", "/info", Endpoint::Info),
+    route("GET", "/debug", Endpoint::Debug),
+    route("GET", "/lookup", Endpoint::Lookup),
+    route("GET", "/topics", Endpoint::Topics),
+    route("GET", "/channels", Endpoint::Channels),
+    route("GET", "/nodes", Endpoint::Nodes),
+    route("POST", "/topic/create", Endpoint::TopicCreate),
+    route("POST", "/topic/delete", Endpoint::TopicDelete),
+    route("POST", "/channel/create", Endpoint::ChannelCreate),
+    route("POST", "/channel/delete", Endpoint::ChannelDelete),
+    route("POST", "/topic/tombstone", Endpoint::TopicTombstone),
 ];
 
-/// The methods that have routes, sorted.
-const METHODS: &[&str] = &["GET", "POST"];
-
 /// What the router decided.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Routed {
-    Handle(Endpoint),
-    /// Redirect to `location` (escaped path, plus the query as sent).
-    Redirect {
-        status: u16,
-        location: String,
-    },
-    Options {
-        allow: String,
-    },
-    MethodNotAllowed {
-        allow: String,
-    },
-    NotFound,
-}
-
-fn find(method: &str, path: &str) -> Option<Endpoint> {
-    ROUTES
-        .iter()
-        .find(|(m, p, _)| *m == method && *p == path)
-        .map(|r| r.2)
-}
+pub type Routed = router::Routed<Endpoint>;
 
 /// Routes a request. `path` is the decoded path, `raw_query` the query as sent.
-pub fn route(method: &str, path: &str, raw_query: Option<&str>) -> Routed {
-    if let Some(e) = find(method, path) {
-        return Routed::Handle(e);
-    }
-    if METHODS.contains(&method) && path != "/" {
-        let status = if method == "GET" { 301 } else { 307 };
-        let redirect = |to: &str| Routed::Redirect {
-            status,
-            location: match raw_query {
-                Some(q) => format!("{}?{q}", escape(to)),
-                None => escape(to),
-            },
-        };
-        if let Some(stripped) = path.strip_suffix('/').filter(|s| !s.is_empty()) {
-            if find(method, stripped).is_some() {
-                return redirect(stripped);
-            }
-        }
-        let cleaned = clean(path);
-        let candidates = [Some(cleaned.as_str()), cleaned.strip_suffix('/')];
-        for c in candidates.into_iter().flatten().filter(|c| !c.is_empty()) {
-            let fixed = ROUTES
-                .iter()
-                .find(|(m, p, _)| *m == method && p.eq_ignore_ascii_case(c));
-            if let Some((_, p, _)) = fixed {
-                return redirect(p);
-            }
-        }
-    }
-    let mut allowed: Vec<&str> = METHODS
-        .iter()
-        .copied()
-        .filter(|m| *m != method && find(m, path).is_some())
-        .collect();
-    if allowed.is_empty() {
-        return Routed::NotFound;
-    }
-    allowed.push("OPTIONS");
-    allowed.sort_unstable();
-    let allow = allowed.join(", ");
-    if method == "OPTIONS" {
-        Routed::Options { allow }
-    } else {
-        Routed::MethodNotAllowed { allow }
-    }
-}
-
-fn hex(c: u8) -> Option<u8> {
-    (c as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
-}
-
-/// The path with `%XX` decoded (Go's `URL.Path`); `None` for a bad escape (Go's server answers
-/// a bare 400 before routing).
-pub fn decode_path(raw: &str) -> Option<String> {
-    if !raw.contains('%') {
-        return Some(raw.to_string());
-    }
-    let b = raw.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' {
-            out.push(hex(*b.get(i + 1)?)? << 4 | hex(*b.get(i + 2)?)?);
-            i += 3;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    Some(String::from_utf8_lossy(&out).into_owned())
-}
-
-/// Go's path escaping for a redirect's `Location`: unreserved and `$&+,/:;=@` stay.
-fn escape(path: &str) -> String {
-    let mut out = String::with_capacity(path.len());
-    for &c in path.as_bytes() {
-        if c.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&c) {
-            out.push(char::from(c));
-        } else {
-            out.push_str(&format!("%{c:02X}"));
-        }
-    }
-    out
-}
-
-/// httprouter's `CleanPath`: no `.`, `..` or repeated slashes, trailing slash kept.
-fn clean(p: &str) -> String {
-    let mut parts: Vec<&str> = Vec::new();
-    for seg in p.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop();
-            }
-            s => parts.push(s),
-        }
-    }
-    let mut out: String = parts.iter().map(|s| format!("/{s}")).collect();
-    let trailing = (p.len() > 1 && p.ends_with('/')) || p.ends_with("/.") || p == ".";
-    if out.is_empty() || trailing {
-        out.push('/');
-    }
-    out
+pub fn route_request(method: &str, path: &str, raw_query: Option<&str>) -> Routed {
+    router::route_request(ROUTES, method, path, raw_query)
 }
 
 #[cfg(test)]
@@ -200,15 +68,22 @@ mod tests {
         }
     }
 
+    fn handle(endpoint: Endpoint) -> Routed {
+        Routed::Handle {
+            endpoint,
+            param: None,
+        }
+    }
+
     #[test]
     fn exact_and_not_found() {
         assert_eq!(
-            route("GET", "/lookup", Some("topic=t")),
-            Routed::Handle(Endpoint::Lookup)
+            route_request("GET", "/lookup", Some("topic=t")),
+            handle(Endpoint::Lookup)
         );
         assert_eq!(
-            route("POST", "/topic/tombstone", None),
-            Routed::Handle(Endpoint::TopicTombstone)
+            route_request("POST", "/topic/tombstone", None),
+            handle(Endpoint::TopicTombstone)
         );
         for (m, p) in [
             ("GET", "/"),
@@ -221,7 +96,7 @@ mod tests {
             ("OPTIONS", "/nosuch"),
             ("GET", "/pingx"),
         ] {
-            assert_eq!(route(m, p, None), Routed::NotFound, "{m} {p}");
+            assert_eq!(route_request(m, p, None), Routed::NotFound, "{m} {p}");
         }
     }
 
@@ -230,12 +105,15 @@ mod tests {
         let na = |allow: &str| Routed::MethodNotAllowed {
             allow: allow.into(),
         };
-        assert_eq!(route("GET", "/topic/create", None), na("OPTIONS, POST"));
-        assert_eq!(route("HEAD", "/ping", None), na("GET, OPTIONS"));
-        assert_eq!(route("DELETE", "/topics", None), na("GET, OPTIONS"));
-        assert_eq!(route("POST", "/lookup", None), na("GET, OPTIONS"));
         assert_eq!(
-            route("OPTIONS", "/debug", None),
+            route_request("GET", "/topic/create", None),
+            na("OPTIONS, POST")
+        );
+        assert_eq!(route_request("HEAD", "/ping", None), na("GET, OPTIONS"));
+        assert_eq!(route_request("DELETE", "/topics", None), na("GET, OPTIONS"));
+        assert_eq!(route_request("POST", "/lookup", None), na("GET, OPTIONS"));
+        assert_eq!(
+            route_request("OPTIONS", "/debug", None),
             Routed::Options {
                 allow: "GET, OPTIONS".into()
             }
@@ -244,40 +122,38 @@ mod tests {
 
     #[test]
     fn redirects() {
-        assert_eq!(route("GET", "/debug/", None), redirect(301, "/debug"));
-        assert_eq!(route("GET", "/Topics", None), redirect(301, "/topics"));
         assert_eq!(
-            route("GET", "/lookup/", Some("topic=a")),
+            route_request("GET", "/debug/", None),
+            redirect(301, "/debug")
+        );
+        assert_eq!(
+            route_request("GET", "/Topics", None),
+            redirect(301, "/topics")
+        );
+        assert_eq!(
+            route_request("GET", "/lookup/", Some("topic=a")),
             redirect(301, "/lookup?topic=a")
         );
         assert_eq!(
-            route("POST", "/topic/create/", Some("topic=y")),
+            route_request("POST", "/topic/create/", Some("topic=y")),
             redirect(307, "/topic/create?topic=y")
         );
         assert_eq!(
-            route("POST", "/Topic/Create", Some("")),
+            route_request("POST", "/Topic/Create", Some("")),
             redirect(307, "/topic/create?")
         );
-        assert_eq!(route("GET", "//nodes", None), redirect(301, "/nodes"));
-        assert_eq!(route("GET", "/x/../PING/", None), redirect(301, "/ping"));
+        assert_eq!(
+            route_request("GET", "//nodes", None),
+            redirect(301, "/nodes")
+        );
+        assert_eq!(
+            route_request("GET", "/x/../PING/", None),
+            redirect(301, "/ping")
+        );
         // Only the method's own routes are candidates.
-        assert_eq!(route("GET", "/Topic/Create", None), Routed::NotFound);
-    }
-
-    #[test]
-    fn paths() {
-        assert_eq!(decode_path("/look%75p").as_deref(), Some("/lookup"));
-        assert_eq!(decode_path("/a%zz"), None);
-        assert_eq!(decode_path("/a%2"), None);
-        assert_eq!(escape("/a b#?"), "/a%20b%23%3F");
-        for (i, o) in [
-            ("", "/"),
-            ("//", "/"),
-            ("/a/../b", "/b"),
-            ("/a/b/.", "/a/b/"),
-            ("/a//", "/a/"),
-        ] {
-            assert_eq!(clean(i), o, "{i:?}");
-        }
+        assert_eq!(
+            route_request("GET", "/Topic/Create", None),
+            Routed::NotFound
+        );
     }
 }

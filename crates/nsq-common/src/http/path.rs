@@ -1,6 +1,7 @@
-//! URL path handling as Go's `net/url` and httprouter do it: the router matches the decoded
-//! path, redirects go to a cleaned path (`CleanPath`), and the `Location` of a redirect is the
-//! path re-escaped the way Go's `URL.String()` escapes it.
+//! URL path handling as Go's `net/url` and httprouter do it, for both daemons' routers: the
+//! router matches the decoded path, redirects go to a cleaned path (`CleanPath`), the
+//! `Location` of a redirect is the path re-escaped the way Go's `URL.String()` escapes it, and
+//! a GET redirect's HTML body escapes it as Go's `htmlEscape` does.
 
 use super::query::hex;
 
@@ -32,24 +33,8 @@ pub fn decode(raw: &str) -> Option<String> {
 pub fn escape(path: &str) -> String {
     let mut out = String::with_capacity(path.len());
     for &c in path.as_bytes() {
-        if c.is_ascii_alphanumeric()
-            || matches!(
-                c,
-                b'-' | b'_'
-                    | b'.'
-                    | b'~'
-                    | b'$'
-                    | b'&'
-                    | b'+'
-                    | b','
-                    | b'/'
-                    | b':'
-                    | b';'
-                    | b'='
-                    | b'@'
-            )
-        {
-            out.push(c as char);
+        if c.is_ascii_alphanumeric() || b"-_.~$&+,/:;=@".contains(&c) {
+            out.push(char::from(c));
         } else {
             out.push_str(&format!("%{c:02X}"));
         }
@@ -134,6 +119,7 @@ mod tests {
             decode("/config/%6Cog_level").as_deref(),
             Some("/config/log_level")
         );
+        assert_eq!(decode("/look%75p").as_deref(), Some("/lookup"));
         assert_eq!(decode("/a%2Fb").as_deref(), Some("/a/b"));
         assert_eq!(decode("/a%zz"), None);
         assert_eq!(decode("/a%2"), None);

@@ -1,15 +1,18 @@
-//! nsqd's response conventions (its `http_api.V1` and `PlainText` decorators) in one place, so
-//! every route answers the same way: V1 routes always carry `X-NSQ-Content-Type`, errors are
-//! `{"message":"<TEXT>"}` as JSON, structures are JSON, strings are `text/plain`, and an empty
-//! success has no `Content-Type` at all.
+//! The response conventions nsqd and nsqlookupd share (their `http_api.V1` and `PlainText`
+//! decorators), in one place so every route of both daemons answers the same way: V1 routes
+//! always carry `X-NSQ-Content-Type: nsq; version=1.0` (go-nsq reads `/lookup` in the 1.0
+//! shape only when it is there), errors are `{"message":"<TEXT>"}` as JSON, structures are
+//! JSON, strings are `text/plain`, and an empty success has no `Content-Type` at all.
 
 use std::borrow::Cow;
 
 use bytes::Bytes;
 use http_body_util::Full;
-use hyper::header::{HeaderValue, CONTENT_TYPE};
+use hyper::header::{HeaderValue, ALLOW, CONTENT_TYPE};
 use hyper::{Response, StatusCode};
 use serde::Serialize;
+
+use crate::json::go_html_escape;
 
 pub type Body = Full<Bytes>;
 pub type Resp = Response<Body>;
@@ -19,7 +22,7 @@ pub const NSQ_V1: &str = "nsq; version=1.0";
 pub const JSON_CT: &str = "application/json; charset=utf-8";
 pub const TEXT_CT: &str = "text/plain; charset=utf-8";
 
-/// An API error: status code and the text nsqd puts in `{"message": ...}`.
+/// An API error: status code and the text the daemon puts in `{"message": ...}`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{status} {message}")]
 pub struct ApiError {
@@ -84,7 +87,7 @@ impl Reply {
 pub fn v1(result: Result<Reply, ApiError>) -> Resp {
     let (status, body, ct) = match result {
         Ok(Reply::Empty) => (StatusCode::OK, Bytes::new(), None),
-        // Go sniffs the content type of non-empty bodies; nsqd's text payloads sniff as text.
+        // Go sniffs the content type of non-empty bodies; the daemons' text payloads sniff as text.
         Ok(Reply::Text(b)) if b.is_empty() => (StatusCode::OK, b, None),
         Ok(Reply::Text(b)) => (StatusCode::OK, b, Some(TEXT_CT)),
         Ok(Reply::Json(b)) => (StatusCode::OK, Bytes::from(b), Some(JSON_CT)),
@@ -130,41 +133,16 @@ pub fn empty(status: StatusCode) -> Resp {
     r
 }
 
-/// Go's JSON encoder escapes `<`, `>`, `&`, U+2028 and U+2029 inside strings. Those bytes can
-/// only occur inside JSON strings, so a byte-level rewrite of serde's output is exact.
-pub fn go_html_escape(json: Vec<u8>) -> Vec<u8> {
-    let needs = json.iter().any(|&c| matches!(c, b'<' | b'>' | b'&'))
-        || json
-            .windows(3)
-            .any(|w| w == "\u{2028}".as_bytes() || w == "\u{2029}".as_bytes());
-    if !needs {
-        return json;
+/// `r` with the router's `Allow` header (for `OPTIONS` and 405).
+pub fn with_allow(mut r: Resp, allow: &str) -> Resp {
+    if let Ok(v) = HeaderValue::from_str(allow) {
+        r.headers_mut().insert(ALLOW, v);
     }
-    let mut out = Vec::with_capacity(json.len() + 16);
-    let mut i = 0;
-    while i < json.len() {
-        match json[i] {
-            b'<' => out.extend_from_slice(b"\\u003c"),
-            b'>' => out.extend_from_slice(b"\\u003e"),
-            b'&' => out.extend_from_slice(b"\\u0026"),
-            0xE2 if json.get(i + 1) == Some(&0x80)
-                && matches!(json.get(i + 2), Some(0xA8 | 0xA9)) =>
-            {
-                out.extend_from_slice(if json[i + 2] == 0xA8 {
-                    b"\\u2028"
-                } else {
-                    b"\\u2029"
-                });
-                i += 2;
-            }
-            c => out.push(c),
-        }
-        i += 1;
-    }
-    out
+    r
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use http_body_util::BodyExt;
@@ -185,6 +163,10 @@ mod tests {
         assert_eq!(r.headers()[CONTENT_TYPE], TEXT_CT);
         assert_eq!(body_of(r).await, b"OK");
 
+        let r = v1(Ok(Reply::json(&["<a>"]).unwrap()));
+        assert_eq!(r.headers()[CONTENT_TYPE], JSON_CT);
+        assert_eq!(body_of(r).await, br#"["\u003ca\u003e"]"#);
+
         let r = v1(Err(ApiError::bad_request("MISSING_ARG_TOPIC")));
         assert_eq!(r.status(), 400);
         assert_eq!(r.headers()[CONTENT_TYPE], JSON_CT);
@@ -194,14 +176,9 @@ mod tests {
         let r = plain(StatusCode::OK, "OK");
         assert!(r.headers().get(NSQ_CONTENT_TYPE).is_none());
         assert_eq!(r.headers()[CONTENT_TYPE], TEXT_CT);
-    }
 
-    #[test]
-    fn html_escape_like_go() {
-        let j = serde_json::to_vec(&"a<b>&c\u{2028}d\u{2029}é").unwrap();
-        assert_eq!(
-            String::from_utf8(go_html_escape(j)).unwrap(),
-            r#""a\u003cb\u003e\u0026c\u2028d\u2029é""#
-        );
+        let r = with_allow(empty(StatusCode::OK), "GET, OPTIONS");
+        assert_eq!(r.headers()[ALLOW], "GET, OPTIONS");
+        assert!(r.headers().get(CONTENT_TYPE).is_none());
     }
 }

@@ -1,0 +1,12 @@
+//! The Go `net/http` + httprouter conventions nsqd and nsqlookupd share, which nsqrd and
+//! nsqrlookupd reproduce by hand so status codes, headers and bodies match what NSQ clients
+//! expect: path decoding and redirects (`path`), query parsing (`query`), the router rules
+//! (`router`), the V1 response shapes (`response`) and the per-connection hyper setup
+//! (`server`). Each daemon keeps its route table, its handlers, and the few answers where the
+//! two differ.
+
+pub mod path;
+pub mod query;
+pub mod response;
+pub mod router;
+pub mod server;
