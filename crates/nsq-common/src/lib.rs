@@ -10,6 +10,8 @@
 pub mod duration;
 pub mod json;
 
+#[cfg(feature = "config")]
+pub mod config_file;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "logging")]

@@ -7,17 +7,23 @@
 
 use std::time::Duration;
 
+use nsq_common::config_file::{self, ConfigFileError};
+
 use super::error::OptionsError;
 use super::table::{Options, FLAGS};
 use super::types::{parse_float, Kind, TlsRequired, Value};
 
 /// Reads the TOML file at `path` into `opts`, skipping options named in `given` (flag names).
 pub fn apply_file(opts: &mut Options, path: &str, given: &[&str]) -> Result<(), OptionsError> {
-    let text = std::fs::read_to_string(path).map_err(|e| OptionsError::ConfigFile {
-        path: path.to_string(),
-        reason: format!("open {path}: {e}"),
-    })?;
+    let text = config_file::read(path).map_err(|e| load_failed(path, &e))?;
     apply_toml(opts, path, &text, given)
+}
+
+fn load_failed(path: &str, e: &ConfigFileError) -> OptionsError {
+    OptionsError::ConfigFile {
+        path: path.to_string(),
+        reason: e.to_string(),
+    }
 }
 
 /// Applies TOML `text` (read from `path`, used in messages) to `opts`.
@@ -27,10 +33,7 @@ pub fn apply_toml(
     text: &str,
     given: &[&str],
 ) -> Result<(), OptionsError> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| OptionsError::ConfigFile {
-        path: path.to_string(),
-        reason: toml_error_text(text, &e),
-    })?;
+    let table = config_file::parse(text).map_err(|e| load_failed(path, &e))?;
     for spec in FLAGS {
         let Some(key) = spec.cfg else { continue };
         if given.contains(&spec.name) {
@@ -45,20 +48,6 @@ pub fn apply_toml(
         (spec.set)(opts, value.normalized());
     }
     Ok(())
-}
-
-/// One line: `toml: line N: <message>`.
-fn toml_error_text(text: &str, e: &toml::de::Error) -> String {
-    let message = e.message().trim();
-    match e.span() {
-        Some(span) => {
-            let line = 1 + text
-                .get(..span.start)
-                .map_or(0, |before| before.matches('\n').count());
-            format!("toml: line {line}: {message}")
-        }
-        None => format!("toml: {message}"),
-    }
 }
 
 fn expected(kind: Kind) -> &'static str {

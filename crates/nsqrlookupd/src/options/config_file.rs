@@ -3,6 +3,7 @@
 //! keys are ignored, durations are Go strings or integer milliseconds, and a bad `log_level`
 //! aborts with nsqlookupd's `failed parsing log_level <v>`.
 
+use nsq_common::config_file::{self, ConfigFileError};
 use nsq_common::duration;
 
 use super::{LogLevel, Options, OptionsError, Value};
@@ -21,11 +22,20 @@ const KEYS: &[(&str, &str)] = &[
 
 /// Reads the file at `path` into `opts`, skipping the flags named in `given`.
 pub fn apply_file(opts: &mut Options, path: &str, given: &[&str]) -> Result<(), OptionsError> {
-    let text = std::fs::read_to_string(path).map_err(|e| OptionsError::ConfigFile {
-        path: path.to_string(),
-        reason: format!("open {path}: {e}"),
-    })?;
+    let text = config_file::read(path).map_err(|e| load_failed(path, e))?;
     apply_toml(opts, path, &text, given)
+}
+
+/// nsqlookupd's text for a file that cannot be loaded; a TOML error is not given a line.
+fn load_failed(path: &str, e: ConfigFileError) -> OptionsError {
+    let reason = match e {
+        ConfigFileError::Syntax { message, .. } => format!("toml: {message}"),
+        e => e.to_string(),
+    };
+    OptionsError::ConfigFile {
+        path: path.to_string(),
+        reason,
+    }
 }
 
 /// Applies TOML `text` (from `path`, for messages) to `opts`.
@@ -35,10 +45,7 @@ pub fn apply_toml(
     text: &str,
     given: &[&str],
 ) -> Result<(), OptionsError> {
-    let table: toml::Table = toml::from_str(text).map_err(|e| OptionsError::ConfigFile {
-        path: path.to_string(),
-        reason: format!("toml: {}", e.message().trim()),
-    })?;
+    let table = config_file::parse(text).map_err(|e| load_failed(path, e))?;
     // nsqlookupd validates log_level before anything else, whether or not the flag was given.
     let log_level = match table.get("log_level") {
         Some(v) => {
@@ -133,6 +140,13 @@ mod tests {
         assert!(text("tombstone_lifetime = true").contains("tombstone_lifetime"));
         assert!(text("tcp_address = 5").contains("tcp_address"));
         assert!(text("tcp_address = ").starts_with("failed to load config file f.toml - toml: "));
+        // nsqlookupd's TOML error text has no line number (nsqrd's has).
+        assert!(!text("tcp_address = ").contains("toml: line"));
+        let mut o = Options::default();
+        let e = apply_file(&mut o, "/nonexistent/l.toml", &[]).unwrap_err();
+        assert!(e.to_string().starts_with(
+            "failed to load config file /nonexistent/l.toml - open /nonexistent/l.toml: "
+        ));
         let e = apply("x = [", &[]).unwrap_err();
         assert_eq!(e.exit_code(), 1);
         assert!(!e.shows_usage());
