@@ -9,8 +9,9 @@ use std::ops::Range;
 use bytes::Bytes;
 
 /// Bodies of one publish, in order. Invariant: `data.len() <= u32::MAX` and every range lies
-/// within `data`, so [`Bodies::get`] never panics.
-#[derive(Clone, PartialEq, Eq)]
+/// within `data`, so [`Bodies::get`] never panics. Equal when the bodies are, wherever they
+/// live.
+#[derive(Clone)]
 pub struct Bodies {
     data: Bytes,
     layout: Layout,
@@ -60,6 +61,46 @@ impl Bodies {
         Ok(Bodies {
             data,
             layout: Layout::Ranges(ranges),
+        })
+    }
+
+    /// Messages at `spans` (start, end) of `data`, as the parser found them.
+    pub(crate) fn from_spans(data: Bytes, spans: Vec<(u32, u32)>) -> Result<Bodies, TooLarge> {
+        check_len(&data)?;
+        if let Some(&(_, end)) = spans
+            .iter()
+            .find(|&&(a, b)| a > b || b as usize > data.len())
+        {
+            return Err(TooLarge(end as usize));
+        }
+        Ok(Bodies {
+            data,
+            layout: Layout::Ranges(spans),
+        })
+    }
+
+    /// Copy the messages at `spans` of `src` back to back into one exact-size buffer (the
+    /// span list is reused for their new ranges).
+    pub(crate) fn copy_spans(src: &[u8], mut spans: Vec<(u32, u32)>) -> Result<Bodies, TooLarge> {
+        let mut total = 0usize;
+        for &(a, b) in &spans {
+            if a > b || b as usize > src.len() {
+                return Err(TooLarge(b as usize));
+            }
+            total += (b - a) as usize;
+        }
+        if total > u32::MAX as usize {
+            return Err(TooLarge(total));
+        }
+        let mut data = Vec::with_capacity(total);
+        for span in &mut spans {
+            let start = data.len() as u32;
+            data.extend_from_slice(&src[span.0 as usize..span.1 as usize]);
+            *span = (start, data.len() as u32);
+        }
+        Ok(Bodies {
+            data: Bytes::from(data),
+            layout: Layout::Ranges(spans),
         })
     }
 
@@ -158,6 +199,14 @@ fn check_len(data: &Bytes) -> Result<(), TooLarge> {
         Ok(())
     }
 }
+
+impl PartialEq for Bodies {
+    fn eq(&self, other: &Bodies) -> bool {
+        self.len() == other.len() && self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Bodies {}
 
 impl std::fmt::Debug for Bodies {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

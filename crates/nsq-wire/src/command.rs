@@ -4,7 +4,8 @@
 //! removes its bytes), returns `Ok(None)` when more bytes are needed, or returns the exact error
 //! nsqd would send. Checks run in nsqd's order, including the ones that depend on the client's
 //! state, so that a bad command gets the same error text as from nsqd. Bodies are copied out of
-//! the buffer into one exact-size `Bytes` per command, so the read buffer is never pinned.
+//! the buffer into one exact-size `Bytes` per command, so the read buffer is never pinned, or,
+//! with [`Handover::Split`], split off it without a copy (see `Handover`).
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -198,11 +199,34 @@ fn scan_line(buf: &[u8]) -> Result<Option<Line>, ParseError> {
     }))
 }
 
-/// Parse one command from the front of `buf`; see the module docs.
+/// How a publish's bodies leave the read buffer.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Handover<'a> {
+    /// Copied into one exact-size allocation per command, so the read buffer is never pinned
+    /// (publishes of 64 KiB or more that fill their own buffer are still split off).
+    #[default]
+    Copy,
+    /// PUB and MPUB are split off the buffer without a copy (their MPUB length prefixes stay in
+    /// it), if their topic is this one, or whatever it is when None. The buffer is then shared
+    /// with the queued messages. DPUB is always copied: it may wait an hour.
+    Split(Option<&'a [u8]>),
+}
+
+/// Parse one command from the front of `buf`, copying bodies out; see the module docs.
 pub fn parse(
     buf: &mut BytesMut,
     limits: &Limits,
     state: ClientState,
+) -> Result<Option<Command>, ParseError> {
+    parse_with(buf, limits, state, Handover::Copy)
+}
+
+/// [`parse`], with publish bodies handed over as `handover` says.
+pub fn parse_with(
+    buf: &mut BytesMut,
+    limits: &Limits,
+    state: ClientState,
+    handover: Handover<'_>,
 ) -> Result<Option<Command>, ParseError> {
     // Fast path for the commonest command of a consumer: `FIN <16-byte id>\n`.
     if buf.len() >= FIN_LINE_LEN
@@ -442,51 +466,60 @@ pub fn parse(
         }
         return Ok(None);
     }
-    // Handed over without a copy when the command fills (nearly) all that is left of the
-    // buffer, so what it keeps alive is essentially itself.
-    let zero_copy = large && buf.capacity() <= total + ZERO_COPY_SLACK;
-    let mut mpub_ranges = Vec::new();
-    let mut zero_copy = zero_copy;
+    let body_at = line.len + 4;
+    // MPUB: validate before consuming, so an error leaves nothing half-taken. Spans are
+    // relative to the whole command (`total` < 2^31 + MAX_LINE_LEN, so they fit 32 bits).
+    let mut spans: Vec<(u32, u32)> = Vec::new();
     if kind == BodyKind::Mpub {
-        // Validate before consuming, so an error leaves nothing half-taken.
-        let body = &buf[line.len + 4..total];
-        mpub_ranges.reserve(body.get(..4).map_or(0, read_i32).clamp(0, 1 << 16) as usize);
-        if let Err(e) = split_mpub(body, limits, |a, b| mpub_ranges.push(a..b)) {
+        let body = &buf[body_at..total];
+        spans.reserve(body.get(..4).map_or(0, read_i32).clamp(0, 1 << 16) as usize);
+        let at = body_at as u32;
+        if let Err(e) = split_mpub(body, limits, |a, b| {
+            spans.push((at + a as u32, at + b as u32))
+        }) {
             return Err(ParseError::ProtocolAfterTopic {
                 error: e,
                 topic: topic_name(),
             });
         }
-        // Length prefixes kept in memory must stay a small share (under 0.4%).
-        zero_copy &= body.len() >= mpub_ranges.len() * 1024;
     }
-    // Otherwise copy out rather than split the read buffer: a queued message must not pin the
-    // rest of a 256 KiB read chunk, and an unshared read buffer is reused instead of
-    // reallocated. One exact-size allocation per command; an MPUB's bodies are copied back to
-    // back into it.
-    let topic = topic_range
-        .map(|(a, b)| Bytes::copy_from_slice(&buf[a..b]))
-        .unwrap_or_default();
-    let body_at = line.len + 4;
-    if zero_copy {
+    let topic_at = topic_range.unwrap_or((0, 0));
+    let split = match (kind, handover) {
+        (BodyKind::Pub | BodyKind::Mpub, Handover::Split(None)) => true,
+        (BodyKind::Pub | BodyKind::Mpub, Handover::Split(Some(t))) => {
+            t == &buf[topic_at.0..topic_at.1]
+        }
+        // A large publish that fills (nearly) all that is left of its own buffer: what it keeps
+        // alive is essentially itself, and its length prefixes stay a small share (under 0.4%).
+        _ => {
+            large
+                && buf.capacity() <= total + ZERO_COPY_SLACK
+                && (kind != BodyKind::Mpub || total - body_at >= spans.len() * 1024)
+        }
+    };
+    if split {
         let whole = buf.split_to(total).freeze();
-        let body = whole.slice(body_at..);
-        let bodies_err = |e: crate::bodies::TooLarge| {
-            ParseError::Protocol(ProtocolError::new(Code::BadBody, e.to_string()))
-        };
+        let topic = whole.slice(topic_at.0..topic_at.1);
         return Ok(Some(match kind {
-            BodyKind::Pub => Command::Pub { topic, body },
+            BodyKind::Pub => Command::Pub {
+                topic,
+                body: whole.slice(body_at..),
+            },
             BodyKind::Dpub => Command::Dpub {
                 topic,
                 defer_ms,
-                body,
+                body: whole.slice(body_at..),
             },
             _ => Command::Mpub {
                 topic,
-                bodies: Bodies::from_ranges(body, mpub_ranges).map_err(bodies_err)?,
+                bodies: Bodies::from_spans(whole, spans).map_err(bodies_err)?,
             },
         }));
     }
+    // Otherwise copy out rather than split the read buffer: the buffer is then never pinned by
+    // a queued message and is reused rather than reallocated. One exact-size allocation per
+    // command; an MPUB's bodies are copied back to back into it.
+    let topic = Bytes::copy_from_slice(&buf[topic_at.0..topic_at.1]);
     let body = &buf[body_at..total];
     let copy = || Bytes::copy_from_slice(body);
     let cmd = match kind {
@@ -501,17 +534,18 @@ pub fn parse(
             defer_ms,
             body: copy(),
         },
-        BodyKind::Mpub => {
-            // MPUB's body size is an i32, so the bodies always fit 32-bit ranges.
-            let bodies =
-                Bodies::concat(mpub_ranges.into_iter().map(|r| &body[r])).map_err(|e| {
-                    ParseError::Protocol(ProtocolError::new(Code::BadBody, e.to_string()))
-                })?;
-            Command::Mpub { topic, bodies }
-        }
+        BodyKind::Mpub => Command::Mpub {
+            topic,
+            bodies: Bodies::copy_spans(&buf[..total], spans).map_err(bodies_err)?,
+        },
     };
     buf.advance(total);
     Ok(Some(cmd))
+}
+
+/// MPUB's body size is an i32, so its bodies always fit 32-bit ranges; this is never sent.
+fn bodies_err(e: crate::bodies::TooLarge) -> ParseError {
+    ParseError::Protocol(ProtocolError::new(Code::BadBody, e.to_string()))
 }
 
 /// The client closed its side with an incomplete command in `buf`: the error nsqd sends when

@@ -13,7 +13,7 @@ pub mod names;
 pub mod quote;
 
 pub use bodies::Bodies;
-pub use command::{error_at_eof, parse, ClientState, Command, Limits};
+pub use command::{error_at_eof, parse, parse_with, ClientState, Command, Handover, Limits};
 pub use error::{Code, ParseError, ProtocolError};
 pub use frame::{FrameType, MAGIC_V2};
 pub use message::MessageId;

@@ -276,7 +276,7 @@ impl Channel {
             st.wake_waiting(1);
         } else {
             let due = Instant::now() + delay;
-            st.deferred.push(due, f.msg);
+            st.deferred.push(due, f.msg.detached());
             self.schedule(&mut st, due);
         }
         Ok(())

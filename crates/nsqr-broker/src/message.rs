@@ -90,6 +90,23 @@ impl Message {
         })
     }
 
+    /// The same message with a copy of its body in a batch of its own. For a message that will
+    /// wait long (requeued with a delay): it must not keep alive the buffer of its whole
+    /// publish, or the read buffer its publisher's bytes arrived in, for that long.
+    pub fn detached(&self) -> Message {
+        Message {
+            id: self.id,
+            batch: Arc::new(Batch {
+                timestamp: self.batch.timestamp,
+                data: Bytes::copy_from_slice(self.body()),
+                index: Index::Many(Box::default()),
+            }),
+            start: 0,
+            end: self.end - self.start,
+            attempts: self.attempts,
+        }
+    }
+
     pub fn body(&self) -> &[u8] {
         // In range by construction: `Bodies` checks its ranges, `new` covers the whole body.
         self.batch
@@ -197,6 +214,13 @@ mod tests {
         );
         assert!(Arc::ptr_eq(&msgs[0].batch, &msgs[2].batch));
         assert_eq!(p.messages(1, 2).map(|m| m.id.0).collect::<Vec<_>>(), [2]);
+        let d = msgs[1].detached();
+        assert_eq!(
+            (d.id, d.body(), d.timestamp(), d.attempts),
+            (msgs[1].id, &b"two"[..], 42, 0)
+        );
+        assert!(!Arc::ptr_eq(&d.batch, &msgs[1].batch), "a batch of its own");
+        assert_eq!(d.batch.data.len(), 3, "only its own body");
         assert!(p.message(3).is_none());
     }
 

@@ -560,3 +560,98 @@ fn large_and_small_mpubs_parse_the_same() {
         );
     }
 }
+
+/// Where `b` points into `buf`'s allocation, if it does.
+fn offset_in(buf_start: usize, buf_cap: usize, b: &[u8]) -> Option<usize> {
+    let p = b.as_ptr() as usize;
+    (p >= buf_start && p + b.len() <= buf_start + buf_cap).then(|| p - buf_start)
+}
+
+#[test]
+fn split_hands_pub_and_mpub_over_without_a_copy() {
+    let mut input = with_body("PUB t", b"hello");
+    input.extend(with_body("MPUB t", &mpub(&[b"a", b"bc"])));
+    input.extend(with_body("DPUB t 10", b"later"));
+    input.extend(b"NOP\n");
+    let mut buf = BytesMut::with_capacity(4096);
+    buf.extend_from_slice(&input);
+    let (start, cap) = (buf.as_ptr() as usize, buf.capacity());
+    let l = Limits::default();
+    let split = Handover::Split(None);
+    match parse_with(&mut buf, &l, Init, split) {
+        Ok(Some(Command::Pub { topic, body })) => {
+            assert_eq!((&topic[..], &body[..]), (&b"t"[..], &b"hello"[..]));
+            assert_eq!(offset_in(start, cap, &body), Some(10), "PUB t\\n + size");
+        }
+        other => panic!("{other:?}"),
+    }
+    match parse_with(&mut buf, &l, Init, split) {
+        Ok(Some(Command::Mpub { topic, bodies })) => {
+            assert_eq!(&topic[..], b"t");
+            assert_eq!(bodies.iter().collect::<Vec<_>>(), [&b"a"[..], b"bc"]);
+            assert!(offset_in(start, cap, bodies.data()).is_some(), "not copied");
+        }
+        other => panic!("{other:?}"),
+    }
+    match parse_with(&mut buf, &l, Init, split) {
+        Ok(Some(Command::Dpub { body, defer_ms, .. })) => {
+            assert_eq!((&body[..], defer_ms), (&b"later"[..], 10));
+            assert_eq!(offset_in(start, cap, &body), None, "DPUB is copied");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        parse_with(&mut buf, &l, Init, split),
+        Ok(Some(Command::Nop))
+    );
+}
+
+#[test]
+fn split_for_one_topic_copies_the_others() {
+    let mut buf = BytesMut::from(&with_body("PUB other", b"x")[..]);
+    let (start, cap) = (buf.as_ptr() as usize, buf.capacity());
+    match parse_with(
+        &mut buf,
+        &Limits::default(),
+        Init,
+        Handover::Split(Some(b"t")),
+    ) {
+        Ok(Some(Command::Pub { body, .. })) => {
+            assert_eq!(&body[..], b"x");
+            assert_eq!(offset_in(start, cap, &body), None);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Splitting changes where bodies live, never what is parsed or which error is sent.
+    #[test]
+    fn split_and_copy_parse_the_same(
+        msgs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..12),
+        pubs in proptest::collection::vec(proptest::collection::vec(any::<u8>(), 0..40), 0..4),
+        cut in 0usize..64,
+        topic_only in any::<bool>(),
+    ) {
+        let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
+        let mut input = with_body("MPUB t", &mpub(&refs));
+        for body in &pubs {
+            input.extend(with_body("PUB t", body));
+            input.extend(with_body("PUB u", body));
+        }
+        input.truncate(input.len().saturating_sub(cut));
+        let l = Limits { max_msg_size: 30, ..Limits::default() };
+        let split = Handover::Split(topic_only.then_some(&b"t"[..]));
+        let (mut a, mut b) = (BytesMut::from(&input[..]), BytesMut::from(&input[..]));
+        loop {
+            let (x, y) = (parse(&mut a, &l, Init), parse_with(&mut b, &l, Init, split));
+            prop_assert_eq!(&x, &y);
+            prop_assert_eq!(&a[..], &b[..]);
+            if !matches!(x, Ok(Some(_))) {
+                break;
+            }
+        }
+    }
+}

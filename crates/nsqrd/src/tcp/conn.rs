@@ -40,16 +40,12 @@ use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
+use super::read_buffer::{SlabTopic, INITIAL_READ_BUFFER};
 use super::transport::Io;
 use super::Shared;
 use crate::auth::AuthState;
 
-/// Read buffer size: several MPUB batches, so moving a partial command to the front (when
-/// the free space runs low) happens rarely.
-const READ_CHUNK: usize = 256 * 1024;
-/// Below this much free space, make room before the next read.
-const MIN_READ_SPACE: usize = 4 * 1024;
-/// Buffers of a new connection.
+/// Write buffer of a new connection; it grows as needed.
 const INITIAL_BUFFER: usize = 16 * 1024;
 /// Deliver until this much output is buffered, then write.
 const MIN_WRITE_BATCH: usize = 64 * 1024;
@@ -79,6 +75,8 @@ pub struct Conn<S> {
     io: Io<S>,
     client: Arc<Client>,
     rbuf: BytesMut,
+    /// Which topic's publishes may be split off `rbuf` without a copy.
+    slab: SlabTopic,
     wbuf: BytesMut,
     state: WireState,
     limits: nsq_wire::Limits,
@@ -116,9 +114,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             shared,
             io: Io::new(io),
             client,
-            // Small until the client is busy: idle connections stay cheap; the read buffer
-            // grows to READ_CHUNK the first time reads fill it, the write buffer as needed.
-            rbuf: BytesMut::with_capacity(INITIAL_BUFFER),
+            rbuf: BytesMut::with_capacity(INITIAL_READ_BUFFER),
+            slab: SlabTopic::default(),
             wbuf: BytesMut::with_capacity(INITIAL_BUFFER),
             state: WireState::Init,
             limits,
@@ -225,9 +222,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
                 _ = durable => {}
             }
-            if self.rbuf.capacity() - self.rbuf.len() < MIN_READ_SPACE {
-                self.rbuf.reserve(READ_CHUNK - MIN_READ_SPACE);
-            }
+            self.slab.make_room(&mut self.rbuf);
         }
     }
 
@@ -334,11 +329,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     fn process_commands(&mut self, got_command: &mut bool) -> Flow {
         loop {
-            let parsed = nsq_wire::parse(&mut self.rbuf, &self.limits, self.state);
+            let handover = self.slab.handover();
+            let parsed = nsq_wire::parse_with(&mut self.rbuf, &self.limits, self.state, handover);
             let flow = match parsed {
                 Ok(None) => break,
                 Ok(Some(cmd)) => {
                     *got_command = true;
+                    self.slab.parsed(&cmd);
                     self.command(cmd)
                 }
                 Err(ParseError::Protocol(e)) => {

@@ -3,6 +3,7 @@
 pub mod compress;
 pub mod conn;
 pub mod identify;
+pub mod read_buffer;
 pub mod transport;
 
 use std::sync::Arc;
