@@ -4,9 +4,9 @@
 //! split off it without a copy (their MPUB length prefixes included) and queued as they are:
 //! a copy per message and an allocation per publish cost more server CPU than anything else
 //! on the publish path except the kernel itself. Once a publish has been split off, the
-//! buffer is shared with queued messages; when it runs out of room a new 1 MiB buffer (a
-//! "slab") is allocated instead of moving data, and each slab is freed with the last message
-//! that uses it. Two rules keep a few long-lived messages from pinning a lot of memory:
+//! buffer is shared with queued messages; when it runs out of room a new buffer (a "slab",
+//! 1 MiB for a busy publisher) is allocated instead of moving data, and each slab is freed
+//! with the last message that uses it. Two rules keep a few long-lived messages from pinning a lot of memory:
 //! - a slab takes the publishes of one topic only (the first one split off it) and the others
 //!   are copied, since different topics drain at different rates;
 //! - DPUB bodies are copied (`nsq_wire::Handover`), and a message requeued with a delay gets a
@@ -22,16 +22,17 @@ use nsq_wire::{Command, Handover};
 /// Read buffer size of a connection that does not publish: several commands' worth, so moving
 /// a partial command to the front (when free space runs low) happens rarely.
 const READ_CHUNK: usize = 256 * 1024;
-/// Slab size of a publishing connection: large enough that the unused tail of each (where a
-/// command did not fit) is a small share, small enough that an idle publisher holds little.
+/// Slab size of a busy publishing connection: large enough that the unused tail of each
+/// (where a command did not fit) is a small share. A publisher that filled its last buffer
+/// in more than [`BUSY`] gets `READ_CHUNK`, so a slow one holds no more than a consumer.
 const SLAB: usize = 1024 * 1024;
 /// Below this much free space, make room before the next read.
 const MIN_READ_SPACE: usize = 4 * 1024;
 /// Buffer of a new connection: small until the client is busy, so idle connections are cheap.
 pub const INITIAL_READ_BUFFER: usize = 16 * 1024;
 
-/// A slab that filled faster than this belongs to a busy publisher: its successor's pages are
-/// faulted in up front (see [`populate_spare`]).
+/// A buffer that filled faster than this belongs to a busy publisher: its successor is a
+/// [`SLAB`], faulted in up front (see [`populate_spare`]).
 const BUSY: Duration = Duration::from_secs(1);
 
 /// Which topic the current buffer holds publishes of, and when it was allocated.
@@ -66,12 +67,14 @@ impl SlabTopic {
         if buf.capacity() - buf.len() >= MIN_READ_SPACE {
             return;
         }
-        let publishing = self.0.is_some();
-        let chunk = if publishing { SLAB } else { READ_CHUNK };
+        // A busy publisher gets a slab, faulted in at once; a slow one (or a consumer) a
+        // buffer no larger than before, touched only as it fills.
+        let busy = self.0.is_some() && self.1.elapsed() < BUSY;
+        let chunk = if busy { SLAB } else { READ_CHUNK };
         let before = buf.as_ptr();
         buf.reserve(chunk - MIN_READ_SPACE);
         if buf.as_ptr() != before {
-            if publishing && self.1.elapsed() < BUSY {
+            if busy {
                 populate_spare(buf);
             }
             *self = SlabTopic::default();
@@ -196,6 +199,26 @@ mod tests {
                 grown_kib >= 7 << 10,
                 "{grown_kib} KiB resident after populating 8 MiB"
             );
+        }
+    }
+
+    #[test]
+    fn a_slow_publisher_grows_by_read_chunks_and_a_busy_one_by_slabs() {
+        for slow in [true, false] {
+            let mut slab = SlabTopic::default();
+            let mut buf = BytesMut::with_capacity(INITIAL_READ_BUFFER);
+            let input = pub_cmd("t", &[1u8; 1000]).repeat(16);
+            let kept = run(&input, input.len(), &mut slab, &mut buf);
+            assert!(slab.0.is_some(), "claimed by t");
+            if slow {
+                slab.1 = Instant::now() - 2 * BUSY;
+            }
+            buf.extend_from_slice(&vec![b' '; buf.capacity() - buf.len()]);
+            slab.make_room(&mut buf);
+            let want = if slow { READ_CHUNK } else { SLAB };
+            assert!(buf.capacity() >= want - MIN_READ_SPACE && buf.capacity() < 2 * want);
+            assert!(slab.0.is_none(), "a new buffer takes any topic");
+            drop(kept);
         }
     }
 
