@@ -177,6 +177,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             if more {
                 continue;
             }
+            // After the replies are out: a new slab is faulted in while the client reads them.
+            self.slab.make_room(&mut self.rbuf);
             let hb = async {
                 match ticker.as_mut() {
                     Some(t) => {
@@ -222,7 +224,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 }
                 _ = durable => {}
             }
-            self.slab.make_room(&mut self.rbuf);
         }
     }
 
