@@ -1,8 +1,9 @@
 //! The message bodies of one publish (PUB, MPUB, DPUB, HTTP /pub and /mpub) as one shared
 //! buffer plus 32-bit ranges into it, rather than a `Bytes` per message: a queued message then
-//! needs 8 bytes to find its body instead of a 32-byte `Bytes`, and an MPUB's bodies sit back to
-//! back in one allocation without their length prefixes. Memory per queued message is what the
-//! broker is measured on, so this is where the bytes are saved.
+//! needs 8 bytes to find its body instead of a 32-byte `Bytes`, and an MPUB's bodies share one
+//! buffer: the slice of the read buffer they arrived in (length prefixes between them), or one
+//! allocation they are copied into back to back. Memory per queued message is what the broker
+//! is measured on, so this is where the bytes are saved.
 
 use std::ops::Range;
 

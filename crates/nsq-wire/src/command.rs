@@ -76,7 +76,7 @@ pub enum Command {
         topic: Bytes,
         body: Bytes,
     },
-    /// The bodies back to back in one exact-size buffer, without their length prefixes.
+    /// The bodies: a slice of the read buffer, or copied back to back (see [`Handover`]).
     Mpub {
         topic: Bytes,
         bodies: Bodies,

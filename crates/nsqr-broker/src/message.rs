@@ -1,7 +1,8 @@
 //! Messages as the engine holds them. Memory per queued message is a target (a queued 200-byte
 //! message may cost at most 240 bytes of RSS) and so is fan-out, so everything a publish shares
-//! lives once in its batch: one buffer with all of its bodies (one allocation per MPUB, without
-//! length prefixes), the publish time, and each message's id and 32-bit range.
+//! lives once in its batch: one buffer with all of its bodies (the slice of its connection's
+//! read buffer it arrived in, or a copy), the publish time, and each message's id and 32-bit
+//! range.
 //!
 //! - [`Published`]: a whole publish, attempts 0. Queues hold it as a run (a counted reference
 //!   and a cursor), so fanning a 200-message MPUB out to N channels is N reference counts, not
