@@ -208,7 +208,8 @@ pub enum Handover<'a> {
     Copy,
     /// PUB and MPUB are split off the buffer without a copy (their MPUB length prefixes stay in
     /// it), if their topic is this one, or whatever it is when None. The buffer is then shared
-    /// with the queued messages. DPUB is always copied: it may wait an hour.
+    /// with the queued messages. DPUB is always copied: it may wait an hour. The caller manages
+    /// the buffer's room: an incomplete command under 64 KiB does not make the parser grow it.
     Split(Option<&'a [u8]>),
 }
 
@@ -459,9 +460,11 @@ pub fn parse_with(
             let mut own = BytesMut::with_capacity(total + ZERO_COPY_SLACK);
             own.extend_from_slice(buf);
             *buf = own;
-        } else if buf.capacity() < total {
+        } else if buf.capacity() < total && handover == Handover::Copy {
             // Make room only when the command cannot fit where it is: reserving moves the
-            // buffered bytes, which would otherwise happen at every batch boundary.
+            // buffered bytes, which would otherwise happen at every batch boundary. (A caller
+            // that splits publishes off manages its buffer itself: it must keep reading into
+            // it, and make room when the free space runs low.)
             buf.reserve(total - buf.len());
         }
         return Ok(None);

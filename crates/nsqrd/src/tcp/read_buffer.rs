@@ -5,8 +5,8 @@
 //! a copy per message and an allocation per publish cost more server CPU than anything else
 //! on the publish path except the kernel itself. Once a publish has been split off, the
 //! buffer is shared with queued messages; when it runs out of room a new buffer (a "slab",
-//! 1 MiB for a busy publisher) is allocated instead of moving data, and each slab is freed
-//! with the last message that uses it. Two rules keep a few long-lived messages from pinning a lot of memory:
+//! 1 MiB for a busy publisher, faulted in with one call) is allocated instead of
+//! moving data, and each slab is freed with the last message that uses it. Two rules keep a few long-lived messages from pinning a lot of memory:
 //! - a slab takes the publishes of one topic only (the first one split off it) and the others
 //!   are copied, since different topics drain at different rates;
 //! - DPUB bodies are copied (`nsq_wire::Handover`), and a message requeued with a delay gets a
@@ -14,6 +14,7 @@
 //!
 //! A connection that never publishes (a consumer) keeps one buffer, reused from its front.
 
+use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -32,7 +33,7 @@ const MIN_READ_SPACE: usize = 4 * 1024;
 pub const INITIAL_READ_BUFFER: usize = 16 * 1024;
 
 /// A buffer that filled faster than this belongs to a busy publisher: its successor is a
-/// [`SLAB`], faulted in up front (see [`populate_spare`]).
+/// [`SLAB`], faulted in at once (see [`populate`]).
 const BUSY: Duration = Duration::from_secs(1);
 
 /// Which topic the current buffer holds publishes of, and when it was allocated.
@@ -70,46 +71,53 @@ impl SlabTopic {
         // A busy publisher gets a slab, faulted in at once; a slow one (or a consumer) a
         // buffer no larger than before, touched only as it fills.
         let busy = self.0.is_some() && self.1.elapsed() < BUSY;
-        let chunk = if busy { SLAB } else { READ_CHUNK };
         let before = buf.as_ptr();
-        buf.reserve(chunk - MIN_READ_SPACE);
+        if busy && !buf.try_reclaim(SLAB - MIN_READ_SPACE) {
+            let mut slab = fresh(SLAB);
+            slab.extend_from_slice(buf);
+            *buf = slab;
+        } else {
+            buf.reserve(READ_CHUNK - MIN_READ_SPACE);
+        }
         if buf.as_ptr() != before {
-            if busy {
-                populate_spare(buf);
-            }
             *self = SlabTopic::default();
         }
     }
 }
 
-/// Fault in the pages of `buf`'s free space with one call rather than one page fault per
-/// 4 KiB as the kernel writes into them: about a tenth of a busy publisher's server CPU per
-/// message. Best effort: kernels before 5.14 refuse it (false) and the pages fault in as usual.
-fn populate_spare(buf: &mut BytesMut) -> bool {
+/// An empty buffer of capacity `size` with its pages faulted in.
+fn fresh(size: usize) -> BytesMut {
+    let mut b = BytesMut::with_capacity(size);
+    populate(b.spare_capacity_mut());
+    b
+}
+
+/// Fault in the pages of `spare` with one call rather than one page fault per 4 KiB as they
+/// are first written. Best effort: kernels before 5.14 refuse (false) and the pages fault in
+/// as usual.
+fn populate(spare: &mut [MaybeUninit<u8>]) -> bool {
     #[cfg(not(target_os = "linux"))]
     {
-        let _ = buf;
+        let _ = spare;
         false
     }
     #[cfg(target_os = "linux")]
     {
         const PAGE: usize = 4096;
-        let spare = buf.spare_capacity_mut();
         let start = spare.as_mut_ptr() as usize;
         let (a, b) = (
             start.next_multiple_of(PAGE),
             (start + spare.len()) & !(PAGE - 1),
         );
-        if a < b {
-            #[allow(unsafe_code)]
-            // SAFETY: [a, b) lies inside `buf`'s allocation, which is borrowed mutably for the
-            // call, so nothing else uses it. MADV_POPULATE_WRITE faults those pages in as a
-            // write would, without changing their contents, and touches no other memory.
-            unsafe {
-                libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_POPULATE_WRITE) == 0
-            }
-        } else {
-            false
+        if a >= b {
+            return false;
+        }
+        #[allow(unsafe_code)]
+        // SAFETY: [a, b) lies inside `spare`, which is borrowed mutably for the call, so nothing
+        // else uses it. MADV_POPULATE_WRITE faults those pages in as a write would, without
+        // changing their contents, and touches no other memory.
+        unsafe {
+            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_POPULATE_WRITE) == 0
         }
     }
 }
@@ -126,12 +134,16 @@ mod tests {
         v
     }
 
-    /// Feed `input` through the buffer the way a connection does; return the bodies parsed.
+    /// Feed `input` through the buffer the way a connection does (each read fills at most the
+    /// free space, up to `read` bytes); return the bodies parsed.
     fn run(input: &[u8], read: usize, slab: &mut SlabTopic, buf: &mut BytesMut) -> Vec<Bytes> {
         let mut out = Vec::new();
-        for piece in input.chunks(read) {
+        let mut rest = input;
+        while !rest.is_empty() {
             slab.make_room(buf);
-            buf.extend_from_slice(piece);
+            let n = rest.len().min(read).min(buf.capacity() - buf.len());
+            buf.extend_from_slice(&rest[..n]);
+            rest = &rest[n..];
             while let Some(cmd) =
                 parse_with(buf, &Limits::default(), ClientState::Init, slab.handover())
                     .expect("valid")
@@ -178,9 +190,29 @@ mod tests {
     }
 
     #[test]
+    fn a_busy_publisher_fills_slab_after_slab() {
+        let input = pub_cmd("t", &[3u8; 1000]).repeat(5000);
+        let (mut slab, mut buf) = (
+            SlabTopic::default(),
+            BytesMut::with_capacity(INITIAL_READ_BUFFER),
+        );
+        let kept = run(&input, 64 * 1024, &mut slab, &mut buf);
+        assert_eq!(kept.len(), 5000);
+        // Bodies in one buffer sit 1010 bytes apart; count the buffers they were split off.
+        let buffers = 1 + kept
+            .windows(2)
+            .filter(|w| w[1].as_ptr() as usize != w[0].as_ptr() as usize + 1010)
+            .count();
+        assert!(
+            buffers <= 8,
+            "5 MB of publishes in {buffers} buffers, not 1 MiB slabs"
+        );
+    }
+
+    #[test]
     fn populating_keeps_the_contents_and_makes_the_pages_resident() {
-        let mut buf = BytesMut::with_capacity(8 << 20);
-        buf.extend_from_slice(b"kept");
+        let mut v: Vec<u8> = Vec::with_capacity(8 << 20);
+        v.extend_from_slice(b"kept");
         let rss = || {
             std::fs::read_to_string("/proc/self/statm")
                 .ok()
@@ -188,11 +220,11 @@ mod tests {
                 .unwrap_or(0)
         };
         let before = rss();
-        let populated = populate_spare(&mut buf);
+        let populated = populate(v.spare_capacity_mut());
         let grown_kib = rss().saturating_sub(before) * 4;
-        assert_eq!(&buf[..], b"kept");
-        buf.extend_from_slice(&[1u8; 1 << 20]);
-        assert_eq!(&buf[..4], b"kept");
+        assert_eq!(&v[..], b"kept");
+        v.extend_from_slice(&[1u8; 1 << 20]);
+        assert_eq!(&v[..4], b"kept");
         // Other test threads allocate and free too, so only a lower bound is certain.
         if populated {
             assert!(
