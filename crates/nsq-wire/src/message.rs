@@ -83,6 +83,20 @@ fn hex_value(x: u64) -> Option<u32> {
     Some(v as u32)
 }
 
+/// The node field of an id.
+const NODE_FIELD: u64 = 0x3ff << NODE_SHIFT;
+
+impl MessageId {
+    /// The id `n` places after this one in an [`IdGenerator`]'s order within one call of
+    /// [`IdGenerator::next_n`]: the sequence counts up, carrying into the time unit. A publish
+    /// then stores its first id only.
+    pub fn nth_after(self, n: u64) -> MessageId {
+        let seq = (self.0 & SEQUENCE_MASK) + n;
+        let ts = (self.0 >> TS_SHIFT) + (seq >> SEQUENCE_BITS);
+        MessageId((ts << TS_SHIFT) | (self.0 & NODE_FIELD) | (seq & SEQUENCE_MASK))
+    }
+}
+
 /// Generates strictly increasing ids in nsqd's layout. Where nsqd sleeps 1 ms when 4096 ids
 /// were taken in one time unit (or the clock went back), this borrows the next time unit
 /// instead, so publishing never stalls; ids stay unique and increasing.
@@ -117,6 +131,16 @@ impl IdGenerator {
         }
         let rel = (self.last_ts - ID_EPOCH).max(0) as u64;
         MessageId((rel << TS_SHIFT) | (self.node_id << NODE_SHIFT) | self.sequence)
+    }
+
+    /// `n` ids at once (at least one is taken): the first, the others being
+    /// `first.nth_after(i)`; the same ids as `n` calls of [`IdGenerator::next`].
+    pub fn next_n(&mut self, now_ns: i64, n: u64) -> MessageId {
+        let first = self.next(now_ns);
+        let seq = self.sequence + n.saturating_sub(1);
+        self.last_ts += (seq >> SEQUENCE_BITS) as i64;
+        self.sequence = seq & SEQUENCE_MASK;
+        first
     }
 }
 
@@ -212,6 +236,29 @@ mod tests {
         fn hex_round_trip(v in any::<u64>()) {
             let id = MessageId(v);
             prop_assert_eq!(MessageId::from_hex(&id.to_hex()), Some(id));
+        }
+    }
+
+    proptest::proptest! {
+        /// Taking n ids at once gives what n single calls give, and `nth_after` finds each.
+        #[test]
+        fn next_n_matches_repeated_next(
+            before in 0u64..5000, counts in proptest::collection::vec(1u64..9000, 1..4),
+            node in 0u16..1024,
+        ) {
+            let now = 1_700_000_000_000_000_000i64;
+            let (mut one, mut many) = (IdGenerator::new(node), IdGenerator::new(node));
+            for _ in 0..before {
+                one.next(now);
+                many.next(now);
+            }
+            for n in counts {
+                let first = many.next_n(now, n);
+                for i in 0..n {
+                    proptest::prop_assert_eq!(one.next(now), first.nth_after(i));
+                }
+            }
+            proptest::prop_assert_eq!(one.next(now + (1 << 20)), many.next(now + (1 << 20)));
         }
     }
 }

@@ -1,8 +1,8 @@
 //! Messages as the engine holds them. Memory per queued message is a target (a queued 200-byte
 //! message may cost at most 240 bytes of RSS) and so is fan-out, so everything a publish shares
 //! lives once in its batch: one buffer with all of its bodies (the slice of its connection's
-//! read buffer it arrived in, or a copy), the publish time, and each message's id and 32-bit
-//! range.
+//! read buffer it arrived in, or a copy), the publish time, the first id (the others follow
+//! from it) and each message's 32-bit range.
 //!
 //! - [`Published`]: a whole publish, attempts 0. Queues hold it as a run (a counted reference
 //!   and a cursor), so fanning a 200-message MPUB out to N channels is N reference counts, not
@@ -26,13 +26,19 @@ struct Batch {
 }
 
 /// Where the messages of a batch are. A single PUB (the whole buffer, one id) needs no
-/// allocation of its own; an MPUB has one 16-byte entry per message.
+/// allocation of its own; an MPUB has one 8-byte range per message (its ids follow from the
+/// first, [`MessageId::nth_after`]).
 #[derive(Debug)]
 enum Index {
-    /// One message, the whole buffer (a PUB, or a message read back from disk).
+    /// The batch of one message that carries its own id (read back from disk, detached).
+    Own,
+    /// One message, the whole buffer (a PUB).
     Whole(MessageId),
-    /// Id, start and end per message.
-    Many(Box<[(MessageId, u32, u32)]>),
+    /// The first id, and start and end per message.
+    Many {
+        first: MessageId,
+        ranges: Box<[(u32, u32)]>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -55,7 +61,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp,
                 data: body,
-                index: Index::Many(Box::default()),
+                index: Index::Own,
             }),
             start: 0,
             end,
@@ -83,7 +89,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp,
                 data: Bytes::from(record),
-                index: Index::Many(Box::default()),
+                index: Index::Own,
             }),
             start,
             end,
@@ -100,7 +106,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp: self.batch.timestamp,
                 data: Bytes::copy_from_slice(self.body()),
-                index: Index::Many(Box::default()),
+                index: Index::Own,
             }),
             start: 0,
             end: self.end - self.start,
@@ -128,18 +134,18 @@ impl Message {
 pub struct Published(Arc<Batch>);
 
 impl Published {
-    /// Stamp `bodies` with `timestamp` and ids from `next_id`.
-    pub fn new(
-        bodies: &Bodies,
-        timestamp: i64,
-        mut next_id: impl FnMut() -> MessageId,
-    ) -> Published {
+    /// Stamp `bodies` with `timestamp` and the ids `first`, `first.nth_after(1)`, ... (as
+    /// [`nsq_wire::message::IdGenerator::next_n`] hands them out).
+    pub fn new(bodies: &Bodies, timestamp: i64, first: MessageId) -> Published {
         let data = bodies.data().clone();
         let whole = bodies.len() == 1 && bodies.ranges().next() == Some((0, data.len() as u32));
         let index = if whole {
-            Index::Whole(next_id())
+            Index::Whole(first)
         } else {
-            Index::Many(bodies.ranges().map(|(a, b)| (next_id(), a, b)).collect())
+            Index::Many {
+                first,
+                ranges: bodies.ranges().collect(),
+            }
         };
         Published(Arc::new(Batch {
             timestamp,
@@ -150,8 +156,8 @@ impl Published {
 
     pub fn len(&self) -> usize {
         match &self.0.index {
-            Index::Whole(_) => 1,
-            Index::Many(v) => v.len(),
+            Index::Own | Index::Whole(_) => 1,
+            Index::Many { ranges, .. } => ranges.len(),
         }
     }
 
@@ -164,8 +170,11 @@ impl Published {
         let (id, start, end) = match &self.0.index {
             // The buffer of a `Bodies` is at most u32::MAX bytes.
             Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32),
-            Index::Whole(_) => return None,
-            Index::Many(v) => *v.get(i)?,
+            Index::Own | Index::Whole(_) => return None,
+            Index::Many { first, ranges } => {
+                let (start, end) = *ranges.get(i)?;
+                (first.nth_after(i as u64), start, end)
+            }
         };
         Some(Message {
             id,
@@ -194,11 +203,7 @@ mod tests {
     #[test]
     fn a_publish_shares_one_buffer_and_timestamp() {
         let bodies = Bodies::concat([&b"one"[..], b"two", b"three"]).expect("small");
-        let mut id = 0;
-        let p = Published::new(&bodies, 42, || {
-            id += 1;
-            MessageId(id)
-        });
+        let p = Published::new(&bodies, 42, MessageId(1));
         assert_eq!(p.len(), 3);
         let msgs: Vec<Message> = p.messages(0, 10).collect();
         let got: Vec<(u64, &[u8], i64, u16)> = msgs
@@ -228,7 +233,7 @@ mod tests {
     #[test]
     fn a_single_message_publish_needs_no_index() {
         let one = Bodies::one(Bytes::from_static(b"pub")).expect("small");
-        let p = Published::new(&one, 5, || MessageId(9));
+        let p = Published::new(&one, 5, MessageId(9));
         assert!(matches!(p.0.index, Index::Whole(MessageId(9))));
         let m = p.message(0).expect("one");
         assert_eq!((m.id.0, m.body(), m.timestamp()), (9, &b"pub"[..], 5));
@@ -236,8 +241,8 @@ mod tests {
         // One message that is only part of its buffer (an HTTP /mpub line) keeps its range.
         let line = Bodies::from_ranges(Bytes::from_static(b"line\n"), std::iter::once(0..4))
             .expect("in range");
-        let p = Published::new(&line, 5, || MessageId(10));
-        assert!(matches!(p.0.index, Index::Many(_)));
+        let p = Published::new(&line, 5, MessageId(10));
+        assert!(matches!(p.0.index, Index::Many { .. }));
         assert_eq!(
             p.message(0).map(|m| m.body().to_vec()),
             Some(b"line".to_vec())

@@ -125,11 +125,7 @@ mod tests {
             .map(|i| format!("b{}", first_id + i as u64))
             .collect();
         let bodies = Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small");
-        let mut id = first_id;
-        Published::new(&bodies, 0, || {
-            id += 1;
-            MessageId(id - 1)
-        })
+        Published::new(&bodies, 0, MessageId(first_id))
     }
 
     fn single(id: u64) -> Message {

@@ -103,7 +103,7 @@ impl Topic {
         let ids = &mut st.ids;
         let published: Vec<Published> = publishes
             .iter()
-            .map(|b| Published::new(b, now_ns, || ids.next(now_ns)))
+            .map(|b| Published::new(b, now_ns, ids.next_n(now_ns, b.len() as u64)))
             .collect();
         // One publish (an MPUB, a PUB) stays one run in every queue; pipelined PUBs and
         // deferred messages go message by message (all or nothing, as one put).
