@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 pub const READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// An HTTP response.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct HttpResponse {
     pub status: u16,
     pub headers: Vec<(String, String)>,

@@ -166,7 +166,7 @@ async fn keep_alive_serves_several_requests() {
         .await
         .unwrap()
         .unwrap();
-    let rs = Resp::parse(&out);
+    let rs = parse_responses(&out);
     assert_eq!(rs.len(), 3);
     assert_eq!(rs[0].text(), "OK");
     assert_eq!(rs[1].text(), "OK");
@@ -241,7 +241,7 @@ async fn unread_bodies_do_not_break_keep_alive() {
         .await
         .unwrap()
         .unwrap();
-    let rs = Resp::parse(&out);
+    let rs = parse_responses(&out);
     assert_eq!(
         rs.iter().map(|r| r.status).collect::<Vec<_>>(),
         [200, 200, 301]

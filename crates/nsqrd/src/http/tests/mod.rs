@@ -182,7 +182,7 @@ impl TestServer {
             .await
             .expect("response in time")
             .unwrap();
-        Resp::parse(&out).remove(0)
+        parse_responses(&out).remove(0)
     }
 
     /// The JSON stats document.
@@ -202,72 +202,49 @@ impl TestServer {
     }
 }
 
-/// A parsed HTTP response.
-#[derive(Debug, Clone)]
-pub struct Resp {
-    pub status: u16,
-    pub headers: Vec<(String, String)>,
-    pub body: Vec<u8>,
-}
+/// A parsed HTTP response (the same type the black-box tests use).
+pub use nsqr_testkit::HttpResponse as Resp;
 
-impl Resp {
-    /// Parse every Content-Length-framed response in `raw`.
-    pub fn parse(mut raw: &[u8]) -> Vec<Resp> {
-        let mut out = Vec::new();
-        while !raw.is_empty() {
-            let end = raw
-                .windows(4)
-                .position(|w| w == b"\r\n\r\n")
-                .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
-            let head = std::str::from_utf8(&raw[..end]).unwrap();
-            let mut lines = head.split("\r\n");
-            let status: u16 = lines
-                .next()
-                .unwrap()
-                .split(' ')
-                .nth(1)
-                .unwrap()
-                .parse()
-                .unwrap();
-            let headers: Vec<(String, String)> = lines
-                .map(|l| {
-                    let (k, v) = l.split_once(':').unwrap();
-                    (k.to_string(), v.trim().to_string())
-                })
-                .collect();
-            let len: usize = headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
-                .map(|(_, v)| v.parse().unwrap())
-                .unwrap_or(raw.len() - end - 4)
-                // A HEAD response announces a length but has no body.
-                .min(raw.len() - end - 4);
-            let body = raw[end + 4..end + 4 + len].to_vec();
-            raw = &raw[end + 4 + len..];
-            out.push(Resp {
-                status,
-                headers,
-                body,
-            });
-        }
-        out
-    }
-
-    pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
+/// Parse every Content-Length-framed response in `raw`.
+pub fn parse_responses(mut raw: &[u8]) -> Vec<Resp> {
+    let mut out = Vec::new();
+    while !raw.is_empty() {
+        let end = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no header end in {:?}", String::from_utf8_lossy(raw)));
+        let head = std::str::from_utf8(&raw[..end]).unwrap();
+        let mut lines = head.split("\r\n");
+        let status: u16 = lines
+            .next()
+            .unwrap()
+            .split(' ')
+            .nth(1)
+            .unwrap()
+            .parse()
+            .unwrap();
+        let headers: Vec<(String, String)> = lines
+            .map(|l| {
+                let (k, v) = l.split_once(':').unwrap();
+                (k.to_string(), v.trim().to_string())
+            })
+            .collect();
+        let len: usize = headers
             .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+            .find(|(k, _)| k.eq_ignore_ascii_case("content-length"))
+            .map(|(_, v)| v.parse().unwrap())
+            .unwrap_or(raw.len() - end - 4)
+            // A HEAD response announces a length but has no body.
+            .min(raw.len() - end - 4);
+        let body = raw[end + 4..end + 4 + len].to_vec();
+        raw = &raw[end + 4 + len..];
+        out.push(Resp {
+            status,
+            headers,
+            body,
+        });
     }
-
-    pub fn text(&self) -> String {
-        String::from_utf8_lossy(&self.body).into_owned()
-    }
-
-    pub fn json(&self) -> serde_json::Value {
-        serde_json::from_slice(&self.body)
-            .unwrap_or_else(|e| panic!("bad json {e}: {}", self.text()))
-    }
+    out
 }
 
 /// A V1 error: status, exact body, JSON content type, X-NSQ header.
