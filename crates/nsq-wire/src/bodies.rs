@@ -1,9 +1,9 @@
 //! The message bodies of one publish (PUB, MPUB, DPUB, HTTP /pub and /mpub) as one shared
-//! buffer plus 32-bit ranges into it, rather than a `Bytes` per message: a queued message then
-//! needs 8 bytes to find its body instead of a 32-byte `Bytes`, and an MPUB's bodies share one
-//! buffer: the slice of the read buffer they arrived in (length prefixes between them), or one
-//! allocation they are copied into back to back. Memory per queued message is what the broker
-//! is measured on, so this is where the bytes are saved.
+//! buffer rather than a `Bytes` per message. A TCP MPUB keeps its wire layout (a 4-byte length
+//! before each body), so its bodies are found by walking the prefixes and need no index at all;
+//! other multi-message publishes (HTTP /mpub) have a 32-bit range per message. Memory per
+//! queued message is what the broker is measured on, and building an index cost the publish
+//! path an allocation and a write per message, so this is where bytes and time are saved.
 
 use std::ops::Range;
 
@@ -24,6 +24,9 @@ enum Layout {
     Whole,
     /// `[start, end)` per message.
     Ranges(Vec<(u32, u32)>),
+    /// This many messages, each a big-endian u32 length and then the body, back to back and
+    /// filling `data` (an MPUB body after its count).
+    Prefixed(u32),
 }
 
 /// The buffer is larger than 4 GiB, which 32-bit ranges cannot address.
@@ -65,43 +68,39 @@ impl Bodies {
         })
     }
 
-    /// Messages at `spans` (start, end) of `data`, as the parser found them.
-    pub(crate) fn from_spans(data: Bytes, spans: Vec<(u32, u32)>) -> Result<Bodies, TooLarge> {
+    /// Messages in MPUB layout: each a big-endian u32 length and the body, filling `data`.
+    /// Errors (as `TooLarge` of where the layout broke) if a length runs past the end or the
+    /// bodies do not fill `data` exactly.
+    pub fn prefixed(data: Bytes) -> Result<Bodies, TooLarge> {
         check_len(&data)?;
-        if let Some(&(_, end)) = spans
-            .iter()
-            .find(|&&(a, b)| a > b || b as usize > data.len())
-        {
-            return Err(TooLarge(end as usize));
+        let mut walk = PrefixWalk {
+            data: &data,
+            at: 0,
+            left: u32::MAX,
+        };
+        let mut count = 0u32;
+        while walk.at < data.len() {
+            if walk.next().is_none() {
+                return Err(TooLarge(data.len() + 1));
+            }
+            count += 1;
         }
         Ok(Bodies {
             data,
-            layout: Layout::Ranges(spans),
+            layout: Layout::Prefixed(count),
         })
     }
 
-    /// Copy the messages at `spans` of `src` back to back into one exact-size buffer (the
-    /// span list is reused for their new ranges).
-    pub(crate) fn copy_spans(src: &[u8], mut spans: Vec<(u32, u32)>) -> Result<Bodies, TooLarge> {
-        let mut total = 0usize;
-        for &(a, b) in &spans {
-            if a > b || b as usize > src.len() {
-                return Err(TooLarge(b as usize));
-            }
-            total += (b - a) as usize;
-        }
-        if total > u32::MAX as usize {
-            return Err(TooLarge(total));
-        }
-        let mut data = Vec::with_capacity(total);
-        for span in &mut spans {
-            let start = data.len() as u32;
-            data.extend_from_slice(&src[span.0 as usize..span.1 as usize]);
-            *span = (start, data.len() as u32);
-        }
+    /// [`Bodies::prefixed`] for a layout the parser has already walked ([`split_mpub`]
+    /// checked every length and that the `count` bodies fill `data`): no second walk. Were
+    /// that ever wrong, the bodies would end early, never read out of bounds.
+    ///
+    /// [`split_mpub`]: crate::command::split_mpub
+    pub(crate) fn prefixed_checked(data: Bytes, count: u32) -> Result<Bodies, TooLarge> {
+        check_len(&data)?;
         Ok(Bodies {
-            data: Bytes::from(data),
-            layout: Layout::Ranges(spans),
+            data,
+            layout: Layout::Prefixed(count),
         })
     }
 
@@ -131,6 +130,7 @@ impl Bodies {
         match &self.layout {
             Layout::Whole => 1,
             Layout::Ranges(r) => r.len(),
+            Layout::Prefixed(n) => *n as usize,
         }
     }
 
@@ -143,6 +143,15 @@ impl Bodies {
         match &self.layout {
             Layout::Whole => self.data.len(),
             Layout::Ranges(r) => r.iter().map(|&(a, b)| (b - a) as usize).sum(),
+            Layout::Prefixed(n) => self.data.len().saturating_sub(4 * *n as usize),
+        }
+    }
+
+    /// The number of messages if the bodies are in MPUB layout ([`Bodies::prefixed`]).
+    pub fn prefixed_count(&self) -> Option<u32> {
+        match self.layout {
+            Layout::Prefixed(n) => Some(n),
+            _ => None,
         }
     }
 
@@ -153,45 +162,108 @@ impl Bodies {
 
     /// `(start, end)` of each message within [`Bodies::data`].
     pub fn ranges(&self) -> impl ExactSizeIterator<Item = (u32, u32)> + '_ {
-        let (whole, ranges): (Option<u32>, &[(u32, u32)]) = match &self.layout {
-            Layout::Whole => (Some(self.data.len() as u32), &[]),
-            Layout::Ranges(r) => (None, r),
+        let inner = match &self.layout {
+            Layout::Whole => RangeIter::Whole(Some(self.data.len() as u32)),
+            Layout::Ranges(r) => RangeIter::Listed(r.iter()),
+            Layout::Prefixed(n) => RangeIter::Prefixed(PrefixWalk {
+                data: &self.data,
+                at: 0,
+                left: *n,
+            }),
         };
-        RangeIter {
-            whole,
-            ranges: ranges.iter(),
+        Exact {
+            inner,
+            left: self.len(),
         }
     }
 
     /// The bodies, in order.
     pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> + '_ {
         self.ranges()
-            .map(move |(a, b)| &self.data[a as usize..b as usize])
+            .map(move |(a, b)| self.data.get(a as usize..b as usize).unwrap_or_default())
     }
 }
 
-struct RangeIter<'a> {
-    whole: Option<u32>,
-    ranges: std::slice::Iter<'a, (u32, u32)>,
+/// Walks MPUB-layout bodies: at `at` a big-endian u32 length, then the body. Stops at the
+/// first length that runs past the end (which the parser has ruled out).
+#[derive(Debug, Clone)]
+pub struct PrefixWalk<'a> {
+    data: &'a [u8],
+    at: usize,
+    left: u32,
 }
 
-impl Iterator for RangeIter<'_> {
-    type Item = (u32, u32);
-
-    fn next(&mut self) -> Option<(u32, u32)> {
-        match self.whole.take() {
-            Some(len) => Some((0, len)),
-            None => self.ranges.next().copied(),
+impl<'a> PrefixWalk<'a> {
+    /// Walk `count` bodies of `data` starting at byte `at` (where a length prefix is).
+    pub fn new(data: &'a [u8], at: usize, count: u32) -> PrefixWalk<'a> {
+        PrefixWalk {
+            data,
+            at,
+            left: count,
         }
     }
 
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.ranges.len() + usize::from(self.whole.is_some());
-        (n, Some(n))
+    /// Where the next length prefix is.
+    pub fn offset(&self) -> usize {
+        self.at
     }
 }
 
-impl ExactSizeIterator for RangeIter<'_> {}
+impl Iterator for PrefixWalk<'_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        if self.left == 0 {
+            return None;
+        }
+        let len = self.data.get(self.at..self.at + 4)?;
+        let len = u32::from_be_bytes([len[0], len[1], len[2], len[3]]) as usize;
+        let start = self.at + 4;
+        let end = start.checked_add(len).filter(|&e| e <= self.data.len())?;
+        self.at = end;
+        self.left -= 1;
+        // Within `data`, which is at most u32::MAX bytes.
+        Some((start as u32, end as u32))
+    }
+}
+
+enum RangeIter<'a> {
+    Whole(Option<u32>),
+    Listed(std::slice::Iter<'a, (u32, u32)>),
+    Prefixed(PrefixWalk<'a>),
+}
+
+/// A [`RangeIter`] that knows its length (the walk alone cannot tell where a broken layout
+/// would end it, so the count can only be an upper bound there; it is exact for every layout
+/// the parser and constructors accept).
+struct Exact<'a> {
+    inner: RangeIter<'a>,
+    left: usize,
+}
+
+impl Iterator for Exact<'_> {
+    type Item = (u32, u32);
+
+    fn next(&mut self) -> Option<(u32, u32)> {
+        let r = match &mut self.inner {
+            RangeIter::Whole(w) => w.take().map(|len| (0, len)),
+            RangeIter::Listed(it) => it.next().copied(),
+            RangeIter::Prefixed(walk) => walk.next(),
+        };
+        self.left = if r.is_some() {
+            self.left.saturating_sub(1)
+        } else {
+            0
+        };
+        r
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (self.left, Some(self.left))
+    }
+}
+
+impl ExactSizeIterator for Exact<'_> {}
 
 fn check_len(data: &Bytes) -> Result<(), TooLarge> {
     if data.len() > u32::MAX as usize {
@@ -242,6 +314,31 @@ mod tests {
         assert_eq!(c.data().len(), 5, "no length prefixes, no gaps");
         assert_eq!((r.len(), r.total_bytes()), (2, 5));
         assert_eq!(r.ranges().len(), 2);
+    }
+
+    #[test]
+    fn prefixed_bodies_are_walked_in_place() {
+        let wire = Bytes::from_static(b"\0\0\0\x03abc\0\0\0\x02de");
+        let p = Bodies::prefixed(wire.clone()).expect("well formed");
+        assert_eq!(collect(&p), vec![b"abc".to_vec(), b"de".to_vec()]);
+        assert_eq!(
+            (p.len(), p.total_bytes(), p.prefixed_count()),
+            (2, 5, Some(2))
+        );
+        assert_eq!(p.ranges().collect::<Vec<_>>(), vec![(4, 7), (11, 13)]);
+        assert_eq!(p.ranges().len(), 2);
+        assert_eq!(p, Bodies::concat([&b"abc"[..], b"de"]).expect("fits"));
+        assert!(std::ptr::eq(p.data().as_ptr(), wire.as_ptr()), "not copied");
+        // A length past the end, or a stray byte after the last body, is refused.
+        for bad in [&b"\0\0\0\x04abc"[..], b"\0\0\0\x01ab", b"\0\0"] {
+            assert!(
+                Bodies::prefixed(Bytes::from_static(bad)).is_err(),
+                "{bad:?}"
+            );
+        }
+        // A count larger than the layout holds ends the walk early instead of reading past it.
+        let short = Bodies::prefixed_checked(wire, 3).expect("fits");
+        assert_eq!(short.iter().count(), 2);
     }
 
     #[test]

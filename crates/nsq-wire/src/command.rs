@@ -470,16 +470,12 @@ pub fn parse_with(
         return Ok(None);
     }
     let body_at = line.len + 4;
-    // MPUB: validate before consuming, so an error leaves nothing half-taken. Spans are
-    // relative to the whole command (`total` < 2^31 + MAX_LINE_LEN, so they fit 32 bits).
-    let mut spans: Vec<(u32, u32)> = Vec::new();
+    // MPUB: validate before consuming, so an error leaves nothing half-taken. The bodies then
+    // keep their wire layout (length prefixes), so this walk is the only one.
+    let mut count = 0u32;
     if kind == BodyKind::Mpub {
         let body = &buf[body_at..total];
-        spans.reserve(body.get(..4).map_or(0, read_i32).clamp(0, 1 << 16) as usize);
-        let at = body_at as u32;
-        if let Err(e) = split_mpub(body, limits, |a, b| {
-            spans.push((at + a as u32, at + b as u32))
-        }) {
+        if let Err(e) = split_mpub(body, limits, |_, _| count += 1) {
             return Err(ParseError::ProtocolAfterTopic {
                 error: e,
                 topic: topic_name(),
@@ -497,7 +493,7 @@ pub fn parse_with(
         _ => {
             large
                 && buf.capacity() <= total + ZERO_COPY_SLACK
-                && (kind != BodyKind::Mpub || total - body_at >= spans.len() * 1024)
+                && (kind != BodyKind::Mpub || total - body_at >= count as usize * 1024)
         }
     };
     if split {
@@ -515,13 +511,14 @@ pub fn parse_with(
             },
             _ => Command::Mpub {
                 topic,
-                bodies: Bodies::from_spans(whole, spans).map_err(bodies_err)?,
+                bodies: Bodies::prefixed_checked(whole.slice(body_at + 4..), count)
+                    .map_err(bodies_err)?,
             },
         }));
     }
     // Otherwise copy out rather than split the read buffer: the buffer is then never pinned by
     // a queued message and is reused rather than reallocated. One exact-size allocation per
-    // command; an MPUB's bodies are copied back to back into it.
+    // command; an MPUB's bodies are copied with their length prefixes, in one copy.
     let topic = Bytes::copy_from_slice(&buf[topic_at.0..topic_at.1]);
     let body = &buf[body_at..total];
     let copy = || Bytes::copy_from_slice(body);
@@ -539,7 +536,11 @@ pub fn parse_with(
         },
         BodyKind::Mpub => Command::Mpub {
             topic,
-            bodies: Bodies::copy_spans(&buf[..total], spans).map_err(bodies_err)?,
+            bodies: Bodies::prefixed_checked(
+                Bytes::copy_from_slice(body.get(4..).unwrap_or_default()),
+                count,
+            )
+            .map_err(bodies_err)?,
         },
     };
     buf.advance(total);

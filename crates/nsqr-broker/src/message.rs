@@ -1,8 +1,9 @@
 //! Messages as the engine holds them. Memory per queued message is a target (a queued 200-byte
 //! message may cost at most 240 bytes of RSS) and so is fan-out, so everything a publish shares
 //! lives once in its batch: one buffer with all of its bodies (the slice of its connection's
-//! read buffer it arrived in, or a copy), the publish time, the first id (the others follow
-//! from it) and each message's 32-bit range.
+//! read buffer it arrived in, or a copy), the publish time and the first id (the others follow
+//! from it). A TCP MPUB's bodies keep their length prefixes and are found by walking them,
+//! which queues do with a byte cursor; other multi-message publishes keep a range each.
 //!
 //! - [`Published`]: a whole publish, attempts 0. Queues hold it as a run (a counted reference
 //!   and a cursor), so fanning a 200-message MPUB out to N channels is N reference counts, not
@@ -13,6 +14,7 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
+use nsq_wire::bodies::PrefixWalk;
 use nsq_wire::{Bodies, MessageId};
 
 /// What the messages of one publish share.
@@ -25,9 +27,9 @@ struct Batch {
     index: Index,
 }
 
-/// Where the messages of a batch are. A single PUB (the whole buffer, one id) needs no
-/// allocation of its own; an MPUB has one 8-byte range per message (its ids follow from the
-/// first, [`MessageId::nth_after`]).
+/// Where the messages of a batch are. A single PUB (the whole buffer, one id) and a TCP MPUB
+/// (length-prefixed bodies) need no allocation of their own; an HTTP /mpub has one 8-byte
+/// range per message. Ids follow from the first ([`MessageId::nth_after`]).
 #[derive(Debug)]
 enum Index {
     /// The batch of one message that carries its own id (read back from disk, detached).
@@ -39,6 +41,8 @@ enum Index {
         first: MessageId,
         ranges: Box<[(u32, u32)]>,
     },
+    /// The first id, and how many bodies, each after its big-endian u32 length.
+    Prefixed { first: MessageId, count: u32 },
 }
 
 #[derive(Debug, Clone)]
@@ -139,13 +143,13 @@ impl Published {
     pub fn new(bodies: &Bodies, timestamp: i64, first: MessageId) -> Published {
         let data = bodies.data().clone();
         let whole = bodies.len() == 1 && bodies.ranges().next() == Some((0, data.len() as u32));
-        let index = if whole {
-            Index::Whole(first)
-        } else {
-            Index::Many {
+        let index = match bodies.prefixed_count() {
+            _ if whole => Index::Whole(first),
+            Some(count) => Index::Prefixed { first, count },
+            None => Index::Many {
                 first,
                 ranges: bodies.ranges().collect(),
-            }
+            },
         };
         Published(Arc::new(Batch {
             timestamp,
@@ -158,6 +162,7 @@ impl Published {
         match &self.0.index {
             Index::Own | Index::Whole(_) => 1,
             Index::Many { ranges, .. } => ranges.len(),
+            Index::Prefixed { count, .. } => *count as usize,
         }
     }
 
@@ -165,29 +170,63 @@ impl Published {
         self.len() == 0
     }
 
-    /// Message `i`, or None past the end.
-    pub fn message(&self, i: usize) -> Option<Message> {
-        let (id, start, end) = match &self.0.index {
+    /// Where message `i` is found, for [`Published::message_at`]: a byte offset into a
+    /// length-prefixed batch (found by walking, O(i)), 0 for the others.
+    pub fn cursor(&self, i: usize) -> u32 {
+        match &self.0.index {
+            Index::Prefixed { count, .. } => {
+                let mut walk = PrefixWalk::new(&self.0.data, 0, *count);
+                for _ in 0..i.min(*count as usize) {
+                    walk.next();
+                }
+                // The buffer of a `Bodies` is at most u32::MAX bytes.
+                walk.offset() as u32
+            }
+            _ => 0,
+        }
+    }
+
+    /// Message `i`, whose cursor is `at` ([`Published::cursor`] of `i`), and the cursor of
+    /// message `i + 1`; None past the end.
+    pub fn message_at(&self, i: usize, at: u32) -> Option<(Message, u32)> {
+        let (id, start, end, next) = match &self.0.index {
             // The buffer of a `Bodies` is at most u32::MAX bytes.
-            Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32),
+            Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32, 0),
             Index::Own | Index::Whole(_) => return None,
             Index::Many { first, ranges } => {
                 let (start, end) = *ranges.get(i)?;
-                (first.nth_after(i as u64), start, end)
+                (first.nth_after(i as u64), start, end, 0)
+            }
+            Index::Prefixed { first, count } => {
+                let left = count.checked_sub(u32::try_from(i).ok()?)?;
+                let mut walk = PrefixWalk::new(&self.0.data, at as usize, left);
+                let (start, end) = walk.next()?;
+                (first.nth_after(i as u64), start, end, walk.offset() as u32)
             }
         };
-        Some(Message {
+        let m = Message {
             id,
             batch: Arc::clone(&self.0),
             start,
             end,
             attempts: 0,
-        })
+        };
+        Some((m, next))
+    }
+
+    /// Message `i`, or None past the end (O(i) for a TCP MPUB: queues use a cursor instead).
+    pub fn message(&self, i: usize) -> Option<Message> {
+        self.message_at(i, self.cursor(i)).map(|(m, _)| m)
     }
 
     /// Messages `from..to` (clamped to the publish).
     pub fn messages(&self, from: usize, to: usize) -> impl Iterator<Item = Message> + '_ {
-        (from..to.min(self.len())).filter_map(|i| self.message(i))
+        let mut at = self.cursor(from);
+        (from..to.min(self.len())).map_while(move |i| {
+            let (m, next) = self.message_at(i, at)?;
+            at = next;
+            Some(m)
+        })
     }
 }
 
@@ -247,6 +286,38 @@ mod tests {
             p.message(0).map(|m| m.body().to_vec()),
             Some(b"line".to_vec())
         );
+    }
+
+    #[test]
+    fn an_mpub_is_walked_by_its_length_prefixes() {
+        let mut wire = Vec::new();
+        for b in [&b"one"[..], b"", b"three"] {
+            wire.extend_from_slice(&(b.len() as u32).to_be_bytes());
+            wire.extend_from_slice(b);
+        }
+        let bodies = Bodies::prefixed(Bytes::from(wire)).expect("well formed");
+        let p = Published::new(&bodies, 7, MessageId(20));
+        assert!(matches!(p.0.index, Index::Prefixed { count: 3, .. }));
+        let all: Vec<(u64, Vec<u8>)> = p
+            .messages(0, 9)
+            .map(|m| (m.id.0, m.body().to_vec()))
+            .collect();
+        assert_eq!(
+            all,
+            [(20, b"one".to_vec()), (21, vec![]), (22, b"three".to_vec())]
+        );
+        // The cursor walk and the direct walk agree, from anywhere.
+        let (m, next) = p.message_at(1, p.cursor(1)).expect("second");
+        assert_eq!((m.id.0, next), (21, p.cursor(2)));
+        assert_eq!(p.cursor(2), 11);
+        assert_eq!(
+            p.messages(2, 3)
+                .map(|m| m.body().to_vec())
+                .collect::<Vec<_>>(),
+            [b"three".to_vec()]
+        );
+        assert!(p.message(3).is_none());
+        assert!(p.message_at(3, p.cursor(3)).is_none());
     }
 
     #[test]

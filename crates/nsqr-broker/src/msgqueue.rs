@@ -11,11 +11,12 @@ use crate::message::{Message, Published};
 
 #[derive(Debug)]
 enum Entry {
-    /// Messages `next..end` of a publish.
+    /// Messages `next..end` of a publish; `at` is where `next` is ([`Published::cursor`]).
     Run {
         p: Published,
         next: u32,
         end: u32,
+        at: u32,
     },
     One(Message),
 }
@@ -51,6 +52,7 @@ impl MessageQueue {
             p: p.clone(),
             next,
             end: end32,
+            at: p.cursor(range.start),
         });
         self.len += end - range.start;
     }
@@ -72,11 +74,14 @@ impl MessageQueue {
                     Some(Entry::One(m)) => (Some(m), false),
                     _ => (None, false),
                 },
-                Entry::Run { p, next, end } => {
-                    let m = p.message(*next as usize);
-                    *next += 1;
-                    (m, *next >= *end)
-                }
+                Entry::Run { p, next, end, at } => match p.message_at(*next as usize, *at) {
+                    Some((m, after)) => {
+                        *next += 1;
+                        *at = after;
+                        (Some(m), *next >= *end)
+                    }
+                    None => (None, true),
+                },
             };
             if finished {
                 self.entries.pop_front();
@@ -120,11 +125,22 @@ mod tests {
     use nsq_wire::{Bodies, MessageId};
     use proptest::prelude::*;
 
+    /// Bodies `b<id>`: in MPUB layout (length prefixes) for odd first ids, with a range per
+    /// message (as HTTP /mpub has) for even ones.
     fn publish(first_id: u64, n: usize) -> Published {
         let bodies: Vec<String> = (0..n)
             .map(|i| format!("b{}", first_id + i as u64))
             .collect();
-        let bodies = Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small");
+        let bodies = if first_id % 2 == 1 {
+            let mut wire = Vec::new();
+            for b in &bodies {
+                wire.extend_from_slice(&(b.len() as u32).to_be_bytes());
+                wire.extend_from_slice(b.as_bytes());
+            }
+            Bodies::prefixed(Bytes::from(wire)).expect("well formed")
+        } else {
+            Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small")
+        };
         Published::new(&bodies, 0, MessageId(first_id))
     }
 
@@ -158,10 +174,13 @@ mod tests {
                 match op {
                     Op::Run(n, a, b) => {
                         let p = publish(next_id, n);
-                        next_id += n as u64;
                         let (a, b) = (a.min(b), a.max(b));
                         q.push_run(&p, a..b);
-                        model.extend(p.messages(a, b).map(|m| (m.id.0, m.body().to_vec())));
+                        model.extend((a..b.min(n)).map(|i| {
+                            let id = next_id + i as u64;
+                            (id, format!("b{id}").into_bytes())
+                        }));
+                        next_id += n as u64 + 1;
                     }
                     Op::PushBack => {
                         next_id += 1;

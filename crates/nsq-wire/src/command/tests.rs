@@ -538,7 +538,7 @@ fn a_large_pub_is_read_into_its_own_buffer_and_not_copied() {
 
 #[test]
 fn large_and_small_mpubs_parse_the_same() {
-    // Large messages: handed over in place (prefixes kept); small ones: copied compactly.
+    // Large messages are handed over in place, small ones copied: both keep the wire layout.
     for (size, count) in [(4096usize, 40usize), (100, 2000)] {
         let msgs: Vec<Vec<u8>> = (0..count).map(|i| vec![(i % 251) as u8; size]).collect();
         let refs: Vec<&[u8]> = msgs.iter().map(Vec::as_slice).collect();
@@ -548,8 +548,12 @@ fn large_and_small_mpubs_parse_the_same() {
         match cmd {
             Command::Mpub { bodies, .. } => {
                 assert_eq!(bodies.iter().collect::<Vec<_>>(), refs, "{size}");
-                let compact = bodies.data().len() == size * count;
-                assert_eq!(compact, size < 1024, "{size}: data {}", bodies.data().len());
+                assert_eq!(bodies.prefixed_count(), Some(count as u32));
+                assert_eq!(
+                    bodies.data().len(),
+                    (size + 4) * count,
+                    "{size}: prefixes kept"
+                );
             }
             other => panic!("{other:?}"),
         }
