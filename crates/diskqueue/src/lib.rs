@@ -31,7 +31,8 @@
 //!   from the data files (see `recovery.rs` for the exact rules).
 //! * `max_bytes` bounds the queue's files (`--max-disk-bytes`): a put beyond it fails with
 //!   [`DiskQueueError::Full`].
-//! * [`DiskQueue::put_batch`] writes many records with one `write` per file.
+//! * [`DiskQueue::put_batch`] writes many records with one `write` per file, and
+//!   [`DiskQueue::read_chunk`] reads many with one `pread` into one buffer.
 //! * Explicit acknowledgements (`ack.rs`): in that mode a read record stays in the persisted
 //!   queue until [`DiskQueue::ack`], so an at-least-once owner loses nothing it handed out when
 //!   the process dies; [`DiskQueue::flush_durable`] makes appended records durable before a
@@ -55,6 +56,7 @@
 //! ```
 
 mod ack;
+mod chunk;
 mod error;
 mod files;
 mod options;
@@ -64,6 +66,7 @@ mod record;
 mod recovery;
 mod write;
 
+pub use chunk::{Chunk, PayloadRanges};
 pub use error::{DiskQueueError, Result};
 pub use options::{DiskQueueOptions, LENGTH_PREFIX_LEN, MESSAGE_HEADER_LEN};
 pub use queue::{Corruption, Counters, DiskQueue};

@@ -14,11 +14,20 @@ use crate::queue::{Corruption, DiskQueue, Peeked, ReadHandle};
 use crate::record::{read_record, record_len, ReadFailure};
 
 /// One step of the reader.
-enum Step {
-    Record(Peeked),
+pub(crate) enum Step<T> {
+    Record(T),
     /// The read file is finished (a complete file read to its end, possibly empty).
     EndOfFile,
     /// The read file does not exist.
+    Missing,
+}
+
+/// The read file, open, as far as a reader may go in it.
+pub(crate) enum Window {
+    /// Valid data runs from the read position to `end`; `complete`: a finished file (not the
+    /// write file).
+    Open { end: u64, complete: bool },
+    EndOfFile,
     Missing,
 }
 
@@ -48,12 +57,21 @@ impl DiskQueue {
 
     /// Reads the record at the read position, skipping finished, missing and corrupt files.
     fn fetch(&mut self) -> Result<Option<Peeked>> {
+        self.fetch_with(Self::step)
+    }
+
+    /// Runs `step` at the read position until it reads something or the queue has nothing to
+    /// read, skipping finished, missing and corrupt files on the way.
+    pub(crate) fn fetch_with<T>(
+        &mut self,
+        mut step: impl FnMut(&mut Self) -> std::result::Result<Step<T>, ReadFailure>,
+    ) -> Result<Option<T>> {
         loop {
             if !self.has_data() {
                 self.check_tail();
                 return Ok(None);
             }
-            match self.step() {
+            match step(self) {
                 Ok(Step::Record(p)) => return Ok(Some(p)),
                 Ok(Step::EndOfFile) => self.leave_read_file(),
                 Ok(Step::Missing) => self.skip_missing_file(),
@@ -71,7 +89,39 @@ impl DiskQueue {
         }
     }
 
-    fn step(&mut self) -> std::result::Result<Step, ReadFailure> {
+    fn step(&mut self) -> std::result::Result<Step<Peeked>, ReadFailure> {
+        let (end, complete) = match self.window()? {
+            Window::Open { end, complete } => (end, complete),
+            Window::EndOfFile => return Ok(Step::EndOfFile),
+            Window::Missing => return Ok(Step::Missing),
+        };
+        let pos = self.read.pos;
+        let Some(handle) = self.reader.as_mut() else {
+            return Ok(Step::Missing);
+        };
+        if handle.offset != pos {
+            handle
+                .reader
+                .seek(SeekFrom::Start(pos))
+                .map_err(ReadFailure::Io)?;
+            handle.offset = pos;
+        }
+        let payload = match read_record(&mut handle.reader, end - pos, &self.opts) {
+            Ok(p) => p,
+            Err(e) => {
+                handle.offset = u64::MAX;
+                return Err(e);
+            }
+        };
+        let next_pos = pos + record_len(payload.len());
+        handle.offset = next_pos;
+        let next = self.position_after(next_pos, end, complete);
+        Ok(Step::Record(Peeked { payload, next }))
+    }
+
+    /// Opens the read file if needed and says how far its valid data goes: the end of a
+    /// finished file, the write position in the write file.
+    pub(crate) fn window(&mut self) -> std::result::Result<Window, ReadFailure> {
         let file_num = self.read.file;
         let pos = self.read.pos;
         let complete = file_num < self.write.file;
@@ -84,7 +134,7 @@ impl DiskQueue {
                     offset: u64::MAX,
                     complete_len: None,
                 },
-                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Step::Missing),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Window::Missing),
                 Err(e) => return Err(ReadFailure::Io(e)),
             },
         };
@@ -112,35 +162,24 @@ impl DiskQueue {
                 )));
             }
             // Only a complete file can end here: in the write file pos < write.pos.
-            return Ok(Step::EndOfFile);
+            return Ok(Window::EndOfFile);
         }
-        if handle.offset != pos {
-            handle
-                .reader
-                .seek(SeekFrom::Start(pos))
-                .map_err(ReadFailure::Io)?;
-            handle.offset = pos;
-        }
-        let payload = match read_record(&mut handle.reader, end - pos, &self.opts) {
-            Ok(p) => p,
-            Err(e) => {
-                handle.offset = u64::MAX;
-                return Err(e);
-            }
-        };
-        let next_pos = pos + record_len(payload.len());
-        handle.offset = next_pos;
-        let next = if complete && next_pos >= end {
-            Position::start_of(file_num + 1)
+        Ok(Window::Open { end, complete })
+    }
+
+    /// Where the reader goes after a record ending at `next_pos` of the read file: the start of
+    /// the next file once a finished file is read to its end.
+    pub(crate) fn position_after(&self, next_pos: u64, end: u64, complete: bool) -> Position {
+        if complete && next_pos >= end {
+            Position::start_of(self.read.file + 1)
         } else {
-            Position::new(file_num, next_pos)
-        };
-        Ok(Step::Record(Peeked { payload, next }))
+            Position::new(self.read.file, next_pos)
+        }
     }
 
     /// Moves the read position past a consumed record. In explicit-ack mode the record stays
     /// part of the persisted queue until [`DiskQueue::ack`].
-    fn consume(&mut self, next: Position) {
+    pub(crate) fn consume(&mut self, next: Position) {
         self.read = next;
         if self.depth > 0 {
             self.depth -= 1;

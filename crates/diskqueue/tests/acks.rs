@@ -143,3 +143,22 @@ fn turning_explicit_ack_off_acknowledges_everything_read() {
     q.close().unwrap();
     assert_eq!(nsqd_read_all(dir.path(), "t").1.len(), 2);
 }
+
+#[test]
+fn records_of_a_chunk_are_acknowledged_one_by_one() {
+    let dir = TempDir::new("ack-chunk");
+    let mut q = explicit(dir.path(), 1 << 20);
+    for i in 0..5 {
+        q.put(&msg(i, 2)).unwrap();
+    }
+    let chunk = q.read_chunk(4, 1 << 20).unwrap().unwrap();
+    assert_eq!(chunk.len(), 4);
+    assert_eq!((q.depth(), q.unacked()), (1, 4));
+    assert_eq!(q.ack(3), 3);
+    q.sync().unwrap();
+    // 32 bytes per record: the metadata points just past the third
+    assert_eq!(meta_text(dir.path(), "t"), "2\n0,96\n0,160\n");
+    drop(q); // crash
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    assert_eq!(drain(&mut q), (3..5).map(|i| msg(i, 2)).collect::<Vec<_>>());
+}

@@ -1,4 +1,4 @@
-//! Property test: random sequences of puts, batches, reads, peeks, syncs, empties, clean
+//! Property test: random sequences of puts, batches, reads (one by one and in chunks), peeks, syncs, empties, clean
 //! reopens and crash reopens behave like a `VecDeque`, with tiny files so rolling and file
 //! deletion happen constantly. A crash may only redeliver records read since the last explicit
 //! sync (at-least-once), never lose or reorder one.
@@ -18,6 +18,8 @@ enum Op {
     Put(usize),
     PutBatch(Vec<usize>),
     Read,
+    /// read_chunk(max records, max bytes)
+    ReadChunk(usize, usize),
     Peek,
     Sync,
     Empty,
@@ -30,6 +32,7 @@ fn op() -> impl Strategy<Value = Op> {
         8 => (0usize..60).prop_map(Op::Put),
         2 => prop::collection::vec(0usize..60, 0..6).prop_map(Op::PutBatch),
         8 => Just(Op::Read),
+        4 => (0usize..8, 0usize..200).prop_map(|(n, b)| Op::ReadChunk(n, b)),
         2 => Just(Op::Peek),
         1 => Just(Op::Sync),
         1 => Just(Op::Empty),
@@ -95,6 +98,20 @@ proptest! {
                         m.history.push(p);
                         m.reads_since_sync += 1;
                     }
+                }
+                Op::ReadChunk(max_records, max_bytes) => {
+                    let got = q.read_chunk(max_records, max_bytes).unwrap();
+                    let got: Vec<Vec<u8>> = got
+                        .map(|c| c.payloads().map(<[u8]>::to_vec).collect())
+                        .unwrap_or_default();
+                    prop_assert!(got.len() <= max_records);
+                    if max_records > 0 && !m.unread.is_empty() {
+                        prop_assert!(!got.is_empty(), "a chunk holds at least one record");
+                    }
+                    let want: Vec<Vec<u8>> = m.unread.drain(..got.len()).collect();
+                    prop_assert_eq!(&got, &want);
+                    m.reads_since_sync += got.len();
+                    m.history.extend(got);
                 }
                 Op::Peek => {
                     let got = q.peek().unwrap().map(<[u8]>::to_vec);

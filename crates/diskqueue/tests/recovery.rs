@@ -356,3 +356,55 @@ fn stale_depth_is_reset_when_nothing_is_left() {
     assert_eq!(q.write_position(), (3, 0));
     assert_eq!(meta_text(dir.path(), "t"), "0\n3,0\n3,0\n");
 }
+
+#[test]
+fn chunked_reads_stop_before_a_corrupt_length_then_quarantine_like_single_reads() {
+    let dir = TempDir::new("corrupt-chunk");
+    let mut q = open(dir.path(), "t", opts(124)); // four records per file
+    for i in 0..6 {
+        q.put(&msg(i, 1)).unwrap();
+    }
+    q.close().unwrap();
+    // record 2 (at 2 x 31 bytes) gets an impossible length
+    let path = data_path(dir.path(), "t", 0);
+    let mut bytes = fs::read(&path).unwrap();
+    bytes[62..66].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
+    fs::write(&path, bytes).unwrap();
+
+    let mut q = open(dir.path(), "t", opts(124));
+    let first = q.read_chunk(100, 1 << 20).unwrap().unwrap();
+    assert_eq!(
+        first.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+        [msg(0, 1), msg(1, 1)]
+    );
+    assert_eq!((q.read_position(), q.corrupt_files()), ((0, 62), 0));
+    // the next chunk meets the bad length first: the file is quarantined, reading goes on
+    let next = q.read_chunk(100, 1 << 20).unwrap().unwrap();
+    assert_eq!(
+        next.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+        [msg(4, 1), msg(5, 1)]
+    );
+    assert_eq!(q.corrupt_files(), 1);
+    assert_eq!(q.last_corruption().unwrap().offset, 62);
+    assert!(dir.path().join("t.diskqueue.000000.dat.bad").exists());
+    assert_eq!(q.read_chunk(100, 1 << 20).unwrap(), None);
+}
+
+#[test]
+fn a_chunk_holds_one_record_larger_than_its_byte_budget_and_stops_at_the_write_position() {
+    let dir = TempDir::new("chunk-sizes");
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    q.put(&msg(0, 500)).unwrap();
+    q.put(&msg(1, 3)).unwrap();
+    q.put(&msg(2, 3)).unwrap();
+    let big = q.read_chunk(10, 16).unwrap().unwrap();
+    assert_eq!(big.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(), [msg(0, 500)]);
+    assert_eq!(big.data().len(), 4 + msg(0, 500).len());
+    let rest = q.read_chunk(10, 1 << 20).unwrap().unwrap();
+    assert_eq!(rest.len(), 2);
+    assert_eq!(q.read_chunk(10, 1 << 20).unwrap(), None);
+    q.put(&msg(3, 3)).unwrap();
+    let more = q.read_chunk(10, 1 << 20).unwrap().unwrap();
+    assert_eq!(more.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(), [msg(3, 3)]);
+    assert_eq!(q.depth(), 0);
+}
