@@ -25,6 +25,14 @@ pub struct Chunk {
 }
 
 impl Chunk {
+    /// A chunk of `data` if it is exactly whole records (`[u32 BE length][payload]` back to
+    /// back; lengths are not checked against any queue's bounds). For owners' tests.
+    pub fn from_layout(data: Vec<u8>) -> Option<Chunk> {
+        let mut walk = PayloadRanges::new(&data);
+        let count = walk.by_ref().count();
+        (walk.offset() == data.len()).then_some(Chunk { data, count })
+    }
+
     /// How many records.
     pub fn len(&self) -> usize {
         self.count
@@ -42,16 +50,12 @@ impl Chunk {
 
     /// Where each payload is in [`Chunk::data`], in order.
     pub fn payload_ranges(&self) -> PayloadRanges<'_> {
-        PayloadRanges {
-            data: &self.data,
-            at: 0,
-        }
+        PayloadRanges::new(&self.data)
     }
 
     /// The payloads, in order.
     pub fn payloads(&self) -> impl Iterator<Item = &[u8]> + '_ {
-        self.payload_ranges()
-            .filter_map(move |r| self.data.get(r))
+        self.payload_ranges().filter_map(move |r| self.data.get(r))
     }
 
     /// The buffer, to keep (payloads at [`Chunk::payload_ranges`]).
@@ -74,7 +78,12 @@ pub struct PayloadRanges<'a> {
     at: usize,
 }
 
-impl PayloadRanges<'_> {
+impl<'a> PayloadRanges<'a> {
+    /// The payloads of `data`, a record layout, from its start.
+    pub fn new(data: &'a [u8]) -> PayloadRanges<'a> {
+        PayloadRanges { data, at: 0 }
+    }
+
     /// Offset of the next record's length prefix.
     pub fn offset(&self) -> usize {
         self.at
@@ -181,7 +190,12 @@ impl DiskQueue {
 
     /// Validates the record at `at` of `data` (which holds its length prefix, or less if
     /// `left`, the valid bytes from there, is too short for one); returns its payload length.
-    fn check_record(&self, data: &[u8], at: usize, left: u64) -> std::result::Result<usize, ReadFailure> {
+    fn check_record(
+        &self,
+        data: &[u8],
+        at: usize,
+        left: u64,
+    ) -> std::result::Result<usize, ReadFailure> {
         let prefix: Option<[u8; 4]> = data
             .get(at..at + LENGTH_PREFIX_LEN as usize)
             .and_then(|p| p.try_into().ok());

@@ -26,7 +26,10 @@ pub(crate) enum Step<T> {
 pub(crate) enum Window {
     /// Valid data runs from the read position to `end`; `complete`: a finished file (not the
     /// write file).
-    Open { end: u64, complete: bool },
+    Open {
+        end: u64,
+        complete: bool,
+    },
     EndOfFile,
     Missing,
 }

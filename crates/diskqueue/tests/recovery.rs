@@ -398,13 +398,19 @@ fn a_chunk_holds_one_record_larger_than_its_byte_budget_and_stops_at_the_write_p
     q.put(&msg(1, 3)).unwrap();
     q.put(&msg(2, 3)).unwrap();
     let big = q.read_chunk(10, 16).unwrap().unwrap();
-    assert_eq!(big.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(), [msg(0, 500)]);
+    assert_eq!(
+        big.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+        [msg(0, 500)]
+    );
     assert_eq!(big.data().len(), 4 + msg(0, 500).len());
     let rest = q.read_chunk(10, 1 << 20).unwrap().unwrap();
     assert_eq!(rest.len(), 2);
     assert_eq!(q.read_chunk(10, 1 << 20).unwrap(), None);
     q.put(&msg(3, 3)).unwrap();
     let more = q.read_chunk(10, 1 << 20).unwrap().unwrap();
-    assert_eq!(more.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(), [msg(3, 3)]);
+    assert_eq!(
+        more.payloads().map(<[u8]>::to_vec).collect::<Vec<_>>(),
+        [msg(3, 3)]
+    );
     assert_eq!(q.depth(), 0);
 }

@@ -32,8 +32,11 @@ struct Batch {
 /// range per message. Ids follow from the first ([`MessageId::nth_after`]).
 #[derive(Debug)]
 enum Index {
-    /// The batch of one message that carries its own id (read back from disk, detached).
+    /// The batch of one message that carries its own id (detached, or built by a test).
     Own,
+    /// Records read back from disk (`codec.rs`): each message carries its own id, and its
+    /// timestamp is in the record header just before its body.
+    Records,
     /// One message, the whole buffer (a PUB).
     Whole(MessageId),
     /// The first id, and start and end per message.
@@ -73,34 +76,6 @@ impl Message {
         })
     }
 
-    /// A message read back from disk: its body is `record[body_at..]`, kept in the record's own
-    /// allocation (no copy, no second allocation for a shared slice). None if `body_at` is past
-    /// the end or the record is over 4 GiB.
-    pub fn from_record(
-        id: MessageId,
-        timestamp: i64,
-        attempts: u16,
-        record: Vec<u8>,
-        body_at: usize,
-    ) -> Option<Message> {
-        let start = u32::try_from(body_at).ok()?;
-        let end = u32::try_from(record.len()).ok()?;
-        if start > end {
-            return None;
-        }
-        Some(Message {
-            id,
-            batch: Arc::new(Batch {
-                timestamp,
-                data: Bytes::from(record),
-                index: Index::Own,
-            }),
-            start,
-            end,
-            attempts,
-        })
-    }
-
     /// The same message with a copy of its body in a batch of its own. For a message that will
     /// wait long (requeued with a delay): it must not keep alive the buffer of its whole
     /// publish, or the read buffer its publisher's bytes arrived in, for that long.
@@ -108,7 +83,7 @@ impl Message {
         Message {
             id: self.id,
             batch: Arc::new(Batch {
-                timestamp: self.batch.timestamp,
+                timestamp: self.timestamp(),
                 data: Bytes::copy_from_slice(self.body()),
                 index: Index::Own,
             }),
@@ -128,7 +103,47 @@ impl Message {
 
     /// Unix nanoseconds at publish.
     pub fn timestamp(&self) -> i64 {
-        self.batch.timestamp
+        match self.batch.index {
+            Index::Records => crate::codec::timestamp_before(&self.batch.data, self.start as usize),
+            _ => self.batch.timestamp,
+        }
+    }
+}
+
+/// A buffer of records read back from disk in one go, shared by the messages pointing into it
+/// (one allocation and one reference count for the lot instead of two allocations each).
+#[derive(Debug)]
+pub(crate) struct RecordBatch(Arc<Batch>);
+
+impl RecordBatch {
+    pub(crate) fn new(data: Bytes) -> RecordBatch {
+        RecordBatch(Arc::new(Batch {
+            timestamp: 0,
+            data,
+            index: Index::Records,
+        }))
+    }
+
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.0.data
+    }
+
+    /// The message whose record header ends at `body.start` (the codec has checked it) and
+    /// whose body is `body`. None if `body` is not in the buffer.
+    pub(crate) fn message(
+        &self,
+        id: MessageId,
+        attempts: u16,
+        body: std::ops::Range<usize>,
+    ) -> Option<Message> {
+        self.0.data.get(body.clone())?;
+        Some(Message {
+            id,
+            batch: Arc::clone(&self.0),
+            start: u32::try_from(body.start).ok()?,
+            end: u32::try_from(body.end).ok()?,
+            attempts,
+        })
     }
 }
 
@@ -160,7 +175,7 @@ impl Published {
 
     pub fn len(&self) -> usize {
         match &self.0.index {
-            Index::Own | Index::Whole(_) => 1,
+            Index::Own | Index::Records | Index::Whole(_) => 1,
             Index::Many { ranges, .. } => ranges.len(),
             Index::Prefixed { count, .. } => *count as usize,
         }
@@ -192,7 +207,7 @@ impl Published {
         let (id, start, end, next) = match &self.0.index {
             // The buffer of a `Bodies` is at most u32::MAX bytes.
             Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32, 0),
-            Index::Own | Index::Whole(_) => return None,
+            Index::Own | Index::Records | Index::Whole(_) => return None,
             Index::Many { first, ranges } => {
                 let (start, end) = *ranges.get(i)?;
                 (first.nth_after(i as u64), start, end, 0)
