@@ -112,6 +112,18 @@ impl DiskQueue {
     /// depth, syncing and explicit acknowledgements are as for that many
     /// [`DiskQueue::read_next`] calls.
     pub fn read_chunk(&mut self, max_records: usize, max_bytes: usize) -> Result<Option<Chunk>> {
+        self.read_chunk_in(Vec::new(), max_records, max_bytes)
+    }
+
+    /// [`DiskQueue::read_chunk`] into `buf` (its contents discarded): a caller that recycles the
+    /// buffers of chunks it is done with reads into memory the process already has.
+    pub fn read_chunk_in(
+        &mut self,
+        buf: Vec<u8>,
+        max_records: usize,
+        max_bytes: usize,
+    ) -> Result<Option<Chunk>> {
+        let mut buf = Some(buf);
         if max_records == 0 {
             return Ok(None);
         }
@@ -120,7 +132,7 @@ impl DiskQueue {
             return Ok(Some(Chunk::single(p.payload)));
         }
         let Some((chunk, end, complete)) =
-            self.fetch_with(|q| q.step_chunk(max_records, max_bytes))?
+            self.fetch_with(|q| q.step_chunk(&mut buf, max_records, max_bytes))?
         else {
             return Ok(None);
         };
@@ -137,6 +149,7 @@ impl DiskQueue {
     /// first, that is the chunk's failure.
     fn step_chunk(
         &mut self,
+        buf: &mut Option<Vec<u8>>,
         max_records: usize,
         max_bytes: usize,
     ) -> std::result::Result<Step<(Chunk, u64, bool)>, ReadFailure> {
@@ -152,8 +165,13 @@ impl DiskQueue {
         };
         let file = handle.reader.get_ref();
         let want = available.min(max_bytes.max(LENGTH_PREFIX_LEN as usize) as u64) as usize;
-        let mut data = vec![0u8; want];
-        read_exact_at(file, &mut data, pos)?;
+        let mut data = buf.take().unwrap_or_default();
+        data.clear();
+        data.resize(want, 0);
+        if let Err(e) = read_exact_at(file, &mut data, pos) {
+            *buf = Some(data);
+            return Err(e);
+        }
         let mut at = 0usize;
         let mut count = 0usize;
         while count < max_records {

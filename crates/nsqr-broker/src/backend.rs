@@ -19,6 +19,7 @@ use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, MESSAGE_HEADER_LEN}
 pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
 
+use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
 use crate::config::BrokerConfig;
 use crate::deferred_store;
@@ -27,10 +28,6 @@ use crate::link::Opened;
 use crate::message::Message;
 use crate::queue::Queue;
 use crate::stats::DiskStats;
-
-/// Bytes read from disk at a time: one `pread` and one buffer for ~280 records of 200 B, small
-/// enough to come from the allocator's reused memory rather than fresh pages.
-const READ_CHUNK_BYTES: usize = 64 * 1024;
 
 /// A message on its way to disk, with its due time (Unix ns) if deferred.
 #[derive(Debug)]
@@ -352,7 +349,10 @@ impl Backend {
         let mut left = w.load;
         done.records.reserve(left.min(4096));
         while left > 0 {
-            match st.dq.read_chunk(left, READ_CHUNK_BYTES) {
+            match st
+                .dq
+                .read_chunk_in(chunk_pool::POOL.take(), left, READ_CHUNK_BYTES)
+            {
                 Ok(Some(chunk)) => {
                     left -= chunk.len().min(left);
                     done.loaded += chunk.len();

@@ -3,7 +3,6 @@
 //! in one small place. Records come back from disk a chunk at a time; the messages of a chunk
 //! point into its buffer ([`RecordBatch`]).
 
-use bytes::Bytes;
 use diskqueue::{Chunk, PayloadRanges, MESSAGE_HEADER_LEN};
 use nsq_wire::MessageId;
 
@@ -24,7 +23,7 @@ pub(crate) fn encode(m: &Message, out: &mut Vec<u8>) {
 /// The messages of a chunk read from disk, in order; None for a record whose header does not
 /// decode (an id that is not 16 hex digits), which the caller reports.
 pub(crate) fn decode_chunk(chunk: Chunk, mut place: impl FnMut(Option<Message>)) {
-    let batch = RecordBatch::new(Bytes::from(chunk.into_data()));
+    let batch = RecordBatch::new(crate::chunk_pool::POOL.share(chunk.into_data()));
     for payload in PayloadRanges::new(batch.data()) {
         let header = batch.data().get(payload.clone()).and_then(header);
         let body = payload.start + MESSAGE_HEADER_LEN as usize..payload.end;

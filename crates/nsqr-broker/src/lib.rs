@@ -9,6 +9,7 @@
 mod ack_window;
 mod backend;
 pub mod channel;
+mod chunk_pool;
 pub mod client;
 mod codec;
 pub mod config;
