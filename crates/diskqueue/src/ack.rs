@@ -18,6 +18,7 @@ use crate::error::{DiskQueueError, Result};
 use crate::files::Position;
 use crate::queue::DiskQueue;
 use crate::record::record_len;
+use crate::write::Payload;
 
 impl DiskQueue {
     /// Turns explicit-ack mode on or off. Turning it off acknowledges everything read.
@@ -89,7 +90,7 @@ impl DiskQueue {
     /// and so need not read them back. Returns whether they were counted as read; when not
     /// (not in that mode, unread records ahead, or the files changed under the writer) they are
     /// simply queued for reading.
-    pub fn put_batch_read<P: AsRef<[u8]>>(&mut self, payloads: &[P]) -> Result<bool> {
+    pub fn put_batch_read<P: Payload>(&mut self, payloads: &[P]) -> Result<bool> {
         if !self.explicit_ack || self.has_data() || self.peeked.is_some() {
             self.put_batch(payloads)?;
             return Ok(false);
@@ -98,7 +99,7 @@ impl DiskQueue {
         let mut ends = Vec::with_capacity(payloads.len());
         let mut at = self.write;
         for p in payloads {
-            let len = record_len(p.as_ref().len());
+            let len = record_len(p.payload_len());
             if self.would_overflow(at.pos, len) {
                 at = Position::start_of(at.file + 1);
             }

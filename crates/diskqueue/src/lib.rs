@@ -70,3 +70,4 @@ pub use chunk::{Chunk, PayloadRanges};
 pub use error::{DiskQueueError, Result};
 pub use options::{DiskQueueOptions, LENGTH_PREFIX_LEN, MESSAGE_HEADER_LEN};
 pub use queue::{Corruption, Counters, DiskQueue};
+pub use write::Payload;

@@ -8,6 +8,7 @@ use std::io::{self, BufReader, Read};
 use std::path::Path;
 
 use crate::options::{DiskQueueOptions, LENGTH_PREFIX_LEN};
+use crate::write::Payload;
 
 /// Appends one record (length prefix + payload) to `buf`.
 pub(crate) fn encode_into(buf: &mut Vec<u8>, payload: &[u8]) {
@@ -15,6 +16,20 @@ pub(crate) fn encode_into(buf: &mut Vec<u8>, payload: &[u8]) {
     let len = payload.len() as u32;
     buf.extend_from_slice(&len.to_be_bytes());
     buf.extend_from_slice(payload);
+}
+
+/// Appends one record written by a [`Payload`] (length prefix + payload) to `buf`.
+pub(crate) fn encode_payload<P: Payload + ?Sized>(buf: &mut Vec<u8>, payload: &P) {
+    // Callers validated `payload_len() <= max_msg_size <= i32::MAX`.
+    let len = payload.payload_len() as u32;
+    buf.extend_from_slice(&len.to_be_bytes());
+    let at = buf.len();
+    payload.write_payload(buf);
+    let written = buf.len() - at;
+    if written != len as usize {
+        // A wrong `payload_len` must not make the file unreadable: the prefix tells the truth.
+        buf[at - 4..at].copy_from_slice(&(written as u32).to_be_bytes());
+    }
 }
 
 /// Bytes a payload of `len` bytes takes on disk.

@@ -12,7 +12,27 @@ use tracing::{info, warn};
 use crate::error::{DiskQueueError, Result};
 use crate::files::{file_len, Position};
 use crate::queue::DiskQueue;
-use crate::record::{encode_into, record_len};
+use crate::record::{encode_into, encode_payload, record_len};
+
+/// Something to append as one record's payload. Byte slices are; an owner can implement it for
+/// its own messages, so that a batch is encoded straight into the queue's write buffer instead
+/// of being built in a buffer of its own first and copied.
+pub trait Payload {
+    /// Bytes [`Payload::write_payload`] appends.
+    fn payload_len(&self) -> usize;
+    /// Appends exactly [`Payload::payload_len`] bytes to `out`.
+    fn write_payload(&self, out: &mut Vec<u8>);
+}
+
+impl<T: AsRef<[u8]> + ?Sized> Payload for T {
+    fn payload_len(&self) -> usize {
+        self.as_ref().len()
+    }
+
+    fn write_payload(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.as_ref());
+    }
+}
 
 /// A batch is written in pieces of at most this many bytes (or one record, if larger), so a big
 /// batch neither needs a buffer the size of a data file nor keeps one allocated.
@@ -41,11 +61,11 @@ impl DiskQueue {
     /// on those errors nothing is enqueued; an I/O error part way returns
     /// [`DiskQueueError::BatchIncomplete`] telling how many were written (or the plain error
     /// when none were).
-    pub fn put_batch<P: AsRef<[u8]>>(&mut self, payloads: &[P]) -> Result<()> {
+    pub fn put_batch<P: Payload>(&mut self, payloads: &[P]) -> Result<()> {
         let mut needed = 0u64;
         for payload in payloads {
-            self.check_size(payload.as_ref())?;
-            needed += record_len(payload.as_ref().len());
+            self.check_len(payload.payload_len())?;
+            needed += record_len(payload.payload_len());
         }
         self.check_capacity(needed)?;
 
@@ -54,19 +74,19 @@ impl DiskQueue {
         let mut buf = std::mem::take(&mut self.write_buf);
         let mut result = Ok(());
         while written < total {
-            self.roll_if_needed(record_len(payloads[written].as_ref().len()));
+            self.roll_if_needed(record_len(payloads[written].payload_len()));
             // Gather the records that fit in the current file; the first always goes.
             buf.clear();
             let mut pos = self.write.pos;
             let mut end = written;
             while end < total {
-                let len = record_len(payloads[end].as_ref().len());
+                let len = record_len(payloads[end].payload_len());
                 let full =
                     self.would_overflow(pos, len) || (pos - self.write.pos) + len > BATCH_WRITE_MAX;
                 if end > written && full {
                     break;
                 }
-                encode_into(&mut buf, payloads[end].as_ref());
+                encode_payload(&mut buf, &payloads[end]);
                 pos += len;
                 end += 1;
             }
@@ -95,11 +115,15 @@ impl DiskQueue {
     }
 
     fn check_size(&self, payload: &[u8]) -> Result<()> {
-        if self.opts.valid_len(payload.len() as u64) {
+        self.check_len(payload.len())
+    }
+
+    fn check_len(&self, len: usize) -> Result<()> {
+        if self.opts.valid_len(len as u64) {
             Ok(())
         } else {
             Err(DiskQueueError::InvalidMessageSize {
-                size: payload.len(),
+                size: len,
                 min: self.opts.min_msg_size,
                 max: self.opts.max_msg_size,
             })

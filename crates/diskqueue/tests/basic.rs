@@ -309,3 +309,46 @@ fn bad_arguments_are_errors() {
         Err(DiskQueueError::InvalidOptions(_))
     ));
 }
+
+/// An owner's message type written straight into the queue's buffer.
+struct Parts<'a>(&'a [u8], &'a [u8]);
+
+impl diskqueue::Payload for Parts<'_> {
+    fn payload_len(&self) -> usize {
+        self.0.len() + self.1.len()
+    }
+    fn write_payload(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.0);
+        out.extend_from_slice(self.1);
+    }
+}
+
+/// A payload whose length is wrong by one.
+struct Lying(Vec<u8>);
+
+impl diskqueue::Payload for Lying {
+    fn payload_len(&self) -> usize {
+        self.0.len() + 1
+    }
+    fn write_payload(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.0);
+    }
+}
+
+#[test]
+fn owner_payloads_are_encoded_in_place_and_a_wrong_length_cannot_corrupt_the_file() {
+    let dir = TempDir::new("payload");
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    let (a, b) = (msg(1, 3), msg(2, 5));
+    q.put_batch(&[Parts(&a[..20], &a[20..]), Parts(&b[..26], &b[26..])])
+        .unwrap();
+    q.put_batch(&[Lying(msg(3, 4)), Lying(msg(4, 4))]).unwrap();
+    q.close().unwrap();
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    assert_eq!(drain(&mut q), [a, b, msg(3, 4), msg(4, 4)]);
+    assert_eq!(q.corrupt_files(), 0);
+    // nsqd reads the same records
+    q.close().unwrap();
+    let (_, left) = nsqd_read_all(dir.path(), "t");
+    assert!(left.is_empty());
+}

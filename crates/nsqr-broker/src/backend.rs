@@ -14,7 +14,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
 
-use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, MESSAGE_HEADER_LEN};
+use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, Payload, MESSAGE_HEADER_LEN};
 
 pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
@@ -34,6 +34,18 @@ use crate::stats::DiskStats;
 pub(crate) struct Outgoing {
     pub msg: Message,
     pub due: Option<i64>,
+}
+
+/// A message is appended to its disk queue as nsqd's record payload, encoded straight into the
+/// queue's write buffer.
+impl Payload for Outgoing {
+    fn payload_len(&self) -> usize {
+        MESSAGE_HEADER_LEN as usize + self.msg.body().len()
+    }
+
+    fn write_payload(&self, out: &mut Vec<u8>) {
+        encode(&self.msg, out);
+    }
 }
 
 /// One pass of the writer, decided under the owner's lock.
@@ -390,21 +402,7 @@ impl Backend {
     fn write(&self, st: &mut IoState, w: &mut Work, done: &mut Done) {
         let writes = std::mem::take(&mut w.writes);
         let n = writes.len();
-        let mut buf = Vec::with_capacity(writes.iter().map(|o| 26 + o.msg.body().len()).sum());
-        let mut ends = Vec::with_capacity(n);
-        for o in &writes {
-            encode(&o.msg, &mut buf);
-            ends.push(buf.len());
-        }
-        let mut start = 0;
-        let payloads: Vec<&[u8]> = ends
-            .iter()
-            .map(|&end| {
-                let p = &buf[start..end];
-                start = end;
-                p
-            })
-            .collect();
+        let payloads = &writes[..];
         let consume = w.consume.min(n);
         let mut written = 0;
         let mut kept = false;
@@ -493,19 +491,9 @@ impl Backend {
                 reason: "disk queue not open".to_string(),
             }),
             Some(mut st) => {
-                let mut buf = Vec::new();
-                let payloads: Vec<Vec<u8>> = fin
-                    .writes
-                    .iter()
-                    .map(|o| {
-                        buf.clear();
-                        encode(&o.msg, &mut buf);
-                        buf.clone()
-                    })
-                    .collect();
                 let written = st
                     .dq
-                    .put_batch(&payloads)
+                    .put_batch(&fin.writes)
                     .and_then(|()| st.dq.flush_durable())
                     .map_err(|e| io_error(&self.name, &e));
                 if written.is_ok() || !self.strict {
