@@ -121,3 +121,88 @@ async fn strict_keeps_unfinished_messages_on_disk() {
     b.close_queues();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// nsqd's record payload: `[i64 timestamp][u16 attempts][16-byte hex id][body]`.
+fn record(ts: i64, attempts: u16, id: &[u8; 16], body: &[u8]) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(&ts.to_be_bytes());
+    p.extend_from_slice(&attempts.to_be_bytes());
+    p.extend_from_slice(id);
+    p.extend_from_slice(body);
+    p
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept() {
+    let dir = temp_dir("chunks");
+    // 1,500 records of ~230 B: several 64 KiB chunks. Record 700 has an id that is not hex.
+    let n = 1500u64;
+    {
+        let mut q = diskqueue::DiskQueue::open(&dir, "t:c", diskqueue::DiskQueueOptions::default())
+            .expect("open");
+        let payloads: Vec<Vec<u8>> = (0..n)
+            .map(|i| {
+                let id = if i == 700 {
+                    *b"not-a-hex-id-!!!"
+                } else {
+                    let mut id = [0u8; 16];
+                    id.copy_from_slice(format!("{:016x}", 0x5000 + i).as_bytes());
+                    id
+                };
+                let body = format!("body-{i:05}-{}", "x".repeat(200));
+                record(
+                    1_700_000_000_000_000_000 + i as i64,
+                    (i % 3) as u16,
+                    &id,
+                    body.as_bytes(),
+                )
+            })
+            .collect();
+        q.put_batch(&payloads).unwrap();
+        q.close().unwrap();
+    }
+    let b = broker(&dir, Durability::Default, 10_000);
+    let t = b.get_or_create_topic("t").unwrap();
+    let ch = t.get_or_create_channel("c").unwrap();
+    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
+    ch.add_client(Arc::clone(&client)).unwrap();
+    let mut got = Vec::new();
+    let mut rng = 1;
+    for _ in 0..500 {
+        let mut batch = Vec::new();
+        ch.deliver(&client, 256, 0, &mut rng, |m| {
+            batch.push((m.id.0, m.timestamp(), m.attempts, m.body().to_vec()))
+        });
+        let ids: Vec<u64> = batch.iter().map(|(id, ..)| *id).collect();
+        ch.finish(&client, &ids, |_, e| panic!("fin: {e}"));
+        got.extend(batch);
+        if got.len() >= n as usize - 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let want: Vec<(u64, i64, u16, Vec<u8>)> = (0..n)
+        .filter(|&i| i != 700)
+        .map(|i| {
+            let body = format!("body-{i:05}-{}", "x".repeat(200));
+            // delivery counts one more attempt
+            let attempts = (i % 3) as u16 + 1;
+            (
+                0x5000 + i,
+                1_700_000_000_000_000_000 + i as i64,
+                attempts,
+                body.into_bytes(),
+            )
+        })
+        .collect();
+    assert_eq!(got.len(), want.len());
+    assert!(
+        got == want,
+        "first difference at {:?}",
+        got.iter().zip(&want).position(|(a, b)| a != b)
+    );
+    let disk = ch.stats(false).disk_queue.expect("disk stats");
+    assert_eq!(disk.undecodable_records, 1);
+    b.close_queues();
+    let _ = std::fs::remove_dir_all(&dir);
+}
