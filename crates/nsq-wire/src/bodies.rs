@@ -34,6 +34,17 @@ enum Layout {
 #[error("publish of {0} bytes exceeds 4 GiB")]
 pub struct TooLarge(pub usize);
 
+/// Bytes that are not whole MPUB bodies ([`Bodies::prefixed`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum LayoutError {
+    #[error(transparent)]
+    TooLarge(#[from] TooLarge),
+    /// The body whose length prefix is at this offset runs past the end (or the prefix itself
+    /// does).
+    #[error("MPUB bodies broken at byte {0}: a length runs past the end")]
+    Broken(usize),
+}
+
 impl Bodies {
     /// One message whose body is all of `data`.
     pub fn one(data: Bytes) -> Result<Bodies, TooLarge> {
@@ -69,9 +80,9 @@ impl Bodies {
     }
 
     /// Messages in MPUB layout: each a big-endian u32 length and the body, filling `data`.
-    /// Errors (as `TooLarge` of where the layout broke) if a length runs past the end or the
-    /// bodies do not fill `data` exactly.
-    pub fn prefixed(data: Bytes) -> Result<Bodies, TooLarge> {
+    /// Errors with the offset of the first length prefix that runs past the end (so bodies
+    /// that do not fill `data` exactly are refused too).
+    pub fn prefixed(data: Bytes) -> Result<Bodies, LayoutError> {
         check_len(&data)?;
         let mut walk = PrefixWalk {
             data: &data,
@@ -80,8 +91,9 @@ impl Bodies {
         };
         let mut count = 0u32;
         while walk.at < data.len() {
+            let at = walk.at;
             if walk.next().is_none() {
-                return Err(TooLarge(data.len() + 1));
+                return Err(LayoutError::Broken(at));
             }
             count += 1;
         }
@@ -330,9 +342,14 @@ mod tests {
         assert_eq!(p, Bodies::concat([&b"abc"[..], b"de"]).expect("fits"));
         assert!(std::ptr::eq(p.data().as_ptr(), wire.as_ptr()), "not copied");
         // A length past the end, or a stray byte after the last body, is refused.
-        for bad in [&b"\0\0\0\x04abc"[..], b"\0\0\0\x01ab", b"\0\0"] {
-            assert!(
-                Bodies::prefixed(Bytes::from_static(bad)).is_err(),
+        for (bad, at) in [
+            (&b"\0\0\0\x04abc"[..], 0),
+            (b"\0\0\0\x01ab", 5),
+            (b"\0\0", 0),
+        ] {
+            assert_eq!(
+                Bodies::prefixed(Bytes::from_static(bad)),
+                Err(LayoutError::Broken(at)),
                 "{bad:?}"
             );
         }
