@@ -128,6 +128,16 @@ impl Channel {
         self.enqueue(|ready| ready.put_published(p, None))
     }
 
+    /// Messages `range` of `p`, kept as one run like [`Channel::put_published`] (a topic
+    /// handing on a backlog that has already lost its first messages).
+    pub fn put_run(
+        &self,
+        p: &Published,
+        range: std::ops::Range<usize>,
+    ) -> Result<Ticket, BrokerError> {
+        self.enqueue(|ready| ready.put_run(p, range, None))
+    }
+
     /// Apply `put` to the ready queue, count what it took and wake as many waiting consumers.
     fn enqueue(
         &self,

@@ -21,6 +21,15 @@ enum Entry {
     One(Message),
 }
 
+/// What a queue holds, as it holds it: a run of a publish, or one message. For handing a
+/// backlog on without taking its runs apart.
+#[derive(Debug)]
+pub enum Held {
+    /// Messages `range` of the publish.
+    Run(Published, Range<usize>),
+    One(Message),
+}
+
 #[derive(Debug, Default)]
 pub struct MessageQueue {
     entries: MemQueue<Entry>,
@@ -99,6 +108,20 @@ impl MessageQueue {
         self.len = 0;
     }
 
+    /// Remove everything, in order, runs kept whole.
+    pub fn drain_held(&mut self) -> Vec<Held> {
+        let held = self
+            .entries
+            .drain()
+            .map(|e| match e {
+                Entry::Run { p, next, end, .. } => Held::Run(p, next as usize..end as usize),
+                Entry::One(m) => Held::One(m),
+            })
+            .collect();
+        self.clear();
+        held
+    }
+
     /// Remove everything, in order.
     pub fn drain(&mut self) -> Vec<Message> {
         let mut out = Vec::with_capacity(self.len);
@@ -166,7 +189,7 @@ mod tests {
             1 => Just(Op::PushFront),
             6 => Just(Op::Pop),
             1 => Just(Op::Clear),
-        ], 0..400)) {
+        ], 0..400), held in proptest::bool::ANY) {
             let mut q = MessageQueue::default();
             let mut model = std::collections::VecDeque::new();
             let mut next_id = 1000;
@@ -200,11 +223,38 @@ mod tests {
                 }
                 prop_assert_eq!(q.len(), model.len());
             }
+            let rest: Vec<Message> = if held {
+                // Handed on as a topic hands its backlog to a channel: runs stay runs.
+                let mut other = MessageQueue::default();
+                for h in q.drain_held() {
+                    match h {
+                        Held::Run(p, range) => other.push_run(&p, range),
+                        Held::One(m) => other.push_back(m),
+                    }
+                }
+                prop_assert_eq!(other.len(), model.len());
+                other.drain()
+            } else {
+                q.drain()
+            };
             let rest: Vec<(u64, Vec<u8>)> =
-                q.drain().into_iter().map(|m| (m.id.0, m.body().to_vec())).collect();
+                rest.into_iter().map(|m| (m.id.0, m.body().to_vec())).collect();
             prop_assert_eq!(rest, model.into_iter().collect::<Vec<_>>());
             prop_assert!(q.is_empty());
         }
+    }
+
+    #[test]
+    fn a_drained_run_stays_one_run() {
+        let mut q = MessageQueue::default();
+        q.push_run(&publish(1, 200), 0..200);
+        q.pop_front();
+        q.push_back(single(500));
+        let held = q.drain_held();
+        assert!(q.is_empty());
+        assert!(
+            matches!(&held[..], [Held::Run(p, r), Held::One(m)] if p.len() == 200 && *r == (1..200) && m.id.0 == 500)
+        );
     }
 
     #[test]

@@ -20,7 +20,7 @@ use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::link::DiskLink;
 use crate::message::{Message, Published};
-use crate::msgqueue::MessageQueue;
+use crate::msgqueue::{Held, MessageQueue};
 use crate::stats::DiskStats;
 
 /// The result of a put.
@@ -115,13 +115,24 @@ impl Queue {
     /// Publish all of `p`, as [`Queue::put`] does, but kept in memory as one run: no
     /// per-message work unless it goes to disk.
     pub fn put_published(&mut self, p: &Published, due: Option<i64>) -> Result<Put, BrokerError> {
-        let n = p.len();
+        self.put_run(p, 0..p.len(), due)
+    }
+
+    /// Messages `range` of `p`, as [`Queue::put_published`] does with all of them.
+    pub fn put_run(
+        &mut self,
+        p: &Published,
+        range: std::ops::Range<usize>,
+        due: Option<i64>,
+    ) -> Result<Put, BrokerError> {
+        let (start, end) = (range.start.min(p.len()), range.end.min(p.len()));
+        let n = end.saturating_sub(start);
         let to_mem = match self.disk.as_deref_mut() {
             None if self.bounded => self.cap.saturating_sub(self.mem.len()).min(n),
             None => n,
             Some(d) if d.closed => return Err(BrokerError::Exiting),
             Some(d) if d.strict || due.is_some() => {
-                return self.put(p.messages(0, n).collect(), due)
+                return self.put(p.messages(start, end).collect(), due)
             }
             Some(d) => {
                 let to_mem = if d.behind() {
@@ -131,12 +142,12 @@ impl Queue {
                 };
                 if to_mem < n {
                     d.check_writable()?;
-                    let _ = d.enqueue(p.messages(to_mem, n).collect(), None, false)?;
+                    let _ = d.enqueue(p.messages(start + to_mem, end).collect(), None, false)?;
                 }
                 to_mem
             }
         };
-        self.mem.push_run(p, 0..to_mem);
+        self.mem.push_run(p, start..start + to_mem);
         Ok(Put {
             accepted: if self.disk.is_some() { n } else { to_mem },
             ticket: Ticket::done(),
@@ -173,9 +184,14 @@ impl Queue {
         self.mem.is_empty()
     }
 
-    /// Take everything in memory (a topic handing its backlog to its channels).
+    /// Take everything in memory (the shutdown flush).
     pub fn drain_mem(&mut self) -> Vec<Message> {
         self.mem.drain()
+    }
+
+    /// Take everything in memory, runs whole (a topic handing its backlog to its channels).
+    pub fn drain_mem_held(&mut self) -> Vec<Held> {
+        self.mem.drain_held()
     }
 
     /// Memory plus disk: the `depth` of `/stats`.

@@ -23,6 +23,7 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::{Event, Events};
 use crate::message::{Message, Published};
+use crate::msgqueue::Held;
 use crate::queue::Queue;
 use crate::stats::TopicStats;
 
@@ -345,32 +346,54 @@ fn merge_puts(
     }
 }
 
-/// Hand the backlog in memory to the channels; the writer fans out the part on disk.
+/// Hand the backlog in memory to the channels; the writer fans out the part on disk. Runs
+/// stay runs (one reference per channel, as a publish fans out), so handing on a backlog of
+/// millions costs one step per publish, not per message.
 fn flush_backlog(st: &mut TopicState) {
     st.backlog.set_drain(true);
-    let ready = st.backlog.drain_mem();
+    let held = st.backlog.drain_mem_held();
     let deferred = std::mem::take(&mut st.deferred);
     let now = Instant::now();
-    let mut batch = ready;
+    let mut failed: Option<BrokerError> = None;
+    let mut note = |r: Result<Ticket, BrokerError>| {
+        if let Err(e) = r {
+            failed.get_or_insert(e);
+        }
+    };
+    let mut ones = Vec::new();
+    for h in held {
+        match h {
+            Held::One(m) => ones.push(m),
+            Held::Run(p, range) => {
+                if !ones.is_empty() {
+                    note(fan_out(
+                        st.channels.values(),
+                        std::mem::take(&mut ones),
+                        None,
+                    ));
+                }
+                note(merge_puts(
+                    st.channels.values().map(|ch| ch.put_run(&p, range.clone())),
+                ));
+            }
+        }
+    }
     let mut later = Vec::new();
     for (msg, at) in deferred {
         if at > now {
             later.push((msg, at));
         } else {
-            batch.push(msg);
+            ones.push(msg);
         }
     }
-    let mut results = Vec::new();
-    if !batch.is_empty() {
-        results.push(fan_out(st.channels.values(), batch, None));
+    if !ones.is_empty() {
+        note(fan_out(st.channels.values(), ones, None));
     }
     for (msg, at) in later {
-        results.push(fan_out(st.channels.values(), vec![msg], Some(at)));
+        note(fan_out(st.channels.values(), vec![msg], Some(at)));
     }
-    for r in results {
-        if let Err(e) = r {
-            tracing::error!("backlog could not be handed to every channel - {e}");
-        }
+    if let Some(e) = failed {
+        tracing::error!("backlog could not be handed to every channel - {e}");
     }
 }
 

@@ -206,3 +206,34 @@ async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept
     b.close_queues();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk() {
+    let dir = temp_dir("backlog");
+    // 50 in memory per queue: the topic keeps 50 of its 120 in memory and 70 on disk; the
+    // channel takes runs into its memory up to 50 and writes the rest to its own disk queue.
+    let b = broker(&dir, Durability::Default, 50);
+    let t = b.get_or_create_topic("t").unwrap();
+    for chunk in [0..30, 30..70, 70..120] {
+        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+    }
+    let ch = t.get_or_create_channel("c").unwrap();
+    // A paused topic keeps a backlog although it has a channel; unpausing hands it on to a
+    // channel that has room for only part of a run.
+    t.set_paused(true);
+    for chunk in [120..160, 160..200] {
+        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+    }
+    t.set_paused(false);
+    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
+    ch.add_client(Arc::clone(&client)).unwrap();
+    let got: Vec<String> = take(&ch, &client, 200, true)
+        .await
+        .into_iter()
+        .map(|(b, _)| b)
+        .collect();
+    let want: Vec<String> = (0..200).map(|i| format!("m{i:04}")).collect();
+    assert_eq!(got, want);
+    b.close_queues();
+    let _ = std::fs::remove_dir_all(&dir);
+}
