@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::options::LENGTH_PREFIX_LEN;
 use crate::queue::DiskQueue;
 use crate::read::{Step, Window};
-use crate::record::{record_len, ReadFailure};
+use crate::record::{check_len, read_failure, record_len, too_short, ReadFailure};
 
 /// Whole records read in one go, in the file's layout: each payload after its big-endian u32
 /// length. Every length was validated, so walking the chunk stays in bounds.
@@ -217,26 +217,10 @@ impl DiskQueue {
         let prefix: Option<[u8; 4]> = data
             .get(at..at + LENGTH_PREFIX_LEN as usize)
             .and_then(|p| p.try_into().ok());
-        let Some(prefix) = prefix.filter(|_| left >= LENGTH_PREFIX_LEN) else {
-            return Err(ReadFailure::Corrupt(format!(
-                "{left} trailing bytes, too short for a length prefix (torn write)"
-            )));
-        };
-        let len = i32::from_be_bytes(prefix);
-        let valid = u64::try_from(len).is_ok_and(|l| self.opts.valid_len(l));
-        if !valid {
-            return Err(ReadFailure::Corrupt(format!(
-                "invalid message read size ({len})"
-            )));
+        match prefix.filter(|_| left >= LENGTH_PREFIX_LEN) {
+            Some(prefix) => Ok(check_len(prefix, left, &self.opts)? as usize),
+            None => Err(too_short(left)),
         }
-        let len = u64::from(len.unsigned_abs());
-        if LENGTH_PREFIX_LEN + len > left {
-            return Err(ReadFailure::Corrupt(format!(
-                "record of {len} bytes but only {} left (torn write)",
-                left - LENGTH_PREFIX_LEN
-            )));
-        }
-        Ok(len as usize)
     }
 }
 
@@ -245,11 +229,5 @@ fn read_exact_at(
     buf: &mut [u8],
     offset: u64,
 ) -> std::result::Result<(), ReadFailure> {
-    file.read_exact_at(buf, offset).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof {
-            ReadFailure::Corrupt("short read: file ends inside a record".to_string())
-        } else {
-            ReadFailure::Io(e)
-        }
-    })
+    file.read_exact_at(buf, offset).map_err(read_failure)
 }

@@ -56,12 +56,30 @@ pub(crate) fn read_record<R: Read>(
     opts: &DiskQueueOptions,
 ) -> Result<Vec<u8>, ReadFailure> {
     if available < LENGTH_PREFIX_LEN {
-        return Err(ReadFailure::Corrupt(format!(
-            "{available} trailing bytes, too short for a length prefix (torn write)"
-        )));
+        return Err(too_short(available));
     }
     let mut prefix = [0u8; 4];
     read_exact(reader, &mut prefix)?;
+    let len = check_len(prefix, available, opts)?;
+    let mut payload = vec![0u8; len as usize];
+    read_exact(reader, &mut payload)?;
+    Ok(payload)
+}
+
+/// The rest of the valid data (`available` bytes) cannot even hold a length prefix.
+pub(crate) fn too_short(available: u64) -> ReadFailure {
+    ReadFailure::Corrupt(format!(
+        "{available} trailing bytes, too short for a length prefix (torn write)"
+    ))
+}
+
+/// nsqd's validity rule for the record whose length prefix is `prefix`, with `available` bytes
+/// of valid data from the prefix on: its payload length, or why the file cannot be trusted.
+pub(crate) fn check_len(
+    prefix: [u8; 4],
+    available: u64,
+    opts: &DiskQueueOptions,
+) -> Result<u64, ReadFailure> {
     let len = i32::from_be_bytes(prefix);
     let valid = u64::try_from(len).is_ok_and(|l| opts.valid_len(l));
     if !valid {
@@ -76,19 +94,20 @@ pub(crate) fn read_record<R: Read>(
             available - LENGTH_PREFIX_LEN
         )));
     }
-    let mut payload = vec![0u8; len as usize];
-    read_exact(reader, &mut payload)?;
-    Ok(payload)
+    Ok(len)
 }
 
 fn read_exact<R: Read>(reader: &mut R, buf: &mut [u8]) -> Result<(), ReadFailure> {
-    reader.read_exact(buf).map_err(|e| {
-        if e.kind() == io::ErrorKind::UnexpectedEof {
-            ReadFailure::Corrupt("short read: file ends inside a record".to_string())
-        } else {
-            ReadFailure::Io(e)
-        }
-    })
+    reader.read_exact(buf).map_err(read_failure)
+}
+
+/// A failed read: the file ending inside a record is damage, anything else an I/O error.
+pub(crate) fn read_failure(e: io::Error) -> ReadFailure {
+    if e.kind() == io::ErrorKind::UnexpectedEof {
+        ReadFailure::Corrupt("short read: file ends inside a record".to_string())
+    } else {
+        ReadFailure::Io(e)
+    }
 }
 
 /// What a scan of a data file found.

@@ -135,19 +135,25 @@ fn torn_tail_of_an_adopted_file_is_truncated() {
     assert_eq!(q.corrupt_files(), 0);
 }
 
-#[test]
-fn corrupt_length_in_the_middle_moves_file_to_bad_and_continues() {
-    let dir = TempDir::new("corrupt");
-    let mut q = open(dir.path(), "t", opts(124));
-    for i in 0..12 {
+/// Queue `t` with `n` one-byte messages, four records (31 bytes each) per file, closed; record 2
+/// of file 0 then gets an impossible length. Returns file 0's path.
+fn write_with_bad_third_length(dir: &std::path::Path, n: u32) -> std::path::PathBuf {
+    let mut q = open(dir, "t", opts(124));
+    for i in 0..n {
         q.put(&msg(i, 1)).unwrap();
     }
     q.close().unwrap();
-    // record 2 of file 0 gets an impossible length
-    let path = data_path(dir.path(), "t", 0);
+    let path = data_path(dir, "t", 0);
     let mut bytes = fs::read(&path).unwrap();
     bytes[62..66].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
     fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn corrupt_length_in_the_middle_moves_file_to_bad_and_continues() {
+    let dir = TempDir::new("corrupt");
+    let path = write_with_bad_third_length(dir.path(), 12);
 
     let mut q = open(dir.path(), "t", opts(124));
     let got = drain(&mut q);
@@ -360,16 +366,7 @@ fn stale_depth_is_reset_when_nothing_is_left() {
 #[test]
 fn chunked_reads_stop_before_a_corrupt_length_then_quarantine_like_single_reads() {
     let dir = TempDir::new("corrupt-chunk");
-    let mut q = open(dir.path(), "t", opts(124)); // four records per file
-    for i in 0..6 {
-        q.put(&msg(i, 1)).unwrap();
-    }
-    q.close().unwrap();
-    // record 2 (at 2 x 31 bytes) gets an impossible length
-    let path = data_path(dir.path(), "t", 0);
-    let mut bytes = fs::read(&path).unwrap();
-    bytes[62..66].copy_from_slice(&0x7fff_ffffu32.to_be_bytes());
-    fs::write(&path, bytes).unwrap();
+    let path = write_with_bad_third_length(dir.path(), 6);
 
     let mut q = open(dir.path(), "t", opts(124));
     let first = q.read_chunk(100, 1 << 20).unwrap().unwrap();
@@ -385,7 +382,8 @@ fn chunked_reads_stop_before_a_corrupt_length_then_quarantine_like_single_reads(
         [msg(4, 1), msg(5, 1)]
     );
     assert_eq!(q.corrupt_files(), 1);
-    assert_eq!(q.last_corruption().unwrap().offset, 62);
+    let c = q.last_corruption().unwrap();
+    assert_eq!((c.file.as_path(), c.offset), (path.as_path(), 62));
     assert!(dir.path().join("t.diskqueue.000000.dat.bad").exists());
     assert_eq!(q.read_chunk(100, 1 << 20).unwrap(), None);
 }
