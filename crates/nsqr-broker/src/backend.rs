@@ -402,7 +402,6 @@ impl Backend {
     fn write(&self, st: &mut IoState, w: &mut Work, done: &mut Done) {
         let writes = std::mem::take(&mut w.writes);
         let n = writes.len();
-        let payloads = &writes[..];
         let consume = w.consume.min(n);
         let mut written = 0;
         let mut kept = false;
@@ -415,18 +414,15 @@ impl Backend {
                 });
             }
             if consume > 0 {
-                kept = st
-                    .dq
-                    .put_batch_read(&payloads[..consume])
-                    .inspect_err(|e| {
-                        if let DiskQueueError::BatchIncomplete { written: k, .. } = e {
-                            written = *k;
-                        }
-                    })?;
+                kept = st.dq.put_batch_read(&writes[..consume]).inspect_err(|e| {
+                    if let DiskQueueError::BatchIncomplete { written: k, .. } = e {
+                        written = *k;
+                    }
+                })?;
                 written = consume;
             }
             if consume < n {
-                st.dq.put_batch(&payloads[consume..]).inspect_err(|e| {
+                st.dq.put_batch(&writes[consume..]).inspect_err(|e| {
                     if let DiskQueueError::BatchIncomplete { written: k, .. } = e {
                         written = consume + k;
                     }

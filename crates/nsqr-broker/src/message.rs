@@ -59,7 +59,7 @@ pub struct Message {
 }
 
 impl Message {
-    /// A message with a batch of its own (read back from disk, or built by a test). None if
+    /// A message with a batch of its own (for tests and callers outside the engine). None if
     /// the body is over 4 GiB, which no NSQ frame can carry.
     pub fn new(id: MessageId, timestamp: i64, attempts: u16, body: Bytes) -> Option<Message> {
         let end = u32::try_from(body.len()).ok()?;
