@@ -84,11 +84,7 @@ impl Bodies {
     /// that do not fill `data` exactly are refused too).
     pub fn prefixed(data: Bytes) -> Result<Bodies, LayoutError> {
         check_len(&data)?;
-        let mut walk = PrefixWalk {
-            data: &data,
-            at: 0,
-            left: u32::MAX,
-        };
+        let mut walk = PrefixWalk::new(&data, 0, u32::MAX);
         let mut count = 0u32;
         while walk.at < data.len() {
             let at = walk.at;
@@ -177,11 +173,7 @@ impl Bodies {
         let inner = match &self.layout {
             Layout::Whole => RangeIter::Whole(Some(self.data.len() as u32)),
             Layout::Ranges(r) => RangeIter::Listed(r.iter()),
-            Layout::Prefixed(n) => RangeIter::Prefixed(PrefixWalk {
-                data: &self.data,
-                at: 0,
-                left: *n,
-            }),
+            Layout::Prefixed(n) => RangeIter::Prefixed(PrefixWalk::new(&self.data, 0, *n)),
         };
         Exact {
             inner,

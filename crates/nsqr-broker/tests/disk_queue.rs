@@ -32,22 +32,34 @@ fn bodies(range: std::ops::Range<u32>) -> [Bodies; 1] {
     [Bodies::concat(bodies.iter().map(String::as_bytes)).expect("small")]
 }
 
-/// Deliver (and FIN unless `keep`) until `n` messages arrived; their bodies and ids.
+/// Deliver (and FIN if `fin`) until `n` messages arrived; their bodies and ids.
 async fn take(
     ch: &nsqr_broker::Channel,
     client: &Client,
     n: usize,
     fin: bool,
 ) -> Vec<(String, u64)> {
+    take_messages(ch, client, n, fin)
+        .await
+        .iter()
+        .map(|m| (String::from_utf8(m.body().to_vec()).unwrap(), m.id.0))
+        .collect()
+}
+
+/// Deliver (and FIN if `fin`) until `n` messages arrived, 64 at a time.
+async fn take_messages(
+    ch: &nsqr_broker::Channel,
+    client: &Client,
+    n: usize,
+    fin: bool,
+) -> Vec<nsqr_broker::Message> {
     let mut got = Vec::new();
     let mut rng = 1;
     for _ in 0..500 {
         let mut batch = Vec::new();
-        ch.deliver(client, 64, 0, &mut rng, |m| {
-            batch.push((String::from_utf8(m.body().to_vec()).unwrap(), m.id.0))
-        });
+        ch.deliver(client, 64, 0, &mut rng, |m| batch.push(m.clone()));
         if fin {
-            let ids: Vec<u64> = batch.iter().map(|(_, id)| *id).collect();
+            let ids: Vec<u64> = batch.iter().map(|m| m.id.0).collect();
             ch.finish(client, &ids, |_, e| panic!("fin: {e}"));
         }
         got.extend(batch);
@@ -166,21 +178,11 @@ async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept
     let ch = t.get_or_create_channel("c").unwrap();
     let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
     ch.add_client(Arc::clone(&client)).unwrap();
-    let mut got = Vec::new();
-    let mut rng = 1;
-    for _ in 0..500 {
-        let mut batch = Vec::new();
-        ch.deliver(&client, 256, 0, &mut rng, |m| {
-            batch.push((m.id.0, m.timestamp(), m.attempts, m.body().to_vec()))
-        });
-        let ids: Vec<u64> = batch.iter().map(|(id, ..)| *id).collect();
-        ch.finish(&client, &ids, |_, e| panic!("fin: {e}"));
-        got.extend(batch);
-        if got.len() >= n as usize - 1 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
+    let got: Vec<(u64, i64, u16, Vec<u8>)> = take_messages(&ch, &client, n as usize - 1, true)
+        .await
+        .iter()
+        .map(|m| (m.id.0, m.timestamp(), m.attempts, m.body().to_vec()))
+        .collect();
     let want: Vec<(u64, i64, u16, Vec<u8>)> = (0..n)
         .filter(|&i| i != 700)
         .map(|i| {
