@@ -14,10 +14,10 @@
 //!
 //! A connection that never publishes (a consumer) keeps one buffer, reused from its front.
 
-use std::mem::MaybeUninit;
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
+use nsq_common::prefault::{populate, PAGE};
 use nsq_wire::{Command, Handover};
 
 /// Read buffer size of a connection that does not publish: several commands' worth, so moving
@@ -43,7 +43,6 @@ const BUSY: Duration = Duration::from_secs(1);
 /// and a step's stall small (p99 latency is a target).
 const PREFAULT_MIN: usize = 16 * 1024;
 const PREFAULT_MAX: usize = 256 * 1024;
-const PAGE: usize = 4096;
 
 /// What the connection knows about its read buffer.
 #[derive(Debug)]
@@ -138,35 +137,6 @@ impl SlabTopic {
     }
 }
 
-/// Fault in the pages of `spare` with one call rather than one page fault per 4 KiB as they
-/// are first written. Best effort: kernels before 5.14 refuse (false) and the pages fault in
-/// as usual.
-fn populate(spare: &mut [MaybeUninit<u8>]) -> bool {
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = spare;
-        false
-    }
-    #[cfg(target_os = "linux")]
-    {
-        let start = spare.as_mut_ptr() as usize;
-        let (a, b) = (
-            start.next_multiple_of(PAGE),
-            (start + spare.len()) & !(PAGE - 1),
-        );
-        if a >= b {
-            return false;
-        }
-        #[allow(unsafe_code)]
-        // SAFETY: [a, b) lies inside `spare`, which is borrowed mutably for the call, so nothing
-        // else uses it. MADV_POPULATE_WRITE faults those pages in as a write would, without
-        // changing their contents, and touches no other memory.
-        unsafe {
-            libc::madvise(a as *mut libc::c_void, b - a, libc::MADV_POPULATE_WRITE) == 0
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -252,31 +222,6 @@ mod tests {
             buffers <= 8,
             "5 MB of publishes in {buffers} buffers, not 1 MiB slabs"
         );
-    }
-
-    #[test]
-    fn populating_keeps_the_contents_and_makes_the_pages_resident() {
-        let mut v: Vec<u8> = Vec::with_capacity(8 << 20);
-        v.extend_from_slice(b"kept");
-        let rss = || {
-            std::fs::read_to_string("/proc/self/statm")
-                .ok()
-                .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok())
-                .unwrap_or(0)
-        };
-        let before = rss();
-        let populated = populate(v.spare_capacity_mut());
-        let grown_kib = rss().saturating_sub(before) * 4;
-        assert_eq!(&v[..], b"kept");
-        v.extend_from_slice(&[1u8; 1 << 20]);
-        assert_eq!(&v[..4], b"kept");
-        // Other test threads allocate and free too, so only a lower bound is certain.
-        if populated {
-            assert!(
-                grown_kib >= 7 << 10,
-                "{grown_kib} KiB resident after populating 8 MiB"
-            );
-        }
     }
 
     #[test]
