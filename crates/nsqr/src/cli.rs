@@ -1,4 +1,4 @@
-//! Command-line interface: `nsqr bench <mode> [flags]`.
+//! Command-line interface: `nsqr bench <mode> [flags]` and `nsqr floor [flags]`.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -19,7 +19,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Measure an nsqd-compatible server (nsqrd or nsqd) over its TCP protocol.
-    Bench(BenchArgs),
+    Bench(Box<BenchArgs>),
+    /// Serve publishes and keep their bytes, doing no broker work: the floor of any server's
+    /// CPU per published message on this machine (`nsqr bench compare --floor` runs it).
+    Floor(crate::floor::FloorArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -158,6 +161,11 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 0)]
     pub idle_connections: usize,
 
+    /// compare: also measure `nsqr floor` each round (a publish phase only): the CPU per
+    /// message of reading, keeping and answering a publish, with no broker work.
+    #[arg(long)]
+    pub floor: bool,
+
     /// compare: --mem-queue-size given to both servers (nsq's bench.sh uses 1000000).
     #[arg(long, default_value_t = 1_000_000)]
     pub mem_queue_size: u64,
@@ -292,8 +300,27 @@ mod tests {
         let mut v = vec!["nsqr", "bench"];
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).unwrap().command {
-            Command::Bench(b) => b,
+            Command::Bench(b) => *b,
+            Command::Floor(_) => panic!("parsed as floor"),
         }
+    }
+
+    #[test]
+    fn floor_takes_the_flags_compare_starts_servers_with() {
+        let v = [
+            "nsqr",
+            "floor",
+            "--tcp-address=127.0.0.1:0",
+            "--http-address=127.0.0.1:0",
+            "--https-address=",
+            "--broadcast-address=127.0.0.1",
+            "--data-path=/tmp/x",
+        ];
+        match Cli::try_parse_from(v).unwrap().command {
+            Command::Floor(f) => assert_eq!(f.tcp_address, "127.0.0.1:0"),
+            Command::Bench(_) => panic!("parsed as bench"),
+        }
+        assert!(Cli::try_parse_from(["nsqr", "floor", "--no-such-flag"]).is_err());
     }
 
     #[test]

@@ -11,6 +11,10 @@
 //! read at the end; fan-out, idle connections and the size matrix (`--matrix`) each get a
 //! fresh server of their own when asked for (`phases`).
 //!
+//! With `--floor`, each round first measures `nsqr floor` (this executable's do-nothing publish
+//! server) with the pub phase alone: the least CPU per published message any server that keeps
+//! its backlog in memory can spend here. The report puts both servers' pub CPU against it.
+//!
 //! The rows depend on the flags (one latency block per rate, one matrix block per size), so
 //! they are built per run (`metrics`); medians, ratios, the JSON and the table all follow
 //! that list, and a value no round measured is left out.
@@ -30,7 +34,7 @@ mod metrics;
 mod phases;
 
 use metrics::{rate_label, rows_for, Metric};
-use phases::{measure, server_args};
+use phases::{measure, measure_floor, server_args};
 
 /// One round's values, by metric key (see `metrics`).
 type Metrics = BTreeMap<String, f64>;
@@ -50,6 +54,9 @@ struct CompareReport {
     settings: BTreeMap<&'static str, String>,
     nsqrd: ServerResult,
     reference: ServerResult,
+    /// `nsqr floor`, with `--floor`: the pub phase only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    floor: Option<ServerResult>,
     /// nsqrd median / reference median, per metric.
     ratio: BTreeMap<String, f64>,
     ok: bool,
@@ -72,7 +79,20 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         new_result("nsqrd", &nsqrd),
         new_result(&short_name(&reference), &reference),
     ];
+    let mut floor = if a.floor {
+        Some(new_result("floor", &floor_exe()?))
+    } else {
+        None
+    };
     for round in 1..=a.rounds {
+        if let Some(f) = floor.as_mut() {
+            eprintln!("round {round}/{}: floor ...", a.rounds);
+            let m = measure_floor(&f.path, a)
+                .await
+                .map_err(|e| err(format!("floor (round {round}): {e}")))?;
+            eprintln!("round {round}/{}: floor {}", a.rounds, floor_summary(&m));
+            f.rounds.push(m);
+        }
         for s in servers.iter_mut() {
             eprintln!("round {round}/{}: {} ...", a.rounds, s.name);
             let m = measure(&s.path, a)
@@ -86,6 +106,9 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
     let [mut ours, mut theirs] = servers;
     ours.median = medians(&rows, &ours.rounds);
     theirs.median = medians(&rows, &theirs.rounds);
+    if let Some(f) = floor.as_mut() {
+        f.median = medians(&rows, &f.rounds);
+    }
     let ratio = ratios_of(&rows, &ours.median, &theirs.median);
     let lost = |r: &ServerResult| {
         r.rounds
@@ -99,6 +122,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         settings: settings(a),
         nsqrd: ours,
         reference: theirs,
+        floor,
         ratio,
         ok,
     };
@@ -108,6 +132,21 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         print_table(&report, &rows, a);
     }
     Ok(ok)
+}
+
+/// `nsqr floor` is this executable.
+fn floor_exe() -> Result<PathBuf> {
+    std::env::current_exe()
+        .map_err(|e| err(format!("cannot find this executable for --floor: {e}")))
+}
+
+fn floor_summary(m: &Metrics) -> String {
+    let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
+    format!(
+        "pub {:.0}/s, {:.3} µs CPU/msg",
+        g("pub_msgs_per_sec"),
+        g("pub_cpu_us_per_msg")
+    )
 }
 
 fn new_result(name: &str, path: &Path) -> ServerResult {
@@ -206,6 +245,7 @@ fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     s.insert("fanout_channels", a.fanout_channels.to_string());
     s.insert("idle_connections", a.idle_connections.to_string());
     s.insert("server_args", server_args(a).join(" "));
+    s.insert("floor", a.floor.to_string());
     s
 }
 
@@ -300,8 +340,42 @@ fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
             }
         );
     }
+    if let Some(f) = &r.floor {
+        print_floor(f, &r.nsqrd, &r.reference);
+    }
     if !r.ok {
         println!("\nPROBLEM: messages were lost (see the `lost` row; --json has every round)");
+    }
+}
+
+/// The floor's pub figures, and each server's pub CPU as a multiple of the floor's.
+fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
+    let cpu = |r: &ServerResult| r.median.get("pub_cpu_us_per_msg").copied();
+    let Some(floor) = cpu(f).filter(|&x| x > 0.0) else {
+        return;
+    };
+    let rate = f.median.get("pub_msgs_per_sec").copied().unwrap_or(0.0);
+    println!();
+    println!(
+        "floor (`nsqr floor`: reads each publish into memory it keeps and answers OK, no broker work; median of {}): pub {} msgs/s, {floor:.3} µs CPU per message",
+        f.rounds.len(),
+        fmt_value(rate, 0)
+    );
+    for r in [ours, theirs] {
+        if let Some(c) = cpu(r) {
+            println!(
+                "  {}: pub CPU {c:.3} µs per message = {} the floor",
+                r.name,
+                fmt_ratio(c / floor)
+            );
+        }
+    }
+    if let Some(c) = cpu(theirs) {
+        println!(
+            "  the lowest nsqrd/{} pub CPU ratio this machine allows: {}",
+            theirs.name,
+            fmt_ratio(floor / c)
+        );
     }
 }
 

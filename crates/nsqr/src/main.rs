@@ -1,10 +1,12 @@
 //! `nsqr`: command-line tools for nsqr. `nsqr bench <mode>` measures an nsqd-compatible server
-//! (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs nsqrd against a reference.
+//! (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs nsqrd against a reference;
+//! `nsqr floor` is the do-nothing publish server that shows the machine's limit.
 
 mod body;
 mod cli;
 mod client;
 mod compare;
+mod floor;
 mod machine;
 mod modes;
 mod procstat;
@@ -26,7 +28,10 @@ const EXIT_LOSS: u8 = 2;
 
 fn main() -> ExitCode {
     let Cli { command } = Cli::parse();
-    let Command::Bench(args) = command;
+    let args = match command {
+        Command::Bench(args) => *args,
+        Command::Floor(args) => return floor_main(&args),
+    };
     if let Err(e) = args.validate() {
         eprintln!("nsqr bench: {e}");
         return ExitCode::from(64);
@@ -44,6 +49,21 @@ fn main() -> ExitCode {
     let code = rt.block_on(bench(args));
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
     code
+}
+
+/// `nsqr floor`: serve until killed.
+fn floor_main(args: &floor::FloorArgs) -> ExitCode {
+    let r = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .and_then(|rt| rt.block_on(floor::run(args)));
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("nsqr floor: {e}");
+            ExitCode::FAILURE
+        }
+    }
 }
 
 async fn bench(args: BenchArgs) -> ExitCode {

@@ -27,9 +27,15 @@ pub struct Server {
 impl Server {
     /// Start `bin` with nsqd's flags; returns once its TCP listener is up.
     pub async fn start(bin: &Path, extra: &[String]) -> Result<Server> {
+        Self::start_with(bin, &[], extra).await
+    }
+
+    /// Start `bin` with `leading` arguments (a subcommand) before nsqd's flags.
+    pub async fn start_with(bin: &Path, leading: &[&str], extra: &[String]) -> Result<Server> {
         let data_dir = temp_dir()?;
         let mut cmd = Command::new(bin);
-        cmd.arg("--tcp-address=127.0.0.1:0")
+        cmd.args(leading)
+            .arg("--tcp-address=127.0.0.1:0")
             .arg("--http-address=127.0.0.1:0")
             .arg("--https-address=")
             .arg("--broadcast-address=127.0.0.1")

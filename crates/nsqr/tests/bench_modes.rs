@@ -280,9 +280,15 @@ fn compare_runs_both_servers_and_cleans_up() {
         "--matrix",
         "--sizes",
         "64,1024",
+        "--floor",
     ]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["ok"], Value::Bool(true), "{v:#}");
+    // `nsqr floor` ran its publish phase: acknowledged publishes and the server's CPU.
+    let floor = &v["floor"]["rounds"][0];
+    assert!(floor["pub_msgs_per_sec"].as_f64().unwrap() > 0.0, "{v:#}");
+    assert!(floor["pub_cpu_us_per_msg"].as_f64().is_some(), "{v:#}");
+    assert!(floor.get("sub_msgs_per_sec").is_none(), "{v:#}");
     for side in ["nsqrd", "reference"] {
         let rounds = v[side]["rounds"].as_array().unwrap();
         assert_eq!(rounds.len(), 1);

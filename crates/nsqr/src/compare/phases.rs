@@ -14,7 +14,7 @@ use crate::client::{err, Result};
 use crate::modes::{self, topic_name, Workload};
 use crate::procstat::{cpu_time, status_bytes};
 use crate::progress::Counters;
-use crate::publisher::Stop;
+use crate::publisher::{PubOutcome, Stop};
 use crate::server::Server;
 use crate::subscriber::SubGroup;
 
@@ -32,8 +32,8 @@ pub(super) async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
     {
         let mut srv = Server::start(bin, &extra).await?;
         let r = rss_per_queued_message(&srv, a).await;
-        let (per_msg, drain_ratio) = with_log(&mut srv, r)?;
-        m.insert("rss_bytes_per_queued_msg".into(), per_msg);
+        let (per_queued, drain_ratio) = with_log(&mut srv, r)?;
+        m.insert("rss_bytes_per_queued_msg".into(), per_queued);
         m.insert("rss_after_drain_ratio".into(), drain_ratio);
     }
     let mut srv = Server::start(bin, &extra).await?;
@@ -54,6 +54,15 @@ pub(super) async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
         let r = matrix_phase(&srv, a, &mut m).await;
         with_log(&mut srv, r)?;
     }
+    Ok(m)
+}
+
+/// `nsqr floor` (this executable), one round: the publish phase only, with its CPU per message.
+pub(super) async fn measure_floor(exe: &Path, a: &BenchArgs) -> Result<Metrics> {
+    let mut m = Metrics::new();
+    let mut srv = Server::start_with(exe, &["floor"], &[]).await?;
+    let r = pub_phase(&srv, &Workload::from_args(a, &srv.tcp), &mut m).await;
+    with_log(&mut srv, r)?;
     Ok(m)
 }
 
@@ -110,7 +119,7 @@ async fn fanout_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()
     m.insert("fanout_pub_msgs_per_sec".into(), p.msgs_per_sec);
     m.insert(
         "fanout_pub_cpu_us_per_msg".into(),
-        (c1 - c0).as_secs_f64() * 1e6 / p.acked.max(1) as f64,
+        per_msg(c1 - c0, p.acked),
     );
     for h in holders {
         h.finish(0, Duration::ZERO).await?;
@@ -135,20 +144,30 @@ async fn idle_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> 
     Ok(())
 }
 
-async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
-    let cpu = || cpu_time(srv.pid).map_err(err);
-    let per_msg = |d: Duration, n: u64| d.as_secs_f64() * 1e6 / n.max(1) as f64;
-    let settle = || tokio::time::sleep(Duration::from_millis(200));
+fn per_msg(d: Duration, n: u64) -> f64 {
+    d.as_secs_f64() * 1e6 / n.max(1) as f64
+}
 
-    let topic = topic_name(&w, "pub");
-    let c0 = cpu()?;
+/// Publish for `--duration` to a new topic (named by `w`, whose tag marks the messages as
+/// this run's for the consume that follows): rates and the server's CPU per message.
+async fn pub_phase(srv: &Server, w: &Workload, m: &mut Metrics) -> Result<(String, PubOutcome)> {
+    let topic = topic_name(w, "pub");
+    let c0 = cpu_time(srv.pid).map_err(err)?;
     let (p, published) =
-        modes::publish_phase(&w, &topic, w.size, Stop::After(w.duration), "pub").await?;
-    let c1 = cpu()?;
+        modes::publish_phase(w, &topic, w.size, Stop::After(w.duration), "pub").await?;
+    let c1 = cpu_time(srv.pid).map_err(err)?;
     m.insert("pub_msgs_per_sec".into(), p.msgs_per_sec);
     m.insert("pub_mb_per_sec".into(), p.mb_per_sec);
     m.insert("pub_cpu_us_per_msg".into(), per_msg(c1 - c0, p.acked));
+    Ok((topic, published))
+}
+
+async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
+    let w = Workload::from_args(a, &srv.tcp);
+    let cpu = || cpu_time(srv.pid).map_err(err);
+    let settle = || tokio::time::sleep(Duration::from_millis(200));
+
+    let (topic, published) = pub_phase(srv, &w, m).await?;
     settle().await;
 
     let c1 = cpu()?;
