@@ -121,18 +121,17 @@ fn step(b: &[u8]) -> Step {
         },
         b"CLS" => Step::Close,
         b"IDENTIFY" | b"PUB" | b"MPUB" | b"DPUB" | b"AUTH" => {
-            let Some(size) = b.get(nl + 1..nl + 5) else {
-                return Step::Incomplete;
-            };
-            let size = u32::from_be_bytes([size[0], size[1], size[2], size[3]]) as usize;
-            if size > MAX_BODY {
-                return Step::Refuse(format!("E_BAD_BODY body too big {size} > {MAX_BODY}"));
-            }
-            let len = nl + 5 + size;
-            if b.len() < len {
-                Step::Incomplete
-            } else {
-                Step::Done { len, answer: true }
+            let head = nl + 5;
+            match body_size(b).map(|len| len - head) {
+                None => Step::Incomplete,
+                Some(size) if size > MAX_BODY => {
+                    Step::Refuse(format!("E_BAD_BODY body too big {size} > {MAX_BODY}"))
+                }
+                Some(size) if b.len() < head + size => Step::Incomplete,
+                Some(size) => Step::Done {
+                    len: head + size,
+                    answer: true,
+                },
             }
         }
         _ => Step::Refuse(format!(
