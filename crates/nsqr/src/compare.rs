@@ -372,7 +372,7 @@ fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
     }
     if let Some(c) = cpu(theirs) {
         println!(
-            "  the lowest nsqrd/{} pub CPU ratio this machine allows: {}",
+            "  floor / {}: {} (no server that keeps its backlog in memory spends less than the floor)",
             theirs.name,
             fmt_ratio(floor / c)
         );
