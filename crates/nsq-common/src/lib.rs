@@ -1,7 +1,7 @@
 //! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the `nsqr` bench CLI share, written once:
 //! Go duration text and Go's JSON escaping, and (behind features) nsqd-style log lines, the
 //! accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
-//! the TOML config-file reading, and faulting in the memory a server keeps what it reads in.
+//! the TOML config-file reading, and faulting fresh memory in with one call (`prefault`).
 //!
 //! Only code that is the same in the callers lives here; anything where nsqd and nsqlookupd
 //! answer differently (error texts, log wording, header sets) stays in the daemon, so both keep
