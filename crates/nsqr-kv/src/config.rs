@@ -76,6 +76,28 @@ impl Policy {
     }
 }
 
+/// A memory size as Redis reads one: bytes, or a number with `k` / `m` / `g` (powers of
+/// 1000) or `kb` / `mb` / `gb` (powers of 1024), any case.
+pub fn parse_memory(s: &str) -> Option<u64> {
+    let lower = s.trim().to_ascii_lowercase();
+    let split = lower
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(lower.len());
+    let (digits, unit) = lower.split_at(split);
+    let n: u64 = digits.parse().ok()?;
+    let mul: u64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mul)
+}
+
 /// What the keyspace is started with.
 #[derive(Debug, Clone)]
 pub struct KvConfig {
@@ -182,6 +204,19 @@ mod tests {
         }
         assert_eq!(Policy::parse("ALLKEYS-LRU"), Some(Policy::AllKeysLru));
         assert_eq!(Policy::parse("lru"), None);
+    }
+
+    #[test]
+    fn memory_units_as_redis() {
+        assert_eq!(parse_memory("0"), Some(0));
+        assert_eq!(parse_memory("1024"), Some(1024));
+        assert_eq!(parse_memory("1k"), Some(1000));
+        assert_eq!(parse_memory("1KB"), Some(1024));
+        assert_eq!(parse_memory("100mb"), Some(100 << 20));
+        assert_eq!(parse_memory("2gb"), Some(2 << 30));
+        for bad in ["", "mb", "1tb", "-1", "1.5gb", "99999999999999999999"] {
+            assert_eq!(parse_memory(bad), None, "{bad}");
+        }
     }
 
     #[test]

@@ -12,19 +12,34 @@ use crate::feed::Op;
 use crate::glob;
 use crate::keyspace::{Emit, Keyspace, Pending};
 
-/// EXPIRE's NX / XX / GT / LT.
+/// EXPIRE's NX / XX / GT / LT (XX may be combined with GT or LT, as in Redis).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ExpireCondition {
-    #[default]
-    Always,
+pub struct ExpireCondition {
     /// Only if the key has no deadline.
-    Nx,
+    pub nx: bool,
     /// Only if the key has a deadline.
-    Xx,
+    pub xx: bool,
     /// Only if the new deadline is later (a key without one counts as never expiring).
-    Gt,
+    pub gt: bool,
     /// Only if the new deadline is earlier (a key without one counts as never expiring).
-    Lt,
+    pub lt: bool,
+}
+
+impl ExpireCondition {
+    pub const ALWAYS: ExpireCondition = ExpireCondition {
+        nx: false,
+        xx: false,
+        gt: false,
+        lt: false,
+    };
+
+    fn allows(self, current: Option<i64>, at: i64) -> bool {
+        let refused = (self.nx && current.is_some())
+            || (self.xx && current.is_none())
+            || (self.gt && current.is_none_or(|c| at <= c))
+            || (self.lt && current.is_some_and(|c| at >= c));
+        !refused
+    }
 }
 
 /// What TTL / PTTL report.
@@ -101,14 +116,7 @@ impl Keyspace {
             return false;
         };
         let current = e.deadline().map(|d| d as i64);
-        let pass = match cond {
-            ExpireCondition::Always => true,
-            ExpireCondition::Nx => current.is_none(),
-            ExpireCondition::Xx => current.is_some(),
-            ExpireCondition::Gt => current.is_some_and(|c| at_ms > c),
-            ExpireCondition::Lt => current.is_none_or(|c| at_ms < c),
-        };
-        if !pass {
+        if !cond.allows(current, at_ms) {
             return false;
         }
         if at_ms <= now as i64 {
@@ -139,6 +147,14 @@ impl Keyspace {
                 Some(d) => Ttl::Remaining(d.saturating_sub(now).max(1)),
             },
         }
+    }
+
+    /// EXPIRETIME / PEXPIRETIME: `None` if the key is missing, else its deadline (Unix ms).
+    pub fn deadline(&self, key: &[u8]) -> Option<Option<u64>> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        self.live(&mut g, hash, key, now).map(|e| e.deadline())
     }
 
     /// PERSIST: whether a deadline was removed.

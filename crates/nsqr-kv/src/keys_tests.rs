@@ -32,27 +32,35 @@ fn expire_conditions_as_redis() {
     let ks = mem();
     let mut p = Pending::default();
     let t = |s: i64| now_ms() as i64 + s * 1000;
+    let c = |nx, xx, gt, lt| ExpireCondition { nx, xx, gt, lt };
+    let (nx, xx, gt, lt) = (
+        c(true, false, false, false),
+        c(false, true, false, false),
+        c(false, false, true, false),
+        c(false, false, false, true),
+    );
     set(&ks, b"k", None);
-    assert!(!ks.expire(b"k", t(100), ExpireCondition::Xx, &mut p));
-    assert!(!ks.expire(b"k", t(100), ExpireCondition::Gt, &mut p));
-    assert!(ks.expire(b"k", t(100), ExpireCondition::Nx, &mut p));
-    assert!(!ks.expire(b"k", t(50), ExpireCondition::Nx, &mut p));
-    assert!(!ks.expire(b"k", t(50), ExpireCondition::Gt, &mut p));
-    assert!(ks.expire(b"k", t(500), ExpireCondition::Gt, &mut p));
-    assert!(ks.expire(b"k", t(5), ExpireCondition::Lt, &mut p));
+    assert!(!ks.expire(b"k", t(100), xx, &mut p));
+    assert!(!ks.expire(b"k", t(100), gt, &mut p));
+    assert!(ks.expire(b"k", t(100), nx, &mut p));
+    assert!(!ks.expire(b"k", t(50), nx, &mut p));
+    assert!(!ks.expire(b"k", t(50), gt, &mut p));
+    assert!(ks.expire(b"k", t(500), gt, &mut p));
+    assert!(ks.expire(b"k", t(5), lt, &mut p));
     assert!(matches!(ks.ttl(b"k"), Ttl::Remaining(ms) if ms <= 5_000));
     assert!(ks.persist(b"k", &mut p));
     assert!(!ks.persist(b"k", &mut p));
-    // A key without a deadline counts as never expiring: LT applies.
-    assert!(ks.expire(b"k", t(10), ExpireCondition::Lt, &mut p));
-    assert!(!ks.expire(b"missing", t(10), ExpireCondition::Always, &mut p));
+    // XX LT needs a deadline; LT alone counts a key without one as never expiring.
+    assert!(!ks.expire(b"k", t(10), c(false, true, false, true), &mut p));
+    assert!(ks.expire(b"k", t(10), lt, &mut p));
+    assert!(!ks.expire(b"missing", t(10), ExpireCondition::ALWAYS, &mut p));
 }
 
 #[test]
 fn expire_in_the_past_deletes_with_a_del_event() {
     let (ks, feed) = with_feed(KvConfig::default());
     set(&ks, b"k", None);
-    assert!(ks.expire(b"k", -5, ExpireCondition::Always, &mut Pending::default()));
+    assert!(ks.expire(b"k", -5, ExpireCondition::ALWAYS, &mut Pending::default()));
     assert!(!ks.contains(b"k"));
     assert_eq!(
         feed.ops().last().unwrap(),

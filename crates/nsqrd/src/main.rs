@@ -7,6 +7,7 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
+mod resp;
 mod server;
 mod settings;
 mod tasks;

@@ -184,6 +184,8 @@ pub async fn run(opts: Options) -> Result<(), String> {
     let sync_ticker = tokio::spawn(Arc::clone(&broker).run_sync_ticker());
     tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
 
+    let kv = crate::resp::start(&opts, &broker).await?;
+
     let tcp_listener = Listener::bind(&opts.tcp_address).await?;
     let tcp_addr = tcp_listener.tcp_addr();
     tracing::info!("TCP: listening on {}", tcp_listener.describe());
@@ -227,6 +229,10 @@ pub async fn run(opts: Options) -> Result<(), String> {
 
     wait_for_signal().await;
     tracing::info!("TERM: shutting down");
+    // The keyspace first: its shutdown snapshot, and its last changes into the broker.
+    if let Some(kv) = kv {
+        kv.shutdown().await;
+    }
     broker.set_exiting();
     // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
     lookupd.shutdown();
