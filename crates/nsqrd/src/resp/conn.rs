@@ -6,8 +6,8 @@
 //!   unparsed input passes 1 GiB (Redis's `client-query-buffer-limit`) is closed. Replies are
 //!   written out every 64 KiB, so a long pipeline of GETs never holds more than that.
 //! - **Protocol errors** are answered with Redis's `-ERR Protocol error: ...` and the
-//!   connection is closed, as Redis does; the input still arriving is read and dropped for at
-//!   most 500 ms so the client sees the error rather than a reset.
+//!   connection is closed, as Redis does; the input still arriving is read and dropped (for
+//!   at most 500 ms and 4 MiB) so the client sees the error rather than a reset.
 //! - **Strict mode.** Replies to writes go out only once the writes are durable
 //!   (`Keyspace::durable`); if that fails, the connection is closed without them, so the
 //!   client never takes an unsaved write for an acknowledged one.
@@ -36,8 +36,9 @@ const WRITE_AT: usize = 64 * 1024;
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 /// Buffers larger than this are given back once empty.
 const KEEP: usize = 1 << 20;
-/// How long the input after a protocol error is drained before closing.
+/// How long, and how much of, the input after a protocol error is drained before closing.
 const DRAIN: Duration = Duration::from_millis(500);
+const DRAIN_BYTES: usize = 4 << 20;
 
 /// What the connection does after parsing.
 enum Next {
@@ -259,8 +260,10 @@ impl Conn {
         let _ = self.stream.shutdown().await;
         let mut sink = vec![0u8; READ_CHUNK];
         let deadline = tokio::time::Instant::now() + DRAIN;
+        let mut drained = 0;
         while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, self.stream.read(&mut sink)).await {
-            if n == 0 {
+            drained += n;
+            if n == 0 || drained > DRAIN_BYTES {
                 break;
             }
         }
