@@ -7,6 +7,7 @@ mod cli;
 mod client;
 mod compare;
 mod floor;
+mod kv;
 mod machine;
 mod modes;
 mod procstat;
@@ -69,7 +70,17 @@ fn floor_main(args: &floor::FloorArgs) -> ExitCode {
 async fn bench(args: BenchArgs) -> ExitCode {
     let work = async {
         if args.mode == Mode::Compare {
-            compare::run(&args).await
+            if args.reference.is_some() {
+                let ok = compare::run(&args).await?;
+                if args.kv_reference.is_some() {
+                    return kv::compare(&args).await.map(|kv| kv && ok);
+                }
+                Ok(ok)
+            } else {
+                kv::compare(&args).await
+            }
+        } else if args.mode == Mode::Kv {
+            kv::run(&args).await
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {

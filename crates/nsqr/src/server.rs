@@ -20,6 +20,8 @@ pub struct Server {
     child: Child,
     pub pid: u32,
     pub tcp: String,
+    /// The keyspace's RESP address, when nsqrd was started with `--kv-address`.
+    pub kv: String,
     data_dir: PathBuf,
     log: Arc<Mutex<VecDeque<String>>>,
 }
@@ -81,6 +83,7 @@ impl Server {
             pid: child.id(),
             child,
             tcp: String::new(),
+            kv: String::new(),
             data_dir,
             log,
         };
@@ -89,6 +92,10 @@ impl Server {
             while let Ok(line) = rx.try_recv() {
                 if let Some(addr) = listen_addr(&line, "TCP: listening on ") {
                     server.tcp = addr;
+                }
+                // nsqrd logs its keyspace listener before its TCP one.
+                if let Some(addr) = listen_addr(&line, "KV: listening on ") {
+                    server.kv = addr;
                 }
             }
             if !server.tcp.is_empty() {

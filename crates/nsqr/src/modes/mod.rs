@@ -157,7 +157,11 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
             report.latency = Some(l);
         }
         Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare => return Err(crate::client::err("compare is not a single-server mode")),
+        Mode::Compare | Mode::Kv => {
+            return Err(crate::client::err(
+                "compare and kv are not NSQ single-server modes",
+            ))
+        }
     }
     report.check();
     Ok(report)

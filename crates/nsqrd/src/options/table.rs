@@ -241,6 +241,8 @@ option_table! {
         "kv-events-prefix", Some("kv_events_prefix"), StrList, "[nsqr] only keys starting with this go to the change feed (may be given multiple times; default all keys)";
     kv_events_value: bool = false;
         "kv-events-value", Some("kv_events_value"), Bool, "[nsqr] include values in change-feed messages";
+    kv_threads: i64 = 0;
+        "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = one per core)";
 
     // 1.10 experiments
     enable_experiment: Vec<String> = Vec::new();
@@ -258,7 +260,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 11));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 12));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

@@ -19,10 +19,10 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use nsq_common::net::StopSignal;
 use resp_wire::{Limits, Parsed, Protocol, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::watch;
 
 use super::session::{Ctx, Session};
 use super::table::dispatch;
@@ -68,7 +68,7 @@ pub async fn run(
     shared: Arc<Shared>,
     stream: TcpStream,
     peer: std::net::SocketAddr,
-    stop: StopSignal,
+    stop: watch::Receiver<bool>,
 ) {
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
     shared.connected.fetch_add(1, Ordering::Relaxed);
@@ -97,14 +97,22 @@ pub async fn run(
 }
 
 impl Conn {
-    async fn serve(&mut self, mut stop: StopSignal) -> std::io::Result<()> {
+    async fn serve(&mut self, mut stop: watch::Receiver<bool>) -> std::io::Result<()> {
+        // Made once: polling it costs nothing until the server stops.
+        let stopped = stop.wait_for(|s| *s);
+        tokio::pin!(stopped);
         loop {
             self.reserve();
-            let sub = self.session.sub.clone();
-            let read = tokio::select! {
-                r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
-                () = async { match &sub { Some(s) => s.wait().await, None => std::future::pending().await } } => None,
-                () = stop.stopped() => return Ok(()),
+            let read = match self.session.sub.clone() {
+                None => tokio::select! {
+                    r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    _ = &mut stopped => return Ok(()),
+                },
+                Some(sub) => tokio::select! {
+                    r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    () = sub.wait() => None,
+                    _ = &mut stopped => return Ok(()),
+                },
             };
             if read == Some(0) {
                 return Ok(());

@@ -194,8 +194,8 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn keys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let ks = &ctx.shared.ks;
-    let found = tokio::task::block_in_place(|| ks.keys(a.get(1)));
+    // As in Redis, KEYS walks the whole keyspace while its client waits.
+    let found = ctx.shared.ks.keys(a.get(1));
     ctx.out.array(found.len());
     for k in &found {
         ctx.out.bulk(k);

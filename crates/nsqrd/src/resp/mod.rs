@@ -4,6 +4,7 @@
 //!
 //! ```text
 //! resp/mod.rs     start(): open the keyspace, bind, accept; Handle::shutdown()
+//! resp/workers.rs the serving threads (one single-threaded runtime each)
 //! resp/conn.rs    one task per client: read, parse (resp-wire), dispatch, write
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
@@ -25,13 +26,14 @@ mod server;
 mod session;
 mod strings;
 mod table;
+mod workers;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
 
-use nsq_common::net::{accept_until, Connections, SHUTDOWN_GRACE};
+use nsq_common::net::{accept_until, Connections};
 use nsqr_broker::Broker;
 use nsqr_kv::{ChangeFeed, FeedConfig, Keyspace, KvConfig, NotifyFlags, OutputLimit, Policy};
 use tokio::net::TcpListener;
@@ -57,7 +59,8 @@ pub struct Shared {
 /// The running server: stop it with [`Handle::shutdown`].
 pub struct Handle {
     stop: Option<oneshot::Sender<()>>,
-    task: JoinHandle<()>,
+    /// The accept loop; it hands back the serving threads when it stops.
+    task: JoinHandle<workers::Workers>,
     ks: Arc<Keyspace>,
 }
 
@@ -129,8 +132,13 @@ pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, 
         pubsub_limit: config.pubsub_limit,
         max_bulk: config.max_bulk,
     });
+    let threads = match o.kv_threads {
+        n if n > 0 => n as usize,
+        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    };
+    let workers = workers::Workers::start(threads, &shared)?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, shared, stop_rx));
+    let task = tokio::spawn(serve(listener, workers, stop_rx));
     Ok(Some(Handle {
         stop: Some(stop_tx),
         task,
@@ -138,25 +146,23 @@ pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, 
     }))
 }
 
-async fn serve(listener: TcpListener, shared: Arc<Shared>, stop: oneshot::Receiver<()>) {
-    let conns = accept_until(
+/// Accepts until stopped, handing each connection to a serving thread.
+async fn serve(
+    listener: TcpListener,
+    mut workers: workers::Workers,
+    stop: oneshot::Receiver<()>,
+) -> workers::Workers {
+    let none = accept_until(
         async {
             let _ = stop.await;
         },
         || listener.accept(),
-        |(stream, peer), conns: &mut Connections| {
-            let _ = stream.set_nodelay(true);
-            let task = conn::run(Arc::clone(&shared), stream, peer, conns.stop_signal());
-            conns.spawn(task);
-        },
+        |(stream, peer), _: &mut Connections| workers.dispatch(stream, peer),
         |e| tracing::error!("KV: accept error - {e}"),
     )
     .await;
-    drop(listener);
-    let cut = conns.shutdown(SHUTDOWN_GRACE).await;
-    if cut > 0 {
-        tracing::warn!("KV: {cut} connections did not close in time");
-    }
+    drop(none);
+    workers
 }
 
 impl Handle {
@@ -167,9 +173,15 @@ impl Handle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let _ = self.task.await;
+        let workers = self.task.await;
         let ks = Arc::clone(&self.ks);
-        match tokio::task::spawn_blocking(move || ks.close()).await {
+        let closed = tokio::task::spawn_blocking(move || {
+            if let Ok(w) = workers {
+                w.shutdown();
+            }
+            ks.close()
+        });
+        match closed.await {
             Ok(Ok(())) => {}
             Ok(Err(e)) => tracing::error!("KV: shutdown snapshot failed - {e}"),
             Err(e) => tracing::error!("KV: shutdown snapshot failed - {e}"),

@@ -25,9 +25,8 @@ pub fn flushdb(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn save(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
-    let ks = &ctx.shared.ks;
-    // A snapshot can take a while: let the runtime move other tasks off this thread.
-    match tokio::task::block_in_place(|| ks.save()) {
+    // As in Redis, SAVE blocks: the clients of this serving thread wait for the snapshot.
+    match ctx.shared.ks.save() {
         Ok(()) => ctx.out.ok(),
         Err(e) => ctx.out.error(&format!("ERR {e}")),
     }
