@@ -85,18 +85,22 @@ async fn redis_benchmark(t: &Target, s: &Spec, test: &str, pipeline: usize) -> R
         .await?
         .map_err(|e| err(format!("cannot run {bin}: {e}")))?;
     let text = String::from_utf8_lossy(&out.stdout);
+    csv_rps(&text, test).ok_or_else(|| {
+        err(format!(
+            "no {test} result from redis-benchmark: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    })
+}
+
+/// The requests per second of `test` in redis-benchmark's `--csv` output
+/// (`"test","rps","avg_latency_ms",...` then `"SET","123456.79",...`).
+fn csv_rps(text: &str, test: &str) -> Option<f64> {
+    let want = format!("\"{}\"", test.to_ascii_uppercase());
     let line = text
         .lines()
-        .find(|l| {
-            l.to_ascii_uppercase()
-                .starts_with(&format!("\"{}\"", test.to_ascii_uppercase()))
-        })
-        .ok_or_else(|| err(format!("no {test} result from redis-benchmark: {text}")))?;
-    line.split(',')
-        .nth(1)
-        .map(|v| v.trim_matches('"'))
-        .and_then(|v| v.parse().ok())
-        .ok_or_else(|| err(format!("cannot read redis-benchmark's line {line:?}")))
+        .find(|l| l.to_ascii_uppercase().starts_with(&want))?;
+    line.split(',').nth(1)?.trim_matches('"').parse().ok()
 }
 
 /// SET then GET with `redis-benchmark`; metrics `<prefix>set_rps`, `<prefix>set_cpu_us`, ...
@@ -249,4 +253,27 @@ pub async fn rss(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
         after.saturating_sub(before) as f64 / s.rss_keys as f64,
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_redis_benchmarks_csv() {
+        let out = "\"test\",\"rps\",\"avg_latency_ms\"\n\"SET\",\"98911.96\",\"0.608\"\n";
+        assert_eq!(csv_rps(out, "set"), Some(98911.96));
+        assert_eq!(csv_rps(out, "get"), None);
+        assert_eq!(csv_rps("\"GET\",\"x\"", "get"), None);
+    }
+
+    #[test]
+    fn cpu_per_op_needs_both_readings() {
+        let (a, b) = (
+            Some(Duration::from_millis(10)),
+            Some(Duration::from_millis(30)),
+        );
+        assert_eq!(cpu_per_op(a, b, 1000), Some(20.0));
+        assert_eq!(cpu_per_op(None, b, 1000), None);
+    }
 }

@@ -242,7 +242,7 @@ option_table! {
     kv_events_value: bool = false;
         "kv-events-value", Some("kv_events_value"), Bool, "[nsqr] include values in change-feed messages";
     kv_threads: i64 = 0;
-        "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = one per core)";
+        "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = half the cores, at least one)";
 
     // 1.10 experiments
     enable_experiment: Vec<String> = Vec::new();

@@ -132,9 +132,11 @@ pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, 
         pubsub_limit: config.pubsub_limit,
         max_bulk: config.max_bulk,
     });
+    // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the
+    // rest, and one request at a time gains nothing from more threads than cores free.
     let threads = match o.kv_threads {
         n if n > 0 => n as usize,
-        _ => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        _ => (std::thread::available_parallelism().map_or(1, |n| n.get()) / 2).max(1),
     };
     let workers = workers::Workers::start(threads, &shared)?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();

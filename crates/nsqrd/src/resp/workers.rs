@@ -6,7 +6,8 @@
 //! runtime each wake-up may also hop between worker threads (futex wakes, context switches).
 //! Measured with redis-benchmark (one request at a time, 100 clients) on this 2-core machine,
 //! a single-threaded runtime spent 2.6 µs of server CPU per request against 3.0 µs on the
-//! shared one. Keys live in the shared, sharded keyspace, so any thread serves any key.
+//! shared one, and one serving thread less than two (the client needs the other core). Keys
+//! live in the shared, sharded keyspace, so any thread serves any key.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
