@@ -8,10 +8,11 @@
 //! - [`Reply`]: the reply writer for both protocol versions.
 //! - [`Frame`] / [`decode`]: replies as values, for clients.
 //! - [`parse_i64`]: Redis's integer rule, for lengths and command arguments alike.
-//! - [`parse`]: one request from a byte slice, the fuzzing entry point.
+//! - [`parse`]: one request from a byte slice; [`fuzz::check`]: the fuzz target's body.
 
 pub mod error;
 pub mod frame;
+pub mod fuzz;
 mod inline;
 pub mod number;
 pub mod reply;

@@ -80,9 +80,8 @@ fn section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
         ),
         "clients" => write!(
             out,
-            "# Clients\r\nconnected_clients:{}\r\npubsub_clients:{}\r\n",
-            sh.connected.load(Ordering::Relaxed),
-            ks.hub().channels(None).len()
+            "# Clients\r\nconnected_clients:{}\r\n",
+            sh.connected.load(Ordering::Relaxed)
         ),
         "memory" => write!(
             out,
