@@ -187,7 +187,10 @@ impl RequestParser {
         if cr + 2 > rest.len() {
             return Ok(None);
         }
-        Ok(Some((parse_i64(&rest[1..cr]), pos + cr + 2)))
+        // The type byte (`*` or `$`) is checked by the caller; a line that is only `\r\n`
+        // has no digits.
+        let digits = rest.get(1..cr).unwrap_or_default();
+        Ok(Some((parse_i64(digits), pos + cr + 2)))
     }
 
     fn multibulk_count(&mut self, buf: &[u8]) -> Result<Parsed, ProtocolError> {

@@ -94,6 +94,7 @@ fn redis_protocol_errors() {
         (b"*1\r\n$1099511627776\r\n", InvalidBulkLength),
         (b"*1\r\n$536870913\r\n", InvalidBulkLength),
         (b"*1\r\nx\r\n", ExpectedBulk(b'x')),
+        (b"*1\r\n\r\n", ExpectedBulk(b'\r')),
         (b"SET \"a b\r\n", UnbalancedQuotes),
     ];
     for (input, want) in cases {
