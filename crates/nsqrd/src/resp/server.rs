@@ -62,10 +62,9 @@ const SECTIONS: [&str; 7] = [
     "keyspace",
 ];
 
-fn section(ctx: &Ctx<'_>, name: &str, out: &mut String) {
+fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String) {
     let sh = ctx.shared;
     let ks = &sh.ks;
-    let stats = ks.stats();
     let settings = ks.settings();
     let up = sh.started.elapsed().as_secs();
     let _ = match name {
@@ -131,13 +130,15 @@ pub fn info(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         || asked
             .iter()
             .any(|s| s == "all" || s == "default" || s == "everything");
+    // Counters are summed over every shard once per INFO.
+    let stats = ctx.shared.ks.stats();
     let mut text = String::new();
     for name in SECTIONS {
         if all || asked.iter().any(|s| s == name) {
             if !text.is_empty() {
                 text.push_str("\r\n");
             }
-            section(ctx, name, &mut text);
+            section(ctx, &stats, name, &mut text);
         }
     }
     ctx.out.verbatim(b"txt", text.as_bytes());
