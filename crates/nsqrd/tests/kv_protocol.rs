@@ -162,6 +162,30 @@ fn a_bulk_length_of_two_to_the_forty_allocates_nothing() {
 }
 
 #[test]
+fn announced_lengths_are_not_allocated_before_the_bytes_come() {
+    let srv = KvServer::start(&[]);
+    let (before, vm_before) = (srv.rss_kib(), srv.vm_kib());
+    // Twenty clients each announce a value just under 512 MiB and send 100 KiB of it.
+    let clients: Vec<Client> = (0..20)
+        .map(|_| {
+            let mut c = srv.client();
+            c.send_raw(b"*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$536870000\r\n");
+            c.send_raw(&vec![b'x'; 100 * 1024]);
+            c
+        })
+        .collect();
+    let mut other = srv.client();
+    assert_eq!(other.cmd(&["PING"]), simple("PONG"));
+    let grown = srv.rss_kib().saturating_sub(before);
+    assert!(grown < 64 * 1024, "RSS grew {grown} KiB");
+    // Not even reserved: 20 x 512 MiB would be 10 GiB of address space.
+    let reserved = srv.vm_kib().saturating_sub(vm_before);
+    assert!(reserved < 1024 * 1024, "virtual memory grew {reserved} KiB");
+    drop(clients);
+    assert_eq!(other.cmd(&["EXISTS", "k"]), int(0));
+}
+
+#[test]
 fn negative_counts_are_empty_requests() {
     let srv = KvServer::start(&[]);
     let mut c = srv.client();

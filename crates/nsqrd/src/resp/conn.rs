@@ -32,6 +32,8 @@ use super::Shared;
 const READ_CHUNK: usize = 16 * 1024;
 /// Replies are written once this much is buffered.
 const WRITE_AT: usize = 64 * 1024;
+/// Most room reserved ahead for a large value.
+const READ_AHEAD: usize = 4 << 20;
 /// Redis's `client-query-buffer-limit`.
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 /// Buffers larger than this are given back once empty.
@@ -143,14 +145,16 @@ impl Conn {
         }
     }
 
-    /// Makes room for the next read: at least one chunk, or the rest of a large value whose
+    /// Makes room for the next read: at least one chunk, or more of a large value whose
     /// length is known (so it is read in a few large reads).
     fn reserve(&mut self) {
+        // A declared length is trusted for at most 4 MiB ahead of the bytes that came: the
+        // buffer grows with what arrives, not with what a client announces.
         let want = self
             .parser
             .wanted(self.rbuf.len() - self.start)
             .unwrap_or(0)
-            .clamp(READ_CHUNK, QUERY_BUFFER_LIMIT);
+            .clamp(READ_CHUNK, READ_AHEAD);
         if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK {
             self.rbuf.reserve(want);
         }

@@ -101,12 +101,21 @@ impl KvServer {
 
     /// Resident memory of the server, in KiB.
     pub fn rss_kib(&self) -> u64 {
+        self.status_kib("VmRSS:")
+    }
+
+    /// Virtual memory of the server (what it allocated, touched or not), in KiB.
+    pub fn vm_kib(&self) -> u64 {
+        self.status_kib("VmSize:")
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         status
             .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .find_map(|l| l.strip_prefix(field))
             .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS")
+            .expect(field)
     }
 
     /// Whether the process is still running.
