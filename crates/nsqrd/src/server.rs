@@ -175,9 +175,9 @@ pub async fn run(opts: Options) -> Result<(), String> {
     server.shutdown().await
 }
 
-/// A running nsqrd: its listeners are bound and serving. Stop it with [`Server::shutdown`]
-/// (dropping it stops the broker's tasks and the listeners' accept loops without the
-/// graceful flush, as a crash would).
+/// A running nsqrd: its listeners are bound and serving. Stop it with [`Server::shutdown`];
+/// dropping it stops the listeners and the background tasks without the graceful flush, as
+/// a crash would.
 pub struct Server {
     broker: Broker,
     clients: Arc<client::Clients>,
@@ -185,9 +185,21 @@ pub struct Server {
     tcp_addr: Option<SocketAddr>,
     http_addr: Option<SocketAddr>,
     stop: watch::Sender<bool>,
-    tcp_task: JoinHandle<()>,
+    tcp_task: Option<JoinHandle<()>>,
     http_tasks: Vec<JoinHandle<()>>,
+    memtrim: JoinHandle<()>,
     _lock: DataDirLock,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        self.lookupd.shutdown();
+        self.memtrim.abort();
+        if let Some(t) = self.tcp_task.take() {
+            t.abort();
+        }
+    }
 }
 
 impl Server {
@@ -208,7 +220,7 @@ impl Server {
         let broker = Broker::start(broker_config(&opts))
             .await
             .map_err(|e| e.to_string())?;
-        tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
+        let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
 
         let tcp_listener = Listener::bind(&opts.tcp_address).await?;
         let tcp_addr = tcp_listener.tcp_addr();
@@ -259,8 +271,9 @@ impl Server {
             tcp_addr,
             http_addr,
             stop,
-            tcp_task,
+            tcp_task: Some(tcp_task),
             http_tasks,
+            memtrim,
             _lock: lock,
         })
     }
@@ -282,19 +295,21 @@ impl Server {
 
     /// Shut down in nsqd's order: stop accepting, close the clients (their in-flight messages
     /// go back to their queues), stop HTTP, persist `nsqd.dat`, flush every queue to disk.
-    pub async fn shutdown(self) -> Result<(), String> {
+    pub async fn shutdown(mut self) -> Result<(), String> {
         tracing::info!("TERM: shutting down");
         self.broker.set_exiting();
         // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
         self.lookupd.shutdown();
         let _ = self.stop.send(true);
-        let _ = self.tcp_task.await;
+        if let Some(t) = self.tcp_task.take() {
+            let _ = t.await;
+        }
         self.clients.kick_all();
         let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
         while self.clients.count() > 0 && tokio::time::Instant::now() < deadline {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        for t in self.http_tasks {
+        for t in std::mem::take(&mut self.http_tasks) {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
         }
         self.broker.shutdown().await.map_err(|e| e.to_string())
