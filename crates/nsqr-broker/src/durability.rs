@@ -24,6 +24,7 @@ pub enum Durability {
 }
 
 impl Durability {
+    /// The `--durability` flag's value (`default`, `""` or `strict`).
     pub fn parse(s: &str) -> Option<Durability> {
         match s {
             "default" | "" => Some(Durability::Default),
@@ -32,6 +33,7 @@ impl Durability {
         }
     }
 
+    /// The flag's value for it.
     pub fn as_str(self) -> &'static str {
         match self {
             Durability::Default => "default",
@@ -53,16 +55,29 @@ pub enum DiskError {
     /// `--max-disk-bytes` reached.
     #[error("disk queue {queue} is full (max-disk-bytes {max_bytes}; {used_bytes} bytes used)")]
     Full {
+        /// The queue (`topic` or `topic:channel`).
         queue: String,
+        /// The limit.
         max_bytes: u64,
+        /// What its data files hold.
         used_bytes: u64,
     },
     /// The write or fsync failed (ENOSPC, EIO, read-only file system, ...).
     #[error("disk write to queue {queue} failed: {reason}")]
-    Io { queue: String, reason: String },
+    Io {
+        /// The queue (`topic` or `topic:channel`).
+        queue: String,
+        /// The IO error, described.
+        reason: String,
+    },
     /// A previous write failed and has not been retried yet (default mode, overflow only).
     #[error("disk queue {queue} unavailable after a write error: {reason}")]
-    Unavailable { queue: String, reason: String },
+    Unavailable {
+        /// The queue (`topic` or `topic:channel`).
+        queue: String,
+        /// The last write error, described.
+        reason: String,
+    },
     /// The queue was closed before the message reached the disk (shutdown).
     #[error("exiting")]
     Exiting,

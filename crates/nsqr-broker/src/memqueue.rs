@@ -24,10 +24,12 @@ impl<T> Default for MemQueue<T> {
 }
 
 impl<T> MemQueue<T> {
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

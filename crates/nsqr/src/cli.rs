@@ -40,6 +40,9 @@ pub enum Mode {
     Matrix,
     /// Start nsqrd and a reference nsqd in turn (A B A B ...) and compare them side by side.
     Compare,
+    /// The embedded broker, no sockets: publish and consume in this process for each of
+    /// --sizes (--count messages each, default by size), --rounds times, timed at the receiver.
+    Inproc,
 }
 
 impl Mode {
@@ -51,6 +54,7 @@ impl Mode {
             Mode::Latency => "latency",
             Mode::Matrix => "matrix",
             Mode::Compare => "compare",
+            Mode::Inproc => "inproc",
         }
     }
 }
@@ -137,7 +141,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub matrix: bool,
 
-    /// compare: rounds of A B (medians are reported).
+    /// compare: rounds of A B (medians are reported); inproc: rounds per size.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
 
@@ -191,9 +195,10 @@ impl BenchArgs {
     /// Reject values the benchmark cannot honour.
     pub fn validate(&self) -> Result<(), String> {
         use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
-        let uses_sizes = self.mode == Mode::Matrix || (self.mode == Mode::Compare && self.matrix);
+        let uses_sizes = matches!(self.mode, Mode::Matrix | Mode::Inproc)
+            || (self.mode == Mode::Compare && self.matrix);
         // matrix mode uses only --sizes; compare uses --size, and --sizes with --matrix.
-        let mut sizes = if self.mode == Mode::Matrix {
+        let mut sizes = if matches!(self.mode, Mode::Matrix | Mode::Inproc) {
             Vec::new()
         } else {
             vec![self.size]

@@ -70,6 +70,8 @@ async fn bench(args: BenchArgs) -> ExitCode {
     let work = async {
         if args.mode == Mode::Compare {
             compare::run(&args).await
+        } else if args.mode == Mode::Inproc {
+            inproc(&args).await
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {
@@ -101,6 +103,24 @@ async fn bench(args: BenchArgs) -> ExitCode {
             ExitCode::from(130)
         }
     }
+}
+
+/// `nsqr bench inproc`: the embedded broker, printed as a table or JSON.
+async fn inproc(args: &BenchArgs) -> client::Result<bool> {
+    let rows = modes::inproc::run(
+        &args.sizes,
+        args.count,
+        args.rounds,
+        args.batch_size,
+        args.rdy,
+    )
+    .await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        modes::inproc::print(&rows);
+    }
+    Ok(rows.iter().all(|r| r.zero_copy))
 }
 
 /// Resolves on SIGINT or SIGTERM. Dropping the benchmark future on the way out kills any

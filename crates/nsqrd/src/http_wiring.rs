@@ -15,6 +15,7 @@ use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
 use crate::settings::NSQD_COMPAT_VERSION;
 use crate::tasks::lookupd::Lookupd;
+use crate::tcp::client::Clients;
 
 /// `/config/:opt` over the daemon's options; a new lookupd peer list takes effect at once.
 pub struct OptionsStore {
@@ -60,6 +61,11 @@ pub struct HttpListeners {
 }
 
 impl HttpListeners {
+    /// The plain HTTP listener's address (None: disabled or a unix socket).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(Listener::tcp_addr)
+    }
+
     /// The plain HTTP listener's TCP port (None: disabled or a unix socket).
     pub fn http_port(&self) -> Option<u16> {
         self.http
@@ -105,13 +111,19 @@ pub fn live_options(
     live
 }
 
+/// What the HTTP API serves from.
+pub struct Served {
+    pub broker: Arc<Broker>,
+    pub clients: Arc<Clients>,
+    pub lookupd: Arc<Lookupd>,
+}
+
 /// Serve the bound listeners until `shutdown`; `live` comes from [`live_options`]. Returns
 /// their tasks.
 pub fn start(
     listeners: HttpListeners,
     live: Options,
-    broker: &Arc<Broker>,
-    lookupd: Arc<Lookupd>,
+    served: Served,
     tcp_addr: Option<SocketAddr>,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -141,12 +153,18 @@ pub fn start(
     };
     // `--tls-required=true` (not tcp-https) turns plain HTTP away.
     let refuse = (live.tls_required == TlsRequired::True).then_some(https_port);
+    let Served {
+        broker,
+        clients,
+        lookupd,
+    } = served;
     let config: Arc<dyn ConfigStore> = Arc::new(OptionsStore::new(live, lookupd));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
     if let Some(l) = http {
         let state = Arc::new(HttpState {
-            broker: Arc::clone(broker),
+            broker: Arc::clone(&broker),
+            clients: Arc::clone(&clients),
             settings: HttpSettings {
                 tls_required_https_port: refuse,
                 ..settings.clone()
@@ -162,7 +180,8 @@ pub fn start(
     }
     if let (Some(l), Some(tls)) = (https, tls) {
         let state = Arc::new(HttpState {
-            broker: Arc::clone(broker),
+            broker: Arc::clone(&broker),
+            clients: Arc::clone(&clients),
             settings,
             config,
         });

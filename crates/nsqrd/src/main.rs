@@ -1,21 +1,9 @@
 //! nsqrd: a drop-in replacement for nsqd. Parses nsqd's flags, validates them as nsqd does,
-//! starts the TCP and HTTP listeners and shuts down gracefully on SIGINT / SIGTERM.
-
-mod auth;
-mod http;
-mod http_wiring;
-mod listener;
-mod memtrim;
-mod options;
-mod server;
-mod settings;
-mod tasks;
-mod tcp;
-mod tls;
+//! and runs the server (`lib.rs`) until SIGINT / SIGTERM.
 
 use std::process::ExitCode;
 
-use options::Options;
+use nsqrd::Options;
 
 fn main() -> ExitCode {
     let mut opts = match Options::parse(std::env::args().skip(1)) {
@@ -37,7 +25,7 @@ fn main() -> ExitCode {
         println!(
             "nsqrd v{} (nsqd v{} compatible)",
             env!("CARGO_PKG_VERSION"),
-            settings::NSQD_COMPAT_VERSION
+            nsqrd::NSQD_COMPAT_VERSION
         );
         return ExitCode::SUCCESS;
     }
@@ -64,7 +52,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(server::run(opts)) {
+    match rt.block_on(nsqrd::run(opts)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("FATAL: {e}");

@@ -1,6 +1,7 @@
 //! The workloads. Each mode is a function from a [`Workload`] (the flags, resolved) to a
 //! [`Report`]; `compare` calls the same pieces phase by phase against servers it starts.
 
+pub mod inproc;
 pub mod latency;
 pub mod matrix;
 pub mod publish;
@@ -157,7 +158,7 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
             report.latency = Some(l);
         }
         Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare => return Err(crate::client::err("compare is not a single-server mode")),
+        Mode::Compare | Mode::Inproc => return Err(crate::client::err("not a single-server mode")),
     }
     report.check();
     Ok(report)

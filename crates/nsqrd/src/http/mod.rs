@@ -31,10 +31,13 @@ use nsqr_broker::Broker;
 pub use config::{ConfigPutError, ConfigStore, ConfigValue};
 pub use server::serve;
 pub use stats::MemStats;
+pub mod stats_json;
 
 /// Everything the handlers share.
 pub struct HttpState {
     pub broker: Arc<Broker>,
+    /// The TCP clients (`/stats` producers, the connection count).
+    pub clients: Arc<crate::tcp::client::Clients>,
     pub settings: HttpSettings,
     pub config: Arc<dyn ConfigStore>,
 }

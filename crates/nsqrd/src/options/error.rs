@@ -60,6 +60,18 @@ pub enum OptionsError {
     MaxDiskBytes,
 }
 
+impl From<nsq_common::goflag::SyntaxError> for OptionsError {
+    fn from(e: nsq_common::goflag::SyntaxError) -> OptionsError {
+        use nsq_common::goflag::SyntaxError;
+        match e {
+            SyntaxError::Help => OptionsError::Help,
+            SyntaxError::Unknown(n) => OptionsError::UnknownFlag(n),
+            SyntaxError::BadSyntax(a) => OptionsError::BadSyntax(a),
+            SyntaxError::MissingArgument(n) => OptionsError::MissingArgument(n),
+        }
+    }
+}
+
 impl OptionsError {
     /// True for errors of the command line itself, after which nsqd prints its usage.
     pub fn shows_usage(&self) -> bool {

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use nsqr_broker::{Broker, Event, Topic, TopicStart};
+use nsqr_broker::{Broker, Event, EventListener, Listening, Topic, TopicHold};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::{JoinHandle, JoinSet};
@@ -84,6 +84,24 @@ pub struct Lookupd {
     runtime: tokio::runtime::Handle,
     peers: Mutex<Vec<Peer>>,
     stopped: AtomicBool,
+    /// Our place on the broker's event bus (dropped at shutdown).
+    listening: Mutex<Option<Listening>>,
+}
+
+/// The broker's events reach the lookupd peers through this (it holds new topics until their
+/// channels are pre-created).
+struct Follower(Weak<Lookupd>);
+
+impl EventListener for Follower {
+    fn on_event(&self, event: Event) {
+        if let Some(l) = self.0.upgrade() {
+            l.on_event(event);
+        }
+    }
+
+    fn holds_new_topics(&self) -> bool {
+        true
+    }
 }
 
 impl Lookupd {
@@ -97,12 +115,10 @@ impl Lookupd {
             runtime: tokio::runtime::Handle::current(),
             peers: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            listening: Mutex::new(None),
         });
-        let weak: Weak<Lookupd> = Arc::downgrade(&l);
-        broker.set_event_sink(Arc::new(move |ev| match weak.upgrade() {
-            Some(l) => l.on_event(ev),
-            None => drop(ev),
-        }));
+        let listening = broker.listen(Arc::new(Follower(Arc::downgrade(&l))));
+        *l.listening.lock() = Some(listening);
         l.set_addresses(addrs);
         l
     }
@@ -135,6 +151,7 @@ impl Lookupd {
     /// registrations when its connection closes.
     pub fn shutdown(&self) {
         self.stopped.store(true, Relaxed);
+        self.listening.lock().take();
         for p in self.peers.lock().drain(..) {
             p.task.abort();
         }
@@ -158,12 +175,12 @@ impl Lookupd {
         Peer { shared, tx, task }
     }
 
-    /// The broker's event sink: quick, never blocks (see `nsqr_broker::events`).
+    /// An event from the broker's bus: quick, never blocks (see `nsqr_broker::EventListener`).
     fn on_event(&self, ev: Event) {
         match ev {
-            Event::TopicCreated { topic, start } => {
-                self.broadcast(&[PeerCmd::Register(topic.name.clone(), None)]);
-                self.precreate_channels(topic, start);
+            Event::TopicCreated { topic, hold } => {
+                self.broadcast(&[PeerCmd::Register(topic.name().to_string(), None)]);
+                self.precreate_channels(topic, hold);
             }
             Event::TopicDeleted { topic, channels } => {
                 let mut cmds = vec![PeerCmd::Unregister(topic.clone(), None)];
@@ -180,6 +197,7 @@ impl Lookupd {
             Event::ChannelDeleted { topic, channel } => {
                 self.broadcast(&[PeerCmd::Unregister(topic, Some(channel))]);
             }
+            _ => {}
         }
     }
 
@@ -220,23 +238,24 @@ impl Lookupd {
 
     /// Create the channels lookupd knows for a new topic, then start it. The topic holds its
     /// messages meanwhile, so publishing never waits; the wait is bounded by the HTTP timeouts.
-    fn precreate_channels(&self, topic: Arc<Topic>, start: TopicStart) {
+    fn precreate_channels(&self, topic: Arc<Topic>, hold: Option<TopicHold>) {
         let (peers, addrs) = self.http_addrs();
         if addrs.is_empty() {
             if peers > 0 {
                 tracing::error!(
                     "no available nsqlookupd to query for channels to pre-create for topic {}",
-                    topic.name
+                    topic.name()
                 );
             }
-            start.start();
+            drop(hold);
             return;
         }
         let (connect, request) = (self.cfg.http_connect_timeout, self.cfg.http_request_timeout);
+        let broker = Arc::clone(&self.broker);
         self.runtime.spawn(async move {
             let mut lookups = JoinSet::new();
             for addr in addrs {
-                let name = topic.name.clone();
+                let name = topic.name().to_string();
                 lookups.spawn(async move {
                     let r = lookup_channels(&addr, &name, connect, request).await;
                     (addr, r)
@@ -248,7 +267,7 @@ impl Lookupd {
                     Ok((_, Ok(found))) => channels.extend(found),
                     Ok((addr, Err(e))) => tracing::warn!(
                         "failed to query nsqlookupd ({addr}) for channels to pre-create for topic {} - {e}",
-                        topic.name
+                        topic.name()
                     ),
                     Err(e) => tracing::warn!("channel pre-creation: {e}"),
                 }
@@ -258,9 +277,9 @@ impl Lookupd {
                 if nsq_wire::names::is_ephemeral(&c) || !nsq_wire::names::is_valid_name(c.as_bytes()) {
                     continue;
                 }
-                let _ = topic.get_or_create_channel(&c);
+                let _ = broker.open_channel(topic.name(), &c).await;
             }
-            start.start();
+            drop(hold);
         });
     }
 }
@@ -404,9 +423,11 @@ mod tests {
         );
     }
 
-    #[test]
-    fn full_registration_lists_topics_or_their_channels() {
-        let b = Broker::new(nsqr_broker::BrokerConfig::default());
+    #[tokio::test]
+    async fn full_registration_lists_topics_or_their_channels() {
+        let b = Broker::start(nsqr_broker::BrokerConfig::default())
+            .await
+            .unwrap();
         b.get_or_create_topic("lonely").ok();
         if let Ok(t) = b.get_or_create_topic("busy") {
             t.get_or_create_channel("a").ok();
