@@ -231,7 +231,7 @@ fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     s.insert("pub_connections", a.pub_connections().to_string());
     s.insert("sub_connections", a.sub_connections().to_string());
     s.insert("pipeline", a.pipeline.to_string());
-    s.insert("rdy", a.rdy.to_string());
+    s.insert("rdy", a.rdy().to_string());
     s.insert("latency_rates", join(&a.latency_rates, |r| r.to_string()));
     s.insert(
         "matrix_sizes",

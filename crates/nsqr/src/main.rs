@@ -5,8 +5,10 @@
 mod body;
 mod cli;
 mod client;
+mod cluster;
 mod compare;
 mod floor;
+mod lookupd;
 mod machine;
 mod modes;
 mod procstat;
@@ -70,6 +72,8 @@ async fn bench(args: BenchArgs) -> ExitCode {
     let work = async {
         if args.mode == Mode::Compare {
             compare::run(&args).await
+        } else if args.mode == Mode::Cluster {
+            cluster::run(&args).await
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {

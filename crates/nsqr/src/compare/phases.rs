@@ -19,7 +19,7 @@ use crate::server::Server;
 use crate::subscriber::SubGroup;
 
 pub(super) fn server_args(a: &BenchArgs) -> Vec<String> {
-    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size)];
+    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size())];
     v.extend(a.server_arg.iter().cloned());
     v
 }
