@@ -253,11 +253,12 @@ pub struct ClusterArgs {
     #[arg(long)]
     pub netns: bool,
 
-    /// cluster --netns: bandwidth of each node's link, each way (tc's syntax: 1gbit, 500mbit).
+    /// cluster --netns: bandwidth of each node's link, each way (100mbit, 1gbit, 2.5gbit).
     #[arg(long)]
     pub netns_rate: Option<String>,
 
-    /// cluster --netns: one-way delay added to each node's link (tc's syntax: 100us, 1ms).
+    /// cluster --netns: delay added to each node's link, each way (tc's syntax: 100us, 1ms;
+    /// needs the kernel's netem qdisc).
     #[arg(long)]
     pub netns_delay: Option<String>,
 }
@@ -409,9 +410,18 @@ impl ClusterArgs {
         if (self.netns_rate.is_some() || self.netns_delay.is_some()) && !self.netns {
             return Err("--netns-rate and --netns-delay need --netns".into());
         }
-        for v in [&self.netns_rate, &self.netns_delay].into_iter().flatten() {
-            if v.is_empty() || !v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
-                return Err(format!("invalid tc value {v:?} (examples: 1gbit, 100us)"));
+        if let Some(r) = &self.netns_rate {
+            if crate::cluster::rate_bits(r).is_none() {
+                return Err(format!(
+                    "invalid --netns-rate {r:?} (bits per second, at least 8kbit: 100mbit, 1gbit, 2.5gbit)"
+                ));
+            }
+        }
+        if let Some(d) = &self.netns_delay {
+            if d.is_empty() || !d.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+                return Err(format!(
+                    "invalid --netns-delay {d:?} (tc's syntax: 100us, 1ms)"
+                ));
             }
         }
         Ok(())

@@ -23,6 +23,8 @@ use crate::client::{err, Result};
 use crate::machine::Machine;
 use crate::modes::Workload;
 use crate::procstat::cpu_time;
+pub use netns::rate_bits;
+
 use load::{Phase, Plan};
 use nodes::{Cluster, Node};
 use report::{ClusterReport, CpuSpan, Measured};

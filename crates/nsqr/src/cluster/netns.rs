@@ -6,6 +6,9 @@
 //! lookupd, which listens on `10.A.0.1` (this side of node 0's link). The bench's clients stay
 //! in this namespace and reach the nodes at their `10.A.k.2` addresses, as lookupd lists them.
 //!
+//! `--netns-rate` alone shapes each link with `tbf`; `--netns-delay` needs `netem` (the
+//! kernel's `sch_netem`, which some kernels lack), which then also applies the rate.
+//!
 //! Everything is created with `ip` and `tc` (iproute2, as root) and removed when [`Netns`] is
 //! dropped, on success, error or Ctrl-C; the nodes must be stopped first (they are, in
 //! [`super::nodes::Cluster`]'s field order). A run killed with SIGKILL leaves its namespaces:
@@ -35,21 +38,55 @@ pub struct Netns {
     pub shaping: String,
 }
 
-/// `netem`'s arguments for `rate` / `delay` (tc's syntax), or None when neither is set.
-fn netem_args(rate: Option<&str>, delay: Option<&str>) -> Option<Vec<String>> {
-    if rate.is_none() && delay.is_none() {
-        return None;
+/// A tc rate in bits per second: a number with `bit`, `kbit`, `mbit`, `gbit` or `tbit`.
+pub fn rate_bits(s: &str) -> Option<u64> {
+    let units = [
+        ("tbit", 1e12),
+        ("gbit", 1e9),
+        ("mbit", 1e6),
+        ("kbit", 1e3),
+        ("bit", 1.0),
+    ];
+    let (num, mult) = units
+        .iter()
+        .find_map(|(u, m)| s.strip_suffix(u).map(|n| (n, *m)))?;
+    let v = num.parse::<f64>().ok()? * mult;
+    (v.is_finite() && v >= 8000.0).then_some(v as u64)
+}
+
+/// The qdisc for a link's egress: `netem` when there is a delay (with netem's own rate
+/// limit), else `tbf` for the rate alone (tbf is in every kernel; netem, `sch_netem`, is not).
+/// None when there is nothing to shape.
+fn qdisc_args(rate: Option<&str>, delay: Option<&str>) -> Option<Vec<String>> {
+    let mut v: Vec<String> = vec!["root".into()];
+    match (rate, delay) {
+        (None, None) => return None,
+        (rate, Some(d)) => {
+            v.extend(["netem".into(), "delay".into(), d.to_string()]);
+            if let Some(r) = rate {
+                v.extend(["rate".into(), r.to_string()]);
+            }
+            // netem's default queue of 1000 packets would drop at these rates (TCP would
+            // recover, but the run would measure retransmissions).
+            v.extend(["limit".into(), "100000".into()]);
+        }
+        (Some(r), None) => {
+            // A bucket of 1 ms of traffic, and at least a few 64 KiB (GSO) packets.
+            let burst = (rate_bits(r).unwrap_or(0) / 8 / 1000).max(256 << 10);
+            v.extend(
+                [
+                    "tbf",
+                    "rate",
+                    r,
+                    "burst",
+                    &burst.to_string(),
+                    "latency",
+                    "50ms",
+                ]
+                .map(String::from),
+            );
+        }
     }
-    let mut v: Vec<String> = ["root", "netem"].map(String::from).to_vec();
-    if let Some(d) = delay {
-        v.extend(["delay".into(), d.to_string()]);
-    }
-    if let Some(r) = rate {
-        v.extend(["rate".into(), r.to_string()]);
-    }
-    // netem's default queue of 1000 packets would drop at these rates (TCP would recover, but
-    // the run would measure retransmissions).
-    v.extend(["limit".into(), "100000".into()]);
     Some(v)
 }
 
@@ -83,7 +120,7 @@ impl Netns {
         let pid = std::process::id();
         let addrs = run(&["ip", "-o", "addr"])?;
         let a = free_octet(&addrs, pid).ok_or_else(|| err("--netns: no free 10.A.0.0/16"))?;
-        let netem = netem_args(rate, delay);
+        let qdisc = qdisc_args(rate, delay);
         let mut shaping = Vec::new();
         if let Some(d) = delay {
             shaping.push(format!("delay {d}"));
@@ -106,7 +143,7 @@ impl Netns {
             run(&["ip", "netns", "add", &link.namespace])?;
             // Recorded before it is configured, so a failure below still removes it.
             ns.links.push(link.clone());
-            setup_link(&link, netem.as_deref())?;
+            setup_link(&link, qdisc.as_deref())?;
         }
         Ok(ns)
     }
@@ -128,7 +165,7 @@ impl Netns {
     }
 }
 
-fn setup_link(l: &Link, netem: Option<&[String]>) -> Result<()> {
+fn setup_link(l: &Link, qdisc: Option<&[String]>) -> Result<()> {
     let ns = l.namespace.as_str();
     run(&[
         "ip", "link", "add", &l.host_if, "type", "veth", "peer", "name", &l.node_if,
@@ -156,14 +193,21 @@ fn setup_link(l: &Link, netem: Option<&[String]>) -> Result<()> {
     ])?;
     run(&["ip", "-n", ns, "link", "set", &l.node_if, "up"])?;
     run(&["ip", "-n", ns, "route", "add", "default", "via", &l.host_ip])?;
-    if let Some(netem) = netem {
+    if let Some(qdisc) = qdisc {
         let mut host = vec!["tc", "qdisc", "add", "dev", &l.host_if];
-        host.extend(netem.iter().map(String::as_str));
-        run(&host)?;
+        host.extend(qdisc.iter().map(String::as_str));
+        run(&host).map_err(|e| {
+            let msg = e.to_string();
+            if qdisc.iter().any(|a| a == "netem") && msg.contains("kind is unknown") {
+                err(format!("{msg} (this kernel has no netem qdisc, so --netns-delay cannot be used; --netns-rate alone shapes with tbf)"))
+            } else {
+                e
+            }
+        })?;
         let mut node = vec![
             "ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", &l.node_if,
         ];
-        node.extend(netem.iter().map(String::as_str));
+        node.extend(qdisc.iter().map(String::as_str));
         run(&node)?;
     }
     Ok(())
@@ -200,11 +244,33 @@ mod tests {
     }
 
     #[test]
-    fn netem_only_when_shaping() {
-        assert_eq!(netem_args(None, None), None);
+    fn qdisc_only_when_shaping() {
+        assert_eq!(qdisc_args(None, None), None);
         assert_eq!(
-            netem_args(Some("1gbit"), Some("100us")).unwrap().join(" "),
+            qdisc_args(Some("1gbit"), Some("100us")).unwrap().join(" "),
             "root netem delay 100us rate 1gbit limit 100000"
         );
+        assert_eq!(
+            qdisc_args(None, Some("1ms")).unwrap().join(" "),
+            "root netem delay 1ms limit 100000"
+        );
+        assert_eq!(
+            qdisc_args(Some("10gbit"), None).unwrap().join(" "),
+            "root tbf rate 10gbit burst 1250000 latency 50ms"
+        );
+        assert_eq!(
+            qdisc_args(Some("100mbit"), None).unwrap().join(" "),
+            "root tbf rate 100mbit burst 262144 latency 50ms"
+        );
+    }
+
+    #[test]
+    fn rates() {
+        assert_eq!(rate_bits("1gbit"), Some(1_000_000_000));
+        assert_eq!(rate_bits("2.5mbit"), Some(2_500_000));
+        assert_eq!(rate_bits("8kbit"), Some(8000));
+        for bad in ["", "1", "gbit", "1gbps", "1kbit", "-1gbit", "1 gbit"] {
+            assert_eq!(rate_bits(bad), None, "{bad:?}");
+        }
     }
 }
