@@ -97,7 +97,7 @@ pub struct BenchArgs {
     pub pipeline: usize,
 
     /// RDY count per consuming connection [default: 2500, bench_reader's; cluster: 10000,
-    /// bench.py's, which also starts its nodes with --max-rdy-count at this value].
+    /// bench.py's, with --max-rdy-count at this value for the nodes it starts].
     #[arg(long)]
     pub rdy: Option<u32>,
 
@@ -272,13 +272,12 @@ impl BenchArgs {
         self.sub_connections.unwrap_or(self.connections)
     }
 
-    /// `--rdy`, or the mode's default (bench_reader's 2500, bench.py's 10000 for cluster).
+    /// `--rdy`, or the mode's default: bench_reader's 2500; for a cluster it starts, bench.py's
+    /// 10000 (its nodes get `--max-rdy-count` to match); for given nodes 2500 again, nsqd's
+    /// default `--max-rdy-count`.
     pub fn rdy(&self) -> u32 {
-        self.rdy.unwrap_or(if self.mode == Mode::Cluster {
-            10_000
-        } else {
-            2500
-        })
+        let starts_nodes = self.mode == Mode::Cluster && self.cluster.nsqd_tcp_addresses.is_empty();
+        self.rdy.unwrap_or(if starts_nodes { 10_000 } else { 2500 })
     }
 
     /// `--mem-queue-size`, or the mode's default (bench.sh's 1000000, bench.py's 10000000).
@@ -558,6 +557,61 @@ mod tests {
         assert!(b.matrix);
         assert!(b.validate().is_ok());
         assert!(Cli::try_parse_from(["nsqr", "bench", "compare", "--latency-rates", "0"]).is_err());
+    }
+
+    #[test]
+    fn cluster_flags() {
+        let b = parse(&["cluster"]);
+        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pubsub);
+        assert_eq!(
+            (
+                b.cluster.nodes,
+                b.cluster.topics,
+                b.cluster.writers,
+                b.cluster.readers
+            ),
+            (3, 3, 2, 8)
+        );
+        assert_eq!((b.rdy(), b.mem_queue_size()), (10_000, 10_000_000));
+        assert!(b.validate().is_ok());
+        let b = parse(&["cluster", "--mode", "pub", "--nodes=2", "--rdy=300"]);
+        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pub);
+        assert_eq!((b.cluster.node_count(), b.rdy()), (2, 300));
+        let given = parse(&[
+            "cluster",
+            "--nsqd-tcp-addresses=127.0.0.1:1,127.0.0.1:2",
+            "--lookupd-http-address=127.0.0.1:3",
+        ]);
+        assert_eq!((given.cluster.node_count(), given.rdy()), (2, 2500));
+        assert!(given.validate().is_ok());
+        // Other modes keep their defaults.
+        let b = parse(&["sub"]);
+        assert_eq!((b.rdy(), b.mem_queue_size()), (2500, 1_000_000));
+        let bad = |extra: &[&str]| {
+            let mut v = vec!["cluster"];
+            v.extend_from_slice(extra);
+            parse(&v).validate().unwrap_err()
+        };
+        assert!(bad(&["--nodes=0"]).contains("--nodes"));
+        assert!(bad(&["--writers=0"]).contains("--writers"));
+        assert!(bad(&["--readers=0"]).contains("--readers"));
+        assert!(bad(&["--nsqd-tcp-addresses=a:1"]).contains("--lookupd-http-address"));
+        assert!(bad(&["--lookupd-http-address=a:1"]).contains("given nodes"));
+        assert!(bad(&["--netns-rate=1gbit"]).contains("need --netns"));
+        assert!(bad(&["--netns", "--netns-rate=fast"]).contains("--netns-rate"));
+        assert!(bad(&["--netns", "--netns-delay=1 ms"]).contains("--netns-delay"));
+        assert!(bad(&[
+            "--netns",
+            "--nsqd-tcp-addresses=a:1",
+            "--lookupd-http-address=b:2"
+        ])
+        .contains("cannot move"));
+        assert!(bad(&[
+            "--nsqd-tcp-addresses=a:1",
+            "--lookupd-http-address=b:2",
+            "--nsqd-pids=1,2"
+        ])
+        .contains("one pid"));
     }
 
     #[test]
