@@ -146,11 +146,13 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
 
-    /// compare: the reference nsqd-compatible binary.
+    /// compare: the reference nsqd-compatible binary; cluster: the nodes' binary (instead of
+    /// nsqrd).
     #[arg(long)]
     pub reference: Option<PathBuf>,
 
-    /// compare: the nsqrd binary (default: nsqrd next to this executable, else target/release).
+    /// compare and cluster: the nsqrd binary (default: nsqrd next to this executable, else
+    /// target/release).
     #[arg(long)]
     pub nsqrd: Option<PathBuf>,
 
@@ -181,7 +183,8 @@ pub struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub nsq_bench: Option<PathBuf>,
 
-    /// compare: an extra flag for both servers (repeatable), e.g. --server-arg=--log-level=warn.
+    /// compare and cluster: an extra flag for the servers they start (repeatable), e.g.
+    /// --server-arg=--log-level=warn.
     #[arg(long, allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
 

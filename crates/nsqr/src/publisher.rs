@@ -167,7 +167,11 @@ async fn publish(
     let (mut sent, mut acked) = (0u64, 0u64);
     loop {
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) || quota.is_some_and(|q| sent >= q) {
+        // A timed run at full speed sends at least one batch per connection, as bench_writer
+        // does (so every topic exists on every node even on a machine too busy to start within
+        // the time).
+        let timed_out = deadline.is_some_and(|d| now >= d) && (sent > 0 || rate.is_some());
+        if timed_out || quota.is_some_and(|q| sent >= q) {
             break;
         }
         let mut n = batch.capacity() as u64;
