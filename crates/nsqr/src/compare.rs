@@ -388,7 +388,7 @@ fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
     let get = |r: &ServerResult, k: &str| r.median.get(k).copied().filter(|&x| x > 0.0);
     println!();
     println!(
-        "floor (`nsqr floor`: keeps each publish in memory and answers OK; hands out prepared message frames as RDY allows and counts FINs; no broker work; median of {}):",
+        "floor (`nsqr floor`: keeps each publish in memory as read and answers OK; writes the messages from there as RDY allows and counts FINs; no broker work; median of {}):",
         f.rounds.len()
     );
     for (side, what) in [("pub", "published"), ("sub", "delivered")] {

@@ -3,24 +3,26 @@
 //! A server that keeps its backlog in memory cannot spend less CPU per published message than
 //! it takes to read the batch, keep its bytes and answer `OK`; on a virtual machine the fresh
 //! memory alone can be half of that. Nor can it spend less per delivered message than it takes
-//! to write a message frame and read the FIN that answers it. This server does exactly that
-//! much, with enough of the TCP protocol for `nsqr bench` and nsq's bench_writer / bench_reader:
+//! to write the message, from that memory, in a frame and read the FIN that answers it. This
+//! server does exactly that much, with enough of the TCP protocol for `nsqr bench` and nsq's
+//! bench_writer / bench_reader:
 //!
 //! - publishing (`publish`): the magic, then IDENTIFY, PUB, MPUB, DPUB and AUTH answered `OK`,
-//!   NOP ignored, CLS closed; every byte read is kept until the process exits, in 1 MiB slabs
-//!   faulted in with one call each, as nsqrd's publish slabs are. No message is parsed,
-//!   validated, given an id or queued: per command the floor only notes the topic, the count
-//!   and the first body's 16-byte header (`topics`), so it can hand the messages out again.
-//! - consuming (`subscribe`): after `SUB`, message frames stamped into a prepared buffer (16
-//!   bytes of header per message, as the benchmark's publisher stamps its batches) are written
-//!   as far as `RDY` allows, and each FIN read opens room for one more. FINs are counted, not
-//!   matched; nothing is ever redelivered.
+//!   NOP ignored, CLS closed. Commands are read into 1 MiB slabs faulted in with one call
+//!   each, as nsqrd's publish slabs are, and each publish is kept as it was read (a shared
+//!   slice of its slab) in its topic's queue (`topics`) until a subscriber takes it. No message
+//!   is parsed, validated or given an id.
+//! - consuming (`subscribe`): after `SUB`, messages are written from the front of the topic's
+//!   queue as far as `RDY` allows, each as a prepared frame header followed by its body copied
+//!   from where it was read, and each FIN read opens room for one more. FINs are counted, not
+//!   matched; nothing is ever redelivered; every `SUB` to a topic shares one queue, whatever
+//!   the channel.
 //!
 //! `nsqr bench compare --floor` measures it beside nsqrd and the reference, so the report says
 //! how far from the machine's limit each server is.
 
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use clap::Args;
 use tokio::net::TcpListener;
@@ -63,34 +65,9 @@ pub struct FloorArgs {
     pub mem_queue_size: Option<u64>,
 }
 
-/// Everything the clients sent, kept until the process exits (a backlog nobody consumes).
-#[derive(Debug, Default)]
-pub struct Kept {
-    slabs: Mutex<Vec<Vec<u8>>>,
-}
-
-impl Kept {
-    /// Bytes held in slabs that are full (the slabs connections are reading into are not
-    /// counted until they are replaced).
-    #[cfg(test)]
-    fn bytes(&self) -> usize {
-        self.slabs
-            .lock()
-            .map(|s| s.iter().map(Vec::len).sum())
-            .unwrap_or(0)
-    }
-
-    fn keep(&self, slab: Vec<u8>) {
-        if let Ok(mut s) = self.slabs.lock() {
-            s.push(slab);
-        }
-    }
-}
-
-/// The floor's state: the bytes kept, and what to hand out per topic.
+/// The floor's state: what has been published and not yet handed out, per topic.
 #[derive(Debug, Default)]
 pub struct Floor {
-    pub kept: Kept,
     pub topics: Topics,
 }
 
@@ -152,23 +129,23 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn answers_publishes_and_keeps_every_byte() {
+    async fn answers_publishes_and_keeps_every_message() {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let floor = Arc::new(Floor::default());
         let server = tokio::spawn(serve(listener, Arc::clone(&floor)));
-        let kept = &floor.kept;
         let mut s = TcpStream::connect(addr).await.unwrap();
         let mut sent = b"  V2".to_vec();
         let mut wire = cmd("IDENTIFY", b"{}");
         // Two MPUBs larger than a slab between them, and one body larger than a slab, so
         // commands straddle slabs and one needs a slab of its own.
-        let batch: Vec<u8> = (0..200u32)
-            .flat_map(|i| {
+        let batch: Vec<u8> = std::iter::once(200u32.to_be_bytes().to_vec())
+            .chain((0..200u32).map(|i| {
                 let mut m = 200u32.to_be_bytes().to_vec();
                 m.extend_from_slice(&[i as u8; 200]);
                 m
-            })
+            }))
+            .flatten()
             .collect();
         for _ in 0..30 {
             wire.extend(cmd("MPUB t", &batch));
@@ -195,15 +172,18 @@ mod tests {
             .unwrap()
             .unwrap();
         assert_eq!(n, 0, "closed after the error");
-        // Everything after the magic is kept, the refused command included.
-        let want = wire.len() + "FIN 0000000000000000\n".len();
-        for _ in 0..100 {
-            if kept.bytes() == want {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
+        // Every message is queued on its topic, bodies as sent (the error came after them).
+        let t = floor.topics.get(b"t");
+        assert_eq!(t.queued(), 30 * 200 + 1);
+        let mut bodies = Vec::new();
+        while let Some(r) = t.take(|_| 1000) {
+            r.for_each_body(|b| bodies.push(b.to_vec()));
         }
-        assert_eq!(kept.bytes(), want);
+        assert_eq!(bodies.len(), 30 * 200 + 1);
+        for (i, b) in bodies[..6000].iter().enumerate() {
+            assert_eq!(b, &vec![(i % 200) as u8; 200]);
+        }
+        assert_eq!(bodies[6000], vec![7u8; (1 << 20) + 10]);
         server.abort();
     }
 

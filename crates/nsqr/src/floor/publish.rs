@@ -1,10 +1,12 @@
-//! The floor's publishing side: read every command into memory that is kept until the process
-//! exits, answer `OK`, and note per PUB / MPUB / DPUB what a subscriber will be handed (see
-//! `topics`). A `SUB` turns the connection over to `subscribe`.
+//! The floor's publishing side: read commands into 1 MiB slabs faulted in ahead, answer `OK`,
+//! and keep each PUB / MPUB / DPUB as it was read (a shared slice of the slab) in its topic's
+//! queue until a subscriber takes it (see `topics`). A `SUB` turns the connection over to
+//! `subscribe`.
 
 use std::io;
 use std::sync::Arc;
 
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
@@ -78,39 +80,23 @@ fn topic_of(cmd: &[u8]) -> &[u8] {
     line.split(|&c| c == b' ').nth(1).unwrap_or_default()
 }
 
-/// What a whole PUB, DPUB or MPUB command hands out: MPUB's count and its first message's size
-/// and header, or PUB's one body. A malformed MPUB notes nothing.
-fn run_of(cmd: &[u8]) -> Option<Run> {
-    let nl = cmd.iter().position(|&c| c == b'\n')?;
-    let body = cmd.get(nl + 5..)?;
-    if !cmd.starts_with(b"MPUB ") {
-        return Some(Run::new(body, 1, body.len() as u32));
-    }
-    let word = |at: usize| -> Option<u32> {
-        let w = body.get(at..at + 4)?;
-        Some(u32::from_be_bytes([w[0], w[1], w[2], w[3]]))
-    };
-    let (count, size) = (word(0)?, word(4)?);
-    let first = body.get(8..8 + (size as usize).min(16))?;
-    Some(Run::new(first, count, size))
-}
-
-/// Note a publish for the topic's subscribers; `last` keeps the connection's last topic so the
-/// map is consulted only when the topic changes.
-fn note(cmd: &[u8], floor: &Floor, last: &mut Option<(Vec<u8>, Arc<Topic>)>) {
-    let Some(run) = run_of(cmd) else { return };
-    let name = topic_of(cmd);
+/// Queue a publish for the topic's subscribers; `last` keeps the connection's last topic so
+/// the map is consulted only when the topic changes. A command without messages is dropped.
+fn keep(cmd: Bytes, floor: &Floor, last: &mut Option<(Vec<u8>, Arc<Topic>)>) {
+    let name = topic_of(&cmd);
     let topic = match last {
-        Some((n, t)) if n.as_slice() == name => t,
-        _ => &last.insert((name.to_vec(), floor.topics.get(name))).1,
+        Some((n, t)) if n.as_slice() == name => Arc::clone(t),
+        _ => Arc::clone(&last.insert((name.to_vec(), floor.topics.get(name))).1),
     };
-    topic.push(run);
+    if let Some(run) = Run::of_command(cmd) {
+        topic.push(run);
+    }
 }
 
 /// A new slab holding `tail` (the start of a command that did not fit, `pending` bytes long
 /// when known), faulted in.
-fn new_slab(tail: &[u8], pending: usize) -> Vec<u8> {
-    let mut slab = Vec::with_capacity(SLAB.max(pending + MIN_READ_SPACE));
+fn new_slab(tail: &[u8], pending: usize) -> BytesMut {
+    let mut slab = BytesMut::with_capacity(SLAB.max(pending + MIN_READ_SPACE));
     slab.extend_from_slice(tail);
     nsq_common::prefault::populate(slab.spare_capacity_mut());
     slab
@@ -125,27 +111,23 @@ pub async fn connection(mut stream: TcpStream, floor: &Floor) -> io::Result<()> 
         put_frame(&mut out, FRAME_ERROR, b"E_BAD_PROTOCOL");
         return stream.write_all(&out).await;
     }
-    let kept = &floor.kept;
     let mut last_topic = None;
+    // Complete commands are split off the front as they are answered, so the slab holds at
+    // most the start of one command; `pending` is its whole length once its size has arrived
+    // (a body larger than the free space moves to a slab it fits in).
     let mut slab = new_slab(&[], 0);
-    // Where the first command not yet answered starts in `slab`, and its whole length once its
-    // size has arrived (a body larger than the free space moves to a slab it fits in).
-    let (mut start, mut pending) = (0, 0);
+    let mut pending = 0;
     loop {
-        if slab.capacity() - slab.len() < MIN_READ_SPACE || slab.capacity() < start + pending {
-            let next = new_slab(&slab[start..], pending);
-            slab.truncate(start);
-            kept.keep(std::mem::replace(&mut slab, next));
-            start = 0;
+        if slab.capacity() - slab.len() < MIN_READ_SPACE || slab.capacity() < pending {
+            slab = new_slab(&slab, pending);
         }
         if stream.read_buf(&mut slab).await? == 0 {
-            kept.keep(slab);
             return Ok(());
         }
         loop {
-            match step(&slab[start..]) {
+            match step(&slab) {
                 Step::Incomplete => {
-                    pending = body_size(&slab[start..]).unwrap_or(0);
+                    pending = body_size(&slab).unwrap_or(0);
                     break;
                 }
                 Step::Done {
@@ -153,34 +135,27 @@ pub async fn connection(mut stream: TcpStream, floor: &Floor) -> io::Result<()> 
                     answer,
                     publish,
                 } => {
+                    let cmd = slab.split_to(len).freeze();
                     if publish {
-                        note(&slab[start..start + len], floor, &mut last_topic);
+                        keep(cmd, floor, &mut last_topic);
                     }
-                    start += len;
                     if answer {
                         put_frame(&mut out, FRAME_RESPONSE, OK);
                     }
                 }
                 Step::Subscribe { len } => {
-                    let topic = floor.topics.get(topic_of(&slab[start..start + len]));
+                    let topic = floor.topics.get(topic_of(&slab.split_to(len)));
                     put_frame(&mut out, FRAME_RESPONSE, OK);
                     stream.write_all(&out).await?;
-                    let rest = slab[start + len..].to_vec();
-                    slab.truncate(start + len);
-                    kept.keep(slab);
-                    return subscribe::serve(stream, rest, topic).await;
+                    return subscribe::serve(stream, slab.to_vec(), topic).await;
                 }
                 Step::Close => {
                     put_frame(&mut out, FRAME_RESPONSE, b"CLOSE_WAIT");
-                    stream.write_all(&out).await?;
-                    kept.keep(slab);
-                    return Ok(());
+                    return stream.write_all(&out).await;
                 }
                 Step::Refuse(e) => {
                     put_frame(&mut out, FRAME_ERROR, e.as_bytes());
-                    stream.write_all(&out).await?;
-                    kept.keep(slab);
-                    return Ok(());
+                    return stream.write_all(&out).await;
                 }
             }
         }
@@ -243,31 +218,31 @@ mod tests {
     }
 
     #[test]
-    fn notes_one_run_per_publish() {
+    fn keeps_each_publish_in_its_topic() {
         let mut b = MpubBatch::new("topic_a", 50, 10);
-        let mpub = b.stamp(4, 3, 2, 1000, 77).to_vec();
+        let mpub = Bytes::copy_from_slice(b.stamp(4, 3, 2, 1000, 77));
         assert_eq!(topic_of(&mpub), b"topic_a");
-        let r = run_of(&mpub).unwrap();
-        assert_eq!((r.count, r.size), (4, 50));
-        let h = decode(&r.header_at(3)).unwrap();
-        assert_eq!((h.tag, h.publisher, h.seq, h.sent_ns), (3, 2, 1003, 77));
-        let p = cmd("PUB t", b"0123456789abcdefXYZ");
+        let p = Bytes::from(cmd("PUB t", b"0123456789abcdefXYZ"));
         assert_eq!(topic_of(&p), b"t");
-        let r = run_of(&p).unwrap();
-        assert_eq!((r.count, r.size, &r.header), (1, 19, b"0123456789abcdef"));
-        assert_eq!(run_of(&cmd("MPUB t", &[0, 0])), None);
         let floor = Floor::default();
         let mut last = None;
-        note(&mpub, &floor, &mut last);
-        note(&mpub, &floor, &mut last);
-        note(&p, &floor, &mut last);
+        keep(mpub.clone(), &floor, &mut last);
+        keep(mpub, &floor, &mut last);
+        keep(p, &floor, &mut last);
+        keep(Bytes::from(cmd("MPUB t", &[0, 0, 0, 0])), &floor, &mut last);
         let a = floor.topics.get(b"topic_a");
-        assert_eq!(a.take(|_| 100).map(|r| r.count), Some(4));
+        let first = a.take(|_| 100).unwrap();
+        let mut seqs = Vec::new();
+        first.for_each_body(|body| seqs.push(decode(body).unwrap().seq));
+        assert_eq!(seqs, [1000, 1001, 1002, 1003]);
         assert_eq!(a.take(|_| 100).map(|r| r.count), Some(4));
         assert_eq!(a.take(|_| 100), None);
+        let t = floor.topics.get(b"t");
+        assert_eq!(t.take(|_| 100).map(|r| r.count), Some(1));
         assert_eq!(
-            floor.topics.get(b"t").take(|_| 100).map(|r| r.count),
-            Some(1)
+            t.take(|_| 100),
+            None,
+            "an MPUB of 0 messages queues nothing"
         );
     }
 }

@@ -1,9 +1,9 @@
-//! The floor's consuming side, after `SUB`: write message frames as far as `RDY` allows and
-//! read the FINs that open room for more, with no broker work between. The frames are stamped
-//! into a prepared buffer (`Frames`): per message only the 16-byte header of its body changes
-//! (the benchmark's sequence word and send time, from `topics`), as the benchmark's publisher
-//! stamps its batches. FINs (and REQs) are counted, not matched to ids; nothing is redelivered,
-//! and messages taken for a connection that closes are gone.
+//! The floor's consuming side, after `SUB`: write messages as far as `RDY` allows and read the
+//! FINs that open room for more, with no broker work between. Each message goes out as a
+//! prepared frame header (only its size changes: the timestamp and id are constant, the
+//! attempts 1) followed by its body, copied from the bytes its publish was read into
+//! (`topics`), many frames per write. FINs (and REQs) are counted, not matched to ids; nothing
+//! is redelivered, and messages taken for a connection that closes are gone.
 //!
 //! Reading and writing run side by side on the two halves of the socket, so the client's FINs
 //! are read while frames are being written (a client waiting to write its FINs never stalls a
@@ -20,7 +20,6 @@ use tokio::sync::Notify;
 
 use super::topics::{Run, Topic};
 use super::{put_frame, FRAME_ERROR, FRAME_MESSAGE, FRAME_RESPONSE};
-use crate::body::HEADER_LEN;
 
 /// Bytes of frames per write, at most (at least one message).
 const WRITE_BYTES: usize = 256 << 10;
@@ -177,7 +176,7 @@ async fn write_messages(mut wr: OwnedWriteHalf, topic: &Topic, c: &Credit) -> io
             changed.await;
             continue;
         }
-        let fits = |size: u32| (WRITE_BYTES / (FRAME_HEAD + size as usize)) as u64;
+        let fits = |size: usize| (WRITE_BYTES / (FRAME_HEAD + size)) as u64;
         let Some(run) = topic.take(|size| room.min(fits(size)).min(u64::from(u32::MAX)) as u32)
         else {
             tokio::select! {
@@ -186,8 +185,9 @@ async fn write_messages(mut wr: OwnedWriteHalf, topic: &Topic, c: &Credit) -> io
             }
             continue;
         };
-        wr.write_all(frames.stamp(&run)).await?;
-        sent += u64::from(run.count);
+        let (n, bytes) = frames.fill(&run);
+        wr.write_all(bytes).await?;
+        sent += u64::from(n);
     }
 }
 
@@ -197,47 +197,46 @@ async fn answer(wr: &mut OwnedWriteHalf, kind: u32, data: &[u8]) -> io::Result<(
     wr.write_all(&out).await
 }
 
-/// Message frames for one body size, built once; stamping writes only each body's header.
-#[derive(Debug, Default)]
+/// The frames of a run's messages, built in one buffer reused for every write.
+#[derive(Debug)]
 struct Frames {
+    header: [u8; FRAME_HEAD],
     buf: Vec<u8>,
-    size: usize,
-    capacity: usize,
+}
+
+impl Default for Frames {
+    fn default() -> Self {
+        let mut header = [0u8; FRAME_HEAD];
+        header[4..8].copy_from_slice(&FRAME_MESSAGE.to_be_bytes());
+        // The timestamp (8..16) stays 0 and the id (18..34) is never looked at again.
+        header[16..18].copy_from_slice(&1u16.to_be_bytes());
+        header[18..].fill(b'0');
+        Frames {
+            header,
+            buf: Vec::with_capacity(WRITE_BYTES + FRAME_HEAD),
+        }
+    }
 }
 
 impl Frames {
-    /// The frames of `run`'s messages.
-    fn stamp(&mut self, run: &Run) -> &[u8] {
-        let (size, count) = (run.size as usize, run.count as usize);
-        if size != self.size || count > self.capacity {
-            self.prepare(size, count.max(self.capacity));
-        }
-        let frame = FRAME_HEAD + size;
-        let n = size.min(HEADER_LEN);
-        for i in 0..count {
-            let at = i * frame + FRAME_HEAD;
-            self.buf[at..at + n].copy_from_slice(&run.header_at(i as u32)[..n]);
-        }
-        &self.buf[..count * frame]
-    }
-
-    fn prepare(&mut self, size: usize, capacity: usize) {
-        let mut one = Vec::with_capacity(FRAME_HEAD + size);
-        one.extend_from_slice(&((FRAME_HEAD - 4 + size) as u32).to_be_bytes());
-        one.extend_from_slice(&FRAME_MESSAGE.to_be_bytes());
-        one.extend_from_slice(&0u64.to_be_bytes()); // timestamp
-        one.extend_from_slice(&1u16.to_be_bytes()); // attempts
-        one.extend_from_slice(&[b'0'; 16]); // id: never looked at again
-        one.resize(FRAME_HEAD + size, b'x');
-        self.buf = one.repeat(capacity);
-        (self.size, self.capacity) = (size, capacity);
+    /// A frame per message of `run`: how many, and the bytes.
+    fn fill(&mut self, run: &Run) -> (u32, &[u8]) {
+        self.buf.clear();
+        let (buf, header) = (&mut self.buf, &self.header);
+        let n = run.for_each_body(|body| {
+            let at = buf.len();
+            buf.extend_from_slice(header);
+            buf[at..at + 4].copy_from_slice(&((FRAME_HEAD - 4 + body.len()) as u32).to_be_bytes());
+            buf.extend_from_slice(body);
+        });
+        (n, &self.buf)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::body::{decode, seq_word};
+    use crate::body::decode;
 
     #[test]
     fn commands() {
@@ -252,15 +251,16 @@ mod tests {
     }
 
     #[test]
-    fn frames_are_message_frames_with_numbered_bodies() {
-        let mut first = seq_word(9, 1, 40).to_be_bytes().to_vec();
-        first.extend_from_slice(&7u64.to_be_bytes());
+    fn frames_are_message_frames_with_the_published_bodies() {
+        let mut b = crate::body::MpubBatch::new("t", 20, 3);
+        let cmd = bytes::Bytes::copy_from_slice(b.stamp(3, 9, 1, 40, 7));
+        let run = Run::of_command(cmd).unwrap();
         let mut f = Frames::default();
-        let run = Run::new(&first, 3, 20);
-        let bytes = f.stamp(&run).to_vec();
+        let (n, bytes) = f.fill(&run);
+        assert_eq!(n, 3);
         assert_eq!(bytes.len(), 3 * (FRAME_HEAD + 20));
         let mut r = crate::client::FrameReader::new();
-        let mut src: &[u8] = &bytes;
+        let mut src: &[u8] = bytes;
         let rt = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
@@ -269,6 +269,7 @@ mod tests {
             match r.next_frame().unwrap() {
                 Some(crate::client::Frame::Message(m)) => {
                     assert_eq!(m.attempts, 1);
+                    assert_eq!(m.id, b"0000000000000000");
                     assert_eq!(m.body.len(), 20);
                     let h = decode(m.body).unwrap();
                     assert_eq!((h.tag, h.publisher, h.seq, h.sent_ns), (9, 1, seq, 7));
@@ -276,7 +277,5 @@ mod tests {
                 other => panic!("{other:?}"),
             }
         }
-        // A smaller body than the header, and a size change, rebuild the frames.
-        assert_eq!(f.stamp(&Run::new(b"abc", 1, 3)).len(), FRAME_HEAD + 3);
     }
 }
