@@ -5,8 +5,10 @@
 mod body;
 mod cli;
 mod client;
+mod cluster;
 mod compare;
 mod floor;
+mod lookupd;
 mod machine;
 mod modes;
 mod procstat;
@@ -72,6 +74,8 @@ async fn bench(args: BenchArgs) -> ExitCode {
             compare::run(&args).await
         } else if args.mode == Mode::Inproc {
             inproc(&args).await
+        } else if args.mode == Mode::Cluster {
+            cluster::run(&args).await
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {
@@ -112,7 +116,7 @@ async fn inproc(args: &BenchArgs) -> client::Result<bool> {
         args.count,
         args.rounds,
         args.batch_size,
-        args.rdy,
+        args.rdy.unwrap_or(2500),
     )
     .await?;
     if args.json {

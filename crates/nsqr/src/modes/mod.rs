@@ -62,7 +62,7 @@ impl Workload {
             pub_connections: a.pub_connections(),
             sub_connections: a.sub_connections(),
             pipeline: a.pipeline,
-            rdy: a.rdy,
+            rdy: a.rdy(),
             duration: a.duration,
             count: a.count,
             rate: a.rate,
@@ -158,7 +158,12 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
             report.latency = Some(l);
         }
         Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare | Mode::Inproc => return Err(crate::client::err("not a single-server mode")),
+        Mode::Compare | Mode::Cluster | Mode::Inproc => {
+            return Err(crate::client::err(format!(
+                "{} is not a single-server mode",
+                mode.name()
+            )))
+        }
     }
     report.check();
     Ok(report)
