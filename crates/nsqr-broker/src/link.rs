@@ -135,14 +135,10 @@ impl DiskLink {
         }
     }
 
-    /// Queue `msgs` for the writer; with `wait`, the returned ticket completes when they are
-    /// on disk (strict). Refused beyond `--max-disk-bytes`.
-    pub fn enqueue(
-        &mut self,
-        msgs: Vec<Message>,
-        due: Option<i64>,
-        wait: bool,
-    ) -> Result<Ticket, BrokerError> {
+    /// Queue `msgs` for the writer. The returned ticket completes when the writer's `write`
+    /// of them returned (default mode: the kernel has them, so a killed process keeps them)
+    /// or, in strict mode, when they are fsynced. Refused beyond `--max-disk-bytes`.
+    pub fn enqueue(&mut self, msgs: Vec<Message>, due: Option<i64>) -> Result<Ticket, BrokerError> {
         let needed: u64 = msgs.iter().map(|m| record_len(m.body().len())).sum();
         if self.max_disk_bytes > 0 {
             let used = self.bytes + self.outbox_bytes + self.in_transit_bytes;
@@ -162,17 +158,12 @@ impl DiskLink {
         self.outbox_bytes += needed;
         self.outbox
             .extend(msgs.into_iter().map(|msg| Outgoing { msg, due }));
-        let ticket = if wait {
-            let (p, c) = promise();
-            self.promises.push(p);
-            Ticket::waiting(c)
-        } else {
-            Ticket::done()
-        };
+        let (p, c) = promise();
+        self.promises.push(p);
         if self.failed.is_none() || self.strict {
             self.kick();
         }
-        Ok(ticket)
+        Ok(Ticket::waiting(c))
     }
 
     /// Start the writer unless it is running.

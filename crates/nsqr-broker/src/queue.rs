@@ -86,7 +86,7 @@ impl Queue {
             return Err(BrokerError::Exiting);
         }
         if d.strict || due.is_some() {
-            let ticket = d.enqueue(msgs, due, true)?;
+            let ticket = d.enqueue(msgs, due)?;
             return Ok(Put {
                 accepted: n,
                 ticket,
@@ -97,18 +97,21 @@ impl Queue {
         } else {
             self.cap.saturating_sub(self.mem.len()).min(n)
         };
-        if to_mem < n {
-            let mut msgs = msgs;
-            let overflow = msgs.split_off(to_mem);
-            d.check_writable()?;
-            let _ = d.enqueue(overflow, None, false)?;
+        if to_mem == n {
             self.mem.extend(msgs);
-        } else {
-            self.mem.extend(msgs);
+            return Ok(Put {
+                accepted: n,
+                ticket: Ticket::done(),
+            });
         }
+        let mut msgs = msgs;
+        let overflow = msgs.split_off(to_mem);
+        d.check_writable()?;
+        let ticket = d.enqueue(overflow, None)?;
+        self.mem.extend(msgs);
         Ok(Put {
             accepted: n,
-            ticket: Ticket::done(),
+            ticket,
         })
     }
 
@@ -127,9 +130,9 @@ impl Queue {
     ) -> Result<Put, BrokerError> {
         let (start, end) = (range.start.min(p.len()), range.end.min(p.len()));
         let n = end.saturating_sub(start);
-        let to_mem = match self.disk.as_deref_mut() {
-            None if self.bounded => self.cap.saturating_sub(self.mem.len()).min(n),
-            None => n,
+        let (to_mem, ticket) = match self.disk.as_deref_mut() {
+            None if self.bounded => (self.cap.saturating_sub(self.mem.len()).min(n), None),
+            None => (n, None),
             Some(d) if d.closed => return Err(BrokerError::Exiting),
             Some(d) if d.strict || due.is_some() => {
                 return self.put(p.messages(start, end).collect(), due)
@@ -142,15 +145,17 @@ impl Queue {
                 };
                 if to_mem < n {
                     d.check_writable()?;
-                    let _ = d.enqueue(p.messages(start + to_mem, end).collect(), None, false)?;
+                    let t = d.enqueue(p.messages(start + to_mem, end).collect(), None)?;
+                    (to_mem, Some(t))
+                } else {
+                    (to_mem, None)
                 }
-                to_mem
             }
         };
         self.mem.push_run(p, start..start + to_mem);
         Ok(Put {
             accepted: if self.disk.is_some() { n } else { to_mem },
-            ticket: Ticket::done(),
+            ticket: ticket.unwrap_or_else(Ticket::done),
         })
     }
 
