@@ -175,11 +175,13 @@ impl DiskLink {
     }
 
     pub fn after_pop(&mut self, was_empty: bool, len: usize, cap: usize) {
+        if was_empty {
+            // Even with nothing on disk yet: what lands there next (a topic handing on its
+            // backlog to a new channel with --mem-queue-size=0) must be read for this consumer.
+            self.starved = true;
+        }
         if self.read_backoff || !self.behind() {
             return;
-        }
-        if was_empty {
-            self.starved = true;
         }
         if self.starved || len + (cap / 4).max(1) <= cap {
             self.kick();
