@@ -7,13 +7,14 @@
 //! deadline. Keeping this free of IO lets the daemon, tests and in-process users share it.
 
 mod ack_window;
-mod backend;
+pub mod block_deque;
 pub mod channel;
 mod chunk_pool;
 pub mod client;
 mod codec;
 pub mod config;
 mod deferred_store;
+mod disk_writer;
 pub mod durability;
 pub mod e2e;
 pub mod error;
@@ -21,12 +22,11 @@ pub mod events;
 pub mod health;
 pub mod inflight;
 mod link;
-pub mod memqueue;
 pub mod message;
 pub mod metadata;
-mod msgqueue;
-pub mod queue;
 pub mod registry;
+mod run_queue;
+pub mod spill_queue;
 pub mod stats;
 pub mod topic;
 

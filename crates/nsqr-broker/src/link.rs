@@ -3,7 +3,7 @@
 //! the owner's lock, so a publish decides "memory or disk" against a consistent picture, and
 //! the writer's report (accounting + the messages it read) is applied in one critical section.
 //!
-//! Nothing here does IO. The writer (`backend.rs`) takes a [`Work`] with [`DiskLink::take_work`]
+//! Nothing here does IO. The writer (`disk_writer.rs`) takes a [`Work`] with [`DiskLink::take_work`]
 //! and hands back a [`Done`] to [`DiskLink::apply`].
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::ack_window::AckWindow;
-use crate::backend::{record_len, Backend, Done, Outgoing, Work};
+use crate::disk_writer::{record_len, DiskWriter, Done, Outgoing, Work};
 use crate::durability::{promise, DiskError, Promise, Ticket};
 use crate::error::BrokerError;
 use crate::message::Message;
@@ -28,7 +28,7 @@ const ACK_KICK: usize = 1024;
 
 #[derive(Debug)]
 pub(crate) struct DiskLink {
-    pub backend: Arc<Backend>,
+    pub writer: Arc<DiskWriter>,
     pub strict: bool,
     /// A topic's queue: records read are fanned out, never kept at write time.
     topic: bool,
@@ -73,7 +73,7 @@ pub(crate) struct Opened {
 
 impl DiskLink {
     pub fn new(
-        backend: Arc<Backend>,
+        writer: Arc<DiskWriter>,
         strict: bool,
         topic: bool,
         max_disk_bytes: u64,
@@ -81,7 +81,7 @@ impl DiskLink {
     ) -> DiskLink {
         DiskLink {
             window: (strict && !topic).then(AckWindow::default),
-            backend,
+            writer,
             strict,
             topic,
             max_disk_bytes,
@@ -128,7 +128,7 @@ impl DiskLink {
     pub fn check_writable(&self) -> Result<(), BrokerError> {
         match &self.failed {
             Some(reason) if !self.strict => Err(BrokerError::Disk(DiskError::Unavailable {
-                queue: self.backend.name.clone(),
+                queue: self.writer.name.clone(),
                 reason: reason.clone(),
             })),
             _ => Ok(()),
@@ -144,7 +144,7 @@ impl DiskLink {
             let used = self.bytes + self.outbox_bytes + self.in_transit_bytes;
             if used + needed > self.max_disk_bytes {
                 return Err(BrokerError::Disk(DiskError::Full {
-                    queue: self.backend.name.clone(),
+                    queue: self.writer.name.clone(),
                     max_bytes: self.max_disk_bytes,
                     used_bytes: used,
                 }));
@@ -170,7 +170,7 @@ impl DiskLink {
     pub fn kick(&mut self) {
         if !self.scheduled && !self.closed {
             self.scheduled = true;
-            self.backend.spawn();
+            self.writer.spawn();
         }
     }
 
@@ -210,7 +210,7 @@ impl DiskLink {
         self.kick();
     }
 
-    /// No more puts or passes; the owner removes the files (`Backend::delete_now`).
+    /// No more puts or passes; the owner removes the files (`DiskWriter::delete_now`).
     pub fn request_delete(&mut self) {
         self.epoch += 1;
         self.closed = true;
@@ -320,7 +320,7 @@ impl DiskLink {
         Some(w)
     }
 
-    /// Apply a pass's report; see `Queue::apply`.
+    /// Apply a pass's report; see `SpillQueue::apply`.
     pub fn apply(&mut self, done: Done, accept: bool) -> Option<Vec<(Message, Option<i64>)>> {
         let mut retry_mem = Vec::new();
         self.in_transit = 0;
@@ -349,7 +349,7 @@ impl DiskLink {
                 retry_mem = done.retry;
             }
         } else if done.wrote && self.failed.take().is_some() {
-            tracing::info!("DISKQUEUE({}): writes succeed again", self.backend.name);
+            tracing::info!("DISKQUEUE({}): writes succeed again", self.writer.name);
         }
         if let Some(e) = &done.read_error {
             self.read_backoff = true;
