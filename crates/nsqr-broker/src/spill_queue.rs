@@ -86,7 +86,7 @@ impl SpillQueue {
                 ticket: Ticket::done(),
             });
         };
-        if d.closed {
+        if d.is_closed() {
             return Err(BrokerError::Exiting);
         }
         if d.strict || due.is_some() {
@@ -137,7 +137,7 @@ impl SpillQueue {
         let (to_mem, ticket) = match self.disk.as_deref_mut() {
             None if self.bounded => (self.cap.saturating_sub(self.mem.len()).min(n), None),
             None => (n, None),
-            Some(d) if d.closed => return Err(BrokerError::Exiting),
+            Some(d) if d.is_closed() => return Err(BrokerError::Exiting),
             Some(d) if d.strict || due.is_some() => {
                 return self.put(p.messages(start, end).collect(), due)
             }
