@@ -255,7 +255,11 @@ fn a_failed_read_backs_off_until_the_tick() {
         (Run::Running, 2),
         "a starved consumer waits"
     );
-    assert_eq!(l.take_work(0, 100).unwrap().load, READ_AHEAD, "at least READ_AHEAD");
+    assert_eq!(
+        l.take_work(0, 100).unwrap().load,
+        READ_AHEAD,
+        "at least READ_AHEAD"
+    );
 }
 
 #[test]
