@@ -19,8 +19,8 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
-use crate::queue::{Put, Queue};
 use crate::registry::Shared;
+use crate::spill_queue::{Put, SpillQueue};
 use crate::stats::{ChannelStats, ConsumerStats};
 
 /// A consumer as its channel sees it.
@@ -32,8 +32,8 @@ struct Member {
 
 #[derive(Default)]
 struct ChannelState {
-    /// Memory, then disk (`queue.rs`).
-    ready: Queue,
+    /// Memory, then disk (`spill_queue.rs`).
+    ready: SpillQueue,
     in_flight: InFlightTable,
     deferred: DeferredQueue,
     consumers: Vec<Member>,
@@ -166,7 +166,7 @@ impl Channel {
     /// Apply `put` to the ready queue, count what it took and wake as many waiting consumers.
     fn enqueue(
         &self,
-        put: impl FnOnce(&mut Queue) -> Result<Put, BrokerError>,
+        put: impl FnOnce(&mut SpillQueue) -> Result<Put, BrokerError>,
     ) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
         let before = st.ready.len();

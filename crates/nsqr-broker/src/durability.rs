@@ -1,11 +1,13 @@
 //! What a publisher is promised, and how it learns the promise was kept.
 //!
 //! `--durability=default` is nsqd's contract: a publish is acknowledged once the message is in
-//! memory (or, past `--mem-queue-size`, handed to the disk queue). `--durability=strict`
-//! acknowledges only once the message is on disk and fsynced in every queue it went to. A
-//! publish therefore returns a [`Ticket`]: already done in the default mode (no allocation, no
-//! wait), or a set of completions the disk writers fill in after their group commit. The
-//! connection awaits the ticket before it writes `OK`, so responses stay in order.
+//! memory or, when it goes to disk (past `--mem-queue-size`, or behind older messages on disk),
+//! once the disk writer's `write` of it returned: the kernel has it, so a killed process keeps
+//! it (a power loss may not: no fsync). `--durability=strict` acknowledges only once the
+//! message is on disk and fsynced in every queue it went to. A publish therefore returns a
+//! [`Ticket`]: already done when everything went to memory (no allocation, no wait), or a set of
+//! completions the disk writers fill in after their write (default) or group commit (strict).
+//! The connection awaits the ticket before it writes `OK`, so responses stay in order.
 
 use std::fmt;
 
@@ -92,8 +94,8 @@ pub(crate) fn promise() -> (Promise, Completion) {
     oneshot::channel()
 }
 
-/// Completion of a publish: done at once in the default mode, after the fsync of every queue
-/// written to in strict mode.
+/// Completion of a publish: done at once when it went to memory; otherwise after the write
+/// (default mode) or the fsync (strict mode) of every queue it went to.
 #[derive(Debug, Default)]
 pub struct Ticket {
     waits: Vec<Completion>,
@@ -121,7 +123,7 @@ impl Ticket {
         }
     }
 
-    /// Nothing to wait for and no failure (the default mode's hot path tests only this).
+    /// Nothing to wait for and no failure (the in-memory hot path tests only this).
     pub fn is_done(&self) -> bool {
         self.waits.is_empty() && self.failure.is_none()
     }

@@ -46,7 +46,7 @@
 #![warn(missing_docs)]
 
 mod ack_window;
-mod backend;
+mod block_deque;
 mod broker;
 mod channel;
 mod chunk_pool;
@@ -54,6 +54,7 @@ mod codec;
 mod config;
 mod consumer;
 mod deferred_store;
+mod disk_writer;
 mod durability;
 mod e2e;
 mod error;
@@ -61,13 +62,12 @@ mod events;
 mod health;
 mod inflight;
 mod link;
-mod memqueue;
 mod message;
 mod metadata;
-mod msgqueue;
 mod publisher;
-mod queue;
 mod registry;
+mod run_queue;
+mod spill_queue;
 pub mod stats;
 mod subscription;
 mod timers;

@@ -2,7 +2,7 @@
 //!
 //! The fan-out is a plain loop over the channels under the topic's lock (one lock per batch),
 //! which also keeps ids increasing in every channel. With no channels, or while paused, the
-//! topic keeps the batch in its own backlog (memory, then its disk queue: `queue.rs`); the
+//! topic keeps the batch in its own backlog (memory, then its disk queue: `spill_queue.rs`); the
 //! first channel created takes that backlog, and unpausing hands it to all channels.
 
 use std::collections::BTreeMap;
@@ -22,9 +22,9 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::Event;
 use crate::message::{Message, Published};
-use crate::msgqueue::Held;
-use crate::queue::Queue;
 use crate::registry::Shared;
+use crate::run_queue::Span;
+use crate::spill_queue::SpillQueue;
 use crate::stats::TopicStats;
 
 struct TopicState {
@@ -34,7 +34,7 @@ struct TopicState {
     /// backlog is kept as if paused.
     held: bool,
     /// Messages waiting for a channel (or the unpause): memory, then disk.
-    backlog: Queue,
+    backlog: SpillQueue,
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
     deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
@@ -402,7 +402,7 @@ fn merge_puts(
 /// millions costs one step per publish, not per message.
 fn flush_backlog(st: &mut TopicState) {
     st.backlog.set_drain(true);
-    let held = st.backlog.drain_mem_held();
+    let spans = st.backlog.drain_mem_spans();
     let deferred = std::mem::take(&mut st.deferred);
     let now = Instant::now();
     let mut failed: Option<BrokerError> = None;
@@ -412,10 +412,10 @@ fn flush_backlog(st: &mut TopicState) {
         }
     };
     let mut ones = Vec::new();
-    for h in held {
-        match h {
-            Held::One(m) => ones.push(m),
-            Held::Run(p, range) => {
+    for s in spans {
+        match s {
+            Span::One(m) => ones.push(m),
+            Span::Run(p, range) => {
                 if !ones.is_empty() {
                     note(fan_out(
                         st.channels.values(),

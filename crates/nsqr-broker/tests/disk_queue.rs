@@ -87,8 +87,11 @@ async fn spill_to_disk_and_back_in_order() {
     let b = broker(&dir, Durability::Default, 3).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
-    for chunk in [0..5, 5..12, 12..20] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+    // Only a publish that goes to disk waits, for the writer's write (default mode).
+    for (chunk, in_memory) in [(0..2, true), (2..5, false), (5..12, false), (12..20, false)] {
+        let ticket = t.put(&bodies(chunk), Duration::ZERO).unwrap();
+        assert_eq!(ticket.is_done(), in_memory);
+        ticket.wait().await.unwrap();
     }
     let s = ch.stats(false);
     assert_eq!((s.depth, s.backend_depth), (20, 17));
@@ -227,14 +230,22 @@ async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk()
     let b = broker(&dir, Durability::Default, 50).await;
     let t = b.get_or_create_topic("t").unwrap();
     for chunk in [0..30, 30..70, 70..120] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+        t.put(&bodies(chunk), Duration::ZERO)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
     }
     let ch = t.get_or_create_channel("c").unwrap();
     // A paused topic keeps a backlog although it has a channel; unpausing hands it on to a
     // channel that has room for only part of a run.
     t.set_paused(true);
     for chunk in [120..160, 160..200] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+        t.put(&bodies(chunk), Duration::ZERO)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
     }
     t.set_paused(false);
     let client = consumer(&b);

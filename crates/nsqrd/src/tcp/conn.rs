@@ -7,12 +7,12 @@
 //! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
 //! output-buffer tick.
 //!
-//! With `--durability=strict` a publish returns a ticket that completes once the messages are
-//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order), but
-//! the buffer is only written up to the first `OK` whose ticket is still pending. The
-//! connection keeps reading and publishing meanwhile (up to `MAX_UNSETTLED` pending tickets),
-//! so a pipelining client's publishes share the disk writer's group commits. If one fails, the
-//! buffer is cut at its `OK`s and the (fatal) error goes out instead.
+//! A publish that goes to disk returns a ticket that completes once the messages are written
+//! (default mode) or fsynced (strict). Its `OK`s are written into the output buffer at once
+//! (keeping response order), but the buffer is only written up to the first `OK` whose ticket
+//! is still pending. The connection keeps reading and publishing meanwhile (up to
+//! `MAX_UNSETTLED` pending tickets), so a pipelining client's publishes share the disk writer's
+//! passes. If one fails, the buffer is cut at its `OK`s and the (fatal) error goes out instead.
 //!
 //! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
 //! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
@@ -232,8 +232,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
-    /// strict mode only up to the first `OK` that is not durable yet.
+    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); only
+    /// up to the first `OK` whose ticket is pending.
     async fn flush(&mut self) -> std::io::Result<()> {
         let n = self.unsettled.front().map_or(self.wbuf.len(), |u| u.at);
         if n == 0 {

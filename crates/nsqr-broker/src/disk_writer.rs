@@ -26,7 +26,7 @@ use crate::deferred_store;
 use crate::durability::{DiskError, Promise, Ticket};
 use crate::link::Opened;
 use crate::message::Message;
-use crate::queue::Queue;
+use crate::spill_queue::SpillQueue;
 use crate::stats::DiskStats;
 
 /// A message on its way to disk, with its due time (Unix ns) if deferred.
@@ -95,7 +95,7 @@ pub(crate) struct Done {
 
 /// The owner's answer to a report.
 pub(crate) enum Accepted {
-    /// Placed; acknowledge them once the ticket completes (per the backend's policy).
+    /// Placed; acknowledge them once the ticket completes (per the writer's policy).
     Taken(Ticket),
     /// Not now (a topic without channels): read them again later.
     Refused,
@@ -115,7 +115,7 @@ pub(crate) enum AckPolicy {
 /// The owner of a queue (channel or topic), as its writer sees it.
 pub(crate) trait QueueOwner: Send + Sync {
     /// Run `f` on the queue under the owner's lock.
-    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue));
+    fn with_queue(&self, f: &mut dyn FnMut(&mut SpillQueue));
     /// Apply a pass and place the records it produced, under the owner's lock.
     fn report(&self, done: Done) -> Accepted;
 }
@@ -134,7 +134,7 @@ pub(crate) struct Final {
     pub dues: Vec<(u64, i64)>,
 }
 
-pub(crate) struct Backend {
+pub(crate) struct DiskWriter {
     pub name: String,
     dir: PathBuf,
     opts: DiskQueueOptions,
@@ -144,11 +144,16 @@ pub(crate) struct Backend {
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
     health: crate::health::Health,
+    /// Times `spawn` was called (tests check that a link starts one writer at a time).
+    #[cfg(test)]
+    pub(crate) spawned: std::sync::atomic::AtomicUsize,
 }
 
-impl std::fmt::Debug for Backend {
+impl std::fmt::Debug for DiskWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Backend").field("name", &self.name).finish()
+        f.debug_struct("DiskWriter")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
@@ -176,7 +181,7 @@ fn io_error(queue: &str, e: &DiskQueueError) -> DiskError {
     }
 }
 
-impl Backend {
+impl DiskWriter {
     /// Open (and recover) the queue `name` in `dir`. An open failure is logged and retried by
     /// the writer's next pass; the queue then starts empty.
     pub(crate) fn open(
@@ -185,7 +190,7 @@ impl Backend {
         cfg: &BrokerConfig,
         strict: bool,
         policy: AckPolicy,
-    ) -> (Arc<Backend>, Opened) {
+    ) -> (Arc<DiskWriter>, Opened) {
         let opts = DiskQueueOptions {
             max_bytes_per_file: cfg.max_bytes_per_file.max(1),
             min_msg_size: MESSAGE_HEADER_LEN,
@@ -195,7 +200,7 @@ impl Backend {
             sync_every: cfg.sync_every,
             max_bytes: cfg.max_disk_bytes,
         };
-        let backend = Backend {
+        let writer = DiskWriter {
             name: name.to_string(),
             dir: dir.to_path_buf(),
             opts,
@@ -205,22 +210,24 @@ impl Backend {
             owner: OnceLock::new(),
             rt: tokio::runtime::Handle::try_current().ok(),
             health: cfg.health.clone(),
+            #[cfg(test)]
+            spawned: std::sync::atomic::AtomicUsize::new(0),
         };
         let mut opened = Opened::default();
-        match backend.open_queue() {
+        match writer.open_queue() {
             Ok(st) => {
                 opened.unread = unread(&st.dq);
                 opened.bytes = st.dq.disk_bytes();
                 opened.stats.absorb(&state_of(&st));
                 opened.dues = deferred_store::load(dir, name);
-                *backend.io.lock() = Some(st);
+                *writer.io.lock() = Some(st);
             }
             Err(e) => {
                 tracing::error!("DISKQUEUE({name}): failed to open - {e}");
                 opened.stats.last_read_error = Some(e.to_string());
             }
         }
-        (Arc::new(backend), opened)
+        (Arc::new(writer), opened)
     }
 
     fn open_queue(&self) -> Result<IoState, DiskQueueError> {
@@ -237,9 +244,15 @@ impl Backend {
         let _ = self.owner.set(owner);
     }
 
-    /// Run passes on a blocking thread until there is no work (called with the owner's
-    /// `scheduled` flag just set, so at most one runs at a time).
+    /// Run passes on a blocking thread until there is no work (called as the link moves from
+    /// `Run::Idle` to `Run::Running`, so at most one runs at a time).
     pub(crate) fn spawn(self: &Arc<Self>) {
+        #[cfg(test)]
+        self.spawned
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.owner.get().is_none() {
+            return; // a link tested alone: no owner to report to
+        }
         let b = Arc::clone(self);
         match &self.rt {
             Some(rt) => {
@@ -559,3 +572,6 @@ impl DiskStats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
