@@ -75,7 +75,7 @@ mod topic;
 
 pub use broker::Broker;
 pub use channel::Channel;
-pub use config::BrokerConfig;
+pub use config::{BrokerConfig, DiskFaults};
 pub use consumer::{Consumer, ConsumerInfo, ConsumerKind};
 pub use durability::{DiskError, Durability, Ticket};
 pub use error::{BrokerError, StartError};

@@ -27,5 +27,5 @@ mod tcp;
 mod tls;
 
 pub use options::{Options, OptionsError};
-pub use server::{run, wait_for_signal, Server};
+pub use server::{run, wait_for_signal, Hooks, Server};
 pub use settings::NSQD_COMPAT_VERSION;

@@ -42,6 +42,13 @@ fn lock_data_path(path: &str) -> Result<DataDirLock, String> {
     }
 }
 
+/// What a test harness may inject into a server (nothing in production).
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    /// Consulted before every disk write (`nsqr_broker::DiskFaults`).
+    pub disk_faults: Option<nsqr_broker::DiskFaults>,
+}
+
 pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
     BrokerConfig {
         node_id: o.node_id.clamp(0, 1023) as u16,
@@ -64,6 +71,7 @@ pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
         max_disk_bytes: o.max_disk_bytes.max(0) as u64,
         max_msg_size: o.max_msg_size.max(0) as u64,
         health: nsqr_broker::Health::default(),
+        ..BrokerConfig::default()
     }
 }
 
@@ -169,8 +177,8 @@ pub async fn wait_for_signal() {
 }
 
 /// Run nsqrd until SIGINT / SIGTERM, then shut down gracefully.
-pub async fn run(opts: Options) -> Result<(), String> {
-    let server = Server::start(opts).await?;
+pub async fn run(opts: Options, hooks: Hooks) -> Result<(), String> {
+    let server = Server::start_with(opts, hooks).await?;
     wait_for_signal().await;
     server.shutdown().await
 }
@@ -206,6 +214,11 @@ impl Server {
     /// Lock the data directory, load `nsqd.dat` (recovering every disk queue), bind the
     /// listeners and start serving, on the current tokio runtime.
     pub async fn start(opts: Options) -> Result<Server, String> {
+        Server::start_with(opts, Hooks::default()).await
+    }
+
+    /// [`Server::start`] with test hooks.
+    pub async fn start_with(opts: Options, hooks: Hooks) -> Result<Server, String> {
         let lock = lock_data_path(&opts.data_path)?;
         tracing::info!(
             "nsqrd v{} (nsqd v{} compatible)",
@@ -217,9 +230,12 @@ impl Server {
             .map_err(|e| format!("failed to build TLS config - {e}"))?;
         let auth = authenticator(&opts)?;
 
-        let broker = Broker::start(broker_config(&opts))
-            .await
-            .map_err(|e| e.to_string())?;
+        let broker = Broker::start(BrokerConfig {
+            disk_faults: hooks.disk_faults,
+            ..broker_config(&opts)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
 
         let tcp_listener = Listener::bind(&opts.tcp_address).await?;
