@@ -185,18 +185,27 @@ fn split_text(body: &[u8], read_max: usize, max_msg: usize) -> Result<Vec<Range<
 }
 
 /// Binary mode: `[i32 count]([i32 size][data])*` with TCP MPUB's checks; errors are 413 with the
-/// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last message are ignored.
+/// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last declared message are
+/// refused too (`BAD_BODY: <n> bytes after the <count> declared message(s)`), as TCP MPUB
+/// refuses them: they may be messages a wrong count left out (nsqd ignores them and answers 200).
 fn split_binary(body: &[u8], limits: &Limits) -> Result<Vec<Range<usize>>, ApiError> {
     let mut out = Vec::new();
-    let res = nsq_wire::command::split_mpub(body, limits, |a, b| out.push(a..b));
+    let mut end = 0;
+    let res = nsq_wire::command::split_mpub(body, limits, |a, b| {
+        out.push(a..b);
+        end = b;
+    });
     match res {
         Ok(()) => Ok(out),
-        // The TCP parser insists the body ends with the last message; over HTTP nsqd stops
-        // reading there, so trailing bytes after `count` complete messages are fine.
-        Err(e)
-            if e.code == Code::BadBody && declared_count(body).is_some_and(|n| n == out.len()) =>
-        {
-            Ok(out)
+        Err(e) if e.code == Code::BadBody && declared_count(body) == Some(out.len()) => {
+            Err(ApiError::new(
+                hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "BAD_BODY: {} bytes after the {} declared message(s)",
+                    body.len() - end,
+                    out.len()
+                ),
+            ))
         }
         Err(e) => Err(ApiError::too_large(match e.code {
             Code::BadBody => "BAD_BODY",
@@ -307,8 +316,23 @@ mod tests {
         );
         let mut trailing = b.to_vec();
         trailing.extend_from_slice(b"junk\0\0\0\x09");
-        let v = split_binary(&Bytes::from(trailing), &limits).unwrap();
-        assert_eq!(v.len(), 2);
+        assert_eq!(
+            err(split_binary(&Bytes::from(trailing), &limits)),
+            (
+                413,
+                "BAD_BODY: 8 bytes after the 2 declared message(s)".into()
+            )
+        );
+        // A count lower than the messages sent.
+        let mut under = b.to_vec();
+        under[3] = 1;
+        assert_eq!(
+            err(split_binary(&Bytes::from(under), &limits)),
+            (
+                413,
+                "BAD_BODY: 7 bytes after the 1 declared message(s)".into()
+            )
+        );
         for bad in [
             &b""[..],
             b"\0\0",
