@@ -17,7 +17,7 @@ use nsq_wire::bodies::TooLarge;
 use nsq_wire::{Bodies, Code, Limits};
 use nsqr_broker::{BrokerError, DiskError, Topic};
 
-use super::body::{content_length, read_limited};
+use super::body::{content_length, read_body};
 use super::query::nsq_bool;
 use super::HttpState;
 
@@ -29,9 +29,7 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
     }
     let raw_query = req.uri().query().map(str::to_owned);
     let read_max = max.saturating_add(1);
-    let body = read_limited(req.into_body(), read_max)
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let body = read_body(req, read_max).await?;
     if body.len() == read_max {
         return Err(ApiError::too_large("MSG_TOO_BIG"));
     }
@@ -62,16 +60,12 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
     let (body, ranges) = if binary {
         // nsqd reads only what the messages need; with a Content-Length that is at most
         // max-body-size, and a chunked body is cut there too.
-        let body = read_limited(req.into_body(), max_body)
-            .await
-            .map_err(|_| ApiError::internal())?;
+        let body = read_body(req, max_body).await?;
         let ranges = split_binary(&body, &state.settings.wire_limits())?;
         (body, ranges)
     } else {
         let read_max = max_body.saturating_add(1);
-        let body = read_limited(req.into_body(), read_max)
-            .await
-            .map_err(|_| ApiError::internal())?;
+        let body = read_body(req, read_max).await?;
         let ranges = split_text(&body, read_max, state.settings.max_msg_size_usize())?;
         (body, ranges)
     };
