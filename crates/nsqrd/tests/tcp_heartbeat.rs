@@ -98,7 +98,10 @@ fn silent_client_is_disconnected() {
     // only heartbeats until the server closes: no error frame
     let mut heartbeats = 0;
     loop {
-        assert!(heartbeats < 20, "still open after {heartbeats} heartbeats of silence");
+        assert!(
+            heartbeats < 20,
+            "still open after {heartbeats} heartbeats of silence"
+        );
         match c.read_frame_within(WAIT) {
             Some(Frame::Response(b)) if b == HB => heartbeats += 1,
             None => break,
@@ -106,7 +109,10 @@ fn silent_client_is_disconnected() {
         }
     }
     let at = t0.elapsed();
-    assert!(at >= Duration::from_millis(1500), "closed at {at:?}, expected ~2 s");
+    assert!(
+        at >= Duration::from_millis(1500),
+        "closed at {at:?}, expected ~2 s"
+    );
     c.set_timeout(WAIT);
     assert!(c.expect_closed(), "timed out reading instead of EOF");
 }
@@ -121,7 +127,10 @@ fn silent_subscriber_is_disconnected() {
     c.set_timeout(WAIT);
     assert!(c.expect_closed());
     let at = t0.elapsed();
-    assert!(at >= Duration::from_millis(1500), "closed at {at:?}, expected ~2 s");
+    assert!(
+        at >= Duration::from_millis(1500),
+        "closed at {at:?}, expected ~2 s"
+    );
     assert!(wait_until(WAIT, || s.channel_stat(
         "hb",
         "c",

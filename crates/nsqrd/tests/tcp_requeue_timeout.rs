@@ -53,18 +53,14 @@ fn req_zero_redelivers_immediately() {
     let m1 = c.expect_message();
     assert_eq!(m1.attempts, 1);
     c.req(&m1.id_str(), 0);
-    let m2 = c
-        .message_within(WAIT)
-        .expect("redelivered");
+    let m2 = c.message_within(WAIT).expect("redelivered");
     assert_eq!(m2.id, m1.id);
     assert_eq!(m2.attempts, 2);
     assert_eq!(m2.timestamp, m1.timestamp);
     assert_eq!(m2.body, m1.body);
     // an empty delay param also means 0
     c.cmd(&format!("REQ {} ", m2.id_str()));
-    let m3 = c
-        .message_within(WAIT)
-        .expect("redelivered");
+    let m3 = c.message_within(WAIT).expect("redelivered");
     assert_eq!(m3.attempts, 3);
     c.fin(&m3.id_str());
     assert!(wait_until(Duration::from_secs(5), || {
@@ -93,9 +89,7 @@ fn req_can_go_to_another_consumer() {
     s.wait_conn_ready("rq2", "c", &a, 0);
     s.wait_conn_ready("rq2", "c", &b, 1);
     a.req(&m.id_str(), 0);
-    let mb = b
-        .message_within(WAIT)
-        .expect("requeued to B");
+    let mb = b.message_within(WAIT).expect("requeued to B");
     assert_eq!(mb.id, m.id);
     assert_eq!(mb.attempts, 2);
     assert!(a.expect_silence(Duration::from_millis(200)));
@@ -253,10 +247,7 @@ fn touch_resets_the_deadline() {
     // touch every 300 ms for 2.4 s (more than twice msg_timeout); the untouched control
     // message must time out meanwhile, the touched one must not
     while t0.elapsed() < Duration::from_millis(2400) || !control_back {
-        assert!(
-            t0.elapsed() < WAIT,
-            "control message never timed out"
-        );
+        assert!(t0.elapsed() < WAIT, "control message never timed out");
         c.touch(&touched.id_str());
         let until = Instant::now() + Duration::from_millis(300);
         while let Some(f) = c.frame_within(until.saturating_duration_since(Instant::now())) {
