@@ -149,6 +149,12 @@ pub fn start(
         max_deflate_level: live.max_deflate_level,
         topology_zone: live.topology_zone.clone(),
         topology_region: live.topology_region.clone(),
+        timeouts: nsq_common::http::server::Timeouts {
+            idle: live.http_idle_timeout,
+            read: live.http_read_timeout,
+            write: live.http_write_timeout,
+        },
+        max_connections: max_connections(live.http_max_connections, open_files_limit()),
         ..HttpSettings::default()
     };
     // `--tls-required=true` (not tcp-https) turns plain HTTP away.
@@ -202,4 +208,59 @@ pub fn start(
 
 async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
+}
+
+/// `--http-max-connections`, or by default (0) half the open-file limit, so HTTP clients alone
+/// cannot take every file descriptor from the TCP clients and the disk queues.
+fn max_connections(flag: i64, open_files: Option<u64>) -> usize {
+    match usize::try_from(flag) {
+        Ok(n) if n > 0 => n,
+        _ => open_files.map_or(usize::MAX, |n| {
+            usize::try_from(n / 2).unwrap_or(usize::MAX).max(1)
+        }),
+    }
+}
+
+/// The process's soft limit on open files (`RLIMIT_NOFILE`); None if unlimited or unknown.
+fn open_files_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes one `rlimit` into the struct we own, passed by a valid
+    // pointer for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_bound_is_the_flag_or_half_the_open_file_limit() {
+        assert_eq!(max_connections(10, Some(1024)), 10);
+        assert_eq!(max_connections(0, Some(1024)), 512);
+        assert_eq!(max_connections(0, Some(1)), 1);
+        assert_eq!(max_connections(0, None), usize::MAX);
+        // The real limit of this process (exercises the getrlimit call).
+        let real = open_files_limit();
+        assert_ne!(real, Some(0));
+        let mut soft = String::new();
+        if let Ok(limits) = std::fs::read_to_string("/proc/self/limits") {
+            soft = limits
+                .lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .unwrap_or_default()
+                .to_string();
+        }
+        if !soft.is_empty() {
+            assert_eq!(
+                real.map_or("unlimited".to_string(), |n| n.to_string()),
+                soft
+            );
+        }
+    }
 }

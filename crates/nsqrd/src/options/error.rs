@@ -58,6 +58,8 @@ pub enum OptionsError {
     Durability,
     #[error("--max-disk-bytes must be >= 0")]
     MaxDiskBytes,
+    #[error("--http-max-connections must be >= 0")]
+    HttpMaxConnections,
 }
 
 impl From<nsq_common::goflag::SyntaxError> for OptionsError {
