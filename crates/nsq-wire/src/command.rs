@@ -7,10 +7,10 @@
 //! the buffer into one exact-size `Bytes` per command, so the read buffer is never pinned, or,
 //! with [`Handover::Split`], split off it without a copy (see `Handover`).
 //!
-//! The steps, one file each: [`line`] finds the command line and its tokens (and recognises
-//! the common `FIN <id>` line without tokenising it), [`simple`] parses the commands that are
-//! a line only, [`body`] the ones followed by a sized body (header checks, size checks,
-//! waiting for the body, handing it over), [`mpub`] walks an MPUB body, and [`eof`] names what
+//! The steps, one file each: `line` finds the command line and its tokens (and recognises
+//! the common `FIN <id>` line without tokenising it), `simple` parses the commands that are
+//! a line only, `body` the ones followed by a sized body (header checks, size checks,
+//! waiting for the body, handing it over), `mpub` walks an MPUB body, and `eof` names what
 //! was missing when a client hangs up mid-command. `parse_with` below only dispatches.
 
 mod body;
@@ -27,8 +27,7 @@ use crate::error::{Code, ParseError, ProtocolError};
 pub use eof::error_at_eof;
 pub use mpub::split_mpub;
 
-#[cfg(test)]
-use line::has_separator;
+pub(crate) use line::has_separator;
 
 /// nsqd's per-connection read buffer: a command line longer than this drops the connection.
 pub const MAX_LINE_LEN: usize = 16 * 1024;

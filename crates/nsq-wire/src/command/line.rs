@@ -98,7 +98,7 @@ pub(super) fn fin_fast_path(
 }
 
 /// True if the bytes contain a space, CR or LF (eight bytes at a time).
-pub(super) fn has_separator(b: &[u8; 16]) -> bool {
+pub(crate) fn has_separator(b: &[u8; 16]) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     const HIGH: u64 = 0x8080_8080_8080_8080;
     let has_byte = |x: u64, c: u8| {
