@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit metrics keyspace cluster conformance clean
+.PHONY: run build test deps lint unit example metrics keyspace cluster conformance clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -22,7 +22,7 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit metrics keyspace cluster conformance
+test: deps lint unit example metrics keyspace cluster conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -45,6 +45,11 @@ lint:
 # The workspace's unit and integration tests (debug build).
 unit:
 	$(CARGO) test --workspace
+
+# The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
+# consumes and checks what it receives; a failed check exits non-zero.
+example:
+	timeout 300 $(CARGO) run -q -p nsqr-broker --example embedded
 
 # GET /metrics parsed by prometheus_client's parser after a known workload (debug nsqrd).
 metrics: deps

@@ -8,6 +8,7 @@
 //! behaving byte for byte like their upstream counterpart.
 
 pub mod duration;
+pub mod goflag;
 pub mod json;
 
 #[cfg(feature = "config")]

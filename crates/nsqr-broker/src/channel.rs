@@ -6,38 +6,40 @@
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::client::Client;
 use crate::config::BrokerConfig;
+use crate::consumer::Consumer;
 use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
-use crate::queue::{Put, Queue};
-use crate::stats::{ChannelStats, ClientStats};
+use crate::registry::Shared;
+use crate::spill_queue::{Put, SpillQueue};
+use crate::stats::{ChannelStats, ConsumerStats};
 
-struct Consumer {
-    client: Arc<Client>,
+/// A consumer as its channel sees it.
+struct Member {
+    consumer: Arc<Consumer>,
     /// Found the queue empty with RDY to spare: wake it on the next put.
     waiting: bool,
 }
 
 #[derive(Default)]
 struct ChannelState {
-    /// Memory, then disk (`queue.rs`).
-    ready: Queue,
+    /// Memory, then disk (`spill_queue.rs`).
+    ready: SpillQueue,
     in_flight: InFlightTable,
     deferred: DeferredQueue,
-    consumers: Vec<Consumer>,
+    consumers: Vec<Member>,
     paused: bool,
-    /// When the timer task will next wake (None: it sleeps until notified).
+    /// The earliest in-flight deadline or deferred due time, which the broker's timer
+    /// (`timers.rs`) will wake the channel for (None: nothing to wait for).
     timer_at: Option<Instant>,
     next_wake: usize,
 }
@@ -54,30 +56,39 @@ impl ChannelState {
             let c = &mut self.consumers[i];
             if c.waiting {
                 c.waiting = false;
-                c.client.notify.notify_one();
+                c.consumer.wake();
                 n -= 1;
                 self.next_wake = (i + 1) % len;
             }
         }
     }
 
-    fn owner(&self, client_id: u64) -> Option<&Arc<Client>> {
+    fn owner(&self, consumer_id: u64) -> Option<&Arc<Consumer>> {
         self.consumers
             .iter()
-            .find(|c| c.client.id == client_id)
-            .map(|c| &c.client)
+            .find(|c| c.consumer.id() == consumer_id)
+            .map(|c| &c.consumer)
+    }
+
+    fn member(&mut self, consumer_id: u64) -> Option<&mut Member> {
+        self.consumers
+            .iter_mut()
+            .find(|c| c.consumer.id() == consumer_id)
     }
 }
 
+/// One channel of a topic: its own copy of every message the topic gets, shared by the
+/// consumers that join it (each message goes to one of them).
 pub struct Channel {
-    pub name: String,
-    pub topic_name: String,
-    pub ephemeral: bool,
+    name: String,
+    topic_name: String,
+    ephemeral: bool,
     /// End-to-end latency, when percentiles are configured.
     e2e: Option<E2eStream>,
-    cfg: Arc<BrokerConfig>,
+    shared: Arc<Shared>,
+    /// This channel, for the broker's timer.
+    me: Weak<Channel>,
     state: Mutex<ChannelState>,
-    timer: Notify,
     deleted: AtomicBool,
     message_count: AtomicU64,
     requeue_count: AtomicU64,
@@ -85,33 +96,47 @@ pub struct Channel {
 }
 
 impl Channel {
-    /// A new channel; starts its timer task when called inside a tokio runtime.
-    pub fn new(topic_name: &str, name: &str, cfg: Arc<BrokerConfig>) -> Arc<Channel> {
+    /// A new channel of `topic_name`, its disk queue opened (and recovered): blocking IO, so
+    /// callers hold no lock other publishers need.
+    pub(crate) fn open(topic_name: &str, name: &str, shared: Arc<Shared>) -> Arc<Channel> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let ready = disk::ready_queue(&cfg, topic_name, name, ephemeral);
-        let ch = Arc::new(Channel {
+        let ready = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral);
+        let ch = Arc::new_cyclic(|me| Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
             ephemeral,
-            e2e: E2eStream::for_config(&cfg),
-            cfg,
+            e2e: E2eStream::for_config(&shared.cfg),
+            shared,
+            me: me.clone(),
             state: Mutex::new(ChannelState {
                 ready,
                 ..ChannelState::default()
             }),
-            timer: Notify::new(),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             requeue_count: AtomicU64::new(0),
             timeout_count: AtomicU64::new(0),
         });
         disk::attach(&ch);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(run_timer(Arc::clone(&ch)));
-        }
         ch
     }
 
+    /// The channel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The name of its topic.
+    pub fn topic_name(&self) -> &str {
+        &self.topic_name
+    }
+
+    /// An `#ephemeral` channel: memory only, deleted with its last consumer.
+    pub fn is_ephemeral(&self) -> bool {
+        self.ephemeral
+    }
+
+    /// True once deleted (with its topic, or on its own).
     pub fn is_deleted(&self) -> bool {
         self.deleted.load(Relaxed)
     }
@@ -141,7 +166,7 @@ impl Channel {
     /// Apply `put` to the ready queue, count what it took and wake as many waiting consumers.
     fn enqueue(
         &self,
-        put: impl FnOnce(&mut Queue) -> Result<Put, BrokerError>,
+        put: impl FnOnce(&mut SpillQueue) -> Result<Put, BrokerError>,
     ) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
         let before = st.ready.len();
@@ -175,20 +200,38 @@ impl Channel {
         Ok(Ticket::done())
     }
 
-    /// Make sure the timer wakes by `at`.
+    /// Make sure the broker's timer wakes the channel by `at`.
     fn schedule(&self, st: &mut ChannelState, at: Instant) {
         if st.timer_at.is_none_or(|t| at < t) {
             st.timer_at = Some(at);
-            self.timer.notify_one();
+            self.shared.timers.wake_at(at, self.me.clone());
         }
     }
 
-    /// Take up to `max` ready messages for `client`, mark them in flight and pass each to
+    /// The broker's timer reached `at`: expire in-flight messages and release due deferred
+    /// ones, then ask to be woken at the next deadline. A wake-up that is no longer the
+    /// channel's deadline (an earlier one was asked for since) is ignored.
+    pub(crate) fn on_timer(&self, at: Instant, now: Instant, timers: &crate::timers::Timers) {
+        if self.is_deleted() {
+            return;
+        }
+        let mut st = self.state.lock();
+        if st.timer_at != Some(at) {
+            return;
+        }
+        let next = self.process_timers(&mut st, now);
+        st.timer_at = next;
+        if let Some(next) = next {
+            timers.wake_at(next, self.me.clone());
+        }
+    }
+
+    /// Take up to `max` ready messages for `consumer`, mark them in flight and pass each to
     /// `emit` (which encodes it). With a sample rate in 1..=99 a message is delivered with
     /// probability (rate+1)/100 and otherwise discarded for this channel, as nsqd does.
     pub fn deliver(
         &self,
-        client: &Client,
+        consumer: &Consumer,
         max: usize,
         sample_rate: i32,
         rng: &mut u64,
@@ -198,7 +241,7 @@ impl Channel {
         if st.paused || self.is_deleted() {
             return 0;
         }
-        let timeout = Duration::from_millis(client.msg_timeout_ms.load(Relaxed));
+        let timeout = consumer.msg_timeout();
         let now = Instant::now();
         let deadline = now + timeout;
         let mut sent = 0;
@@ -214,30 +257,29 @@ impl Channel {
             emit(&msg);
             st.in_flight.insert(InFlight {
                 msg,
-                client_id: client.id,
+                consumer_id: consumer.id(),
                 deadline,
                 delivered_at: now,
             });
             sent += 1;
         }
         if sent < max {
-            if let Some(c) = st.consumers.iter_mut().find(|c| c.client.id == client.id) {
+            if let Some(c) = st.member(consumer.id()) {
                 c.waiting = true;
             }
         }
         if sent > 0 {
-            client.in_flight.fetch_add(sent as i64, Relaxed);
-            client.message_count.fetch_add(sent as u64, Relaxed);
+            consumer.delivered(sent);
             self.schedule(&mut st, deadline);
         }
         sent
     }
 
-    /// The client can take nothing more for now (RDY 0, CLS): pass any pending wake-up on.
-    pub fn set_not_ready(&self, client_id: u64) {
+    /// The consumer can take nothing more for now (RDY 0, CLS): pass any pending wake-up on.
+    pub fn set_not_ready(&self, consumer_id: u64) {
         let mut st = self.state.lock();
         let mut was_waiting = false;
-        if let Some(c) = st.consumers.iter_mut().find(|c| c.client.id == client_id) {
+        if let Some(c) = st.member(consumer_id) {
             was_waiting = c.waiting;
             c.waiting = false;
         }
@@ -249,7 +291,7 @@ impl Channel {
     /// FIN a batch of ids; `on_error` gets the index of each id that failed.
     pub fn finish(
         &self,
-        client: &Client,
+        consumer: &Consumer,
         ids: &[u64],
         mut on_error: impl FnMut(usize, BrokerError),
     ) {
@@ -258,7 +300,7 @@ impl Channel {
             let mut st = self.state.lock();
             let mut e2e = self.e2e.as_ref().map(E2eStream::recorder);
             for (i, &id) in ids.iter().enumerate() {
-                match st.in_flight.take(client.id, id) {
+                match st.in_flight.take(consumer.id(), id) {
                     Ok(f) => {
                         ok += 1;
                         st.ready.finished(id);
@@ -270,16 +312,19 @@ impl Channel {
                 }
             }
         }
-        client.in_flight.fetch_sub(ok, Relaxed);
-        client.finish_count.fetch_add(ok as u64, Relaxed);
+        consumer.finished(ok);
     }
 
     /// REQ: back to the queue now (delay 0) or after `delay`.
-    pub fn requeue(&self, client: &Client, id: u64, delay: Duration) -> Result<(), BrokerError> {
+    pub fn requeue(
+        &self,
+        consumer: &Consumer,
+        id: u64,
+        delay: Duration,
+    ) -> Result<(), BrokerError> {
         let mut st = self.state.lock();
-        let f = st.in_flight.take(client.id, id)?;
-        client.in_flight.fetch_sub(1, Relaxed);
-        client.requeue_count.fetch_add(1, Relaxed);
+        let f = st.in_flight.take(consumer.id(), id)?;
+        consumer.requeued();
         self.requeue_count.fetch_add(1, Relaxed);
         if delay.is_zero() {
             st.ready.push_back(f.msg);
@@ -293,23 +338,26 @@ impl Channel {
     }
 
     /// TOUCH: a fresh timeout, but never past delivery + max-msg-timeout.
-    pub fn touch(&self, client: &Client, id: u64) -> Result<(), BrokerError> {
-        let timeout = Duration::from_millis(client.msg_timeout_ms.load(Relaxed));
-        let max = self.cfg.max_msg_timeout;
+    pub fn touch(&self, consumer: &Consumer, id: u64) -> Result<(), BrokerError> {
+        let timeout = consumer.msg_timeout();
+        let max = self.shared.cfg.max_msg_timeout;
         let now = Instant::now();
         self.state
             .lock()
             .in_flight
-            .set_deadline(client.id, id, |f| (now + timeout).min(f.delivered_at + max))
+            .set_deadline(consumer.id(), id, |f| {
+                (now + timeout).min(f.delivered_at + max)
+            })
     }
 
-    /// A client subscribes.
-    pub fn add_client(&self, client: Arc<Client>) -> Result<(), BrokerError> {
+    /// A consumer joins (nsqd's SUB). Fails when the channel is gone or has
+    /// `--max-channel-consumers` already.
+    pub fn add_consumer(&self, consumer: Arc<Consumer>) -> Result<(), BrokerError> {
         let mut st = self.state.lock();
         if self.is_deleted() {
             return Err(BrokerError::Exiting);
         }
-        let limit = self.cfg.max_channel_consumers;
+        let limit = self.shared.cfg.max_channel_consumers;
         if limit > 0 && st.consumers.len() >= limit {
             return Err(BrokerError::TooManyConsumers {
                 topic: self.topic_name.clone(),
@@ -317,25 +365,44 @@ impl Channel {
                 limit,
             });
         }
-        st.consumers.push(Consumer {
-            client,
+        st.consumers.push(Member {
+            consumer,
             waiting: false,
         });
         Ok(())
     }
 
-    /// A client leaves: its in-flight messages go back to the front of the queue at once
-    /// (nsqd waits for their timeout). Returns how many consumers remain.
-    pub fn remove_client(&self, client_id: u64) -> usize {
+    /// A consumer leaves: its in-flight messages go back to the front of the queue at once
+    /// (nsqd waits for their timeout). Returns how many consumers remain. Use
+    /// [`Broker::consumer_left`](crate::Broker::consumer_left) so that an ephemeral channel
+    /// goes with its last consumer.
+    pub(crate) fn remove_consumer(&self, consumer_id: u64) -> usize {
         let mut st = self.state.lock();
-        st.consumers.retain(|c| c.client.id != client_id);
-        let back = st.in_flight.take_client(client_id);
+        st.consumers.retain(|c| c.consumer.id() != consumer_id);
+        Self::take_back(&mut st, consumer_id);
+        st.consumers.len()
+    }
+
+    /// A consumer's in-flight messages, back to the front of the queue in their order.
+    fn take_back(st: &mut ChannelState, consumer_id: u64) {
+        let back = st.in_flight.take_consumer(consumer_id);
         let n = back.len();
         for f in back.into_iter().rev() {
             st.ready.push_front(f.msg);
         }
         st.wake_waiting(n);
-        st.consumers.len()
+    }
+
+    /// Shutdown: every consumer is told to go and its in-flight messages are taken back now,
+    /// so the queue's shutdown flush writes them with the rest.
+    pub(crate) fn kick_consumers(&self) {
+        let mut st = self.state.lock();
+        let members = std::mem::take(&mut st.consumers);
+        for m in &members {
+            Self::take_back(&mut st, m.consumer.id());
+            m.consumer.reset_in_flight();
+            m.consumer.kick();
+        }
     }
 
     /// End-to-end latency windows (None when percentiles are not configured).
@@ -343,21 +410,24 @@ impl Channel {
         self.e2e.as_ref()
     }
 
-    pub fn client_count(&self) -> usize {
+    /// How many consumers it has.
+    pub fn consumer_count(&self) -> usize {
         self.state.lock().consumers.len()
     }
 
+    /// Pause (deliver nothing, keep queueing) or unpause.
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
         if !paused {
             for c in st.consumers.iter_mut() {
                 c.waiting = false;
-                c.client.notify.notify_one();
+                c.consumer.wake();
             }
         }
     }
 
+    /// True while paused.
     pub fn is_paused(&self) -> bool {
         self.state.lock().paused
     }
@@ -369,24 +439,23 @@ impl Channel {
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.iter_mut() {
-            c.client.in_flight.store(0, Relaxed);
+            c.consumer.reset_in_flight();
             c.waiting = false;
-            c.client.notify.notify_one();
+            c.consumer.wake();
         }
     }
 
     /// Mark deleted, drop all messages and close every consumer.
-    pub fn delete(&self) {
+    pub(crate) fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
         let disk = st.ready.delete();
         st.in_flight.drain();
         st.deferred.drain();
         for c in st.consumers.drain(..) {
-            c.client.kick();
+            c.consumer.kick();
         }
         drop(st);
-        self.timer.notify_one();
         // Outside the lock (the writer may need it to finish its pass): the files are gone
         // before a channel of the same name can be created again.
         if let Some(backend) = disk {
@@ -395,7 +464,7 @@ impl Channel {
     }
 
     /// Every message the channel holds in memory: ready, in flight and deferred.
-    pub fn held(&self) -> usize {
+    pub fn messages_in_memory(&self) -> usize {
         let st = self.state.lock();
         st.ready.len() + st.in_flight.len() + st.deferred.len()
     }
@@ -406,15 +475,14 @@ impl Channel {
     }
 
     /// Expire in-flight messages and release due deferred ones; returns the next deadline.
-    fn process_timers(&self, now: Instant) -> Option<Instant> {
-        let mut st = self.state.lock();
+    fn process_timers(&self, st: &mut ChannelState, now: Instant) -> Option<Instant> {
         let expired = st.in_flight.pop_expired(now);
         let mut moved = expired.len();
         self.timeout_count.fetch_add(moved as u64, Relaxed);
         for f in expired {
-            if let Some(owner) = st.owner(f.client_id) {
-                owner.in_flight.fetch_sub(1, Relaxed);
-                owner.notify.notify_one();
+            if let Some(owner) = st.owner(f.consumer_id) {
+                owner.lost_one();
+                owner.wake();
             }
             st.ready.push_back(f.msg);
         }
@@ -422,15 +490,14 @@ impl Channel {
         moved += due.len();
         st.ready.extend(due);
         st.wake_waiting(moved);
-        let next = match (st.in_flight.next_deadline(), st.deferred.next_due()) {
+        match (st.in_flight.next_deadline(), st.deferred.next_due()) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
-        };
-        st.timer_at = next;
-        next
+        }
     }
 
-    pub fn stats(&self, include_clients: bool) -> ChannelStats {
+    /// A snapshot of its counters; with `include_consumers`, each consumer's too.
+    pub fn stats(&self, include_consumers: bool) -> ChannelStats {
         let st = self.state.lock();
         ChannelStats {
             channel_name: self.name.clone(),
@@ -441,11 +508,11 @@ impl Channel {
             message_count: self.message_count.load(Relaxed),
             requeue_count: self.requeue_count.load(Relaxed),
             timeout_count: self.timeout_count.load(Relaxed),
-            client_count: st.consumers.len(),
-            clients: include_clients.then(|| {
+            consumer_count: st.consumers.len(),
+            consumers: include_consumers.then(|| {
                 st.consumers
                     .iter()
-                    .map(|c| ClientStats::of(&c.client, None))
+                    .map(|c| ConsumerStats::of(&c.consumer))
                     .collect()
             }),
             paused: st.paused,
@@ -455,22 +522,12 @@ impl Channel {
     }
 }
 
-/// One per channel: sleeps until the next in-flight deadline or deferred due time.
-async fn run_timer(ch: Arc<Channel>) {
-    loop {
-        if ch.is_deleted() {
-            return;
-        }
-        let next = ch.process_timers(Instant::now());
-        match next {
-            Some(at) => {
-                tokio::select! {
-                    _ = tokio::time::sleep_until(at) => {}
-                    _ = ch.timer.notified() => {}
-                }
-            }
-            None => ch.timer.notified().await,
-        }
+impl std::fmt::Debug for Channel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Channel")
+            .field("topic", &self.topic_name)
+            .field("name", &self.name)
+            .finish()
     }
 }
 

@@ -1,11 +1,13 @@
 //! The engine's settings, taken from nsqd's flags by the daemon.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::durability::Durability;
 use crate::health::Health;
 
+/// How a broker runs; the defaults are nsqd's, with no data path (memory only).
 #[derive(Debug, Clone)]
 pub struct BrokerConfig {
     /// Node part of message ids, [0, 1024).
@@ -13,18 +15,25 @@ pub struct BrokerConfig {
     /// Memory queue bound per topic / channel. Ephemeral queues drop beyond it; durable ones
     /// spill to disk (with a data path).
     pub mem_queue_size: usize,
+    /// How long a delivered message stays in flight unanswered (a consumer may ask for
+    /// another, up to `max_msg_timeout`).
     pub msg_timeout: Duration,
+    /// The longest in-flight timeout, and the longest a TOUCH can keep a message.
     pub max_msg_timeout: Duration,
+    /// The longest delay of a requeue or a deferred publish.
     pub max_req_timeout: Duration,
     /// 0 = unlimited.
     pub max_channel_consumers: usize,
     /// Where `nsqd.dat` and the disk queues live; None keeps everything in memory only
     /// (embedding, tests).
     pub data_path: Option<PathBuf>,
+    /// What an acknowledged publish promises ([`Durability`]).
     pub durability: Durability,
+    /// Size at which a disk queue starts a new data file.
     pub max_bytes_per_file: u64,
     /// fsync + metadata after this many reads and writes of a disk queue.
     pub sync_every: u64,
+    /// fsync + metadata at least this often when a disk queue changed.
     pub sync_timeout: Duration,
     /// Bound on one queue's data files (0 = unlimited).
     pub max_disk_bytes: u64,
@@ -36,6 +45,30 @@ pub struct BrokerConfig {
     pub e2e_percentiles: Vec<f64>,
     /// The sliding window those quantiles cover.
     pub e2e_window: Duration,
+    /// Fault injection for tests: consulted before every disk write.
+    pub disk_faults: Option<DiskFaults>,
+}
+
+/// A fault-injection hook for tests (a full disk where no small file system can be mounted):
+/// called before each disk write; an error it returns is that write's outcome.
+#[derive(Clone)]
+pub struct DiskFaults(Arc<dyn Fn() -> Option<std::io::Error> + Send + Sync>);
+
+impl DiskFaults {
+    /// A hook around `f`.
+    pub fn new(f: impl Fn() -> Option<std::io::Error> + Send + Sync + 'static) -> DiskFaults {
+        DiskFaults(Arc::new(f))
+    }
+
+    pub(crate) fn before_write(&self) -> Option<std::io::Error> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for DiskFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DiskFaults")
+    }
 }
 
 impl Default for BrokerConfig {
@@ -57,6 +90,7 @@ impl Default for BrokerConfig {
             health: Health::default(),
             e2e_percentiles: Vec::new(),
             e2e_window: Duration::from_secs(600),
+            disk_faults: None,
         }
     }
 }

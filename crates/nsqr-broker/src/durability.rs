@@ -1,13 +1,16 @@
 //! What a publisher is promised, and how it learns the promise was kept.
 //!
 //! `--durability=default` is nsqd's contract: a publish is acknowledged once the message is in
-//! memory (or, past `--mem-queue-size`, handed to the disk queue). `--durability=strict`
-//! acknowledges only once the message is on disk and fsynced in every queue it went to. A
-//! publish therefore returns a [`Ticket`]: already done in the default mode (no allocation, no
-//! wait), or a set of completions the disk writers fill in after their group commit. The
-//! connection awaits the ticket before it writes `OK`, so responses stay in order.
+//! memory or, when it goes to disk (past `--mem-queue-size`, or behind older messages on disk),
+//! once the disk writer's `write` of it returned: the kernel has it, so a killed process keeps
+//! it (a power loss may not: no fsync). `--durability=strict` acknowledges only once the
+//! message is on disk and fsynced in every queue it went to. A publish therefore returns a
+//! [`Ticket`]: already done when everything went to memory (no allocation, no wait), or a set of
+//! completions the disk writers fill in after their write (default) or group commit (strict).
+//! The connection awaits the ticket before it writes `OK`, so responses stay in order.
 
 use std::fmt;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
@@ -24,6 +27,7 @@ pub enum Durability {
 }
 
 impl Durability {
+    /// The `--durability` flag's value (`default`, `""` or `strict`).
     pub fn parse(s: &str) -> Option<Durability> {
         match s {
             "default" | "" => Some(Durability::Default),
@@ -32,6 +36,7 @@ impl Durability {
         }
     }
 
+    /// The flag's value for it.
     pub fn as_str(self) -> &'static str {
         match self {
             Durability::Default => "default",
@@ -47,26 +52,73 @@ impl fmt::Display for Durability {
 }
 
 /// Why a message could not be stored on disk. The text follows `PUB failed ` in the error a
-/// publisher gets, so it names the queue and the cause.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// publisher gets, so it names the queue and the cause. Clones share the IO error (a publish
+/// to many queues, and every publisher of one failed pass, get the same one).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiskError {
     /// `--max-disk-bytes` reached.
     #[error("disk queue {queue} is full (max-disk-bytes {max_bytes}; {used_bytes} bytes used)")]
     Full {
+        /// The queue (`topic` or `topic:channel`).
         queue: String,
+        /// The limit.
         max_bytes: u64,
+        /// What its data files hold.
         used_bytes: u64,
     },
     /// The write or fsync failed (ENOSPC, EIO, read-only file system, ...).
-    #[error("disk write to queue {queue} failed: {reason}")]
-    Io { queue: String, reason: String },
+    #[error("disk write to queue {queue} failed: {source}")]
+    Io {
+        /// The queue (`topic` or `topic:channel`).
+        queue: String,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
+    },
     /// A previous write failed and has not been retried yet (default mode, overflow only).
-    #[error("disk queue {queue} unavailable after a write error: {reason}")]
-    Unavailable { queue: String, reason: String },
+    #[error("disk queue {queue} unavailable after a write error: {last}")]
+    Unavailable {
+        /// The queue (`topic` or `topic:channel`).
+        queue: String,
+        /// The write error that made it unavailable.
+        #[source]
+        last: Arc<DiskError>,
+    },
     /// The queue was closed before the message reached the disk (shutdown).
     #[error("exiting")]
     Exiting,
 }
+
+impl DiskError {
+    /// The write or fsync of `queue` failed with `e`.
+    pub(crate) fn io(queue: &str, e: std::io::Error) -> DiskError {
+        DiskError::Io {
+            queue: queue.to_string(),
+            source: Arc::new(e),
+        }
+    }
+
+    /// The operating system's error underneath, if there is one.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            DiskError::Io { source, .. } => Some(source),
+            DiskError::Unavailable { last, .. } => last.io_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Equal when of the same kind, for the same queue, with the same text (IO errors compare by
+/// what they say).
+impl PartialEq for DiskError {
+    fn eq(&self, other: &DiskError) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for DiskError {}
 
 type Completion = oneshot::Receiver<Result<(), DiskError>>;
 
@@ -77,8 +129,8 @@ pub(crate) fn promise() -> (Promise, Completion) {
     oneshot::channel()
 }
 
-/// Completion of a publish: done at once in the default mode, after the fsync of every queue
-/// written to in strict mode.
+/// Completion of a publish: done at once when it went to memory; otherwise after the write
+/// (default mode) or the fsync (strict mode) of every queue it went to.
 #[derive(Debug, Default)]
 pub struct Ticket {
     waits: Vec<Completion>,
@@ -106,7 +158,7 @@ impl Ticket {
         }
     }
 
-    /// Nothing to wait for and no failure (the default mode's hot path tests only this).
+    /// Nothing to wait for and no failure (the in-memory hot path tests only this).
     pub fn is_done(&self) -> bool {
         self.waits.is_empty() && self.failure.is_none()
     }

@@ -290,16 +290,14 @@ mod tests {
             e2e_percentiles: vec![1.0, 0.5],
             ..BrokerConfig::default()
         };
-        let b = crate::Broker::new(cfg);
+        let b = crate::Broker::start(cfg).await.unwrap();
         let t = b.get_or_create_topic("t").unwrap();
         let ch = t.get_or_create_channel("c").unwrap();
-        let client = Arc::new(crate::Client::new(
-            1,
-            "a:1".into(),
-            0,
-            Duration::from_secs(60),
-        ));
-        ch.add_client(Arc::clone(&client)).unwrap();
+        let client = b.new_consumer(
+            crate::ConsumerInfo::new(crate::ConsumerKind::Tcp, "a:1")
+                .msg_timeout(Duration::from_secs(60)),
+        );
+        ch.add_consumer(Arc::clone(&client)).unwrap();
         let old = crate::now_unix_nanos() - 250 * MS;
         let m = crate::Message::new(
             nsq_wire::MessageId(7),

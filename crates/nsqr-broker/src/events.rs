@@ -1,76 +1,66 @@
-//! Topic and channel lifecycle events, for whoever outside the engine must follow them (the
-//! daemon's nsqlookupd peers register and unregister as topics and channels come and go).
+//! Topic and channel lifecycle events, for whoever outside the engine must follow them: the
+//! daemon's nsqlookupd peers register and unregister as topics and channels come and go, and
+//! later listeners (statsd, the keyspace, dead-letter logic) join the same bus.
 //!
-//! The engine knows nothing about lookupd: it fires an [`Event`] into one [`EventSink`] set
-//! once on the broker. The sink is called synchronously, sometimes under the registry's or a
-//! topic's lock (that keeps a create and a delete of the same name in order), so it must be
-//! quick and must not call back into the broker: hand the event to a task and return.
+//! The engine knows none of them: it hands each [`Event`] to every [`EventListener`] that
+//! joined with [`Broker::listen`](crate::Broker::listen). Listeners are called synchronously,
+//! sometimes under the registry's or a topic's lock (that keeps a create and a delete of the
+//! same name in order), so they must be quick and must not call back into the broker: hand
+//! the event to a task and return.
 //!
-//! A topic created while a sink is installed starts *held*: it keeps what is published in its
-//! own backlog, as a paused topic does, until the [`TopicStart`] carried by
-//! [`Event::TopicCreated`] is dropped. That gives the sink time to create the channels it
-//! knows about (nsqd asks lookupd for them) before any message flows, so every one of those
-//! channels gets every message. Dropping the guard always starts the topic, so a sink that
-//! fails, panics or is shut down can never leave a topic held.
+//! A listener that asks for it ([`EventListener::holds_new_topics`]) gets a [`TopicHold`] with
+//! every [`Event::TopicCreated`]: the new topic keeps what is published in its own backlog, as
+//! a paused topic does, until every such hold is dropped. That gives lookupd time to create the
+//! channels it knows about before any message flows, so every one of them gets every message.
+//! Dropping a hold always counts, so a listener that fails or is shut down can never leave a
+//! topic held for good. Listeners that do not ask never hold anything.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
 
 use crate::topic::Topic;
 
 /// Something happened to a topic or a channel.
+#[derive(Clone)]
+#[non_exhaustive]
 pub enum Event {
-    /// A topic was created at runtime (not when `nsqd.dat` was loaded). It stays held until
-    /// `start` is dropped.
+    /// A topic was created at runtime (not when `nsqd.dat` was loaded).
     TopicCreated {
+        /// The new topic.
         topic: Arc<Topic>,
-        start: TopicStart,
+        /// Present for listeners that hold new topics: the topic keeps its messages until every
+        /// hold is dropped.
+        hold: Option<TopicHold>,
     },
     /// A topic was deleted, with the channels it still had.
     TopicDeleted {
+        /// The topic's name.
         topic: String,
+        /// Its channels at the time, by name.
         channels: Vec<String>,
     },
+    /// A channel was created.
     ChannelCreated {
+        /// The topic's name.
         topic: String,
+        /// The channel's name.
         channel: String,
     },
+    /// A channel was deleted.
     ChannelDeleted {
+        /// The topic's name.
         topic: String,
+        /// The channel's name.
         channel: String,
     },
-}
-
-/// Receives every [`Event`]; see the module docs for what it may do.
-pub type EventSink = Arc<dyn Fn(Event) + Send + Sync>;
-
-/// Starts a held topic when dropped.
-pub struct TopicStart(Option<Arc<Topic>>);
-
-impl TopicStart {
-    pub(crate) fn new(topic: Arc<Topic>) -> TopicStart {
-        TopicStart(Some(topic))
-    }
-
-    /// Start the topic now (the same as dropping the guard).
-    pub fn start(mut self) {
-        if let Some(t) = self.0.take() {
-            t.start();
-        }
-    }
-}
-
-impl Drop for TopicStart {
-    fn drop(&mut self) {
-        if let Some(t) = self.0.take() {
-            t.start();
-        }
-    }
 }
 
 impl std::fmt::Debug for Event {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Event::TopicCreated { topic, .. } => write!(f, "TopicCreated({})", topic.name),
+            Event::TopicCreated { topic, .. } => write!(f, "TopicCreated({})", topic.name()),
             Event::TopicDeleted { topic, channels } => {
                 write!(f, "TopicDeleted({topic}, {channels:?})")
             }
@@ -84,138 +74,151 @@ impl std::fmt::Debug for Event {
     }
 }
 
-/// The broker's event sink, shared with its topics; empty until the daemon installs one.
-#[derive(Default)]
-pub struct Events {
-    sink: OnceLock<EventSink>,
+/// Receives every [`Event`]; see the module docs for what it may do.
+pub trait EventListener: Send + Sync {
+    /// Called for each event, in order, possibly under a broker lock: return quickly.
+    fn on_event(&self, event: Event);
+
+    /// True to receive a [`TopicHold`] with each new topic (asked once, when joining).
+    fn holds_new_topics(&self) -> bool {
+        false
+    }
 }
 
-impl Events {
-    /// Install the sink; false (and no change) if one was already installed.
-    pub fn set(&self, sink: EventSink) -> bool {
-        self.sink.set(sink).is_ok()
+/// A closure is a listener that holds nothing.
+impl<F: Fn(Event) + Send + Sync> EventListener for F {
+    fn on_event(&self, event: Event) {
+        self(event)
+    }
+}
+
+/// Keeps a new topic's messages in its backlog while any clone of it is alive; the last one
+/// dropped starts the topic.
+#[derive(Clone)]
+pub struct TopicHold(Arc<StartOnDrop>);
+
+struct StartOnDrop(Arc<Topic>);
+
+impl Drop for StartOnDrop {
+    fn drop(&mut self) {
+        self.0.start();
+    }
+}
+
+impl TopicHold {
+    /// Release this hold now (the same as dropping it).
+    pub fn release(self) {}
+}
+
+impl std::fmt::Debug for TopicHold {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "TopicHold({})", self.0 .0.name())
+    }
+}
+
+/// Stops delivering events to a listener when dropped (see [`Broker::listen`](crate::Broker::listen)).
+#[must_use = "the listener is removed when this is dropped"]
+pub struct Listening {
+    bus: Arc<EventBus>,
+    id: u64,
+}
+
+impl Listening {
+    /// Keep the listener for the broker's lifetime.
+    pub fn forever(self) {
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        self.bus.remove(self.id);
+    }
+}
+
+impl std::fmt::Debug for Listening {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Listening({})", self.id)
+    }
+}
+
+struct Entry {
+    id: u64,
+    holds: bool,
+    listener: Arc<dyn EventListener>,
+}
+
+/// The broker's listeners, shared with its topics.
+#[derive(Default)]
+pub(crate) struct EventBus {
+    listeners: RwLock<Vec<Entry>>,
+    /// How many listeners hold new topics (read on every topic creation).
+    holders: AtomicUsize,
+    next_id: AtomicU64,
+}
+
+impl EventBus {
+    pub(crate) fn add(self: &Arc<Self>, listener: Arc<dyn EventListener>) -> Listening {
+        let id = self.next_id.fetch_add(1, Relaxed);
+        let holds = listener.holds_new_topics();
+        if holds {
+            self.holders.fetch_add(1, Relaxed);
+        }
+        self.listeners.write().push(Entry {
+            id,
+            holds,
+            listener,
+        });
+        Listening {
+            bus: Arc::clone(self),
+            id,
+        }
     }
 
-    pub fn is_set(&self) -> bool {
-        self.sink.get().is_some()
+    fn remove(&self, id: u64) {
+        let mut ls = self.listeners.write();
+        if let Some(i) = ls.iter().position(|e| e.id == id) {
+            if ls.swap_remove(i).holds {
+                self.holders.fetch_sub(1, Relaxed);
+            }
+        }
     }
 
-    /// Fire an event; the closure runs only when a sink is installed.
-    pub fn emit(&self, event: impl FnOnce() -> Event) {
-        if let Some(sink) = self.sink.get() {
-            sink(event());
+    /// True when a new topic must start held.
+    pub(crate) fn holds_new_topics(&self) -> bool {
+        self.holders.load(Relaxed) > 0
+    }
+
+    /// Announce a new topic; holding listeners get a hold each. The topic starts once all of
+    /// them (and the creator's own, dropped on return) are gone.
+    pub(crate) fn topic_created(&self, topic: &Arc<Topic>) {
+        let hold = TopicHold(Arc::new(StartOnDrop(Arc::clone(topic))));
+        for e in self.listeners.read().iter() {
+            e.listener.on_event(Event::TopicCreated {
+                topic: Arc::clone(topic),
+                hold: e.holds.then(|| hold.clone()),
+            });
+        }
+    }
+
+    /// Fire an event; the closure runs only when someone listens.
+    pub(crate) fn emit(&self, event: impl FnOnce() -> Event) {
+        let ls = self.listeners.read();
+        if ls.is_empty() {
+            return;
+        }
+        let event = event();
+        for e in ls.iter() {
+            e.listener.on_event(event.clone());
         }
     }
 }
 
-impl std::fmt::Debug for Events {
+impl std::fmt::Debug for EventBus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Events")
-            .field("sink", &self.is_set())
+        f.debug_struct("EventBus")
+            .field("listeners", &self.listeners.read().len())
+            .field("holders", &self.holders.load(Relaxed))
             .finish()
-    }
-}
-
-#[cfg(test)]
-#[allow(clippy::unwrap_used)]
-mod tests {
-    use std::time::Duration;
-
-    use bytes::Bytes;
-    use nsq_wire::Bodies;
-    use parking_lot::Mutex;
-
-    use super::*;
-    use crate::{Broker, BrokerConfig};
-
-    type Shared<T> = Arc<Mutex<Vec<T>>>;
-
-    /// A broker whose events are logged as text; TopicCreated guards are kept in `held`.
-    fn broker() -> (Broker, Shared<String>, Shared<TopicStart>) {
-        let b = Broker::new(BrokerConfig::default());
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let held = Arc::new(Mutex::new(Vec::new()));
-        let (l, h) = (Arc::clone(&log), Arc::clone(&held));
-        assert!(b.set_event_sink(Arc::new(move |ev: Event| {
-            l.lock().push(format!("{ev:?}"));
-            if let Event::TopicCreated { start, .. } = ev {
-                h.lock().push(start);
-            }
-        })));
-        assert!(!b.set_event_sink(Arc::new(|_| {})));
-        (b, log, held)
-    }
-
-    #[test]
-    fn lifecycle_is_announced() {
-        let (b, log, held) = broker();
-        let t = b.get_or_create_topic("t").unwrap();
-        b.get_or_create_topic("t").unwrap();
-        t.get_or_create_channel("a").unwrap();
-        t.get_or_create_channel("b").unwrap();
-        b.delete_channel("t", "a").unwrap();
-        b.delete_topic("t").unwrap();
-        let e = b.get_or_create_topic("e#ephemeral").unwrap();
-        e.get_or_create_channel("c").unwrap();
-        b.delete_channel("e#ephemeral", "c").unwrap();
-        held.lock().clear();
-        assert_eq!(
-            *log.lock(),
-            [
-                "TopicCreated(t)",
-                "ChannelCreated(t, a)",
-                "ChannelCreated(t, b)",
-                "ChannelDeleted(t, a)",
-                "TopicDeleted(t, [\"b\"])",
-                "TopicCreated(e#ephemeral)",
-                "ChannelCreated(e#ephemeral, c)",
-                "ChannelDeleted(e#ephemeral, c)",
-                "TopicDeleted(e#ephemeral, [])",
-            ]
-        );
-    }
-
-    #[tokio::test]
-    async fn held_topic_keeps_messages_for_every_channel() {
-        let (b, _log, held) = broker();
-        let t = b.get_or_create_topic("t").unwrap();
-        let a = t.get_or_create_channel("a").unwrap();
-        t.put(
-            &[Bodies::one(Bytes::from_static(b"m1")).expect("small")],
-            Duration::ZERO,
-        )
-        .unwrap();
-        // Held: the first channel does not take the backlog yet.
-        assert_eq!((a.depth(), t.stats(None, false).depth), (0, 1));
-        let c = t.get_or_create_channel("c").unwrap();
-        // Pausing and unpausing does not release a held topic either.
-        t.set_paused(true);
-        t.set_paused(false);
-        assert_eq!(a.depth(), 0);
-        let start = held.lock().pop().unwrap();
-        drop(start);
-        assert_eq!(
-            (a.depth(), c.depth(), t.stats(None, false).depth),
-            (1, 1, 0)
-        );
-        t.put(
-            &[Bodies::one(Bytes::from_static(b"m2")).expect("small")],
-            Duration::ZERO,
-        )
-        .unwrap();
-        assert_eq!((a.depth(), c.depth()), (2, 2));
-    }
-
-    #[test]
-    fn no_sink_no_hold() {
-        let b = Broker::new(BrokerConfig::default());
-        let t = b.get_or_create_topic("t").unwrap();
-        let a = t.get_or_create_channel("a").unwrap();
-        t.put(
-            &[Bodies::one(Bytes::from_static(b"m")).expect("small")],
-            Duration::ZERO,
-        )
-        .unwrap();
-        assert_eq!(a.depth(), 1);
     }
 }

@@ -6,14 +6,17 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
+/// `OK`, or the last disk error; clones share one state.
 #[derive(Debug, Clone, Default)]
 pub struct Health(Arc<Mutex<Option<String>>>);
 
 impl Health {
+    /// A write failed: unhealthy until the next success.
     pub fn set_error(&self, error: &str) {
         *self.0.lock() = Some(error.to_string());
     }
 
+    /// A write succeeded.
     pub fn set_ok(&self) {
         let mut h = self.0.lock();
         if h.is_some() {
@@ -21,6 +24,7 @@ impl Health {
         }
     }
 
+    /// True while healthy.
     pub fn is_ok(&self) -> bool {
         self.0.lock().is_none()
     }

@@ -20,7 +20,7 @@ use crate::message::Message;
 #[derive(Debug)]
 pub struct InFlight {
     pub msg: Message,
-    pub client_id: u64,
+    pub consumer_id: u64,
     pub deadline: Instant,
     pub delivered_at: Instant,
 }
@@ -37,10 +37,6 @@ pub struct InFlightTable {
 impl InFlightTable {
     pub fn len(&self) -> usize {
         self.map.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
     }
 
     fn is_live(&self, deadline: Instant, id: u64) -> bool {
@@ -83,10 +79,10 @@ impl InFlightTable {
         }
     }
 
-    /// Remove a message the client owns.
-    pub fn take(&mut self, client_id: u64, id: u64) -> Result<InFlight, BrokerError> {
+    /// Remove a message the consumer owns.
+    pub fn take(&mut self, consumer_id: u64, id: u64) -> Result<InFlight, BrokerError> {
         let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
-        if f.client_id != client_id {
+        if f.consumer_id != consumer_id {
             self.map.insert(id, f);
             return Err(BrokerError::NotOwner);
         }
@@ -101,12 +97,12 @@ impl InFlightTable {
     /// Move a message's deadline (TOUCH).
     pub fn set_deadline(
         &mut self,
-        client_id: u64,
+        consumer_id: u64,
         id: u64,
         deadline: impl FnOnce(&InFlight) -> Instant,
     ) -> Result<(), BrokerError> {
         let f = self.map.get_mut(&id).ok_or(BrokerError::NotInFlight)?;
-        if f.client_id != client_id {
+        if f.consumer_id != consumer_id {
             return Err(BrokerError::NotOwner);
         }
         let new = deadline(f);
@@ -156,12 +152,12 @@ impl InFlightTable {
         out
     }
 
-    /// Remove every message owned by `client_id`, oldest delivery first.
-    pub fn take_client(&mut self, client_id: u64) -> Vec<InFlight> {
+    /// Remove every message owned by `consumer_id`, oldest delivery first.
+    pub fn take_consumer(&mut self, consumer_id: u64) -> Vec<InFlight> {
         let ids: Vec<u64> = self
             .map
             .iter()
-            .filter(|(_, f)| f.client_id == client_id)
+            .filter(|(_, f)| f.consumer_id == consumer_id)
             .map(|(id, _)| *id)
             .collect();
         let mut out: Vec<InFlight> = ids
@@ -189,10 +185,6 @@ pub struct DeferredQueue {
 impl DeferredQueue {
     pub fn len(&self) -> usize {
         self.by_due.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.by_due.is_empty()
     }
 
     pub fn push(&mut self, due: Instant, msg: Message) {
@@ -247,7 +239,7 @@ mod tests {
         for id in 1..=3 {
             t.insert(InFlight {
                 msg: msg(id),
-                client_id: 7,
+                consumer_id: 7,
                 deadline: now + Duration::from_secs(id),
                 delivered_at: now,
             });
@@ -262,8 +254,8 @@ mod tests {
         assert_eq!(exp.len(), 1);
         assert_eq!(exp[0].msg.id.0, 3);
         assert_eq!(t.len(), 1);
-        assert_eq!(t.take_client(7).len(), 1);
-        assert!(t.is_empty());
+        assert_eq!(t.take_consumer(7).len(), 1);
+        assert_eq!(t.len(), 0);
         assert_eq!(t.next_deadline(), None);
     }
 
@@ -275,7 +267,7 @@ mod tests {
         for (id, secs) in [(1, 10), (2, 20), (3, 5), (4, 30)] {
             t.insert(InFlight {
                 msg: msg(id),
-                client_id: 1,
+                consumer_id: 1,
                 deadline: at(secs),
                 delivered_at: now,
             });
@@ -291,7 +283,7 @@ mod tests {
         assert_eq!(ids, vec![4]);
         assert_eq!(t.next_deadline(), Some(at(40)));
         assert_eq!(t.pop_expired(at(40)).len(), 1);
-        assert!(t.is_empty());
+        assert_eq!(t.len(), 0);
     }
 
     #[test]
@@ -301,7 +293,7 @@ mod tests {
         for id in 0..100_000u64 {
             t.insert(InFlight {
                 msg: msg(id),
-                client_id: 1,
+                consumer_id: 1,
                 deadline: now + Duration::from_nanos(id),
                 delivered_at: now,
             });
@@ -311,7 +303,7 @@ mod tests {
                 t.take(1, id - 1).expect("fin");
             }
         }
-        assert!(t.is_empty());
+        assert_eq!(t.len(), 0);
         assert!(
             t.ring.len() <= 1024 + 2,
             "ring kept {} stale entries",

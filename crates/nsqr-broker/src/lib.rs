@@ -1,43 +1,91 @@
-//! nsqr-broker: the message engine behind nsqrd, with no sockets.
+//! nsqr-broker: the message engine behind nsqrd, with no sockets, embeddable in any tokio
+//! program.
 //!
-//! A publish is a chain of plain calls: `Broker::topic` -> `Topic::put` -> `Channel::put` for
-//! each channel (one lock per channel per batch) -> wake the consumers that are waiting. A
-//! consumer's connection pulls with `Channel::deliver`. Time-based work (in-flight timeouts,
-//! deferred messages) is driven by one timer task per channel that sleeps until the next
-//! deadline. Keeping this free of IO lets the daemon, tests and in-process users share it.
+//! A [`Broker`] holds topics; every channel of a topic gets every message published to it, and
+//! the consumers of one channel share its messages. Messages are delivered at least once:
+//! each is in flight with a timeout until its consumer finishes it (FIN), requeues it (REQ)
+//! or the timeout gives it to another consumer. This is NSQ's model; nsqrd serves it over
+//! NSQ's TCP protocol and HTTP API, and a program can use it directly:
+//!
+//! ```
+//! use std::time::Duration;
+//! use nsqr_broker::{Broker, BrokerConfig, SubscribeOptions};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let broker = Broker::start(BrokerConfig::default()).await?;
+//! let mut orders = broker
+//!     .subscribe("orders", "billing", SubscribeOptions::default().max_in_flight(10))
+//!     .await?;
+//! let publisher = broker.publisher("orders")?;
+//! publisher.publish("order 1")?.wait().await?;
+//!
+//! let delivery = orders.next().await.expect("a message");
+//! assert_eq!(delivery.body().as_ref(), b"order 1");
+//! assert_eq!(delivery.attempts(), 1);
+//! delivery.fin()?;
+//!
+//! // A requeued message comes back with its attempt counted.
+//! publisher.publish("order 2")?;
+//! orders.next().await.expect("a message").req(Duration::ZERO)?;
+//! assert_eq!(orders.next().await.expect("again").attempts(), 2);
+//! broker.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Inside, a publish is a chain of plain calls (`Topic::put` -> `Channel::put` for each
+//! channel, one lock per channel per batch -> wake the consumers that are waiting); a
+//! consumer takes messages with [`Channel::deliver`]. TCP connections, HTTP consumers and
+//! in-process [`Subscription`]s are the same kind of [`Consumer`]. With a data path, queues
+//! spill to disk past `mem_queue_size` in nsqd's data-directory format and survive a
+//! restart; with [`Durability::Strict`] a publish is acknowledged only once it is fsynced.
+//! Topic and channel lifecycle events reach every [`EventListener`] joined with
+//! [`Broker::listen`]. See `docs/library.md` in the repository for a tour.
+
+#![warn(missing_docs)]
 
 mod ack_window;
-mod backend;
-pub mod channel;
+mod block_deque;
+mod broker;
+mod channel;
 mod chunk_pool;
-pub mod client;
 mod codec;
-pub mod config;
+mod config;
+mod consumer;
 mod deferred_store;
-pub mod durability;
-pub mod e2e;
-pub mod error;
-pub mod events;
-pub mod health;
-pub mod inflight;
+mod disk_writer;
+mod durability;
+mod e2e;
+mod error;
+mod events;
+mod health;
+mod inflight;
 mod link;
-pub mod memqueue;
-pub mod message;
-pub mod metadata;
-mod msgqueue;
-pub mod queue;
-pub mod registry;
+mod message;
+mod metadata;
+mod publisher;
+mod registry;
+mod run_queue;
+mod spill_queue;
 pub mod stats;
-pub mod topic;
+mod subscription;
+mod timers;
+mod topic;
 
+pub use broker::Broker;
 pub use channel::Channel;
-pub use client::{Client, ClientMeta, ClientState};
-pub use config::BrokerConfig;
+pub use config::{BrokerConfig, DiskFaults};
+pub use consumer::{Consumer, ConsumerInfo, ConsumerKind};
 pub use durability::{DiskError, Durability, Ticket};
-pub use error::BrokerError;
-pub use events::{Event, EventSink, TopicStart};
-pub use message::{Message, Published};
-pub use registry::Broker;
+pub use error::{BrokerError, StartError};
+pub use events::{Event, EventListener, Listening, TopicHold};
+pub use health::Health;
+pub use message::Message;
+pub use metadata::MetadataError;
+pub use nsq_wire::MessageId;
+pub use publisher::Publisher;
+pub use subscription::{Delivery, SubscribeOptions, Subscription};
 pub use topic::Topic;
 
 /// The nsqd version nsqrd reports on the wire, in /info, /stats and nsqd.dat: clients and

@@ -3,15 +3,68 @@
 //! the owner's lock, so a publish decides "memory or disk" against a consistent picture, and
 //! the writer's report (accounting + the messages it read) is applied in one critical section.
 //!
-//! Nothing here does IO. The writer (`backend.rs`) takes a [`Work`] with [`DiskLink::take_work`]
-//! and hands back a [`Done`] to [`DiskLink::apply`].
+//! Nothing here does IO. The writer (`disk_writer.rs`) takes a [`Work`] with
+//! [`DiskLink::take_work`] and hands back a [`Done`] to [`DiskLink::apply`].
+//!
+//! # States
+//!
+//! Besides counts (the [`Outbox`], what is in transit, what the disk holds unread), the link is
+//! a few small state machines, one field each:
+//!
+//! - [`Run`], the writer. `Idle -> Running` when work appears ([`DiskLink::kick`] spawns the
+//!   writer); `Running -> Idle` when [`DiskLink::take_work`] finds nothing to do (the writer
+//!   stops); `Idle | Running -> Closed` at shutdown ([`DiskLink::close`]) or when the owner is
+//!   deleted ([`DiskLink::request_delete`]). `Closed` is final.
+//! - [`Writes`], the disk's health for writes. `Ok | Retry -> Failed` when a pass reports a
+//!   write error; `Failed -> Ok` when a pass writes successfully; on the `--sync-timeout` tick,
+//!   `Failed -> Retry` if messages wait in the outbox and `Failed | Retry -> Ok` if none do (a
+//!   channel kept them in memory: the next overflow may try the disk again); `Retry -> Failed`
+//!   when a pass takes the outbox to try again (its report then decides).
+//! - [`Reads`]. `Open -> BackedOff` when a read fails or what was read could not be passed on
+//!   ([`DiskLink::rewound`]); `BackedOff -> Open` on the tick.
+//! - `starved`: a consumer found memory empty. Set by [`DiskLink::after_pop`] (whatever the
+//!   disk holds: what lands there next is for that consumer), cleared by a pass that loaded
+//!   records, or by emptying.
+//! - `drain` (topics): the topic has channels and is neither paused nor held, so what the
+//!   writer reads may be fanned out.
+//! - [`Orders`]: one-shot orders for the next pass (empty the queue, sync), taken by
+//!   `take_work`.
+//!
+//! # What a pass does
+//!
+//! | when | the writer (as `take_work` plans it) |
+//! |---|---|
+//! | `Run::Closed` | nothing: it stops |
+//! | outbox not empty; strict, or `Writes::Ok` / `Retry` | appends the outbox; the promises settle after the `write` (default) or the fsync (strict) |
+//! | outbox not empty; default mode, `Writes::Failed` | leaves it for the tick's `Retry`; new overflow is refused meanwhile ([`DiskLink::check_writable`]) |
+//! | `Reads::Open`, records unread | a channel reads up to `--mem-queue-size` (at least `READ_AHEAD` when starved) less what memory holds, a topic `TOPIC_CHUNK` while `drain` |
+//! | finished records (strict channels) | acknowledges them |
+//! | `Orders` | empties, syncs |
+//! | none of these | nothing: `Running -> Idle`, it stops |
+//!
+//! # Invariants
+//!
+//! 1. At most one writer runs: it is spawned only on `Idle -> Running`, and it leaves `Running`
+//!    only in `take_work`, under the owner's lock, so work added meanwhile is either taken by
+//!    that call or kicks a new writer.
+//! 2. [`DiskLink::behind`] is exact: a default-mode publish goes to memory only when nothing
+//!    older is unread on disk, in transit or in the outbox, so order is kept.
+//! 3. Every promise settles exactly once: after the write (and fsync, in strict mode) that took
+//!    it, `Ok` when its messages are dropped (emptied, deleted: nothing is left to deliver), or
+//!    by the final write at shutdown. A promise enters the outbox with a kick, or (default
+//!    mode, `Writes::Failed`) waits for the tick's `Retry`.
+//! 4. `Closed` takes no puts (the queue refuses them) and starts no writer.
+//! 5. Something is in transit only between a `take_work` that took writes and the `apply` of
+//!    that pass.
+//! 6. Emptying or deleting bumps `epoch`; a report from an older epoch is dropped, since what it
+//!    read is gone.
 
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use crate::ack_window::AckWindow;
-use crate::backend::{record_len, Backend, Done, Outgoing, Work};
+use crate::disk_writer::{record_len, DiskWriter, Done, Outgoing, Work};
 use crate::durability::{promise, DiskError, Promise, Ticket};
 use crate::error::BrokerError;
 use crate::message::Message;
@@ -26,36 +79,134 @@ const MAX_LOAD: usize = 4096;
 /// Finished records that make a strict channel wake its writer to acknowledge them.
 const ACK_KICK: usize = 1024;
 
+/// Whether the disk writer runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Run {
+    /// No writer; the next work spawns one.
+    Idle,
+    /// A writer is spawned or running its passes.
+    Running,
+    /// Shut down or deleted: no puts, no writer, ever again.
+    Closed,
+}
+
+/// The disk's health for writes, as the last pass found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Writes {
+    Ok,
+    /// The last write failed (the error). Default mode: overflow is refused and the outbox
+    /// waits for the tick.
+    Failed(DiskError),
+    /// The tick after a failure, with messages in the outbox: the next pass writes them.
+    Retry(DiskError),
+}
+
+impl Writes {
+    fn failure(&self) -> Option<&DiskError> {
+        match self {
+            Writes::Ok => None,
+            Writes::Failed(r) | Writes::Retry(r) => Some(r),
+        }
+    }
+}
+
+/// Whether passes read ahead.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Reads {
+    Open,
+    /// A read failed, or what was read could not be passed on: no reads until the tick.
+    BackedOff,
+}
+
+/// One-shot orders for the next pass.
+#[derive(Debug, Default)]
+struct Orders {
+    empty: bool,
+    sync: bool,
+}
+
+/// Messages on their way to disk, and the promises of the publishes that wait for them.
+#[derive(Debug, Default)]
+struct Outbox {
+    msgs: Vec<Outgoing>,
+    /// Their size on disk (for `--max-disk-bytes`).
+    bytes: u64,
+    promises: Vec<Promise>,
+}
+
+impl Outbox {
+    fn len(&self) -> usize {
+        self.msgs.len()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Add a publish; its ticket completes when the promise is settled.
+    fn push(&mut self, msgs: Vec<Message>, due: Option<i64>, bytes: u64) -> Ticket {
+        self.bytes += bytes;
+        self.msgs
+            .extend(msgs.into_iter().map(|msg| Outgoing { msg, due }));
+        let (p, c) = promise();
+        self.promises.push(p);
+        Ticket::waiting(c)
+    }
+
+    /// Accepted messages whose write failed go back in front, in order (their publishers were
+    /// told already).
+    fn put_back(&mut self, mut msgs: Vec<Outgoing>) {
+        self.bytes += msgs
+            .iter()
+            .map(|o| record_len(o.msg.body().len()))
+            .sum::<u64>();
+        msgs.append(&mut self.msgs);
+        self.msgs = msgs;
+    }
+
+    /// Everything: (messages, promises, bytes).
+    fn take(&mut self) -> (Vec<Outgoing>, Vec<Promise>, u64) {
+        (
+            std::mem::take(&mut self.msgs),
+            std::mem::take(&mut self.promises),
+            std::mem::take(&mut self.bytes),
+        )
+    }
+
+    /// The messages are dropped (emptied or deleted): their publishers are done.
+    fn discard(&mut self) {
+        self.msgs.clear();
+        self.bytes = 0;
+        for p in self.promises.drain(..) {
+            let _ = p.send(Ok(()));
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct DiskLink {
-    pub backend: Arc<Backend>,
+    pub writer: Arc<DiskWriter>,
     pub strict: bool,
     /// A topic's queue: records read are fanned out, never kept at write time.
     topic: bool,
     max_disk_bytes: u64,
-    outbox: Vec<Outgoing>,
-    outbox_bytes: u64,
-    promises: Vec<Promise>,
+    outbox: Outbox,
+    /// Messages (and their bytes) the running pass took from the outbox.
     in_transit: usize,
     in_transit_bytes: u64,
     /// Unread records on disk, as of the writer's last report.
     unread: u64,
     /// Bytes of the data files, as of the writer's last report.
     bytes: u64,
-    scheduled: bool,
-    /// A consumer found memory empty while records wait on disk.
+    /// The disk queue has changes not synced yet, as of the writer's last report.
+    needs_sync: bool,
+    run: Run,
+    writes: Writes,
+    reads: Reads,
     starved: bool,
     drain: bool,
-    /// The last write failed (cleared by the next successful one).
-    failed: Option<String>,
-    retry: bool,
-    /// Reading failed (or its records could not be passed on): wait for the next tick.
-    read_backoff: bool,
+    orders: Orders,
     epoch: u64,
-    empty_requested: bool,
-    sync_requested: bool,
-    needs_sync: bool,
-    pub closed: bool,
     window: Option<AckWindow>,
     /// Due times (Unix ns) of deferred messages that are on disk.
     pub dues: FxHashMap<u64, i64>,
@@ -73,7 +224,7 @@ pub(crate) struct Opened {
 
 impl DiskLink {
     pub fn new(
-        backend: Arc<Backend>,
+        writer: Arc<DiskWriter>,
         strict: bool,
         topic: bool,
         max_disk_bytes: u64,
@@ -81,31 +232,31 @@ impl DiskLink {
     ) -> DiskLink {
         DiskLink {
             window: (strict && !topic).then(AckWindow::default),
-            backend,
+            writer,
             strict,
             topic,
             max_disk_bytes,
-            outbox: Vec::new(),
-            outbox_bytes: 0,
-            promises: Vec::new(),
+            outbox: Outbox::default(),
             in_transit: 0,
             in_transit_bytes: 0,
             unread: opened.unread,
             bytes: opened.bytes,
-            scheduled: false,
+            needs_sync: false,
+            run: Run::Idle,
+            writes: Writes::Ok,
+            reads: Reads::Open,
             starved: false,
             drain: false,
-            failed: None,
-            retry: false,
-            read_backoff: false,
+            orders: Orders::default(),
             epoch: 0,
-            empty_requested: false,
-            sync_requested: false,
-            needs_sync: false,
-            closed: false,
             dues: opened.dues,
             stats: opened.stats,
         }
+    }
+
+    /// Shut down or deleted: puts are refused.
+    pub fn is_closed(&self) -> bool {
+        self.run == Run::Closed
     }
 
     /// Anything older than a new message is on disk or on its way there.
@@ -119,36 +270,37 @@ impl DiskLink {
 
     pub fn stats(&self) -> Option<DiskStats> {
         let mut s = self.stats.clone();
-        s.last_write_error = self.failed.clone();
+        s.last_write_error = self.writes.failure().map(DiskError::to_string);
         s.is_notable().then_some(s)
     }
 
     /// Default mode: an overflow is refused while the disk is failing (what was accepted
     /// before stays queued and is retried).
     pub fn check_writable(&self) -> Result<(), BrokerError> {
-        match &self.failed {
-            Some(reason) if !self.strict => Err(BrokerError::Disk(DiskError::Unavailable {
-                queue: self.backend.name.clone(),
-                reason: reason.clone(),
+        match self.writes.failure() {
+            Some(last) if !self.strict => Err(BrokerError::Disk(DiskError::Unavailable {
+                queue: self.writer.name.clone(),
+                last: std::sync::Arc::new(last.clone()),
             })),
             _ => Ok(()),
         }
     }
 
-    /// Queue `msgs` for the writer; with `wait`, the returned ticket completes when they are
-    /// on disk (strict). Refused beyond `--max-disk-bytes`.
-    pub fn enqueue(
-        &mut self,
-        msgs: Vec<Message>,
-        due: Option<i64>,
-        wait: bool,
-    ) -> Result<Ticket, BrokerError> {
+    /// Whether a pass may take the outbox now.
+    fn may_write(&self) -> bool {
+        self.strict || !matches!(self.writes, Writes::Failed(_))
+    }
+
+    /// Queue `msgs` for the writer. The returned ticket completes when the writer's `write`
+    /// of them returned (default mode: the kernel has them, so a killed process keeps them)
+    /// or, in strict mode, when they are fsynced. Refused beyond `--max-disk-bytes`.
+    pub fn enqueue(&mut self, msgs: Vec<Message>, due: Option<i64>) -> Result<Ticket, BrokerError> {
         let needed: u64 = msgs.iter().map(|m| record_len(m.body().len())).sum();
         if self.max_disk_bytes > 0 {
-            let used = self.bytes + self.outbox_bytes + self.in_transit_bytes;
+            let used = self.bytes + self.outbox.bytes + self.in_transit_bytes;
             if used + needed > self.max_disk_bytes {
                 return Err(BrokerError::Disk(DiskError::Full {
-                    queue: self.backend.name.clone(),
+                    queue: self.writer.name.clone(),
                     max_bytes: self.max_disk_bytes,
                     used_bytes: used,
                 }));
@@ -159,42 +311,38 @@ impl DiskLink {
                 self.dues.insert(m.id.0, due);
             }
         }
-        self.outbox_bytes += needed;
-        self.outbox
-            .extend(msgs.into_iter().map(|msg| Outgoing { msg, due }));
-        let ticket = if wait {
-            let (p, c) = promise();
-            self.promises.push(p);
-            Ticket::waiting(c)
-        } else {
-            Ticket::done()
-        };
-        if self.failed.is_none() || self.strict {
+        let ticket = self.outbox.push(msgs, due, needed);
+        if self.may_write() {
             self.kick();
         }
         Ok(ticket)
     }
 
-    /// Start the writer unless it is running.
+    /// Start the writer unless it is running (or the link is closed).
     pub fn kick(&mut self) {
-        if !self.scheduled && !self.closed {
-            self.scheduled = true;
-            self.backend.spawn();
+        if self.run == Run::Idle {
+            self.run = Run::Running;
+            self.writer.spawn();
         }
     }
 
+    /// A consumer took a message from memory (`was_empty`: it found none); `len` are left of
+    /// `cap`. Reads ahead below three quarters of `cap`, or at once for a starved consumer.
     pub fn after_pop(&mut self, was_empty: bool, len: usize, cap: usize) {
-        if self.read_backoff || !self.behind() {
-            return;
-        }
         if was_empty {
+            // Even with nothing on disk yet: what lands there next (a topic handing on its
+            // backlog to a new channel with --mem-queue-size=0) must be read for this consumer.
             self.starved = true;
+        }
+        if self.reads == Reads::BackedOff || !self.behind() {
+            return;
         }
         if self.starved || len + (cap / 4).max(1) <= cap {
             self.kick();
         }
     }
 
+    /// A message of a strict channel is finished: its record may be acknowledged.
     pub fn finished(&mut self, id: u64) {
         if let Some(w) = self.window.as_mut() {
             w.finish(id);
@@ -204,10 +352,11 @@ impl DiskLink {
         }
     }
 
+    /// Drop everything queued and on disk; the next pass empties the disk queue.
     pub fn request_empty(&mut self) {
         self.epoch += 1;
-        self.empty_requested = true;
-        self.drop_queued();
+        self.orders.empty = true;
+        self.outbox.discard();
         self.unread = 0;
         self.dues.clear();
         self.starved = false;
@@ -217,166 +366,197 @@ impl DiskLink {
         self.kick();
     }
 
-    /// No more puts or passes; the owner removes the files (`Backend::delete_now`).
+    /// No more puts or passes; the owner removes the files (`DiskWriter::delete_now`).
     pub fn request_delete(&mut self) {
         self.epoch += 1;
-        self.closed = true;
-        self.drop_queued();
+        self.run = Run::Closed;
+        self.outbox.discard();
         self.unread = 0;
         self.dues.clear();
     }
 
-    /// Messages not yet written are dropped (emptied or deleted): their publishers are done.
-    fn drop_queued(&mut self) {
-        self.outbox.clear();
-        self.outbox_bytes = 0;
-        for p in self.promises.drain(..) {
-            let _ = p.send(Ok(()));
-        }
-    }
-
+    /// The `--sync-timeout` tick: retry failed writes, read again after a backoff, sync if
+    /// anything changed, push pending acknowledgements.
     pub fn tick(&mut self) {
         let acks = self.window.as_ref().is_some_and(|w| w.ready() > 0);
-        if self.failed.is_some() {
-            if self.outbox.is_empty() {
-                // Nothing waits to be retried (a channel kept it in memory): let the next
-                // overflow try the disk again.
-                self.failed = None;
-            } else {
-                self.retry = true;
-            }
-        }
-        self.read_backoff = false;
+        self.writes = match std::mem::replace(&mut self.writes, Writes::Ok) {
+            Writes::Failed(r) | Writes::Retry(r) if !self.outbox.is_empty() => Writes::Retry(r),
+            // Nothing waits to be retried (a channel kept it in memory): let the next overflow
+            // try the disk again.
+            Writes::Failed(_) | Writes::Retry(_) | Writes::Ok => Writes::Ok,
+        };
+        self.reads = Reads::Open;
         if self.needs_sync {
-            self.sync_requested = true;
+            self.orders.sync = true;
         }
-        if acks || self.sync_requested || self.retry || (self.behind() && self.drain) {
+        let retry = matches!(self.writes, Writes::Retry(_));
+        let read = self.behind() && (self.drain || self.starved);
+        if acks || self.orders.sync || retry || read {
             self.kick();
         }
     }
 
+    /// Topic: whether records read may be fanned out now.
     pub fn set_drain(&mut self, on: bool) {
         self.drain = on;
-        if on && self.behind() && !self.read_backoff {
+        if on && self.behind() && self.reads == Reads::Open {
             self.kick();
         }
     }
 
+    /// `n` records read were not passed on (and were rewound): read them again after the tick.
     pub fn rewound(&mut self, n: usize) {
         self.unread += n as u64;
-        self.read_backoff = true;
+        self.reads = Reads::BackedOff;
     }
 
     /// Shutdown: no more puts or writer passes; returns what was still queued.
     pub fn close(&mut self) -> (Vec<Outgoing>, Vec<Promise>) {
-        self.closed = true;
-        self.outbox_bytes = 0;
-        (
-            std::mem::take(&mut self.outbox),
-            std::mem::take(&mut self.promises),
-        )
+        self.run = Run::Closed;
+        let (msgs, promises, _) = self.outbox.take();
+        (msgs, promises)
     }
 
-    /// The next pass for the writer, or None (and the writer stops) when there is nothing to do.
+    /// The next pass for the writer, or None (and the writer stops) when there is nothing to
+    /// do. `mem_len` messages are in memory, of `cap`.
     pub fn take_work(&mut self, mem_len: usize, cap: usize) -> Option<Work> {
-        if self.closed {
-            self.scheduled = false;
+        if self.run == Run::Closed {
             return None;
         }
         let mut w = Work {
             epoch: self.epoch,
+            empty: std::mem::take(&mut self.orders.empty),
             ..Work::default()
         };
-        w.empty = std::mem::take(&mut self.empty_requested);
-        if !self.outbox.is_empty() && (self.failed.is_none() || self.strict || self.retry) {
-            self.retry = false;
-            w.writes = std::mem::take(&mut self.outbox);
-            w.promises = std::mem::take(&mut self.promises);
-            self.in_transit = w.writes.len();
-            self.in_transit_bytes = std::mem::take(&mut self.outbox_bytes);
-            if self.unread == 0 && !self.topic {
-                w.consume = w.writes.len().min(cap.saturating_sub(mem_len));
-                if self.strict && self.starved {
-                    w.consume = w.consume.max(w.writes.len().min(READ_AHEAD));
-                }
-            }
+        if !self.outbox.is_empty() && self.may_write() {
+            self.take_writes(&mut w, mem_len, cap);
         }
         w.acks = self.window.as_mut().map_or(0, AckWindow::take_ready);
-        let backlog = self.unread > 0 || w.writes.len() > w.consume;
-        if backlog && !self.read_backoff {
-            w.load = if self.topic {
-                if self.drain {
-                    TOPIC_CHUNK
-                } else {
-                    0
-                }
-            } else {
-                let target = if self.starved {
-                    cap.max(READ_AHEAD)
-                } else {
-                    cap
-                };
-                target.saturating_sub(mem_len + w.consume).min(MAX_LOAD)
-            };
-        }
-        w.sync = std::mem::take(&mut self.sync_requested);
+        w.load = self.plan_load(&w, mem_len, cap);
+        w.sync = std::mem::take(&mut self.orders.sync);
         if !w.empty && w.writes.is_empty() && w.acks == 0 && w.load == 0 && !w.sync {
-            self.scheduled = false;
+            self.run = Run::Idle;
             return None;
         }
         Some(w)
     }
 
-    /// Apply a pass's report; see `Queue::apply`.
+    /// Move the outbox into the pass; how many of them memory keeps (`consume`).
+    fn take_writes(&mut self, w: &mut Work, mem_len: usize, cap: usize) {
+        if let Writes::Retry(r) = &self.writes {
+            self.writes = Writes::Failed(r.clone());
+        }
+        let (writes, promises, bytes) = self.outbox.take();
+        w.writes = writes;
+        w.promises = promises;
+        self.in_transit = w.writes.len();
+        self.in_transit_bytes = bytes;
+        if self.unread == 0 && !self.topic {
+            w.consume = w.writes.len().min(cap.saturating_sub(mem_len));
+            if self.strict && self.starved {
+                w.consume = w.consume.max(w.writes.len().min(READ_AHEAD));
+            }
+        }
+    }
+
+    /// How many records the pass reads ahead.
+    fn plan_load(&self, w: &Work, mem_len: usize, cap: usize) -> usize {
+        let backlog = self.unread > 0 || w.writes.len() > w.consume;
+        if !backlog || self.reads == Reads::BackedOff {
+            return 0;
+        }
+        if self.topic {
+            return if self.drain { TOPIC_CHUNK } else { 0 };
+        }
+        let target = if self.starved {
+            cap.max(READ_AHEAD)
+        } else {
+            cap
+        };
+        target.saturating_sub(mem_len + w.consume).min(MAX_LOAD)
+    }
+
+    /// Apply a pass's report; see `SpillQueue::apply`.
     pub fn apply(&mut self, done: Done, accept: bool) -> Option<Vec<(Message, Option<i64>)>> {
-        let mut retry_mem = Vec::new();
         self.in_transit = 0;
         self.in_transit_bytes = 0;
         if done.epoch != self.epoch {
             // Emptied or deleted since the pass began: what it read is gone.
             return Some(Vec::new());
         }
-        if let Some(e) = &done.write_error {
-            let reason = e.to_string();
-            self.stats.write_errors += 1;
-            self.failed = Some(reason);
-            if !self.strict && self.topic && !done.retry.is_empty() {
-                // Accepted already: keep them, in order, for the next attempt.
-                let mut retry = done.retry;
-                self.outbox_bytes += retry
-                    .iter()
-                    .map(|o| record_len(o.msg.body().len()))
-                    .sum::<u64>();
-                retry.append(&mut self.outbox);
-                self.outbox = retry;
-            } else if !self.strict {
-                // A channel keeps them in memory (past --mem-queue-size): consumers get them
-                // and nothing acknowledged is lost; new overflow is refused until the disk
-                // works again.
-                retry_mem = done.retry;
-            }
-        } else if done.wrote && self.failed.take().is_some() {
-            tracing::info!("DISKQUEUE({}): writes succeed again", self.backend.name);
+        let Done {
+            first_seq,
+            records,
+            loaded,
+            wrote,
+            write_error,
+            retry,
+            read_error,
+            state,
+            ..
+        } = done;
+        let kept_in_memory = self.note_writes(wrote, write_error, retry);
+        if let Some(e) = read_error {
+            self.reads = Reads::BackedOff;
+            self.stats.last_read_error = Some(e);
         }
-        if let Some(e) = &done.read_error {
-            self.read_backoff = true;
-            self.stats.last_read_error = Some(e.clone());
-        }
-        self.unread = done.state.unread;
-        self.bytes = done.state.bytes;
-        self.needs_sync = done.state.needs_sync;
-        self.stats.absorb(&done.state);
-        if done.loaded > 0 {
+        self.unread = state.unread;
+        self.bytes = state.bytes;
+        self.needs_sync = state.needs_sync;
+        self.stats.absorb(&state);
+        if loaded > 0 {
             self.starved = false;
         }
-        if !accept && done.loaded > 0 {
-            self.unread += done.loaded as u64;
+        if !accept && loaded > 0 {
+            self.unread += loaded as u64;
             return None;
         }
-        let mut out = Vec::with_capacity(done.records.len() + retry_mem.len());
-        out.extend(retry_mem.into_iter().map(|o| (o.msg, o.due)));
-        for (i, rec) in done.records.into_iter().enumerate() {
-            let seq = done.first_seq + i as u64;
+        let mut out = Vec::with_capacity(records.len() + kept_in_memory.len());
+        out.extend(kept_in_memory.into_iter().map(|o| (o.msg, o.due)));
+        self.track_records(first_seq, records, &mut out);
+        Some(out)
+    }
+
+    /// The write outcome of a pass: the health transition, and (default mode) what to do with
+    /// the accepted messages that were not written. Returns those a channel keeps in memory.
+    fn note_writes(
+        &mut self,
+        wrote: bool,
+        error: Option<DiskError>,
+        retry: Vec<Outgoing>,
+    ) -> Vec<Outgoing> {
+        let Some(e) = error else {
+            if wrote && self.writes != Writes::Ok {
+                tracing::info!("DISKQUEUE({}): writes succeed again", self.writer.name);
+                self.writes = Writes::Ok;
+            }
+            return Vec::new();
+        };
+        self.stats.write_errors += 1;
+        self.writes = Writes::Failed(e);
+        if self.strict || retry.is_empty() {
+            return Vec::new();
+        }
+        if self.topic {
+            // A topic keeps them, in order, for the next attempt.
+            self.outbox.put_back(retry);
+            return Vec::new();
+        }
+        // A channel keeps them in memory (past --mem-queue-size): consumers get them, and new
+        // overflow is refused until the disk works again.
+        retry
+    }
+
+    /// Records kept at write time or read, in log order: tracked in the acknowledgement window
+    /// (strict channels) and given their due time if deferred.
+    fn track_records(
+        &mut self,
+        first_seq: u64,
+        records: Vec<Option<Outgoing>>,
+        out: &mut Vec<(Message, Option<i64>)>,
+    ) {
+        for (i, rec) in records.into_iter().enumerate() {
+            let seq = first_seq + i as u64;
             let Some(o) = rec else {
                 if let Some(w) = self.window.as_mut() {
                     w.skip(seq);
@@ -392,6 +572,8 @@ impl DiskLink {
             let stored = self.dues.remove(&id);
             out.push((o.msg, o.due.or(stored)));
         }
-        Some(out)
     }
 }
+
+#[cfg(test)]
+mod tests;

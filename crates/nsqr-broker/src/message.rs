@@ -48,8 +48,11 @@ enum Index {
     Prefixed { first: MessageId, count: u32 },
 }
 
+/// One message as a channel holds it: its id and attempts on this channel, and a reference to
+/// the body inside the buffer it was published (or read from disk) in.
 #[derive(Debug, Clone)]
 pub struct Message {
+    /// Its id, the same in every channel.
     pub id: MessageId,
     batch: Arc<Batch>,
     start: u32,
@@ -93,12 +96,25 @@ impl Message {
         }
     }
 
+    /// The body.
     pub fn body(&self) -> &[u8] {
         // In range by construction: `Bodies` checks its ranges, `new` covers the whole body.
         self.batch
             .data
             .get(self.start as usize..self.end as usize)
             .unwrap_or_default()
+    }
+
+    /// The body as a shared buffer: a reference to the bytes that were published (or read
+    /// from disk), never a copy.
+    pub fn body_bytes(&self) -> Bytes {
+        let (start, end) = (self.start as usize, self.end as usize);
+        // In range by construction, as for `body`.
+        if start <= end && end <= self.batch.data.len() {
+            self.batch.data.slice(start..end)
+        } else {
+            Bytes::new()
+        }
     }
 
     /// Unix nanoseconds at publish.

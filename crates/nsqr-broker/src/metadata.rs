@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-pub const METADATA_FILE: &str = "nsqd.dat";
+pub(crate) const METADATA_FILE: &str = "nsqd.dat";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Metadata {
+pub(crate) struct Metadata {
     #[serde(default)]
     pub topics: Vec<TopicMeta>,
     #[serde(default)]
@@ -19,7 +19,7 @@ pub struct Metadata {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TopicMeta {
+pub(crate) struct TopicMeta {
     pub name: String,
     #[serde(default)]
     pub paused: bool,
@@ -29,37 +29,48 @@ pub struct TopicMeta {
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ChannelMeta {
+pub(crate) struct ChannelMeta {
     pub name: String,
     #[serde(default)]
     pub paused: bool,
 }
 
+/// Why `nsqd.dat` could not be read or written.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum MetadataError {
+    /// Reading it failed.
     #[error("failed to read metadata from {path} - {source}")]
     Read {
+        /// The file.
         path: String,
+        /// The IO error.
         source: std::io::Error,
     },
+    /// It is not nsqd's JSON.
     #[error("failed to parse metadata in {path} - {source}")]
     Parse {
+        /// The file.
         path: String,
+        /// What the parser said.
         source: serde_json::Error,
     },
+    /// Writing it (temporary file, fsync, rename) failed.
     #[error("failed to write metadata {path} - {source}")]
     Write {
+        /// The file.
         path: String,
+        /// The IO error.
         source: std::io::Error,
     },
 }
 
-pub fn metadata_path(dir: &Path) -> PathBuf {
+pub(crate) fn metadata_path(dir: &Path) -> PathBuf {
     dir.join(METADATA_FILE)
 }
 
 /// Read `nsqd.dat`; None when there is none yet.
-pub fn load(dir: &Path) -> Result<Option<Metadata>, MetadataError> {
+pub(crate) fn load(dir: &Path) -> Result<Option<Metadata>, MetadataError> {
     let path = metadata_path(dir);
     let raw = match std::fs::read(&path) {
         Ok(raw) => raw,
@@ -80,7 +91,7 @@ pub fn load(dir: &Path) -> Result<Option<Metadata>, MetadataError> {
 }
 
 /// Write `nsqd.dat` atomically: `nsqd.dat.<random>.tmp`, fsync, rename, fsync the directory.
-pub fn save(dir: &Path, md: &Metadata) -> Result<(), MetadataError> {
+pub(crate) fn save(dir: &Path, md: &Metadata) -> Result<(), MetadataError> {
     let path = metadata_path(dir);
     let err = |source| MetadataError::Write {
         path: path.display().to_string(),

@@ -1,67 +1,73 @@
-//! The broker: the topic registry, the set of connected clients, and the cleanup rules that
-//! span topics and channels (an ephemeral channel goes with its last client, an ephemeral topic
-//! with its last channel).
+//! The topic registry and the rules that span topics and channels: creating and deleting them
+//! (announced on the event bus), cleaning up ephemeral ones (an `#ephemeral` channel goes with
+//! its last consumer, an `#ephemeral` topic with its last channel), and what `nsqd.dat` holds.
+//!
+//! Creating a topic opens (and recovers) its disk queue. That IO happens with no registry
+//! lock held: creations are serialised by their own lock, which publishers never take, so
+//! publishing to existing topics goes on while a topic with a large backlog is opened.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 
 use parking_lot::{Mutex, RwLock};
-use rustc_hash::FxHashMap;
 use tokio::sync::Notify;
 
 use crate::channel::Channel;
-use crate::client::Client;
 use crate::config::BrokerConfig;
+use crate::consumer::{Consumer, ConsumerInfo};
 use crate::error::BrokerError;
-use crate::events::{Event, EventSink, Events, TopicStart};
+use crate::events::EventBus;
 use crate::metadata::{self, ChannelMeta, Metadata, MetadataError, TopicMeta};
-use crate::stats::{ClientStats, Snapshot};
+use crate::timers::Timers;
 use crate::topic::Topic;
 
-pub struct Broker {
-    cfg: Arc<BrokerConfig>,
-    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
-    clients: Mutex<FxHashMap<u64, Arc<Client>>>,
-    next_client_id: AtomicU64,
-    /// Unix seconds.
-    pub start_time: i64,
-    /// Unix nanoseconds, for `/stats` uptime.
-    pub start_time_ns: i64,
-    exiting: AtomicBool,
-    /// Something in `nsqd.dat` changed; the background writer rewrites it.
-    meta_dirty: Arc<Notify>,
-    /// Serialises `nsqd.dat` writers so the newest snapshot is the one left on disk.
-    meta_write: Mutex<()>,
-    /// Lifecycle events for the daemon (lookupd registration); see `events.rs`.
-    events: Arc<Events>,
+/// What every topic and channel of one broker shares with it.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub cfg: Arc<BrokerConfig>,
+    /// Something in `nsqd.dat` changed; the metadata writer rewrites it.
+    pub meta_dirty: Notify,
+    pub events: Arc<EventBus>,
+    pub timers: Arc<Timers>,
+    /// Set when the queues start closing (shutdown): publishing fails from then on, as it
+    /// does in nsqd once a topic's exit flag is set.
+    pub closing: AtomicBool,
 }
 
-impl Broker {
-    pub fn new(cfg: BrokerConfig) -> Broker {
-        let start_time_ns = crate::now_unix_nanos();
-        Broker {
-            cfg: Arc::new(cfg),
+/// Topics by name, and the broker-wide state around them.
+#[derive(Debug)]
+pub(crate) struct Registry {
+    pub shared: Arc<Shared>,
+    topics: RwLock<BTreeMap<String, Arc<Topic>>>,
+    /// Serialises topic creation (the disk queue is opened under it, not under `topics`).
+    creating: Mutex<()>,
+    /// Serialises `nsqd.dat` writers so the newest snapshot is the one left on disk.
+    meta_write: Mutex<()>,
+    next_consumer_id: AtomicU64,
+    exiting: AtomicBool,
+}
+
+impl Registry {
+    pub fn new(cfg: BrokerConfig) -> Registry {
+        Registry {
+            shared: Arc::new(Shared {
+                cfg: Arc::new(cfg),
+                meta_dirty: Notify::new(),
+                events: Arc::new(EventBus::default()),
+                timers: Arc::new(Timers::default()),
+                closing: AtomicBool::new(false),
+            }),
             topics: RwLock::new(BTreeMap::new()),
-            clients: Mutex::new(FxHashMap::default()),
-            next_client_id: AtomicU64::new(1),
-            start_time: start_time_ns.div_euclid(1_000_000_000),
-            start_time_ns,
-            exiting: AtomicBool::new(false),
-            meta_dirty: Arc::new(Notify::new()),
+            creating: Mutex::new(()),
             meta_write: Mutex::new(()),
-            events: Arc::new(Events::default()),
+            next_consumer_id: AtomicU64::new(1),
+            exiting: AtomicBool::new(false),
         }
     }
 
-    pub fn config(&self) -> &BrokerConfig {
-        &self.cfg
-    }
-
-    /// Install the lifecycle event sink (once; false if one was already set). Topics created
-    /// from then on start held until their [`Event::TopicCreated`] guard is dropped.
-    pub fn set_event_sink(&self, sink: EventSink) -> bool {
-        self.events.set(sink)
+    pub fn cfg(&self) -> &BrokerConfig {
+        &self.shared.cfg
     }
 
     pub fn is_exiting(&self) -> bool {
@@ -72,68 +78,54 @@ impl Broker {
         self.exiting.store(true, Relaxed);
     }
 
-    /// Record the outcome of a disk write: `Some(error)` makes the node unhealthy until the
-    /// next success (`None`).
-    pub fn set_health(&self, error: Option<String>) {
-        match error {
-            Some(e) => self.cfg.health.set_error(&e),
-            None => self.cfg.health.set_ok(),
-        }
-    }
-
-    pub fn is_healthy(&self) -> bool {
-        self.cfg.health.is_ok()
-    }
-
-    /// `OK` or `NOK - <error>`, as `/ping` and `/stats` report it.
-    pub fn health(&self) -> String {
-        self.cfg.health.text()
-    }
-
     pub fn topic(&self, name: &str) -> Option<Arc<Topic>> {
         self.topics.read().get(name).cloned()
     }
 
-    /// The topic, created if needed. The name must already be valid.
+    /// Every topic, in name order.
+    pub fn topics(&self) -> Vec<Arc<Topic>> {
+        self.topics.read().values().cloned().collect()
+    }
+
+    pub fn topic_names(&self) -> Vec<String> {
+        self.topics.read().keys().cloned().collect()
+    }
+
+    /// The topic, created if needed (blocking: may open its disk queue). The name must
+    /// already be valid.
     pub fn get_or_create_topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        if let Some(t) = self.topic(name) {
+            return Ok(t);
+        }
+        let _creating = self.creating.lock();
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
         if self.is_exiting() {
             return Err(BrokerError::Exiting);
         }
+        let held = self.shared.events.holds_new_topics();
+        let t = Topic::open(name, Arc::clone(&self.shared), held);
         let mut topics = self.topics.write();
-        if let Some(t) = topics.get(name) {
-            return Ok(Arc::clone(t));
-        }
-        let held = self.events.is_set();
-        let t = Topic::new(
-            name,
-            Arc::clone(&self.cfg),
-            Arc::clone(&self.meta_dirty),
-            Arc::clone(&self.events),
-            held,
-        );
         topics.insert(name.to_string(), Arc::clone(&t));
-        if !t.ephemeral {
-            self.meta_dirty.notify_one();
+        if !t.is_ephemeral() {
+            self.shared.meta_dirty.notify_one();
         }
         tracing::info!("TOPIC({name}): created");
         // Under the registry lock, so a delete of the same name cannot be announced first.
-        self.events.emit(|| Event::TopicCreated {
-            topic: Arc::clone(&t),
-            start: TopicStart::new(Arc::clone(&t)),
-        });
+        self.shared.events.topic_created(&t);
         drop(topics);
         Ok(t)
     }
 
     /// Announce a deleted topic (call with the registry lock held).
     fn topic_deleted(&self, t: &Topic) {
-        self.events.emit(|| Event::TopicDeleted {
-            topic: t.name.clone(),
-            channels: t.channel_names(),
-        });
+        self.shared
+            .events
+            .emit(|| crate::events::Event::TopicDeleted {
+                topic: t.name().to_string(),
+                channels: t.channel_names(),
+            });
     }
 
     pub fn delete_topic(&self, name: &str) -> Result<(), BrokerError> {
@@ -143,8 +135,8 @@ impl Broker {
         drop(topics);
         t.delete();
         tracing::info!("TOPIC({name}): deleted");
-        if !t.ephemeral {
-            self.meta_dirty.notify_one();
+        if !t.is_ephemeral() {
+            self.shared.meta_dirty.notify_one();
         }
         Ok(())
     }
@@ -154,10 +146,10 @@ impl Broker {
         let t = self.topic(topic).ok_or(BrokerError::TopicNotFound)?;
         let ch = t.remove_channel(channel)?;
         tracing::info!("TOPIC({topic}): deleted channel({channel})");
-        if !ch.ephemeral && !t.ephemeral {
-            self.meta_dirty.notify_one();
+        if !ch.is_ephemeral() && !t.is_ephemeral() {
+            self.shared.meta_dirty.notify_one();
         }
-        if t.ephemeral && t.channel_count() == 0 {
+        if t.is_ephemeral() && t.channel_count() == 0 {
             let mut topics = self.topics.write();
             if topics.get(topic).is_some_and(|cur| Arc::ptr_eq(cur, &t)) && t.channel_count() == 0 {
                 topics.remove(topic);
@@ -169,111 +161,44 @@ impl Broker {
         Ok(())
     }
 
-    /// A consumer left `ch`: an ephemeral channel without consumers is deleted.
-    pub fn consumer_left(&self, ch: &Arc<Channel>, client_id: u64) {
-        let remaining = ch.remove_client(client_id);
-        if remaining == 0 && ch.ephemeral && !ch.is_deleted() {
-            let _ = self.delete_channel(&ch.topic_name, &ch.name);
+    /// A consumer left `ch`: its in-flight messages go back at once, and an ephemeral channel
+    /// left without consumers is deleted.
+    pub fn consumer_left(&self, ch: &Channel, consumer_id: u64) {
+        let remaining = ch.remove_consumer(consumer_id);
+        if remaining == 0 && ch.is_ephemeral() && !ch.is_deleted() {
+            let _ = self.delete_channel(ch.topic_name(), ch.name());
         }
     }
 
-    /// A new TCP client.
-    pub fn register_client(&self, remote_address: String, connect_ts: i64) -> Arc<Client> {
-        let id = self.next_client_id.fetch_add(1, Relaxed);
-        let c = Arc::new(Client::new(
-            id,
-            remote_address,
-            connect_ts,
-            self.cfg.msg_timeout,
-        ));
-        self.clients.lock().insert(id, Arc::clone(&c));
-        c
+    pub fn new_consumer(&self, info: ConsumerInfo) -> Arc<Consumer> {
+        let id = self.next_consumer_id.fetch_add(1, Relaxed);
+        Arc::new(Consumer::new(id, info, self.cfg().msg_timeout))
     }
 
-    pub fn unregister_client(&self, id: u64) {
-        self.clients.lock().remove(&id);
-    }
-
-    /// Kick every client (shutdown).
-    pub fn kick_all_clients(&self) {
-        for c in self.clients.lock().values() {
-            c.kick();
-        }
-    }
-
-    pub fn client_count(&self) -> usize {
-        self.clients.lock().len()
-    }
-
-    /// Every message held anywhere in the broker (backlogs, ready, in flight, deferred).
-    pub fn held_messages(&self) -> usize {
-        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
-        topics.iter().map(|t| t.held()).sum()
-    }
-
-    pub fn topic_names(&self) -> Vec<String> {
-        self.topics.read().keys().cloned().collect()
-    }
-
-    /// A `/stats` snapshot: topics sorted by name, channels sorted by name.
-    pub fn snapshot(
-        &self,
-        topic: Option<&str>,
-        channel: Option<&str>,
-        include_clients: bool,
-    ) -> Snapshot {
-        let topics: Vec<Arc<Topic>> = match topic {
-            Some(name) => self.topic(name).into_iter().collect(),
-            None => self.topics.read().values().cloned().collect(),
-        };
-        let topic_stats = if topic.is_some() && topics.is_empty() {
-            None
-        } else {
-            Some(
-                topics
-                    .iter()
-                    .map(|t| t.stats(channel, include_clients))
-                    .filter(|ts| channel.is_none() || !ts.channels.is_empty())
-                    .collect(),
-            )
-        };
-        let producers = if include_clients {
-            let clients: Vec<Arc<Client>> = self.clients.lock().values().cloned().collect();
-            clients
-                .iter()
-                .filter(|c| !c.pub_counts.lock().is_empty())
-                .map(|c| ClientStats::of(c, topic))
-                .filter(|s| topic.is_none() || !s.pub_counts.is_empty())
-                .collect()
-        } else {
-            Vec::new()
-        };
-        Snapshot {
-            topics: topic_stats,
-            producers,
-        }
+    /// Messages held in memory anywhere (backlogs, ready, in flight, deferred).
+    pub fn messages_in_memory(&self) -> usize {
+        self.topics().iter().map(|t| t.messages_in_memory()).sum()
     }
 
     /// What `nsqd.dat` holds: durable topics and channels with their paused flags.
     pub fn metadata(&self) -> Metadata {
-        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
         Metadata {
-            topics: topics
+            topics: self
+                .topics()
                 .iter()
-                .filter(|t| !t.ephemeral)
+                .filter(|t| !t.is_ephemeral())
                 .map(|t| {
                     let channels: Vec<ChannelMeta> = t
-                        .channel_names()
-                        .into_iter()
-                        .filter_map(|n| t.channel(&n))
-                        .filter(|c| !c.ephemeral)
+                        .channels()
+                        .iter()
+                        .filter(|c| !c.is_ephemeral())
                         .map(|c| ChannelMeta {
-                            name: c.name.clone(),
+                            name: c.name().to_string(),
                             paused: c.is_paused(),
                         })
                         .collect();
                     TopicMeta {
-                        name: t.name.clone(),
+                        name: t.name().to_string(),
                         paused: t.is_paused(),
                         channels: (!channels.is_empty()).then_some(channels),
                     }
@@ -285,17 +210,17 @@ impl Broker {
 
     /// Write `nsqd.dat` now (no-op without a data path).
     pub fn persist_metadata(&self) -> Result<(), MetadataError> {
-        let Some(dir) = &self.cfg.data_path else {
+        let Some(dir) = &self.cfg().data_path else {
             return Ok(());
         };
         let _guard = self.meta_write.lock();
         metadata::save(dir, &self.metadata())
     }
 
-    /// Recreate the topics, channels and paused flags of `nsqd.dat` (startup). Invalid names
-    /// are skipped with a warning, as nsqd does.
+    /// Recreate the topics, channels and paused flags of `nsqd.dat` (startup, blocking).
+    /// Invalid names are skipped with a warning, as nsqd does.
     pub fn load_metadata(&self) -> Result<(), MetadataError> {
-        let Some(dir) = &self.cfg.data_path else {
+        let Some(dir) = &self.cfg().data_path else {
             return Ok(());
         };
         let Some(md) = metadata::load(dir)? else {
@@ -326,25 +251,18 @@ impl Broker {
     /// The `--sync-timeout` tick of every disk queue: sync what changed, retry failed writes,
     /// acknowledge finished messages (strict mode).
     pub fn tick_queues(&self) {
-        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
-        for t in topics {
+        for t in self.topics() {
             t.tick_queues();
         }
     }
 
-    /// Run `tick_queues` every `--sync-timeout`.
-    pub async fn run_sync_ticker(self: Arc<Self>) {
-        let period = self
-            .cfg
-            .sync_timeout
-            .max(std::time::Duration::from_millis(10));
-        let mut t = tokio::time::interval(period);
-        t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        t.tick().await;
-        loop {
-            t.tick().await;
-            let b = Arc::clone(&self);
-            let _ = tokio::task::spawn_blocking(move || b.tick_queues()).await;
+    /// Every consumer of every channel is told to go, and its in-flight messages are taken
+    /// back (shutdown: they are written to disk with the rest).
+    pub fn kick_consumers(&self) {
+        for t in self.topics() {
+            for ch in t.channels() {
+                ch.kick_consumers();
+            }
         }
     }
 
@@ -352,22 +270,9 @@ impl Broker {
     /// deferred messages to its disk queue and close it, then the topic's (nsqd's order).
     pub fn close_queues(&self) {
         self.set_exiting();
-        let topics: Vec<Arc<Topic>> = self.topics.read().values().cloned().collect();
-        for t in topics {
+        self.shared.closing.store(true, Relaxed);
+        for t in self.topics() {
             t.close_queues();
-        }
-    }
-
-    /// Rewrite `nsqd.dat` whenever a durable topic or channel is created or deleted.
-    pub async fn run_metadata_writer(self: Arc<Self>) {
-        loop {
-            self.meta_dirty.notified().await;
-            let b = Arc::clone(&self);
-            match tokio::task::spawn_blocking(move || b.persist_metadata()).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::error!("{e}"),
-                Err(e) => tracing::error!("metadata writer: {e}"),
-            }
         }
     }
 }

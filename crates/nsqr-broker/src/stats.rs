@@ -1,50 +1,122 @@
-//! `/stats` snapshots, with nsqd's JSON keys in nsqd's order (serde keeps struct order).
-//! Counters are atomics read on demand; nothing is sampled in the background.
+//! Snapshots of the engine's counters, taken on demand: counters are atomics or live under the
+//! locks they describe, and nothing samples in the background. How they are shown (nsqd's
+//! `/stats` JSON and text, statsd, Prometheus) is the daemon's business, not the engine's.
 
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
 
-use serde::Serialize;
+use crate::consumer::{Consumer, ConsumerKind};
 
-use crate::client::Client;
-
-#[derive(Debug, Clone, Serialize)]
+/// One topic and its channels.
+#[derive(Debug, Clone)]
 pub struct TopicStats {
+    /// The topic's name.
     pub topic_name: String,
+    /// Its channels (only the one asked for, when filtered), in name order.
     pub channels: Vec<ChannelStats>,
+    /// Messages waiting in the topic itself (no channel yet, paused, held), memory and disk,
+    /// deferred ones included.
     pub depth: i64,
+    /// The part of `depth` on disk.
     pub backend_depth: i64,
+    /// Messages published to it.
     pub message_count: u64,
+    /// Bytes of message bodies published to it.
     pub message_bytes: u64,
+    /// Paused.
     pub paused: bool,
+    /// End-to-end latency merged over its channels.
     pub e2e_processing_latency: E2eLatency,
-    /// nsqr only, and only when there is something to report: disk queue anomalies.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One channel.
+#[derive(Debug, Clone)]
 pub struct ChannelStats {
+    /// The channel's name.
     pub channel_name: String,
+    /// Messages ready to be delivered, memory and disk.
     pub depth: i64,
+    /// The part of `depth` on disk.
     pub backend_depth: i64,
+    /// Messages in flight.
     pub in_flight_count: usize,
+    /// Messages waiting for their delay.
     pub deferred_count: usize,
+    /// Messages that reached the channel.
     pub message_count: u64,
+    /// Requeues.
     pub requeue_count: u64,
+    /// In-flight timeouts.
     pub timeout_count: u64,
-    pub client_count: usize,
-    pub clients: Option<Vec<ClientStats>>,
+    /// Consumers joined.
+    pub consumer_count: usize,
+    /// Each consumer, when asked for.
+    pub consumers: Option<Vec<ConsumerStats>>,
+    /// Paused.
     pub paused: bool,
+    /// End-to-end latency of finished messages.
     pub e2e_processing_latency: E2eLatency,
-    /// nsqr only, and only when there is something to report: disk queue anomalies.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
+}
+
+/// One consumer of a channel.
+#[derive(Debug, Clone)]
+pub struct ConsumerStats {
+    /// Unique within the broker.
+    pub id: u64,
+    /// Its ready count (RDY).
+    pub ready_count: i64,
+    /// Messages it holds in flight.
+    pub in_flight_count: i64,
+    /// Messages delivered to it.
+    pub message_count: u64,
+    /// Messages it finished.
+    pub finish_count: u64,
+    /// Messages it requeued.
+    pub requeue_count: u64,
+    consumer: Arc<Consumer>,
+}
+
+impl ConsumerStats {
+    pub(crate) fn of(c: &Arc<Consumer>) -> ConsumerStats {
+        ConsumerStats {
+            id: c.id(),
+            ready_count: c.ready_count(),
+            in_flight_count: c.in_flight(),
+            message_count: c.message_count(),
+            finish_count: c.finish_count(),
+            requeue_count: c.requeue_count(),
+            consumer: Arc::clone(c),
+        }
+    }
+
+    /// How it reaches the broker.
+    pub fn kind(&self) -> ConsumerKind {
+        self.consumer.kind()
+    }
+
+    /// The peer's address.
+    pub fn remote_address(&self) -> &str {
+        self.consumer.remote_address()
+    }
+
+    /// Unix seconds when it was created.
+    pub fn connect_ts(&self) -> i64 {
+        self.consumer.connect_ts()
+    }
+
+    /// The facts its driver attached ([`ConsumerInfo::details`](crate::ConsumerInfo::details)).
+    pub fn details<T: std::any::Any + Send + Sync>(&self) -> Option<&T> {
+        self.consumer.details::<T>()
+    }
 }
 
 /// What the disk queue of a topic or channel met since it was opened: recovery after a crash,
-/// corruption, failed writes. Shown in `/stats` (JSON) only when something is non-zero, so a
-/// healthy node's output is nsqd's.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+/// corruption, failed writes. Reported only when something is non-zero, so a healthy node's
+/// stats are nsqd's.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DiskStats {
     /// Data files found corrupt (invalid length, short record) and set aside as `.bad`.
     pub corrupt_files: u64,
@@ -60,138 +132,42 @@ pub struct DiskStats {
     pub undecodable_records: u64,
     /// Failed disk writes.
     pub write_errors: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The last corruption met, described.
     pub last_corruption: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The last failed write, described.
     pub last_write_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// The last failed read, described.
     pub last_read_error: Option<String>,
 }
 
 impl DiskStats {
+    /// True when anything is worth reporting.
     pub fn is_notable(&self) -> bool {
         *self != DiskStats::default()
     }
 }
 
-/// nsqd's quantile result; `percentiles` is null when no percentiles are configured.
-#[derive(Debug, Clone, Default, Serialize)]
+/// nsqd's end-to-end latency result; `percentiles` is None when none are configured.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct E2eLatency {
+    /// Samples in the window.
     pub count: u64,
+    /// The configured quantiles and their values (nanoseconds).
     pub percentiles: Option<Vec<Percentile>>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One quantile and its value.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Percentile {
-    #[serde(serialize_with = "go_float")]
+    /// The quantile, e.g. 0.99.
     pub quantile: f64,
-    #[serde(serialize_with = "go_float")]
+    /// Its value in nanoseconds.
     pub value: f64,
 }
 
-/// Go's `encoding/json` writes integral floats without a fraction (`1`, not `1.0`).
-fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.fract() == 0.0 && v.abs() < 1e18 {
-        s.serialize_i64(*v as i64)
-    } else {
-        s.serialize_f64(*v)
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct PubCount {
-    pub topic: String,
-    pub count: u64,
-}
-
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct ClientStats {
-    pub client_id: String,
-    pub hostname: String,
-    pub version: &'static str,
-    pub remote_address: String,
-    pub state: i32,
-    pub ready_count: i64,
-    pub in_flight_count: i64,
-    pub message_count: u64,
-    pub finish_count: u64,
-    pub requeue_count: u64,
-    pub connect_ts: i64,
-    pub sample_rate: i32,
-    pub deflate: bool,
-    pub snappy: bool,
-    pub user_agent: String,
-    #[serde(skip_serializing_if = "is_false")]
-    pub authed: bool,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub auth_identity: String,
-    #[serde(skip_serializing_if = "String::is_empty")]
-    pub auth_identity_url: String,
-    pub topology_zone: String,
-    pub topology_region: String,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub pub_counts: Vec<PubCount>,
-    pub tls: bool,
-    pub tls_cipher_suite: String,
-    pub tls_version: String,
-    pub tls_negotiated_protocol: String,
-    pub tls_negotiated_protocol_is_mutual: bool,
-}
-
-impl ClientStats {
-    /// Snapshot a client; `topic` limits `pub_counts` to one topic.
-    pub fn of(c: &Client, topic: Option<&str>) -> ClientStats {
-        let m = c.meta.lock().clone();
-        let pub_counts = c
-            .pub_counts
-            .lock()
-            .iter()
-            .filter(|(t, _)| topic.is_none_or(|x| x == t))
-            .map(|(t, n)| PubCount {
-                topic: t.clone(),
-                count: *n,
-            })
-            .collect();
-        ClientStats {
-            client_id: m.client_id,
-            hostname: m.hostname,
-            version: "V2",
-            remote_address: c.remote_address.clone(),
-            state: c.state() as i32,
-            ready_count: c.ready_count.load(Relaxed),
-            in_flight_count: c.in_flight.load(Relaxed),
-            message_count: c.message_count.load(Relaxed),
-            finish_count: c.finish_count.load(Relaxed),
-            requeue_count: c.requeue_count.load(Relaxed),
-            connect_ts: c.connect_ts,
-            sample_rate: m.sample_rate,
-            deflate: m.deflate,
-            snappy: m.snappy,
-            user_agent: m.user_agent,
-            authed: m.authed,
-            auth_identity: m.auth_identity,
-            auth_identity_url: m.auth_identity_url,
-            topology_zone: m.topology_zone,
-            topology_region: m.topology_region,
-            pub_counts,
-            tls: m.tls,
-            tls_cipher_suite: m.tls_cipher_suite,
-            tls_version: m.tls_version,
-            tls_negotiated_protocol: String::new(),
-            // Go reports true for every TLS session (the field is deprecated, always true).
-            tls_negotiated_protocol_is_mutual: m.tls,
-        }
-    }
-}
-
-/// The whole `/stats` snapshot before rendering.
+/// Every topic (or the one asked for), from [`Broker::snapshot`](crate::Broker::snapshot).
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    /// None when a `topic=` filter named a topic that does not exist.
+    /// None when a topic filter named a topic that does not exist.
     pub topics: Option<Vec<TopicStats>>,
-    pub producers: Vec<ClientStats>,
 }

@@ -2,7 +2,7 @@
 //!
 //! The fan-out is a plain loop over the channels under the topic's lock (one lock per batch),
 //! which also keeps ids increasing in every channel. With no channels, or while paused, the
-//! topic keeps the batch in its own backlog (memory, then its disk queue: `queue.rs`); the
+//! topic keeps the batch in its own backlog (memory, then its disk queue: `spill_queue.rs`); the
 //! first channel created takes that backlog, and unpausing hands it to all channels.
 
 use std::collections::BTreeMap;
@@ -13,7 +13,6 @@ use std::time::Duration;
 use nsq_wire::message::IdGenerator;
 use nsq_wire::Bodies;
 use parking_lot::Mutex;
-use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use crate::channel::Channel;
@@ -21,32 +20,34 @@ use crate::config::BrokerConfig;
 use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
-use crate::events::{Event, Events};
+use crate::events::Event;
 use crate::message::{Message, Published};
-use crate::msgqueue::Held;
-use crate::queue::Queue;
+use crate::registry::Shared;
+use crate::run_queue::Span;
+use crate::spill_queue::SpillQueue;
 use crate::stats::TopicStats;
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
     paused: bool,
-    /// Created while an event sink was installed and not started yet (`events.rs`): the
+    /// Created while a listener holds new topics and not started yet (`events.rs`): the
     /// backlog is kept as if paused.
     held: bool,
     /// Messages waiting for a channel (or the unpause): memory, then disk.
-    backlog: Queue,
+    backlog: SpillQueue,
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
     deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
 }
 
+/// A topic: what publishers publish to; every channel of it gets every message.
 pub struct Topic {
-    pub name: String,
-    pub ephemeral: bool,
+    name: String,
+    ephemeral: bool,
     cfg: Arc<BrokerConfig>,
-    /// Notified when a durable channel is created, so `nsqd.dat` gets rewritten.
-    meta_dirty: Arc<Notify>,
-    events: Arc<Events>,
+    shared: Arc<Shared>,
+    /// Serialises channel creation (the disk queue is opened under it, not under `state`).
+    creating: Mutex<()>,
     state: Mutex<TopicState>,
     deleted: AtomicBool,
     message_count: AtomicU64,
@@ -54,15 +55,12 @@ pub struct Topic {
 }
 
 impl Topic {
-    /// A new topic; `held` keeps its messages in the backlog until [`Topic::start`].
-    pub fn new(
-        name: &str,
-        cfg: Arc<BrokerConfig>,
-        meta_dirty: Arc<Notify>,
-        events: Arc<Events>,
-        held: bool,
-    ) -> Arc<Topic> {
+    /// A new topic, its disk queue opened (and recovered): blocking IO, so callers hold no
+    /// lock other publishers need. `held` keeps its messages in the backlog until
+    /// [`Topic::start`].
+    pub(crate) fn open(name: &str, shared: Arc<Shared>, held: bool) -> Arc<Topic> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
+        let cfg = Arc::clone(&shared.cfg);
         let t = Arc::new(Topic {
             name: name.to_string(),
             ephemeral,
@@ -75,8 +73,8 @@ impl Topic {
                 ids: IdGenerator::new(cfg.node_id),
             }),
             cfg,
-            meta_dirty,
-            events,
+            shared,
+            creating: Mutex::new(()),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
@@ -85,6 +83,17 @@ impl Topic {
         t
     }
 
+    /// The topic's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// An `#ephemeral` topic: memory only, deleted with its last channel.
+    pub fn is_ephemeral(&self) -> bool {
+        self.ephemeral
+    }
+
+    /// True once deleted.
     pub fn is_deleted(&self) -> bool {
         self.deleted.load(Relaxed)
     }
@@ -98,7 +107,7 @@ impl Topic {
         let n: usize = publishes.iter().map(Bodies::len).sum();
         let due = (!defer.is_zero()).then(|| Instant::now() + defer);
         let mut st = self.state.lock();
-        if self.is_deleted() {
+        if self.is_deleted() || self.shared.closing.load(Relaxed) {
             return Err(BrokerError::Exiting);
         }
         let ids = &mut st.ids;
@@ -154,36 +163,59 @@ impl Topic {
         Ok(ticket)
     }
 
+    /// The channel called `name`, if it exists.
     pub fn channel(&self, name: &str) -> Option<Arc<Channel>> {
         self.state.lock().channels.get(name).cloned()
     }
 
-    /// The channel, created if needed; a first channel takes the topic's backlog.
+    /// Every channel, in name order.
+    pub fn channels(&self) -> Vec<Arc<Channel>> {
+        self.state.lock().channels.values().cloned().collect()
+    }
+
+    /// The channel, created if needed; a first channel takes the topic's backlog. Creating
+    /// one opens its disk queue (blocking IO) with no topic lock held, so publishing goes on
+    /// meanwhile; in async code use [`Broker::open_channel`](crate::Broker::open_channel).
+    /// The name must already be valid.
     pub fn get_or_create_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
+        if let Some(ch) = self.existing_channel(name)? {
+            return Ok(ch);
+        }
+        let _creating = self.creating.lock();
+        if let Some(ch) = self.existing_channel(name)? {
+            return Ok(ch);
+        }
+        let ch = Channel::open(&self.name, name, Arc::clone(&self.shared));
         let mut st = self.state.lock();
         if self.is_deleted() {
+            drop(st);
+            ch.delete();
             return Err(BrokerError::Exiting);
         }
-        if let Some(ch) = st.channels.get(name) {
-            return Ok(Arc::clone(ch));
-        }
-        let ch = Channel::new(&self.name, name, Arc::clone(&self.cfg));
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         if !st.paused && !st.held {
             flush_backlog(&mut st);
         }
-        self.events.emit(|| Event::ChannelCreated {
+        self.shared.events.emit(|| Event::ChannelCreated {
             topic: self.name.clone(),
             channel: name.to_string(),
         });
-        if !self.ephemeral && !ch.ephemeral {
-            self.meta_dirty.notify_one();
+        if !self.ephemeral && !ch.is_ephemeral() {
+            self.shared.meta_dirty.notify_one();
         }
         Ok(ch)
     }
 
+    fn existing_channel(&self, name: &str) -> Result<Option<Arc<Channel>>, BrokerError> {
+        let st = self.state.lock();
+        if self.is_deleted() {
+            return Err(BrokerError::Exiting);
+        }
+        Ok(st.channels.get(name).cloned())
+    }
+
     /// Remove a channel (the registry handles ephemeral-topic cleanup).
-    pub fn remove_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
+    pub(crate) fn remove_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
         let ch = {
             let mut st = self.state.lock();
             let ch = st
@@ -193,7 +225,7 @@ impl Topic {
             if st.channels.is_empty() {
                 st.backlog.set_drain(false);
             }
-            self.events.emit(|| Event::ChannelDeleted {
+            self.shared.events.emit(|| Event::ChannelDeleted {
                 topic: self.name.clone(),
                 channel: name.to_string(),
             });
@@ -203,10 +235,12 @@ impl Topic {
         Ok(ch)
     }
 
+    /// How many channels it has.
     pub fn channel_count(&self) -> usize {
         self.state.lock().channels.len()
     }
 
+    /// Pause (keep messages in the topic's backlog) or unpause (hand the backlog on).
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
@@ -218,7 +252,7 @@ impl Topic {
     }
 
     /// Release a held topic: its backlog goes to every channel it has by now.
-    pub fn start(&self) {
+    pub(crate) fn start(&self) {
         let mut st = self.state.lock();
         st.held = false;
         if !st.paused && !st.channels.is_empty() {
@@ -228,6 +262,7 @@ impl Topic {
         }
     }
 
+    /// True while paused.
     pub fn is_paused(&self) -> bool {
         self.state.lock().paused
     }
@@ -240,7 +275,7 @@ impl Topic {
     }
 
     /// Mark deleted and delete every channel.
-    pub fn delete(&self) {
+    pub(crate) fn delete(&self) {
         self.deleted.store(true, Relaxed);
         let mut st = self.state.lock();
         let disk = st.backlog.delete();
@@ -255,17 +290,24 @@ impl Topic {
         }
     }
 
-    /// Every message held by the topic and its channels.
-    pub fn held(&self) -> usize {
+    /// Every message the topic and its channels hold in memory.
+    pub fn messages_in_memory(&self) -> usize {
         let st = self.state.lock();
-        st.backlog.len() + st.deferred.len() + st.channels.values().map(|c| c.held()).sum::<usize>()
+        st.backlog.len()
+            + st.deferred.len()
+            + st.channels
+                .values()
+                .map(|c| c.messages_in_memory())
+                .sum::<usize>()
     }
 
+    /// Its channels' names, in order.
     pub fn channel_names(&self) -> Vec<String> {
         self.state.lock().channels.keys().cloned().collect()
     }
 
-    pub fn stats(&self, channel: Option<&str>, include_clients: bool) -> TopicStats {
+    /// A snapshot of its counters and its channels' (only `channel` if given).
+    pub fn stats(&self, channel: Option<&str>, include_consumers: bool) -> TopicStats {
         let (all, paused, depth, backend_depth, disk_queue) = {
             let st = self.state.lock();
             let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
@@ -279,11 +321,14 @@ impl Topic {
         };
         let channels: Vec<&Arc<Channel>> = all
             .iter()
-            .filter(|c| channel.is_none_or(|n| c.name == n))
+            .filter(|c| channel.is_none_or(|n| c.name() == n))
             .collect();
         TopicStats {
             topic_name: self.name.clone(),
-            channels: channels.iter().map(|c| c.stats(include_clients)).collect(),
+            channels: channels
+                .iter()
+                .map(|c| c.stats(include_consumers))
+                .collect(),
             depth,
             backend_depth,
             message_count: self.message_count.load(Relaxed),
@@ -292,6 +337,12 @@ impl Topic {
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
         }
+    }
+}
+
+impl std::fmt::Debug for Topic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Topic").field("name", &self.name).finish()
     }
 }
 
@@ -351,7 +402,7 @@ fn merge_puts(
 /// millions costs one step per publish, not per message.
 fn flush_backlog(st: &mut TopicState) {
     st.backlog.set_drain(true);
-    let held = st.backlog.drain_mem_held();
+    let spans = st.backlog.drain_mem_spans();
     let deferred = std::mem::take(&mut st.deferred);
     let now = Instant::now();
     let mut failed: Option<BrokerError> = None;
@@ -361,10 +412,10 @@ fn flush_backlog(st: &mut TopicState) {
         }
     };
     let mut ones = Vec::new();
-    for h in held {
-        match h {
-            Held::One(m) => ones.push(m),
-            Held::Run(p, range) => {
+    for s in spans {
+        match s {
+            Span::One(m) => ones.push(m),
+            Span::Run(p, range) => {
                 if !ones.is_empty() {
                     note(fan_out(
                         st.channels.values(),

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nsq_wire::Bodies;
-use nsqr_broker::{Broker, BrokerConfig, Client, Durability};
+use nsqr_broker::{Broker, BrokerConfig, Consumer, ConsumerInfo, ConsumerKind, Durability};
 
 fn temp_dir(tag: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("nsqr-broker-{tag}-{}", std::process::id()));
@@ -18,13 +18,23 @@ fn temp_dir(tag: &str) -> PathBuf {
     d
 }
 
-fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
-    Broker::new(BrokerConfig {
+async fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
+    Broker::start(BrokerConfig {
         data_path: Some(dir.to_path_buf()),
         durability,
         mem_queue_size: mem,
         ..BrokerConfig::default()
     })
+    .await
+    .unwrap()
+}
+
+fn consumer(b: &Broker) -> Arc<Consumer> {
+    let c = b.new_consumer(
+        ConsumerInfo::new(ConsumerKind::Tcp, "x:1").msg_timeout(Duration::from_secs(60)),
+    );
+    c.set_ready_count(1000);
+    c
 }
 
 fn bodies(range: std::ops::Range<u32>) -> [Bodies; 1] {
@@ -35,7 +45,7 @@ fn bodies(range: std::ops::Range<u32>) -> [Bodies; 1] {
 /// Deliver (and FIN if `fin`) until `n` messages arrived; their bodies and ids.
 async fn take(
     ch: &nsqr_broker::Channel,
-    client: &Client,
+    client: &Consumer,
     n: usize,
     fin: bool,
 ) -> Vec<(String, u64)> {
@@ -49,7 +59,7 @@ async fn take(
 /// Deliver (and FIN if `fin`) until `n` messages arrived, 64 at a time.
 async fn take_messages(
     ch: &nsqr_broker::Channel,
-    client: &Client,
+    client: &Consumer,
     n: usize,
     fin: bool,
 ) -> Vec<nsqr_broker::Message> {
@@ -74,16 +84,19 @@ async fn take_messages(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spill_to_disk_and_back_in_order() {
     let dir = temp_dir("spill");
-    let b = broker(&dir, Durability::Default, 3);
+    let b = broker(&dir, Durability::Default, 3).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
-    for chunk in [0..5, 5..12, 12..20] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+    // Only a publish that goes to disk waits, for the writer's write (default mode).
+    for (chunk, in_memory) in [(0..2, true), (2..5, false), (5..12, false), (12..20, false)] {
+        let ticket = t.put(&bodies(chunk), Duration::ZERO).unwrap();
+        assert_eq!(ticket.is_done(), in_memory);
+        ticket.wait().await.unwrap();
     }
     let s = ch.stats(false);
     assert_eq!((s.depth, s.backend_depth), (20, 17));
-    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
-    ch.add_client(Arc::clone(&client)).unwrap();
+    let client = consumer(&b);
+    ch.add_consumer(Arc::clone(&client)).unwrap();
     let got: Vec<String> = take(&ch, &client, 20, true)
         .await
         .into_iter()
@@ -91,27 +104,27 @@ async fn spill_to_disk_and_back_in_order() {
         .collect();
     let want: Vec<String> = (0..20).map(|i| format!("m{i:04}")).collect();
     assert_eq!(got, want, "first in, first out across the spill");
-    b.close_queues();
+    b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_keeps_unfinished_messages_on_disk() {
     let dir = temp_dir("strict");
-    let b = broker(&dir, Durability::Strict, 100);
+    let b = broker(&dir, Durability::Strict, 100).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
     let ticket = t.put(&bodies(0..10), Duration::ZERO).unwrap();
     assert!(!ticket.is_done(), "strict publishes wait for the disk");
     ticket.wait().await.unwrap();
-    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
-    ch.add_client(Arc::clone(&client)).unwrap();
+    let client = consumer(&b);
+    ch.add_consumer(Arc::clone(&client)).unwrap();
     let got = take(&ch, &client, 10, false).await;
     assert_eq!(got.len(), 10);
     // FIN every other message, out of order.
     let fins: Vec<u64> = got.iter().rev().step_by(2).map(|(_, id)| *id).collect();
     ch.finish(&client, &fins, |_, e| panic!("fin: {e}"));
-    b.tick_queues();
+    b.sync_queues();
     tokio::time::sleep(Duration::from_millis(100)).await;
     // A crash now (no close) leaves every unfinished message on disk: open the files the way
     // a restarted node would.
@@ -130,7 +143,7 @@ async fn strict_keeps_unfinished_messages_on_disk() {
         }
     }
     drop(q);
-    b.close_queues();
+    b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -173,11 +186,11 @@ async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept
         q.put_batch(&payloads).unwrap();
         q.close().unwrap();
     }
-    let b = broker(&dir, Durability::Default, 10_000);
+    let b = broker(&dir, Durability::Default, 10_000).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
-    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
-    ch.add_client(Arc::clone(&client)).unwrap();
+    let client = consumer(&b);
+    ch.add_consumer(Arc::clone(&client)).unwrap();
     let got: Vec<(u64, i64, u16, Vec<u8>)> = take_messages(&ch, &client, n as usize - 1, true)
         .await
         .iter()
@@ -205,7 +218,7 @@ async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept
     );
     let disk = ch.stats(false).disk_queue.expect("disk stats");
     assert_eq!(disk.undecodable_records, 1);
-    b.close_queues();
+    b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -214,21 +227,29 @@ async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk()
     let dir = temp_dir("backlog");
     // 50 in memory per queue: the topic keeps 50 of its 120 in memory and 70 on disk; the
     // channel takes runs into its memory up to 50 and writes the rest to its own disk queue.
-    let b = broker(&dir, Durability::Default, 50);
+    let b = broker(&dir, Durability::Default, 50).await;
     let t = b.get_or_create_topic("t").unwrap();
     for chunk in [0..30, 30..70, 70..120] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+        t.put(&bodies(chunk), Duration::ZERO)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
     }
     let ch = t.get_or_create_channel("c").unwrap();
     // A paused topic keeps a backlog although it has a channel; unpausing hands it on to a
     // channel that has room for only part of a run.
     t.set_paused(true);
     for chunk in [120..160, 160..200] {
-        assert!(t.put(&bodies(chunk), Duration::ZERO).unwrap().is_done());
+        t.put(&bodies(chunk), Duration::ZERO)
+            .unwrap()
+            .wait()
+            .await
+            .unwrap();
     }
     t.set_paused(false);
-    let client = Arc::new(Client::new(1, "x:1".into(), 0, Duration::from_secs(60)));
-    ch.add_client(Arc::clone(&client)).unwrap();
+    let client = consumer(&b);
+    ch.add_consumer(Arc::clone(&client)).unwrap();
     let got: Vec<String> = take(&ch, &client, 200, true)
         .await
         .into_iter()
@@ -236,6 +257,6 @@ async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk()
         .collect();
     let want: Vec<String> = (0..200).map(|i| format!("m{i:04}")).collect();
     assert_eq!(got, want);
-    b.close_queues();
+    b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }

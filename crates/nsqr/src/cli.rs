@@ -41,6 +41,12 @@ pub enum Mode {
     /// Start nsqrd and a reference nsqd in turn (A B A B ...) and compare them side by side;
     /// with --kv-reference, nsqrd's keyspace against redis-server.
     Compare,
+    /// The embedded broker, no sockets: publish and consume in this process for each of
+    /// --sizes (--count messages each, default by size), --rounds times, timed at the receiver.
+    Inproc,
+    /// N nodes and a lookupd (started, or given): nsq's bench.py run (--mode pub or pubsub)
+    /// summed over the nodes, with exact loss and duplicate counts per node.
+    Cluster,
     /// The keyspace (or any Redis-protocol server) at --kv-address: redis-benchmark SET/GET,
     /// nubmq's workload, expiry lateness, RSS per key (--kv-phases).
     Kv,
@@ -55,6 +61,8 @@ impl Mode {
             Mode::Latency => "latency",
             Mode::Matrix => "matrix",
             Mode::Compare => "compare",
+            Mode::Inproc => "inproc",
+            Mode::Cluster => "cluster",
             Mode::Kv => "kv",
         }
     }
@@ -97,9 +105,10 @@ pub struct BenchArgs {
     #[arg(long, default_value_t = 1)]
     pub pipeline: usize,
 
-    /// RDY count per consuming connection (bench_reader's default).
-    #[arg(long, default_value_t = 2500)]
-    pub rdy: u32,
+    /// RDY count per consuming connection [default: 2500, bench_reader's; cluster: 10000,
+    /// bench.py's, with --max-rdy-count at this value for the nodes it starts].
+    #[arg(long)]
+    pub rdy: Option<u32>,
 
     /// Topic name (default: a new one per run, so leftovers never mix in).
     #[arg(long)]
@@ -142,15 +151,17 @@ pub struct BenchArgs {
     #[arg(long)]
     pub matrix: bool,
 
-    /// compare: rounds of A B (medians are reported).
+    /// compare: rounds of A B (medians are reported); inproc: rounds per size.
     #[arg(long, default_value_t = 3)]
     pub rounds: usize,
 
-    /// compare: the reference nsqd-compatible binary.
+    /// compare: the reference nsqd-compatible binary; cluster: the nodes' binary (instead of
+    /// nsqrd).
     #[arg(long)]
     pub reference: Option<PathBuf>,
 
-    /// compare: the nsqrd binary (default: nsqrd next to this executable, else target/release).
+    /// compare and cluster: the nsqrd binary (default: nsqrd next to this executable, else
+    /// target/release).
     #[arg(long)]
     pub nsqrd: Option<PathBuf>,
 
@@ -171,11 +182,18 @@ pub struct BenchArgs {
     #[arg(long)]
     pub floor: bool,
 
-    /// compare: --mem-queue-size given to both servers (nsq's bench.sh uses 1000000).
-    #[arg(long, default_value_t = 1_000_000)]
-    pub mem_queue_size: u64,
+    /// compare and cluster: --mem-queue-size given to the servers they start [default: compare
+    /// 1000000, as nsq's bench.sh; cluster 10000000, as bench.py].
+    #[arg(long)]
+    pub mem_queue_size: Option<u64>,
 
-    /// compare: an extra flag for both servers (repeatable), e.g. --server-arg=--log-level=warn.
+    /// compare: also run nsq's own bench_writer and bench_reader (found in this directory)
+    /// against each server as nsq's bench.sh does, and against the floor as their ceiling.
+    #[arg(long, value_name = "DIR")]
+    pub nsq_bench: Option<PathBuf>,
+
+    /// compare and cluster: an extra flag for the servers they start (repeatable), e.g.
+    /// --server-arg=--log-level=warn.
     #[arg(long, allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
 
@@ -247,6 +265,79 @@ pub struct BenchArgs {
     /// compare: a redis-server binary to compare nsqrd's keyspace with.
     #[arg(long)]
     pub kv_reference: Option<PathBuf>,
+
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+}
+
+/// bench.py's two runs: publishing only, or publishing and consuming at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ClusterMode {
+    /// Publish for --duration (no channel, as bench.py), then drain every topic through
+    /// lookupd to count loss and duplicates (the drain is reported apart).
+    Pub,
+    /// Consumers subscribed through lookupd first, then publish for --duration and drain.
+    Pubsub,
+}
+
+/// `nsqr bench cluster`'s flags. Defaults are nsq's bench.py's: 3 topics (one per load host),
+/// a bench_writer with 2 connections (GOMAXPROCS=2) per node and topic, a bench_reader with 8
+/// (GOMAXPROCS=8) per node and topic, i.e. 8 clients per channel on every node.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Cluster")]
+pub struct ClusterArgs {
+    /// cluster: how many nodes to start (ignored with --nsqd-tcp-addresses).
+    #[arg(long, default_value_t = 3)]
+    pub nodes: usize,
+
+    /// cluster: bench.py's mode.
+    #[arg(long = "mode", value_enum, default_value = "pubsub")]
+    pub cluster_mode: ClusterMode,
+
+    /// cluster: topics (bench.py: one per load host, 3).
+    #[arg(long, default_value_t = 3)]
+    pub topics: usize,
+
+    /// cluster: publishing connections per node and topic (bench.py: bench_writer, 2).
+    #[arg(long, default_value_t = 2)]
+    pub writers: usize,
+
+    /// cluster: consumer clients per topic's channel; each finds every node through lookupd
+    /// and holds a connection to each (bench.py: bench_reader, 8 per node).
+    #[arg(long, default_value_t = 8)]
+    pub readers: usize,
+
+    /// cluster: use these running nodes (comma-separated, as they register with lookupd)
+    /// instead of starting them; needs --lookupd-http-address.
+    #[arg(long, value_delimiter = ',')]
+    pub nsqd_tcp_addresses: Vec<String>,
+
+    /// cluster: process ids of the given nodes (same order), for their CPU and memory.
+    #[arg(long, value_delimiter = ',')]
+    pub nsqd_pids: Vec<u32>,
+
+    /// cluster: the lookupd the given nodes register with.
+    #[arg(long)]
+    pub lookupd_http_address: Option<String>,
+
+    /// cluster: the lookupd binary to start [default: nsqrlookupd next to this executable,
+    /// else target/release/nsqrlookupd].
+    #[arg(long)]
+    pub lookupd_bin: Option<PathBuf>,
+
+    /// cluster: put each node in a network namespace of its own, reached over a veth pair
+    /// (needs root and iproute2; created here and removed on exit).
+    #[arg(long)]
+    pub netns: bool,
+
+    /// cluster --netns: bandwidth of each node's link, each way (100mbit, 1gbit, 2.5gbit).
+    #[arg(long)]
+    pub netns_rate: Option<String>,
+
+    /// cluster --netns: delay added to each node's link, each way (tc's syntax: 100us, 1ms;
+    /// needs the kernel's netem qdisc).
+    #[arg(long)]
+    pub netns_delay: Option<String>,
 }
 
 impl BenchArgs {
@@ -258,12 +349,31 @@ impl BenchArgs {
         self.sub_connections.unwrap_or(self.connections)
     }
 
+    /// `--rdy`, or the mode's default: bench_reader's 2500; for a cluster it starts, bench.py's
+    /// 10000 (its nodes get `--max-rdy-count` to match); for given nodes 2500 again, nsqd's
+    /// default `--max-rdy-count`.
+    pub fn rdy(&self) -> u32 {
+        let starts_nodes = self.mode == Mode::Cluster && self.cluster.nsqd_tcp_addresses.is_empty();
+        self.rdy.unwrap_or(if starts_nodes { 10_000 } else { 2500 })
+    }
+
+    /// `--mem-queue-size`, or the mode's default (bench.sh's 1000000, bench.py's 10000000).
+    pub fn mem_queue_size(&self) -> u64 {
+        self.mem_queue_size
+            .unwrap_or(if self.mode == Mode::Cluster {
+                10_000_000
+            } else {
+                1_000_000
+            })
+    }
+
     /// Reject values the benchmark cannot honour.
     pub fn validate(&self) -> Result<(), String> {
         use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
-        let uses_sizes = self.mode == Mode::Matrix || (self.mode == Mode::Compare && self.matrix);
+        let uses_sizes = matches!(self.mode, Mode::Matrix | Mode::Inproc)
+            || (self.mode == Mode::Compare && self.matrix);
         // matrix mode uses only --sizes; compare uses --size, and --sizes with --matrix.
-        let mut sizes = if self.mode == Mode::Matrix {
+        let mut sizes = if matches!(self.mode, Mode::Matrix | Mode::Inproc) {
             Vec::new()
         } else {
             vec![self.size]
@@ -298,7 +408,7 @@ impl BenchArgs {
         if self.pipeline == 0 {
             return Err("--pipeline must be at least 1".into());
         }
-        if self.rdy == 0 {
+        if self.rdy() == 0 {
             return Err("--rdy must be at least 1".into());
         }
         if !(self.rate.is_finite() && self.rate > 0.0) {
@@ -336,6 +446,68 @@ impl BenchArgs {
             }
             if has_duplicates(&self.latency_rates) {
                 return Err("--latency-rates has the same rate twice".into());
+            }
+        }
+        if self.mode == Mode::Cluster {
+            self.cluster.validate()?;
+        }
+        Ok(())
+    }
+}
+
+impl ClusterArgs {
+    /// The number of nodes: the given ones, else `--nodes`.
+    pub fn node_count(&self) -> usize {
+        if self.nsqd_tcp_addresses.is_empty() {
+            self.nodes
+        } else {
+            self.nsqd_tcp_addresses.len()
+        }
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        use crate::body::MAX_PUBLISHERS;
+        let nodes = self.node_count();
+        if !(1..=64).contains(&nodes) {
+            return Err("--nodes must be 1..=64".into());
+        }
+        if !(1..=64).contains(&self.topics) {
+            return Err("--topics must be 1..=64".into());
+        }
+        if self.writers == 0 || self.writers > MAX_PUBLISHERS {
+            return Err(format!("--writers must be 1..={MAX_PUBLISHERS}"));
+        }
+        if self.readers == 0 {
+            return Err("--readers must be at least 1".into());
+        }
+        let given = !self.nsqd_tcp_addresses.is_empty();
+        if given && self.lookupd_http_address.is_none() {
+            return Err("--nsqd-tcp-addresses needs --lookupd-http-address (the lookupd the nodes register with)".into());
+        }
+        if !given && self.lookupd_http_address.is_some() {
+            return Err("--lookupd-http-address is for given nodes (--nsqd-tcp-addresses); started nodes get a lookupd of their own".into());
+        }
+        if !self.nsqd_pids.is_empty() && self.nsqd_pids.len() != self.nsqd_tcp_addresses.len() {
+            return Err("--nsqd-pids needs one pid per --nsqd-tcp-addresses entry".into());
+        }
+        if self.netns && given {
+            return Err("--netns places the nodes it starts; it cannot move given nodes".into());
+        }
+        if (self.netns_rate.is_some() || self.netns_delay.is_some()) && !self.netns {
+            return Err("--netns-rate and --netns-delay need --netns".into());
+        }
+        if let Some(r) = &self.netns_rate {
+            if crate::cluster::rate_bits(r).is_none() {
+                return Err(format!(
+                    "invalid --netns-rate {r:?} (bits per second, at least 8kbit: 100mbit, 1gbit, 2.5gbit)"
+                ));
+            }
+        }
+        if let Some(d) = &self.netns_delay {
+            if d.is_empty() || !d.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+                return Err(format!(
+                    "invalid --netns-delay {d:?} (tc's syntax: 100us, 1ms)"
+                ));
             }
         }
         Ok(())
@@ -513,6 +685,61 @@ mod tests {
                 .validate()
                 .is_ok()
         );
+    }
+
+    #[test]
+    fn cluster_flags() {
+        let b = parse(&["cluster"]);
+        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pubsub);
+        assert_eq!(
+            (
+                b.cluster.nodes,
+                b.cluster.topics,
+                b.cluster.writers,
+                b.cluster.readers
+            ),
+            (3, 3, 2, 8)
+        );
+        assert_eq!((b.rdy(), b.mem_queue_size()), (10_000, 10_000_000));
+        assert!(b.validate().is_ok());
+        let b = parse(&["cluster", "--mode", "pub", "--nodes=2", "--rdy=300"]);
+        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pub);
+        assert_eq!((b.cluster.node_count(), b.rdy()), (2, 300));
+        let given = parse(&[
+            "cluster",
+            "--nsqd-tcp-addresses=127.0.0.1:1,127.0.0.1:2",
+            "--lookupd-http-address=127.0.0.1:3",
+        ]);
+        assert_eq!((given.cluster.node_count(), given.rdy()), (2, 2500));
+        assert!(given.validate().is_ok());
+        // Other modes keep their defaults.
+        let b = parse(&["sub"]);
+        assert_eq!((b.rdy(), b.mem_queue_size()), (2500, 1_000_000));
+        let bad = |extra: &[&str]| {
+            let mut v = vec!["cluster"];
+            v.extend_from_slice(extra);
+            parse(&v).validate().unwrap_err()
+        };
+        assert!(bad(&["--nodes=0"]).contains("--nodes"));
+        assert!(bad(&["--writers=0"]).contains("--writers"));
+        assert!(bad(&["--readers=0"]).contains("--readers"));
+        assert!(bad(&["--nsqd-tcp-addresses=a:1"]).contains("--lookupd-http-address"));
+        assert!(bad(&["--lookupd-http-address=a:1"]).contains("given nodes"));
+        assert!(bad(&["--netns-rate=1gbit"]).contains("need --netns"));
+        assert!(bad(&["--netns", "--netns-rate=fast"]).contains("--netns-rate"));
+        assert!(bad(&["--netns", "--netns-delay=1 ms"]).contains("--netns-delay"));
+        assert!(bad(&[
+            "--netns",
+            "--nsqd-tcp-addresses=a:1",
+            "--lookupd-http-address=b:2"
+        ])
+        .contains("cannot move"));
+        assert!(bad(&[
+            "--nsqd-tcp-addresses=a:1",
+            "--lookupd-http-address=b:2",
+            "--nsqd-pids=1,2"
+        ])
+        .contains("one pid"));
     }
 
     #[test]

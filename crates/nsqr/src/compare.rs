@@ -11,9 +11,14 @@
 //! read at the end; fan-out, idle connections and the size matrix (`--matrix`) each get a
 //! fresh server of their own when asked for (`phases`).
 //!
-//! With `--floor`, each round first measures `nsqr floor` (this executable's do-nothing publish
-//! server) with the pub phase alone: the least CPU per published message any server that keeps
-//! its backlog in memory can spend here. The report puts both servers' pub CPU against it.
+//! With `--floor`, each round first measures `nsqr floor` (this executable's do-nothing server)
+//! with the pub phase and the sub phase that consumes it: the least CPU per published and per
+//! delivered message any server that keeps its backlog in memory can spend here. The table
+//! gets a floor column, and the report puts both servers' pub and sub CPU against it.
+//!
+//! With `--nsq-bench DIR`, every server (and the floor, as their ceiling) is also measured with
+//! nsq's own bench_writer and bench_reader as bench.sh runs them (`nsq_bench`), in rows of the
+//! same table, so their ratios and the project's client's can be read side by side.
 //!
 //! The rows depend on the flags (one latency block per rate, one matrix block per size), so
 //! they are built per run (`metrics`); medians, ratios, the JSON and the table all follow
@@ -31,6 +36,7 @@ use crate::report::size_label;
 use crate::server::{find_nsqrd, version};
 
 mod metrics;
+mod nsq_bench;
 mod phases;
 
 use metrics::{rate_label, rows_for, Metric};
@@ -54,7 +60,8 @@ struct CompareReport {
     settings: BTreeMap<&'static str, String>,
     nsqrd: ServerResult,
     reference: ServerResult,
-    /// `nsqr floor`, with `--floor`: the pub phase only.
+    /// `nsqr floor`, with `--floor`: the pub and sub phases (and nsq's tools, with
+    /// `--nsq-bench`).
     #[serde(skip_serializing_if = "Option::is_none")]
     floor: Option<ServerResult>,
     /// nsqrd median / reference median, per metric.
@@ -72,6 +79,9 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         if !p.is_file() {
             return Err(err(format!("{} does not exist", p.display())));
         }
+    }
+    if let Some(dir) = &a.nsq_bench {
+        nsq_bench::check_dir(dir)?;
     }
     let rows = rows_for(a);
     let mut machine = Machine::probe();
@@ -116,7 +126,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
             .map(|m| m.get("lost").copied().unwrap_or(0.0))
             .sum::<f64>()
     };
-    let ok = lost(&ours) == 0.0 && lost(&theirs) == 0.0;
+    let ok = lost(&ours) == 0.0 && lost(&theirs) == 0.0 && floor.iter().all(|f| lost(f) == 0.0);
     let report = CompareReport {
         machine,
         settings: settings(a),
@@ -143,9 +153,12 @@ fn floor_exe() -> Result<PathBuf> {
 fn floor_summary(m: &Metrics) -> String {
     let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
     format!(
-        "pub {:.0}/s, {:.3} µs CPU/msg",
+        "pub {:.0}/s, {:.3} µs CPU/msg; sub {:.0}/s, {:.3} µs CPU/msg; lost {}",
         g("pub_msgs_per_sec"),
-        g("pub_cpu_us_per_msg")
+        g("pub_cpu_us_per_msg"),
+        g("sub_msgs_per_sec"),
+        g("sub_cpu_us_per_msg"),
+        g("lost")
     )
 }
 
@@ -231,7 +244,7 @@ fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     s.insert("pub_connections", a.pub_connections().to_string());
     s.insert("sub_connections", a.sub_connections().to_string());
     s.insert("pipeline", a.pipeline.to_string());
-    s.insert("rdy", a.rdy.to_string());
+    s.insert("rdy", a.rdy().to_string());
     s.insert("latency_rates", join(&a.latency_rates, |r| r.to_string()));
     s.insert(
         "matrix_sizes",
@@ -246,6 +259,16 @@ fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
     s.insert("idle_connections", a.idle_connections.to_string());
     s.insert("server_args", server_args(a).join(" "));
     s.insert("floor", a.floor.to_string());
+    s.insert(
+        "nsq_bench",
+        a.nsq_bench
+            .as_ref()
+            .map(|d| d.display().to_string())
+            .unwrap_or_default(),
+    );
+    if a.nsq_bench.is_some() {
+        s.insert("nsq_bench_gomaxprocs", nsq_bench::gomaxprocs());
+    }
     s
 }
 
@@ -303,43 +326,7 @@ fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
         r.machine.load_after
     );
     println!();
-    println!(
-        "| {:<26} | {:>14} | {:>14} | {:>9} | {:<6} |",
-        format!("metric (median of {})", r.nsqrd.rounds.len()),
-        "nsqrd",
-        r.reference.name,
-        "nsqrd/ref",
-        "better"
-    );
-    println!(
-        "|{:-<28}|{:->16}|{:->16}|{:->11}|{:-<8}|",
-        "", "", "", "", ""
-    );
-    for mt in rows.iter().filter(|mt| {
-        r.nsqrd.median.contains_key(&mt.key) || r.reference.median.contains_key(&mt.key)
-    }) {
-        let (a, b) = (
-            r.nsqrd.median.get(&mt.key).copied().unwrap_or(0.0),
-            r.reference.median.get(&mt.key).copied().unwrap_or(0.0),
-        );
-        let ratio = r
-            .ratio
-            .get(&mt.key)
-            .map(|&x| fmt_ratio(x))
-            .unwrap_or_else(|| "-".into());
-        println!(
-            "| {:<26} | {:>14} | {:>14} | {:>9} | {:<6} |",
-            mt.label,
-            fmt_value(a, mt.decimals),
-            fmt_value(b, mt.decimals),
-            ratio,
-            if mt.higher_is_better {
-                "higher"
-            } else {
-                "lower"
-            }
-        );
-    }
+    print_rows(r, rows);
     if let Some(f) = &r.floor {
         print_floor(f, &r.nsqrd, &r.reference);
     }
@@ -348,33 +335,100 @@ fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
     }
 }
 
-/// The floor's pub figures, and each server's pub CPU as a multiple of the floor's.
-fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
-    let cpu = |r: &ServerResult| r.median.get("pub_cpu_us_per_msg").copied();
-    let Some(floor) = cpu(f).filter(|&x| x > 0.0) else {
-        return;
+/// The table: a row per metric measured, nsqrd and the reference side by side, and with
+/// `--floor` the floor's figure where it has one.
+fn print_rows(r: &CompareReport, rows: &[Metric]) {
+    let floor = r.floor.as_ref();
+    let mut head = format!(
+        "| {:<26} | {:>14} | {:>14} |",
+        format!("metric (median of {})", r.nsqrd.rounds.len()),
+        "nsqrd",
+        r.reference.name
+    );
+    let mut rule = format!("|{:-<28}|{:->16}|{:->16}|", "", "", "");
+    if floor.is_some() {
+        head += &format!(" {:>14} |", "floor");
+        rule += &format!("{:->16}|", "");
+    }
+    println!("{head} {:>9} | {:<6} |", "nsqrd/ref", "better");
+    println!("{rule}{:->11}|{:-<8}|", "", "");
+    let value = |res: &ServerResult, mt: &Metric| {
+        res.median.get(&mt.key).map(|&v| fmt_value(v, mt.decimals))
     };
-    let rate = f.median.get("pub_msgs_per_sec").copied().unwrap_or(0.0);
+    for mt in rows.iter().filter(|mt| {
+        r.nsqrd.median.contains_key(&mt.key) || r.reference.median.contains_key(&mt.key)
+    }) {
+        let dash = || "-".to_string();
+        let mut line = format!(
+            "| {:<26} | {:>14} | {:>14} |",
+            mt.label,
+            value(&r.nsqrd, mt).unwrap_or_else(dash),
+            value(&r.reference, mt).unwrap_or_else(dash)
+        );
+        if let Some(f) = floor {
+            line += &format!(" {:>14} |", value(f, mt).unwrap_or_else(dash));
+        }
+        let ratio = r
+            .ratio
+            .get(&mt.key)
+            .map(|&x| fmt_ratio(x))
+            .unwrap_or_else(dash);
+        let better = if mt.higher_is_better {
+            "higher"
+        } else {
+            "lower"
+        };
+        println!("{line} {ratio:>9} | {better:<6} |");
+    }
+}
+
+/// The floor's figures, and each server's CPU per message as a multiple of the floor's; with
+/// nsq's tools, what share of each tool's ceiling (its rate against the floor) a server reaches.
+fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
+    let get = |r: &ServerResult, k: &str| r.median.get(k).copied().filter(|&x| x > 0.0);
     println!();
     println!(
-        "floor (`nsqr floor`: reads each publish into memory it keeps and answers OK, no broker work; median of {}): pub {} msgs/s, {floor:.3} µs CPU per message",
-        f.rounds.len(),
-        fmt_value(rate, 0)
+        "floor (`nsqr floor`: keeps each publish in memory as read and answers OK; writes the messages from there as RDY allows and counts FINs; no broker work; median of {}):",
+        f.rounds.len()
     );
-    for r in [ours, theirs] {
-        if let Some(c) = cpu(r) {
+    for (side, what) in [("pub", "published"), ("sub", "delivered")] {
+        let key = format!("{side}_cpu_us_per_msg");
+        let Some(floor) = get(f, &key) else { continue };
+        let rate = get(f, &format!("{side}_msgs_per_sec")).unwrap_or(0.0);
+        println!(
+            "  {side}: {} msgs/s, {floor:.3} µs CPU per {what} message",
+            fmt_value(rate, 0)
+        );
+        for r in [ours, theirs] {
+            if let Some(c) = get(r, &key) {
+                println!(
+                    "    {}: {c:.3} µs = {} the floor",
+                    r.name,
+                    fmt_ratio(c / floor)
+                );
+            }
+        }
+        if let Some(c) = get(theirs, &key) {
             println!(
-                "  {}: pub CPU {c:.3} µs per message = {} the floor",
-                r.name,
-                fmt_ratio(c / floor)
+                "    floor / {}: {} (no server that keeps its backlog in memory spends less than the floor)",
+                theirs.name,
+                fmt_ratio(floor / c)
             );
         }
     }
-    if let Some(c) = cpu(theirs) {
+    for (side, tool) in [("pub", "bench_writer"), ("sub", "bench_reader")] {
+        let key = format!("nsq_bench_{side}_msgs_per_sec");
+        let Some(ceiling) = get(f, &key) else {
+            continue;
+        };
+        let shares: Vec<String> = [ours, theirs]
+            .iter()
+            .filter_map(|r| get(r, &key).map(|v| format!("{} {:.0}%", r.name, 100.0 * v / ceiling)))
+            .collect();
         println!(
-            "  floor / {}: {} (no server that keeps its backlog in memory spends less than the floor)",
-            theirs.name,
-            fmt_ratio(floor / c)
+            "  {tool}'s ceiling (against the floor): {} msgs/s; reached: {}",
+            fmt_value(ceiling, 0),
+            shares.join(", ")
         );
     }
 }

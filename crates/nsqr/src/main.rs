@@ -5,9 +5,11 @@
 mod body;
 mod cli;
 mod client;
+mod cluster;
 mod compare;
 mod floor;
 mod kv;
+mod lookupd;
 mod machine;
 mod modes;
 mod procstat;
@@ -81,6 +83,10 @@ async fn bench(args: BenchArgs) -> ExitCode {
             }
         } else if args.mode == Mode::Kv {
             kv::run(&args).await
+        } else if args.mode == Mode::Inproc {
+            inproc(&args).await
+        } else if args.mode == Mode::Cluster {
+            cluster::run(&args).await
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {
@@ -112,6 +118,24 @@ async fn bench(args: BenchArgs) -> ExitCode {
             ExitCode::from(130)
         }
     }
+}
+
+/// `nsqr bench inproc`: the embedded broker, printed as a table or JSON.
+async fn inproc(args: &BenchArgs) -> client::Result<bool> {
+    let rows = modes::inproc::run(
+        &args.sizes,
+        args.count,
+        args.rounds,
+        args.batch_size,
+        args.rdy.unwrap_or(2500),
+    )
+    .await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        modes::inproc::print(&rows);
+    }
+    Ok(rows.iter().all(|r| r.zero_copy))
 }
 
 /// Resolves on SIGINT or SIGTERM. Dropping the benchmark future on the way out kills any

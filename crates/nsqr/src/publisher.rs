@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use tokio::io::AsyncWriteExt;
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::body::MpubBatch;
 use crate::client::{err, Conn, Result};
@@ -56,50 +57,88 @@ pub const IDENTIFY_JSON: &str = concat!(
 
 /// Connect every publisher, start them together, and wait for all of them.
 pub async fn run(spec: &PubSpec, counters: &Arc<Counters>) -> Result<PubOutcome> {
-    let n = spec.connections.max(1);
-    let mut conns = Vec::with_capacity(n);
-    for _ in 0..n {
-        let mut c = Conn::connect(&spec.addr).await?;
-        c.identify(IDENTIFY_JSON).await?;
-        conns.push(c);
+    let group = PubGroup::connect(spec, counters).await?;
+    group.go();
+    group.finish().await
+}
+
+/// Publishing connections that are connected and identified, and start on [`PubGroup::go`]
+/// (so several groups, e.g. one per node and topic in `cluster`, can start together).
+pub struct PubGroup {
+    addr: String,
+    tasks: Vec<JoinHandle<Result<(u64, u64)>>>,
+    go_tx: watch::Sender<Option<Instant>>,
+}
+
+impl PubGroup {
+    /// Connect and IDENTIFY `spec.connections` connections to `spec.addr`.
+    pub async fn connect(spec: &PubSpec, counters: &Arc<Counters>) -> Result<PubGroup> {
+        let n = spec.connections.max(1);
+        let mut conns = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut c = Conn::connect(&spec.addr).await?;
+            c.identify(IDENTIFY_JSON).await?;
+            conns.push(c);
+        }
+        let (go_tx, go_rx) = watch::channel(None::<Instant>);
+        let mut tasks = Vec::with_capacity(n);
+        for (i, conn) in conns.into_iter().enumerate() {
+            let quota = match spec.stop {
+                Stop::Count(total) => {
+                    Some(total / n as u64 + u64::from((i as u64) < total % n as u64))
+                }
+                Stop::After(_) => None,
+            };
+            let spec = spec.clone();
+            let counters = Arc::clone(counters);
+            let go = go_rx.clone();
+            tasks.push(tokio::spawn(async move {
+                publish(conn, &spec, i as u8, quota, &counters, go).await
+            }));
+        }
+        Ok(PubGroup {
+            addr: spec.addr.clone(),
+            tasks,
+            go_tx,
+        })
     }
-    let (go_tx, go_rx) = watch::channel(None::<Instant>);
-    let mut tasks = Vec::with_capacity(n);
-    for (i, conn) in conns.into_iter().enumerate() {
-        let quota = match spec.stop {
-            Stop::Count(total) => Some(total / n as u64 + u64::from((i as u64) < total % n as u64)),
-            Stop::After(_) => None,
+
+    /// Start publishing; returns the start time.
+    pub fn go(&self) -> Instant {
+        let start = Instant::now();
+        let _ = self.go_tx.send(Some(start));
+        start
+    }
+
+    /// Wait for every connection to finish; counts per publisher index. A group that was
+    /// never started is closed with nothing published.
+    pub async fn finish(self) -> Result<PubOutcome> {
+        let Some(start) = *self.go_tx.borrow() else {
+            self.tasks.iter().for_each(JoinHandle::abort);
+            return Ok(PubOutcome::default());
         };
-        let spec = spec.clone();
-        let counters = Arc::clone(counters);
-        let go = go_rx.clone();
-        tasks.push(tokio::spawn(async move {
-            publish(conn, &spec, i as u8, quota, &counters, go).await
-        }));
-    }
-    let start = Instant::now();
-    let _ = go_tx.send(Some(start));
-    let mut out = PubOutcome::default();
-    let mut first_err = None;
-    for t in tasks {
-        match t.await {
-            Ok(Ok((sent, acked))) => {
-                out.sent += sent;
-                out.acked += acked;
-                out.acked_by_publisher.push(acked);
-            }
-            Ok(Err(e)) => {
-                first_err.get_or_insert(e);
-            }
-            Err(e) => {
-                first_err.get_or_insert(err(format!("publisher task failed: {e}")));
+        let mut out = PubOutcome::default();
+        let mut first_err = None;
+        for t in self.tasks {
+            match t.await {
+                Ok(Ok((sent, acked))) => {
+                    out.sent += sent;
+                    out.acked += acked;
+                    out.acked_by_publisher.push(acked);
+                }
+                Ok(Err(e)) => {
+                    first_err.get_or_insert(e);
+                }
+                Err(e) => {
+                    first_err.get_or_insert(err(format!("publisher task failed: {e}")));
+                }
             }
         }
-    }
-    out.elapsed = start.elapsed();
-    match first_err {
-        Some(e) => Err(err(format!("publishing to {}: {e}", spec.addr))),
-        None => Ok(out),
+        out.elapsed = start.elapsed();
+        match first_err {
+            Some(e) => Err(err(format!("publishing to {}: {e}", self.addr))),
+            None => Ok(out),
+        }
     }
 }
 
@@ -128,7 +167,11 @@ async fn publish(
     let (mut sent, mut acked) = (0u64, 0u64);
     loop {
         let now = Instant::now();
-        if deadline.is_some_and(|d| now >= d) || quota.is_some_and(|q| sent >= q) {
+        // A timed run at full speed sends at least one batch per connection, as bench_writer
+        // does (so every topic exists on every node even on a machine too busy to start within
+        // the time).
+        let timed_out = deadline.is_some_and(|d| now >= d) && (sent > 0 || rate.is_some());
+        if timed_out || quota.is_some_and(|q| sent >= q) {
             break;
         }
         let mut n = batch.capacity() as u64;

@@ -1,7 +1,7 @@
-//! Starting a server for `compare`: a fresh temporary data directory, ephemeral loopback ports
-//! (`--tcp-address=127.0.0.1:0`, the address read back from its "TCP: listening on" log line),
-//! and a guard that kills the process and removes the directory when dropped, on success,
-//! error, panic or Ctrl-C alike.
+//! Starting a server for `compare` and `cluster`: a fresh temporary data directory, ephemeral
+//! ports (`--tcp-address=127.0.0.1:0`, the address read back from its "TCP: listening on" log
+//! line; a lookupd's HTTP address likewise), and a guard that kills the process and removes the
+//! directory when dropped, on success, error, panic or Ctrl-C alike.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read};
@@ -20,10 +20,38 @@ pub struct Server {
     child: Child,
     pub pid: u32,
     pub tcp: String,
+    /// The HTTP listener, when the process logged one before its TCP line (or `Launch::http`
+    /// asked to wait for it).
+    pub http: Option<String>,
     /// The keyspace's RESP address, when nsqrd was started with `--kv-address`.
     pub kv: String,
-    data_dir: PathBuf,
+    data_dir: Option<PathBuf>,
     log: Arc<Mutex<VecDeque<String>>>,
+}
+
+/// How to start a process that logs nsqd's "TCP: listening on" (and "HTTP: listening on") lines.
+#[derive(Debug, Default)]
+pub struct Launch {
+    pub program: PathBuf,
+    /// Words before the program, e.g. `ip netns exec NAME` (which execs it: same pid).
+    pub wrapper: Vec<String>,
+    pub args: Vec<String>,
+    /// A temporary directory removed when the server is dropped (passed by the caller in
+    /// `args`, e.g. as `--data-path`).
+    pub data_dir: Option<PathBuf>,
+    /// Also wait for the "HTTP: listening on" line.
+    pub http: bool,
+}
+
+/// nsqd's listener flags on `host` (port 0: any free port) with `data_dir`.
+pub fn nsqd_flags(host: &str, data_dir: &Path) -> Vec<String> {
+    vec![
+        format!("--tcp-address={host}:0"),
+        format!("--http-address={host}:0"),
+        "--https-address=".into(),
+        format!("--broadcast-address={host}"),
+        format!("--data-path={}", data_dir.display()),
+    ]
 }
 
 impl Server {
@@ -35,22 +63,40 @@ impl Server {
     /// Start `bin` with `leading` arguments (a subcommand) before nsqd's flags.
     pub async fn start_with(bin: &Path, leading: &[&str], extra: &[String]) -> Result<Server> {
         let data_dir = temp_dir()?;
-        let mut cmd = Command::new(bin);
-        cmd.args(leading)
-            .arg("--tcp-address=127.0.0.1:0")
-            .arg("--http-address=127.0.0.1:0")
-            .arg("--https-address=")
-            .arg("--broadcast-address=127.0.0.1")
-            .arg(format!("--data-path={}", data_dir.display()))
-            .args(extra)
+        let mut args: Vec<String> = leading.iter().map(|s| s.to_string()).collect();
+        args.extend(nsqd_flags("127.0.0.1", &data_dir));
+        args.extend(extra.iter().cloned());
+        Self::launch(Launch {
+            program: bin.to_path_buf(),
+            args,
+            data_dir: Some(data_dir),
+            ..Default::default()
+        })
+        .await
+    }
+
+    /// Start a process as `l` says; returns once it logged its listeners.
+    pub async fn launch(l: Launch) -> Result<Server> {
+        let mut words = l.wrapper.iter();
+        let mut cmd = match words.next() {
+            Some(first) => {
+                let mut c = Command::new(first);
+                c.args(words).arg(&l.program);
+                c
+            }
+            None => Command::new(&l.program),
+        };
+        cmd.args(&l.args)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = match cmd.spawn() {
             Ok(c) => c,
             Err(e) => {
-                let _ = std::fs::remove_dir_all(&data_dir);
-                return Err(err(format!("cannot start {}: {e}", bin.display())));
+                if let Some(d) = &l.data_dir {
+                    let _ = std::fs::remove_dir_all(d);
+                }
+                return Err(err(format!("cannot start {}: {e}", l.program.display())));
             }
         };
         let log = Arc::new(Mutex::new(VecDeque::new()));
@@ -83,35 +129,37 @@ impl Server {
             pid: child.id(),
             child,
             tcp: String::new(),
+            http: None,
             kv: String::new(),
-            data_dir,
+            data_dir: l.data_dir,
             log,
         };
+        let name = l.program.display();
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             while let Ok(line) = rx.try_recv() {
                 if let Some(addr) = listen_addr(&line, "TCP: listening on ") {
                     server.tcp = addr;
+                } else if let Some(addr) = listen_addr(&line, "HTTP: listening on ") {
+                    server.http = Some(addr);
                 }
                 // nsqrd logs its keyspace listener before its TCP one.
                 if let Some(addr) = listen_addr(&line, "KV: listening on ") {
                     server.kv = addr;
                 }
             }
-            if !server.tcp.is_empty() {
+            if !server.tcp.is_empty() && (!l.http || server.http.is_some()) {
                 break;
             }
             if let Ok(Some(status)) = server.child.try_wait() {
                 return Err(err(format!(
-                    "{} exited during startup ({status}); log:\n{}",
-                    bin.display(),
+                    "{name} exited during startup ({status}); log:\n{}",
                     server.log_tail()
                 )));
             }
             if Instant::now() >= deadline {
                 return Err(err(format!(
-                    "{} did not report \"TCP: listening on\" within {START_TIMEOUT:?}; log:\n{}",
-                    bin.display(),
+                    "{name} did not report its listeners within {START_TIMEOUT:?}; log:\n{}",
                     server.log_tail()
                 )));
             }
@@ -141,7 +189,9 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.data_dir);
+        if let Some(d) = &self.data_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
     }
 }
 
@@ -154,7 +204,8 @@ fn listen_addr(line: &str, marker: &str) -> Option<String> {
         .map(|a| a.to_string())
 }
 
-fn temp_dir() -> Result<PathBuf> {
+/// A new directory under the system's temporary directory, unique to this process.
+pub fn temp_dir() -> Result<PathBuf> {
     static N: AtomicU32 = AtomicU32::new(0);
     let d = std::env::temp_dir().join(format!(
         "nsqr-bench-{}-{}",
@@ -167,23 +218,29 @@ fn temp_dir() -> Result<PathBuf> {
 
 /// The nsqrd binary: `--nsqrd`, else `nsqrd` next to this executable, else target/release.
 pub fn find_nsqrd(flag: Option<&Path>) -> Result<PathBuf> {
+    find_binary("nsqrd", "--nsqrd", flag)
+}
+
+/// A project binary: the path given with `flag_name`, else `name` next to this executable,
+/// else `target/release/<name>`.
+pub fn find_binary(name: &str, flag_name: &str, flag: Option<&Path>) -> Result<PathBuf> {
     if let Some(p) = flag {
         return Ok(p.to_path_buf());
     }
     let mut candidates = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
         if let Some(dir) = exe.parent() {
-            candidates.push(dir.join("nsqrd"));
+            candidates.push(dir.join(name));
         }
     }
-    candidates.push(PathBuf::from("target/release/nsqrd"));
+    candidates.push(PathBuf::from("target/release").join(name));
     candidates
         .iter()
         .find(|p| p.is_file())
         .cloned()
         .ok_or_else(|| {
             err(format!(
-                "nsqrd not found (looked at {}); build it with `cargo build --release -p nsqrd` or pass --nsqrd PATH",
+                "{name} not found (looked at {}); build it with `cargo build --release -p {name}` or pass {flag_name} PATH",
                 candidates
                     .iter()
                     .map(|p| p.display().to_string())

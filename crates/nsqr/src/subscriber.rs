@@ -54,33 +54,43 @@ pub struct SubGroup {
 impl SubGroup {
     /// Connect, IDENTIFY and SUB every connection (each waits for its `OK`s).
     pub async fn connect(spec: &SubSpec, counters: &Arc<Counters>) -> Result<SubGroup> {
-        let (go_tx, go_rx) = watch::channel(false);
-        let (stop_tx, stop_rx) = watch::channel(false);
-        let mut tasks = Vec::new();
+        let mut g = SubGroup::empty(counters);
         for _ in 0..spec.connections.max(1) {
-            let mut c = Conn::connect(&spec.addr).await?;
-            c.identify(&spec.identify).await?;
-            put_sub(&mut c.wbuf, &spec.topic, &spec.channel);
-            c.flush().await?;
-            c.expect_response("SUB").await?;
-            let (spec, counters) = (spec.clone(), Arc::clone(counters));
-            let (go, stop) = (go_rx.clone(), stop_rx.clone());
-            tasks.push(tokio::spawn(async move {
-                consume(c, &spec, &counters, go, stop).await
-            }));
+            g.add(spec).await?;
         }
-        Ok(SubGroup {
-            tasks,
-            go_tx,
-            stop_tx,
+        Ok(g)
+    }
+
+    /// A group without connections yet (see [`SubGroup::add`]).
+    pub fn empty(counters: &Arc<Counters>) -> SubGroup {
+        SubGroup {
+            tasks: Vec::new(),
+            go_tx: watch::channel(false).0,
+            stop_tx: watch::channel(false).0,
             counters: Arc::clone(counters),
-        })
+        }
+    }
+
+    /// One more connection to `spec.addr`: connected, identified and subscribed, waiting for
+    /// [`SubGroup::go`] (`spec.connections` is not used here).
+    pub async fn add(&mut self, spec: &SubSpec) -> Result<()> {
+        let mut c = Conn::connect(&spec.addr).await?;
+        c.identify(&spec.identify).await?;
+        put_sub(&mut c.wbuf, &spec.topic, &spec.channel);
+        c.flush().await?;
+        c.expect_response("SUB").await?;
+        let (spec, counters) = (spec.clone(), Arc::clone(&self.counters));
+        let (go, stop) = (self.go_tx.subscribe(), self.stop_tx.subscribe());
+        self.tasks.push(tokio::spawn(async move {
+            consume(c, &spec, &counters, go, stop).await
+        }));
+        Ok(())
     }
 
     /// Send RDY on every connection; returns the start time.
     pub fn go(&self) -> Instant {
         let now = Instant::now();
-        let _ = self.go_tx.send(true);
+        self.go_tx.send_replace(true);
         now
     }
 
@@ -99,7 +109,7 @@ impl SubGroup {
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        let _ = self.stop_tx.send(true);
+        self.stop_tx.send_replace(true);
         let mut all = SubOutcome::default();
         let mut first_err = None;
         for t in self.tasks {

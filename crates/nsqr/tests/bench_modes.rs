@@ -284,11 +284,18 @@ fn compare_runs_both_servers_and_cleans_up() {
     ]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["ok"], Value::Bool(true), "{v:#}");
-    // `nsqr floor` ran its publish phase: acknowledged publishes and the server's CPU.
+    // `nsqr floor` ran its publish phase and the consume that follows it, handing out every
+    // message once, with the server's CPU for each.
     let floor = &v["floor"]["rounds"][0];
-    assert!(floor["pub_msgs_per_sec"].as_f64().unwrap() > 0.0, "{v:#}");
-    assert!(floor["pub_cpu_us_per_msg"].as_f64().is_some(), "{v:#}");
-    assert!(floor.get("sub_msgs_per_sec").is_none(), "{v:#}");
+    for k in ["pub_msgs_per_sec", "sub_msgs_per_sec"] {
+        assert!(floor[k].as_f64().unwrap() > 0.0, "{k}: {v:#}");
+    }
+    for k in ["pub_cpu_us_per_msg", "sub_cpu_us_per_msg"] {
+        assert!(floor[k].as_f64().is_some(), "{k}: {v:#}");
+    }
+    assert_eq!(floor["lost"].as_f64(), Some(0.0), "{v:#}");
+    assert_eq!(floor["duplicates"].as_f64(), Some(0.0), "{v:#}");
+    assert!(floor.get("pubsub_msgs_per_sec").is_none(), "{v:#}");
     for side in ["nsqrd", "reference"] {
         let rounds = v[side]["rounds"].as_array().unwrap();
         assert_eq!(rounds.len(), 1);

@@ -15,6 +15,7 @@ use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
 use crate::settings::NSQD_COMPAT_VERSION;
 use crate::tasks::lookupd::Lookupd;
+use crate::tcp::client::Clients;
 
 /// `/config/:opt` over the daemon's options; a new lookupd peer list takes effect at once.
 pub struct OptionsStore {
@@ -60,6 +61,11 @@ pub struct HttpListeners {
 }
 
 impl HttpListeners {
+    /// The plain HTTP listener's address (None: disabled or a unix socket).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http.as_ref().and_then(Listener::tcp_addr)
+    }
+
     /// The plain HTTP listener's TCP port (None: disabled or a unix socket).
     pub fn http_port(&self) -> Option<u16> {
         self.http
@@ -105,13 +111,19 @@ pub fn live_options(
     live
 }
 
+/// What the HTTP API serves from.
+pub struct Served {
+    pub broker: Arc<Broker>,
+    pub clients: Arc<Clients>,
+    pub lookupd: Arc<Lookupd>,
+}
+
 /// Serve the bound listeners until `shutdown`; `live` comes from [`live_options`]. Returns
 /// their tasks.
 pub fn start(
     listeners: HttpListeners,
     live: Options,
-    broker: &Arc<Broker>,
-    lookupd: Arc<Lookupd>,
+    served: Served,
     tcp_addr: Option<SocketAddr>,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
@@ -137,16 +149,28 @@ pub fn start(
         max_deflate_level: live.max_deflate_level,
         topology_zone: live.topology_zone.clone(),
         topology_region: live.topology_region.clone(),
+        timeouts: nsq_common::http::server::Timeouts {
+            idle: live.http_idle_timeout,
+            read: live.http_read_timeout,
+            write: live.http_write_timeout,
+        },
+        max_connections: max_connections(live.http_max_connections, open_files_limit()),
         ..HttpSettings::default()
     };
     // `--tls-required=true` (not tcp-https) turns plain HTTP away.
     let refuse = (live.tls_required == TlsRequired::True).then_some(https_port);
+    let Served {
+        broker,
+        clients,
+        lookupd,
+    } = served;
     let config: Arc<dyn ConfigStore> = Arc::new(OptionsStore::new(live, lookupd));
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
     if let Some(l) = http {
         let state = Arc::new(HttpState {
-            broker: Arc::clone(broker),
+            broker: Arc::clone(&broker),
+            clients: Arc::clone(&clients),
             settings: HttpSettings {
                 tls_required_https_port: refuse,
                 ..settings.clone()
@@ -162,7 +186,8 @@ pub fn start(
     }
     if let (Some(l), Some(tls)) = (https, tls) {
         let state = Arc::new(HttpState {
-            broker: Arc::clone(broker),
+            broker: Arc::clone(&broker),
+            clients: Arc::clone(&clients),
             settings,
             config,
         });
@@ -183,4 +208,59 @@ pub fn start(
 
 async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
+}
+
+/// `--http-max-connections`, or by default (0) half the open-file limit, so HTTP clients alone
+/// cannot take every file descriptor from the TCP clients and the disk queues.
+fn max_connections(flag: i64, open_files: Option<u64>) -> usize {
+    match usize::try_from(flag) {
+        Ok(n) if n > 0 => n,
+        _ => open_files.map_or(usize::MAX, |n| {
+            usize::try_from(n / 2).unwrap_or(usize::MAX).max(1)
+        }),
+    }
+}
+
+/// The process's soft limit on open files (`RLIMIT_NOFILE`); None if unlimited or unknown.
+fn open_files_limit() -> Option<u64> {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit only writes one `rlimit` into the struct we own, passed by a valid
+    // pointer for the duration of the call.
+    #[allow(unsafe_code)]
+    let rc = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) };
+    (rc == 0 && lim.rlim_cur != libc::RLIM_INFINITY).then_some(lim.rlim_cur)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_bound_is_the_flag_or_half_the_open_file_limit() {
+        assert_eq!(max_connections(10, Some(1024)), 10);
+        assert_eq!(max_connections(0, Some(1024)), 512);
+        assert_eq!(max_connections(0, Some(1)), 1);
+        assert_eq!(max_connections(0, None), usize::MAX);
+        // The real limit of this process (exercises the getrlimit call).
+        let real = open_files_limit();
+        assert_ne!(real, Some(0));
+        let mut soft = String::new();
+        if let Ok(limits) = std::fs::read_to_string("/proc/self/limits") {
+            soft = limits
+                .lines()
+                .find(|l| l.starts_with("Max open files"))
+                .and_then(|l| l.split_whitespace().nth(3))
+                .unwrap_or_default()
+                .to_string();
+        }
+        if !soft.is_empty() {
+            assert_eq!(
+                real.map_or("unlimited".to_string(), |n| n.to_string()),
+                soft
+            );
+        }
+    }
 }

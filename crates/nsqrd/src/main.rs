@@ -1,22 +1,25 @@
 //! nsqrd: a drop-in replacement for nsqd. Parses nsqd's flags, validates them as nsqd does,
-//! starts the TCP and HTTP listeners and shuts down gracefully on SIGINT / SIGTERM.
-
-mod auth;
-mod http;
-mod http_wiring;
-mod listener;
-mod memtrim;
-mod options;
-mod resp;
-mod server;
-mod settings;
-mod tasks;
-mod tcp;
-mod tls;
+//! and runs the server (`lib.rs`) until SIGINT / SIGTERM.
 
 use std::process::ExitCode;
 
-use options::Options;
+use nsqrd::Options;
+
+/// Fault injection for black-box tests on machines where no small file system can be mounted:
+/// while the file named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with
+/// ENOSPC (`crates/nsqrd/tests/durability_disk_full.rs`). Only the binary reads it; the
+/// libraries take the hook as configuration.
+fn test_hooks() -> nsqrd::Hooks {
+    let Some(path) = std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(std::path::PathBuf::from)
+    else {
+        return nsqrd::Hooks::default();
+    };
+    nsqrd::Hooks {
+        disk_faults: Some(nsqr_broker::DiskFaults::new(move || {
+            path.exists().then(|| std::io::Error::from_raw_os_error(28))
+        })),
+    }
+}
 
 fn main() -> ExitCode {
     let mut opts = match Options::parse(std::env::args().skip(1)) {
@@ -38,7 +41,7 @@ fn main() -> ExitCode {
         println!(
             "nsqrd v{} (nsqd v{} compatible)",
             env!("CARGO_PKG_VERSION"),
-            settings::NSQD_COMPAT_VERSION
+            nsqrd::NSQD_COMPAT_VERSION
         );
         return ExitCode::SUCCESS;
     }
@@ -65,7 +68,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(server::run(opts)) {
+    match rt.block_on(nsqrd::run(opts, test_hooks())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("FATAL: {e}");

@@ -45,7 +45,7 @@ pub async fn run(broker: Arc<Broker>) {
         let Some(rss) = rss_bytes() else {
             continue;
         };
-        let held = broker.held_messages() as u64;
+        let held = broker.messages_in_memory() as u64;
         if should_trim(rss, baseline, held, last) {
             let _ = tokio::task::spawn_blocking(release_free_memory).await;
             last = Some((Instant::now(), rss_bytes().unwrap_or(rss)));

@@ -3,11 +3,13 @@
 //! order (stop accepting, close clients, stop HTTP, persist `nsqd.dat`, flush every channel's
 //! and topic's memory, in-flight and deferred messages to disk and close the queues).
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nsqr_broker::{Broker, BrokerConfig};
 use tokio::sync::watch;
+use tokio::task::JoinHandle;
 
 use crate::auth::Authenticator;
 use crate::listener::Listener;
@@ -16,7 +18,7 @@ use crate::settings::TcpSettings;
 use crate::tasks::lookup_peer::Identity;
 use crate::tasks::lookupd::{Lookupd, LookupdConfig};
 use crate::tasks::statsd::{self, StatsdConfig};
-use crate::tcp;
+use crate::tcp::{self, client};
 
 /// The exclusively locked data directory (released when dropped).
 struct DataDirLock {
@@ -40,7 +42,14 @@ fn lock_data_path(path: &str) -> Result<DataDirLock, String> {
     }
 }
 
-pub fn broker_config(o: &Options) -> BrokerConfig {
+/// What a test harness may inject into a server (nothing in production).
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    /// Consulted before every disk write (`nsqr_broker::DiskFaults`).
+    pub disk_faults: Option<nsqr_broker::DiskFaults>,
+}
+
+pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
     BrokerConfig {
         node_id: o.node_id.clamp(0, 1023) as u16,
         mem_queue_size: o.mem_queue_size.max(0) as usize,
@@ -61,11 +70,12 @@ pub fn broker_config(o: &Options) -> BrokerConfig {
         sync_timeout: o.sync_timeout,
         max_disk_bytes: o.max_disk_bytes.max(0) as u64,
         max_msg_size: o.max_msg_size.max(0) as u64,
-        health: nsqr_broker::health::Health::default(),
+        health: nsqr_broker::Health::default(),
+        ..BrokerConfig::default()
     }
 }
 
-pub fn tcp_settings(o: &Options) -> TcpSettings {
+pub(crate) fn tcp_settings(o: &Options) -> TcpSettings {
     let mut s = TcpSettings {
         max_heartbeat_interval: o.max_heartbeat_interval,
         max_output_buffer_size: o.max_output_buffer_size,
@@ -140,7 +150,8 @@ fn statsd_config(live: &Options) -> StatsdConfig {
     }
 }
 
-async fn wait_for_signal() {
+/// Wait for SIGINT or SIGTERM.
+pub async fn wait_for_signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{signal, SignalKind};
@@ -165,92 +176,175 @@ async fn wait_for_signal() {
     }
 }
 
-pub async fn run(opts: Options) -> Result<(), String> {
-    let _lock = lock_data_path(&opts.data_path)?;
-    tracing::info!(
-        "nsqrd v{} (nsqd v{} compatible)",
-        env!("CARGO_PKG_VERSION"),
-        crate::settings::NSQD_COMPAT_VERSION
-    );
-    tracing::info!("ID: {}", opts.node_id);
-    let tls = crate::tls::server_config(&opts)
-        .map_err(|e| format!("failed to build TLS config - {e}"))?;
-    let auth = authenticator(&opts)?;
-
-    let broker = Arc::new(Broker::new(broker_config(&opts)));
-    broker.load_metadata().map_err(|e| e.to_string())?;
-    broker.persist_metadata().map_err(|e| e.to_string())?;
-    tokio::spawn(Arc::clone(&broker).run_metadata_writer());
-    let sync_ticker = tokio::spawn(Arc::clone(&broker).run_sync_ticker());
-    tokio::spawn(crate::memtrim::run(Arc::clone(&broker)));
-
-    let kv = crate::resp::start(&opts, &broker).await?;
-
-    let tcp_listener = Listener::bind(&opts.tcp_address).await?;
-    let tcp_addr = tcp_listener.tcp_addr();
-    tracing::info!("TCP: listening on {}", tcp_listener.describe());
-
-    let (stop_tx, stop_rx) = watch::channel(false);
-    let stopped = |mut rx: watch::Receiver<bool>| async move {
-        let _ = rx.wait_for(|v| *v).await;
-    };
-
-    let shared = Arc::new(tcp::Shared {
-        broker: Arc::clone(&broker),
-        settings: tcp_settings(&opts),
-        tls: tls.clone().map(tokio_rustls::TlsAcceptor::from),
-        auth,
-    });
-    let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
-
-    let listeners = crate::http_wiring::bind(&opts, tls.is_some()).await?;
-    let live = crate::http_wiring::live_options(&opts, tcp_addr, listeners.http_port());
-    let lookupd = Lookupd::start(
-        Arc::clone(&broker),
-        lookupd_config(&live),
-        &live.nsqlookupd_tcp_addresses,
-    );
-    if !live.statsd_address.is_empty() {
-        tokio::spawn(statsd::run(
-            Arc::clone(&broker),
-            statsd_config(&live),
-            stopped(stop_rx.clone()),
-        ));
-    }
-    let http_tasks = crate::http_wiring::start(
-        listeners,
-        live,
-        &broker,
-        Arc::clone(&lookupd),
-        tcp_addr,
-        tls,
-        stopped(stop_rx.clone()),
-    );
-
+/// Run nsqrd until SIGINT / SIGTERM, then shut down gracefully.
+pub async fn run(opts: Options, hooks: Hooks) -> Result<(), String> {
+    let server = Server::start_with(opts, hooks).await?;
     wait_for_signal().await;
-    tracing::info!("TERM: shutting down");
-    // The keyspace first: its shutdown snapshot, and its last changes into the broker.
-    if let Some(kv) = kv {
-        kv.shutdown().await;
+    server.shutdown().await
+}
+
+/// A running nsqrd: its listeners are bound and serving. Stop it with [`Server::shutdown`];
+/// dropping it stops the listeners and the background tasks without the graceful flush, as
+/// a crash would.
+pub struct Server {
+    broker: Broker,
+    clients: Arc<client::Clients>,
+    lookupd: Arc<Lookupd>,
+    tcp_addr: Option<SocketAddr>,
+    http_addr: Option<SocketAddr>,
+    stop: watch::Sender<bool>,
+    tcp_task: Option<JoinHandle<()>>,
+    http_tasks: Vec<JoinHandle<()>>,
+    memtrim: JoinHandle<()>,
+    /// The keyspace's RESP server, with `--kv-address`.
+    kv: Option<crate::resp::Handle>,
+    _lock: DataDirLock,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.stop.send(true);
+        self.lookupd.shutdown();
+        self.memtrim.abort();
+        if let Some(t) = self.tcp_task.take() {
+            t.abort();
+        }
     }
-    broker.set_exiting();
-    // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
-    lookupd.shutdown();
-    let _ = stop_tx.send(true);
-    let _ = tcp_task.await;
-    broker.kick_all_clients();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while broker.client_count() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+impl Server {
+    /// Lock the data directory, load `nsqd.dat` (recovering every disk queue), bind the
+    /// listeners and start serving, on the current tokio runtime.
+    pub async fn start(opts: Options) -> Result<Server, String> {
+        Server::start_with(opts, Hooks::default()).await
     }
-    for t in http_tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+
+    /// [`Server::start`] with test hooks.
+    pub async fn start_with(opts: Options, hooks: Hooks) -> Result<Server, String> {
+        let lock = lock_data_path(&opts.data_path)?;
+        tracing::info!(
+            "nsqrd v{} (nsqd v{} compatible)",
+            env!("CARGO_PKG_VERSION"),
+            crate::settings::NSQD_COMPAT_VERSION
+        );
+        tracing::info!("ID: {}", opts.node_id);
+        let tls = crate::tls::server_config(&opts)
+            .map_err(|e| format!("failed to build TLS config - {e}"))?;
+        let auth = authenticator(&opts)?;
+
+        let broker = Broker::start(BrokerConfig {
+            disk_faults: hooks.disk_faults,
+            ..broker_config(&opts)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
+        let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
+        let kv = crate::resp::start(&opts, &broker).await?;
+
+        let tcp_listener = Listener::bind(&opts.tcp_address).await?;
+        let tcp_addr = tcp_listener.tcp_addr();
+        tracing::info!("TCP: listening on {}", tcp_listener.describe());
+
+        let (stop, stop_rx) = watch::channel(false);
+        let clients = Arc::new(client::Clients::default());
+        let shared = Arc::new(tcp::Shared {
+            broker: broker.clone(),
+            clients: Arc::clone(&clients),
+            settings: tcp_settings(&opts),
+            tls: tls.clone().map(tokio_rustls::TlsAcceptor::from),
+            auth,
+        });
+        let tcp_task = tokio::spawn(tcp::serve(tcp_listener, shared, stopped(stop_rx.clone())));
+
+        let listeners = crate::http_wiring::bind(&opts, tls.is_some()).await?;
+        let http_addr = listeners.http_addr();
+        let live = crate::http_wiring::live_options(&opts, tcp_addr, listeners.http_port());
+        let lookupd = Lookupd::start(
+            Arc::new(broker.clone()),
+            lookupd_config(&live),
+            &live.nsqlookupd_tcp_addresses,
+        );
+        if !live.statsd_address.is_empty() {
+            tokio::spawn(statsd::run(
+                Arc::new(broker.clone()),
+                statsd_config(&live),
+                stopped(stop_rx.clone()),
+            ));
+        }
+        let http_tasks = crate::http_wiring::start(
+            listeners,
+            live,
+            crate::http_wiring::Served {
+                broker: Arc::new(broker.clone()),
+                clients: Arc::clone(&clients),
+                lookupd: Arc::clone(&lookupd),
+            },
+            tcp_addr,
+            tls,
+            stopped(stop_rx),
+        );
+        Ok(Server {
+            broker,
+            clients,
+            lookupd,
+            tcp_addr,
+            http_addr,
+            stop,
+            tcp_task: Some(tcp_task),
+            http_tasks,
+            memtrim,
+            kv,
+            _lock: lock,
+        })
     }
-    broker.persist_metadata().map_err(|e| e.to_string())?;
-    sync_ticker.abort();
-    let b = Arc::clone(&broker);
-    if let Err(e) = tokio::task::spawn_blocking(move || b.close_queues()).await {
-        tracing::error!("closing the disk queues failed - {e}");
+
+    /// The bound TCP address (None on a unix socket).
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp_addr
     }
-    Ok(())
+
+    /// The bound HTTP address (None when disabled or on a unix socket).
+    pub fn http_addr(&self) -> Option<SocketAddr> {
+        self.http_addr
+    }
+
+    /// The keyspace's bound RESP address (None without `--kv-address`).
+    pub fn kv_addr(&self) -> Option<SocketAddr> {
+        self.kv.as_ref().map(crate::resp::Handle::addr)
+    }
+
+    /// The engine, to publish and subscribe in process beside the TCP and HTTP clients.
+    pub fn broker(&self) -> &Broker {
+        &self.broker
+    }
+
+    /// Shut down in nsqd's order: stop accepting, close the clients (their in-flight messages
+    /// go back to their queues), stop HTTP, persist `nsqd.dat`, flush every queue to disk.
+    pub async fn shutdown(mut self) -> Result<(), String> {
+        tracing::info!("TERM: shutting down");
+        // The keyspace first: its shutdown snapshot, and its last changes into the broker.
+        if let Some(kv) = self.kv.take() {
+            kv.shutdown().await;
+        }
+        self.broker.set_exiting();
+        // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
+        self.lookupd.shutdown();
+        let _ = self.stop.send(true);
+        if let Some(t) = self.tcp_task.take() {
+            let _ = t.await;
+        }
+        self.clients.kick_all();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while self.clients.count() > 0 && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        for t in std::mem::take(&mut self.http_tasks) {
+            let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        self.broker.shutdown().await.map_err(|e| e.to_string())
+    }
+}
+
+async fn stopped(mut rx: watch::Receiver<bool>) {
+    let _ = rx.wait_for(|v| *v).await;
 }

@@ -1,8 +1,18 @@
-//! Crash test for `--durability=strict`: a pipelined publisher (PUB and MPUB) and a FIN-ing
-//! consumer run while the server is SIGKILLed at random moments, 10 times, on the same data
-//! directory. Afterwards every message the server acknowledged must be delivered (on the
-//! consumed channel and on a second channel nobody read during the crashes): lost = 0.
-//! Duplicates are allowed (at-least-once) and are counted and printed.
+//! Crash tests: a server is SIGKILLed at random moments while pipelining publishers run, and
+//! restarted on the same data directory each time. Afterwards every message the server
+//! acknowledged must be delivered: lost = 0. Duplicates are allowed (at-least-once) and are
+//! counted and printed.
+//!
+//! - `--durability=strict`: 10 kills under PUB / MPUB publishers and a FIN-ing consumer (a
+//!   message in flight lives on disk until FIN in strict mode).
+//! - default mode with `--mem-queue-size=0`: 5 kills while publishing only (a message in
+//!   flight to a consumer lives in memory in default mode, as in nsqd), then a drain. Every
+//!   message goes to disk, and an `OK` means the kernel has it. One topic has two channels,
+//!   another none (its own queue takes the publishes; a channel created at the drain takes
+//!   that backlog).
+//! - An ignored side-by-side run of the default-mode test with 10 kills against nsqrd and the
+//!   nsqd named by `NSQD_REF_BIN` (`cargo test -p nsqrd --test durability_crash -- --ignored
+//!   --nocapture`), printing lost / acknowledged for both.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -10,22 +20,26 @@ mod common;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::*;
 
-const CYCLES: usize = 10;
-const WINDOW: usize = 64;
-const FLAGS: [&str; 3] = [
+const STRICT_FLAGS: [&str; 3] = [
     "--durability=strict",
     "--mem-queue-size=50",
     "--max-bytes-per-file=65536",
 ];
+const DEFAULT_FLAGS: [&str; 2] = ["--mem-queue-size=0", "--max-bytes-per-file=65536"];
 
-/// Publishes until the connection breaks; records what was acknowledged.
-fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
+/// Sequence numbers acknowledged by the server, per topic.
+type Acked = Mutex<HashSet<u64>>;
+
+/// Publishes to `topic` with up to `window` commands in flight until the connection breaks;
+/// records what was acknowledged. One command in eight is a 5-message MPUB.
+fn publisher(addr: SocketAddr, topic: &str, window: usize, next: &AtomicU64, acked: &Acked) {
     let Ok(mut sock) = TcpStream::connect(addr) else {
         return;
     };
@@ -39,7 +53,7 @@ fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
     let mut k = 0u64;
     loop {
         let mut buf = Vec::new();
-        while outstanding.len() < WINDOW {
+        while outstanding.len() < window {
             k += 1;
             let n = if k.is_multiple_of(8) { 5 } else { 1 };
             let seqs: Vec<u64> = (0..n)
@@ -48,7 +62,7 @@ fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
             let body = |q: u64| format!("msg-{q:010}-{}", "x".repeat((q % 50) as usize));
             if n == 1 {
                 let b = body(seqs[0]);
-                buf.extend_from_slice(b"PUB crash\n");
+                buf.extend_from_slice(format!("PUB {topic}\n").as_bytes());
                 buf.extend_from_slice(&(b.len() as u32).to_be_bytes());
                 buf.extend_from_slice(b.as_bytes());
             } else {
@@ -58,7 +72,7 @@ fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
                     mb.extend_from_slice(&(b.len() as u32).to_be_bytes());
                     mb.extend_from_slice(b.as_bytes());
                 }
-                buf.extend_from_slice(b"MPUB crash\n");
+                buf.extend_from_slice(format!("MPUB {topic}\n").as_bytes());
                 buf.extend_from_slice(&(mb.len() as u32).to_be_bytes());
                 buf.extend_from_slice(&mb);
             }
@@ -83,9 +97,11 @@ fn publisher(addr: SocketAddr, next: &AtomicU64, acked: &Mutex<HashSet<u64>>) {
     }
 }
 
-/// Consumes and FINs until the connection breaks (or `stop`); records every delivery.
+/// Consumes and FINs until the connection breaks, nothing arrives for `idle`, or `stop`;
+/// records every delivery.
 fn consumer(
     addr: SocketAddr,
+    topic: &str,
     channel: &str,
     got: &Mutex<Vec<u64>>,
     stop: &AtomicBool,
@@ -95,7 +111,7 @@ fn consumer(
         return;
     };
     let _ = sock.set_read_timeout(Some(idle));
-    let sub = format!("  V2SUB crash {channel}\nRDY 50\n");
+    let sub = format!("  V2SUB {topic} {channel}\nRDY 200\n");
     if sock.write_all(sub.as_bytes()).is_err() {
         return;
     }
@@ -113,6 +129,9 @@ fn consumer(
                     return;
                 }
             }
+            // nsqd may deliver a message read twice after a crash while the first copy is
+            // in flight: both carry one id, so the second FIN finds nothing (not fatal).
+            Some((1, data)) if data.starts_with(b"E_FIN_FAILED") => {}
             Some((1, data)) => panic!("consumer error: {}", String::from_utf8_lossy(&data)),
             Some(_) => {}
             None => return,
@@ -137,6 +156,14 @@ fn xorshift(s: &mut u64) -> u64 {
     *s
 }
 
+fn seed() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(1)
+        | 1
+}
+
 /// Everything acknowledged that `got` lacks, and how many extra deliveries `got` has.
 fn audit(acked: &HashSet<u64>, got: &[u64]) -> (Vec<u64>, usize) {
     let mut counts: HashMap<u64, usize> = HashMap::new();
@@ -153,100 +180,252 @@ fn audit(acked: &HashSet<u64>, got: &[u64]) -> (Vec<u64>, usize) {
     (lost, dups)
 }
 
-#[test]
-fn strict_mode_loses_no_acknowledged_message_across_sigkills() {
-    let mut seed = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos() as u64)
-        .unwrap_or(1)
-        | 1;
-    println!("crash test seed {seed}");
+/// A kill test: what runs during the cycles and what is read at the end.
+struct Plan {
+    bin: PathBuf,
+    flags: Vec<&'static str>,
+    cycles: usize,
+    /// Kill after a random time in this range (ms).
+    kill_after: (u64, u64),
+    /// Commands in flight per publisher connection.
+    window: usize,
+    /// Topics published to during the cycles, with the channels created before the first one
+    /// (none: the topic's own queue takes the publishes).
+    topics: Vec<(&'static str, Vec<&'static str>)>,
+    /// A FIN-ing consumer on the first channel of the first topic during the cycles.
+    consume: bool,
+    /// Channels read at the end: (topic, channel); a channel the topic lacks is created by
+    /// the SUB and takes the topic's backlog.
+    drain: Vec<(&'static str, &'static str)>,
+}
+
+/// The counts of one channel at the end.
+struct ChannelCount {
+    name: String,
+    acked: usize,
+    received: usize,
+    lost: Vec<u64>,
+    duplicates: usize,
+}
+
+struct Outcome {
+    published: u64,
+    acked: usize,
+    channels: Vec<ChannelCount>,
+}
+
+impl Outcome {
+    fn lost(&self) -> usize {
+        self.channels.iter().map(|c| c.lost.len()).sum()
+    }
+
+    fn print(&self, label: &str) {
+        println!(
+            "{label}: published {}, acknowledged {}, lost {}",
+            self.published,
+            self.acked,
+            self.lost()
+        );
+        for c in &self.channels {
+            println!(
+                "  {}: acknowledged {}, received {}, lost {} {:?}, duplicates {}",
+                c.name,
+                c.acked,
+                c.received,
+                c.lost.len(),
+                &c.lost[..c.lost.len().min(10)],
+                c.duplicates
+            );
+        }
+    }
+
+    fn assert_nothing_lost(&self) {
+        assert!(
+            self.acked > 100,
+            "the publishers hardly got anything acknowledged"
+        );
+        for c in &self.channels {
+            assert!(
+                c.lost.is_empty(),
+                "lost on {}: {} (first {:?})",
+                c.name,
+                c.lost.len(),
+                &c.lost[..c.lost.len().min(20)]
+            );
+        }
+    }
+}
+
+fn run(plan: &Plan) -> Outcome {
+    let mut seed = seed();
+    println!("kill test seed {seed}, {} cycles", plan.cycles);
     let next = Arc::new(AtomicU64::new(0));
-    let acked = Arc::new(Mutex::new(HashSet::new()));
+    let acked: HashMap<&str, Arc<Acked>> = plan
+        .topics
+        .iter()
+        .map(|(t, _)| (*t, Arc::new(Mutex::new(HashSet::new()))))
+        .collect();
     let got = Arc::new(Mutex::new(Vec::new()));
-    let s = Server::start(&FLAGS);
-    // A second channel nobody reads until the end: everything piles up on its disk queue.
-    assert_eq!(s.post("/topic/create?topic=crash", b"").status, 200);
-    assert_eq!(
-        s.post("/channel/create?topic=crash&channel=idle", b"")
-            .status,
-        200
-    );
-    assert_eq!(
-        s.post("/channel/create?topic=crash&channel=c", b"").status,
-        200
-    );
+    let s = Server::start_bin_in(plan.bin.clone(), temp_dir(), &plan.flags);
+    for (topic, channels) in &plan.topics {
+        let r = s.post(&format!("/topic/create?topic={topic}"), b"");
+        assert_eq!(r.status, 200);
+        for ch in channels {
+            let r = s.post(&format!("/channel/create?topic={topic}&channel={ch}"), b"");
+            assert_eq!(r.status, 200);
+        }
+    }
     let (_, mut dir) = s.terminate_keep();
     let started = Instant::now();
-    for cycle in 0..CYCLES {
-        let s = Server::start_in(dir.clone(), &FLAGS);
+    for cycle in 0..plan.cycles {
+        let s = Server::start_bin_in(plan.bin.clone(), dir.clone(), &plan.flags);
         let addr = s.tcp;
         let stop = Arc::new(AtomicBool::new(false));
-        let p = {
-            let (next, acked) = (Arc::clone(&next), Arc::clone(&acked));
-            std::thread::spawn(move || publisher(addr, &next, &acked))
-        };
-        let c = {
-            let (got, stop) = (Arc::clone(&got), Arc::clone(&stop));
-            std::thread::spawn(move || consumer(addr, "c", &got, &stop, Duration::from_secs(5)))
-        };
-        let ms = 150 + xorshift(&mut seed) % 350;
+        let mut threads = Vec::new();
+        for (topic, channels) in &plan.topics {
+            let (next, acked) = (Arc::clone(&next), Arc::clone(&acked[topic]));
+            let (topic, window) = (*topic, plan.window);
+            threads.push(std::thread::spawn(move || {
+                publisher(addr, topic, window, &next, &acked)
+            }));
+            if plan.consume && threads.len() == 1 {
+                let (got, stop) = (Arc::clone(&got), Arc::clone(&stop));
+                let channel = channels[0];
+                threads.push(std::thread::spawn(move || {
+                    consumer(addr, topic, channel, &got, &stop, Duration::from_secs(5))
+                }));
+            }
+        }
+        let (lo, hi) = plan.kill_after;
+        let ms = lo + xorshift(&mut seed) % (hi - lo).max(1);
         std::thread::sleep(Duration::from_millis(ms));
         let pid = s.pid().to_string();
         let _ = std::process::Command::new("kill")
             .args(["-KILL", &pid])
             .status();
-        p.join().expect("publisher");
-        c.join().expect("consumer");
+        for t in threads {
+            t.join().expect("client thread");
+        }
         dir = s.kill_keep();
+        let acked_now: usize = acked.values().map(|a| a.lock().unwrap().len()).sum();
         println!(
-            "cycle {cycle}: killed after {ms} ms; acked so far {}, received {}",
-            acked.lock().unwrap().len(),
+            "cycle {cycle}: killed after {ms} ms; acknowledged so far {acked_now}, received {}",
             got.lock().unwrap().len()
         );
     }
-
-    // Drain both channels on a last start.
-    let s = Server::start_in(dir, &FLAGS);
-    let addr = s.tcp;
-    let idle_got = Arc::new(Mutex::new(Vec::new()));
-    let stop = Arc::new(AtomicBool::new(false));
-    let drain = |channel: &'static str, into: Arc<Mutex<Vec<u64>>>| {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || consumer(addr, channel, &into, &stop, Duration::from_secs(2)))
-    };
-    let c1 = drain("c", Arc::clone(&got));
-    let c2 = drain("idle", Arc::clone(&idle_got));
-    c1.join().expect("drain c");
-    c2.join().expect("drain idle");
-    let acked = acked.lock().unwrap();
-    let (lost, dups) = audit(&acked, &got.lock().unwrap());
-    let (idle_lost, idle_dups) = audit(&acked, &idle_got.lock().unwrap());
     println!(
-        "crash test: {CYCLES} SIGKILLs in {:.1}s; published {}, acknowledged {}; channel c: received {}, lost {}, duplicates {}; channel idle: received {}, lost {}, duplicates {}",
-        started.elapsed().as_secs_f64(),
-        next.load(Ordering::Relaxed),
-        acked.len(),
-        got.lock().unwrap().len(),
-        lost.len(),
-        dups,
-        idle_got.lock().unwrap().len(),
-        idle_lost.len(),
-        idle_dups
+        "{} kills in {:.1}s",
+        plan.cycles,
+        started.elapsed().as_secs_f64()
     );
-    assert!(
-        acked.len() > 100,
-        "the publisher hardly got anything acknowledged"
+
+    // Drain every channel on a last start.
+    let s = Server::start_bin_in(plan.bin.clone(), dir, &plan.flags);
+    let addr = s.tcp;
+    let stop = Arc::new(AtomicBool::new(false));
+    let drains: Vec<_> = plan
+        .drain
+        .iter()
+        .enumerate()
+        .map(|(i, &(topic, channel))| {
+            // The channel consumed during the cycles adds to what it got then.
+            let into = if plan.consume && i == 0 {
+                Arc::clone(&got)
+            } else {
+                Arc::new(Mutex::new(Vec::new()))
+            };
+            let (stop, into2) = (Arc::clone(&stop), Arc::clone(&into));
+            let t = std::thread::spawn(move || {
+                consumer(addr, topic, channel, &into2, &stop, Duration::from_secs(3))
+            });
+            (topic, channel, into, t)
+        })
+        .collect();
+    let mut channels = Vec::new();
+    for (topic, channel, into, t) in drains {
+        t.join().expect("drain");
+        let acked = acked[topic].lock().unwrap();
+        let got = into.lock().unwrap();
+        let (lost, duplicates) = audit(&acked, &got);
+        channels.push(ChannelCount {
+            name: format!("{topic}/{channel}"),
+            acked: acked.len(),
+            received: got.len(),
+            lost,
+            duplicates,
+        });
+    }
+    assert_eq!(s.terminate(), Some(0), "exit after the drain");
+    Outcome {
+        published: next.load(Ordering::Relaxed),
+        acked: acked.values().map(|a| a.lock().unwrap().len()).sum(),
+        channels,
+    }
+}
+
+#[test]
+fn strict_mode_loses_no_acknowledged_message_across_sigkills() {
+    let out = run(&Plan {
+        bin: server_bin(),
+        flags: STRICT_FLAGS.to_vec(),
+        cycles: 10,
+        kill_after: (150, 500),
+        window: 64,
+        // A second channel nobody reads until the end: everything piles up on its disk queue.
+        topics: vec![("crash", vec!["c", "idle"])],
+        consume: true,
+        drain: vec![("crash", "c"), ("crash", "idle")],
+    });
+    out.print("strict, 10 SIGKILLs, publishing and consuming");
+    out.assert_nothing_lost();
+}
+
+fn default_mode_plan(bin: PathBuf, cycles: usize, kill_after: (u64, u64)) -> Plan {
+    Plan {
+        bin,
+        flags: DEFAULT_FLAGS.to_vec(),
+        cycles,
+        kill_after,
+        window: 256,
+        topics: vec![("crash", vec!["c", "idle"]), ("nochan", vec![])],
+        consume: false,
+        drain: vec![("crash", "c"), ("crash", "idle"), ("nochan", "late")],
+    }
+}
+
+#[test]
+fn default_mode_with_mem_queue_size_0_loses_no_acknowledged_message_across_sigkills() {
+    if is_reference() {
+        return; // the side-by-side test below runs nsqd
+    }
+    let out = run(&default_mode_plan(server_bin(), 5, (150, 500)));
+    out.print("default --mem-queue-size=0, 5 SIGKILLs, publishing only");
+    out.assert_nothing_lost();
+}
+
+/// Issue 19's kill test: nsqrd (or the server in `NSQD_BIN`) and the nsqd in `NSQD_REF_BIN`,
+/// 10 kills each while publishing only, `--mem-queue-size=0`; prints both, and fails if the
+/// server under test lost an acknowledged message. The reference's losses are only printed
+/// (nsqd 1.3 loses the odd message, probably one its topic had read, with the read position
+/// synced, and not yet written to every channel's queue when it was killed).
+#[test]
+#[ignore = "side by side with nsqd: needs NSQD_REF_BIN; run with --ignored --nocapture"]
+fn default_mode_kill_test_side_by_side_with_nsqd() {
+    let reference = std::env::var_os("NSQD_REF_BIN")
+        .map(PathBuf::from)
+        .expect("set NSQD_REF_BIN to an nsqd binary");
+    let ours = run(&default_mode_plan(server_bin(), 10, (300, 1500)));
+    let theirs = run(&default_mode_plan(reference.clone(), 10, (300, 1500)));
+    ours.print(&format!("{}", server_bin().display()));
+    theirs.print(&format!("{}", reference.display()));
+    println!(
+        "side by side, 10 SIGKILLs, --mem-queue-size=0, publishing only: {} lost {} of {} acknowledged; {} lost {} of {} acknowledged",
+        server_bin().display(),
+        ours.lost(),
+        ours.acked,
+        reference.display(),
+        theirs.lost(),
+        theirs.acked
     );
-    assert!(
-        lost.is_empty(),
-        "lost on channel c: {:?}",
-        &lost[..lost.len().min(20)]
-    );
-    assert!(
-        idle_lost.is_empty(),
-        "lost on channel idle: {:?}",
-        &idle_lost[..idle_lost.len().min(20)]
-    );
-    assert_eq!(s.terminate(), Some(0));
+    ours.assert_nothing_lost();
 }

@@ -1,4 +1,4 @@
-//! How a channel meets its disk queue: building the ready queue (`queue.rs`) from the
+//! How a channel meets its disk queue: building the ready queue (`spill_queue.rs`) from the
 //! configuration, placing what the disk writer read (ready or, for deferred messages, back
 //! in the deferred queue with their remaining delay), and the shutdown flush of memory,
 //! in-flight and deferred messages in nsqd's order.
@@ -6,18 +6,23 @@
 use std::sync::{Arc, Weak};
 
 use super::*;
-use crate::backend::{Accepted, AckPolicy, Backend, Done, Final, Outgoing, QueueOwner};
+use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
 use crate::link::DiskLink;
 
 /// The ready queue for a channel: memory only for `#ephemeral` channels (dropping beyond
 /// `--mem-queue-size`) and without a data path; memory + disk otherwise.
-pub(super) fn ready_queue(cfg: &BrokerConfig, topic: &str, name: &str, ephemeral: bool) -> Queue {
+pub(super) fn ready_queue(
+    cfg: &BrokerConfig,
+    topic: &str,
+    name: &str,
+    ephemeral: bool,
+) -> SpillQueue {
     if ephemeral {
-        return Queue::memory(cfg.mem_queue_size, true);
+        return SpillQueue::memory(cfg.mem_queue_size, true);
     }
     let Some(dir) = &cfg.data_path else {
-        return Queue::memory(cfg.mem_queue_size, false);
+        return SpillQueue::memory(cfg.mem_queue_size, false);
     };
     let strict = cfg.durability == Durability::Strict;
     let policy = if strict {
@@ -25,9 +30,9 @@ pub(super) fn ready_queue(cfg: &BrokerConfig, topic: &str, name: &str, ephemeral
     } else {
         AckPolicy::OnAccept
     };
-    let (backend, opened) = Backend::open(dir, &format!("{topic}:{name}"), cfg, strict, policy);
-    let link = DiskLink::new(backend, strict, false, cfg.max_disk_bytes, opened);
-    Queue::with_disk(cfg.mem_queue_size, link)
+    let (writer, opened) = DiskWriter::open(dir, &format!("{topic}:{name}"), cfg, strict, policy);
+    let link = DiskLink::new(writer, strict, false, cfg.max_disk_bytes, opened);
+    SpillQueue::with_disk(cfg.mem_queue_size, link)
 }
 
 /// Let the disk writer reach the channel.
@@ -35,7 +40,7 @@ pub(super) fn attach(ch: &Arc<Channel>) {
     let st = ch.state.lock();
     if let Some(d) = &st.ready.disk {
         let owner: Weak<dyn QueueOwner> = Arc::downgrade(ch) as Weak<dyn QueueOwner>;
-        d.backend.set_owner(owner);
+        d.writer.set_owner(owner);
     }
 }
 
@@ -51,7 +56,7 @@ pub(crate) fn instant_of(due_ns: i64, now_ns: i64, now: Instant) -> Option<Insta
 }
 
 impl QueueOwner for Channel {
-    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue)) {
+    fn with_queue(&self, f: &mut dyn FnMut(&mut SpillQueue)) {
         f(&mut self.state.lock().ready);
     }
 
@@ -91,11 +96,11 @@ impl Channel {
     /// flight (attempts kept) and deferred (their due times saved beside the queue), and close
     /// the disk queue. Consumers are gone by now.
     pub(crate) fn close_queue(&self) {
-        let Some((backend, outbox, promises)) = self.state.lock().ready.begin_close() else {
+        let Some((writer, outbox, promises)) = self.state.lock().ready.begin_close() else {
             return;
         };
         let mut first = Some((outbox, promises));
-        backend.close(&mut || {
+        writer.close(&mut || {
             let (mut writes, promises) = first.take().unwrap_or_default();
             let mut st = self.state.lock();
             writes.extend(

@@ -1,6 +1,7 @@
 //! Channel behaviour without sockets: delivery, FIN, REQ, timeouts, deferred release.
 
 use super::*;
+use crate::{Broker, BrokerConfig, ConsumerInfo, ConsumerKind};
 use bytes::Bytes;
 use nsq_wire::MessageId;
 
@@ -10,87 +11,137 @@ fn msgs(ids: &[u64]) -> Vec<Message> {
         .collect()
 }
 
-fn setup() -> (Arc<Channel>, Arc<Client>) {
-    let ch = Channel::new("t", "c", Arc::new(BrokerConfig::default()));
-    let cl = Arc::new(Client::new(
-        1,
-        "127.0.0.1:1".into(),
-        0,
-        Duration::from_secs(60),
-    ));
-    ch.add_client(Arc::clone(&cl)).expect("add");
-    (ch, cl)
+fn consumer(b: &Broker, timeout: Duration) -> Arc<Consumer> {
+    let c =
+        b.new_consumer(ConsumerInfo::new(ConsumerKind::Tcp, "127.0.0.1:1").msg_timeout(timeout));
+    c.set_ready_count(100);
+    c
 }
 
-fn take(ch: &Channel, cl: &Client, n: usize) -> Vec<(u64, u16)> {
+async fn setup() -> (Broker, Arc<Channel>, Arc<Consumer>) {
+    let b = Broker::start(BrokerConfig::default()).await.expect("start");
+    let ch = b.open_channel("t", "c").await.expect("channel");
+    let cl = consumer(&b, Duration::from_secs(60));
+    ch.add_consumer(Arc::clone(&cl)).expect("add");
+    (b, ch, cl)
+}
+
+fn take(ch: &Channel, cl: &Consumer, n: usize) -> Vec<(u64, u16)> {
     let mut out = Vec::new();
     let mut rng = 1;
     ch.deliver(cl, n, 0, &mut rng, |m| out.push((m.id.0, m.attempts)));
     out
 }
 
+/// Let the broker's timer task run until `cond` holds (paused clock: time only moves when
+/// every task waits).
+async fn settle(cond: impl Fn() -> bool) {
+    for _ in 0..1000 {
+        if cond() {
+            return;
+        }
+        tokio::task::yield_now().await;
+    }
+    panic!("condition not reached");
+}
+
 #[tokio::test]
 async fn deliver_fin_requeue() {
-    let (ch, cl) = setup();
+    let (b, ch, cl) = setup().await;
     let _ = ch.put(msgs(&[1, 2, 3])).expect("put");
     assert_eq!(take(&ch, &cl, 2), vec![(1, 1), (2, 1)]);
-    assert_eq!(cl.in_flight.load(Relaxed), 2);
+    assert_eq!(cl.in_flight(), 2);
     let mut errs = Vec::new();
     ch.finish(&cl, &[1, 1], |i, e| errs.push((i, e)));
     assert_eq!(errs, vec![(1, BrokerError::NotInFlight)]);
     ch.requeue(&cl, 2, Duration::ZERO).expect("req");
     assert_eq!(take(&ch, &cl, 5), vec![(3, 1), (2, 2)]);
-    let other = Client::new(2, "x:1".into(), 0, Duration::from_secs(1));
+    let other = consumer(&b, Duration::from_secs(1));
     assert_eq!(
         ch.requeue(&other, 3, Duration::ZERO),
         Err(BrokerError::NotOwner)
     );
     assert_eq!(ch.stats(false).requeue_count, 1);
+    assert_eq!((cl.finish_count(), cl.requeue_count()), (1, 1));
 }
 
 #[tokio::test(start_paused = true)]
 async fn timeout_requeues_with_attempts_kept() {
-    let (ch, cl) = setup();
-    cl.msg_timeout_ms.store(1000, Relaxed);
+    let (_b, ch, cl) = setup().await;
+    cl.set_msg_timeout(Duration::from_millis(1000));
     let _ = ch.put(msgs(&[7])).expect("put");
     assert_eq!(take(&ch, &cl, 1), vec![(7, 1)]);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    tokio::task::yield_now().await;
-    assert_eq!(ch.stats(false).timeout_count, 1);
-    assert_eq!(cl.in_flight.load(Relaxed), 0);
+    settle(|| ch.stats(false).timeout_count == 1).await;
+    assert_eq!(cl.in_flight(), 0);
     assert_eq!(take(&ch, &cl, 1), vec![(7, 2)]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn deferred_released_when_due() {
-    let (ch, cl) = setup();
+    let (_b, ch, cl) = setup().await;
     let _ = ch
         .put_deferred(msgs(&[9]), Instant::now() + Duration::from_millis(500))
         .expect("put");
     assert_eq!(ch.stats(false).deferred_count, 1);
     assert!(take(&ch, &cl, 1).is_empty());
     tokio::time::sleep(Duration::from_millis(600)).await;
-    tokio::task::yield_now().await;
+    settle(|| ch.depth() == 1).await;
     assert_eq!(take(&ch, &cl, 1), vec![(9, 1)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn an_earlier_deadline_is_served_before_a_later_one() {
+    let (b, ch, cl) = setup().await;
+    cl.set_msg_timeout(Duration::from_secs(10));
+    let _ = ch.put(msgs(&[1, 2])).expect("put");
+    assert_eq!(take(&ch, &cl, 1), vec![(1, 1)]);
+    // A second consumer with a shorter timeout: the channel's deadline moves earlier.
+    let quick = consumer(&b, Duration::from_millis(100));
+    ch.add_consumer(Arc::clone(&quick)).expect("add");
+    assert_eq!(take(&ch, &quick, 1), vec![(2, 1)]);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    settle(|| ch.stats(false).timeout_count == 1).await;
+    assert_eq!((cl.in_flight(), quick.in_flight()), (1, 0));
+    tokio::time::sleep(Duration::from_secs(10)).await;
+    settle(|| ch.stats(false).timeout_count == 2).await;
+    assert_eq!(cl.in_flight(), 0);
 }
 
 #[tokio::test]
 async fn disconnect_requeues_in_flight_first() {
-    let (ch, cl) = setup();
+    let (b, ch, cl) = setup().await;
     let _ = ch.put(msgs(&[1, 2, 3])).expect("put");
     assert_eq!(take(&ch, &cl, 2).len(), 2);
-    assert_eq!(ch.remove_client(cl.id), 0);
-    let cl2 = Arc::new(Client::new(2, "x:1".into(), 0, Duration::from_secs(60)));
-    ch.add_client(Arc::clone(&cl2)).expect("add");
+    assert_eq!(ch.remove_consumer(cl.id()), 0);
+    let cl2 = consumer(&b, Duration::from_secs(60));
+    ch.add_consumer(Arc::clone(&cl2)).expect("add");
     assert_eq!(take(&ch, &cl2, 5), vec![(1, 2), (2, 2), (3, 1)]);
 }
 
 #[tokio::test]
 async fn paused_channel_delivers_nothing() {
-    let (ch, cl) = setup();
+    let (_b, ch, cl) = setup().await;
     let _ = ch.put(msgs(&[1])).expect("put");
     ch.set_paused(true);
     assert!(take(&ch, &cl, 1).is_empty());
     ch.set_paused(false);
     assert_eq!(take(&ch, &cl, 1).len(), 1);
+}
+
+#[tokio::test]
+async fn max_channel_consumers_is_enforced() {
+    let b = Broker::start(BrokerConfig {
+        max_channel_consumers: 1,
+        ..BrokerConfig::default()
+    })
+    .await
+    .expect("start");
+    let ch = b.open_channel("t", "c").await.expect("channel");
+    ch.add_consumer(consumer(&b, Duration::from_secs(1)))
+        .expect("first");
+    assert!(matches!(
+        ch.add_consumer(consumer(&b, Duration::from_secs(1))),
+        Err(BrokerError::TooManyConsumers { limit: 1, .. })
+    ));
 }

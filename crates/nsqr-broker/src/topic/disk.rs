@@ -5,37 +5,37 @@
 use std::sync::Weak;
 
 use super::*;
-use crate::backend::{Accepted, AckPolicy, Backend, Done, Final, Outgoing, QueueOwner};
 use crate::channel::{instant_of, unix_due};
+use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
 use crate::link::DiskLink;
 
 /// The backlog of a topic: memory only for `#ephemeral` topics (dropping beyond
 /// `--mem-queue-size`) and without a data path; memory + disk otherwise. In strict mode nothing
 /// waits in memory: the backlog is on disk before the publish is acknowledged.
-pub(super) fn backlog_queue(cfg: &BrokerConfig, name: &str, ephemeral: bool) -> Queue {
+pub(super) fn backlog_queue(cfg: &BrokerConfig, name: &str, ephemeral: bool) -> SpillQueue {
     if ephemeral {
-        return Queue::memory(cfg.mem_queue_size, true);
+        return SpillQueue::memory(cfg.mem_queue_size, true);
     }
     let Some(dir) = &cfg.data_path else {
-        return Queue::memory(cfg.mem_queue_size, false);
+        return SpillQueue::memory(cfg.mem_queue_size, false);
     };
     let strict = cfg.durability == Durability::Strict;
-    let (backend, opened) = Backend::open(dir, name, cfg, strict, AckPolicy::AfterTicket);
-    let link = DiskLink::new(backend, strict, true, cfg.max_disk_bytes, opened);
-    Queue::with_disk(if strict { 0 } else { cfg.mem_queue_size }, link)
+    let (writer, opened) = DiskWriter::open(dir, name, cfg, strict, AckPolicy::AfterTicket);
+    let link = DiskLink::new(writer, strict, true, cfg.max_disk_bytes, opened);
+    SpillQueue::with_disk(if strict { 0 } else { cfg.mem_queue_size }, link)
 }
 
 pub(super) fn attach(t: &Arc<Topic>) {
     let st = t.state.lock();
     if let Some(d) = &st.backlog.disk {
         let owner: Weak<dyn QueueOwner> = Arc::downgrade(t) as Weak<dyn QueueOwner>;
-        d.backend.set_owner(owner);
+        d.writer.set_owner(owner);
     }
 }
 
 impl QueueOwner for Topic {
-    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue)) {
+    fn with_queue(&self, f: &mut dyn FnMut(&mut SpillQueue)) {
         let mut st = self.state.lock();
         let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
         st.backlog.set_drain(drain);
@@ -90,11 +90,11 @@ impl Topic {
     /// Shutdown (after the channels): write what is still queued for the disk, then the
     /// backlog in memory and the deferred backlog (due times saved beside the queue).
     pub(crate) fn close_queue(&self) {
-        let Some((backend, outbox, promises)) = self.state.lock().backlog.begin_close() else {
+        let Some((writer, outbox, promises)) = self.state.lock().backlog.begin_close() else {
             return;
         };
         let mut first = Some((outbox, promises));
-        backend.close(&mut || {
+        writer.close(&mut || {
             let (mut writes, promises) = first.take().unwrap_or_default();
             let mut st = self.state.lock();
             writes.extend(

@@ -72,7 +72,44 @@ pub fn matrix_values(r: &MatrixRow) -> Vec<(String, f64)> {
 /// Every row for these flags, in table order.
 pub fn rows_for(a: &BenchArgs) -> Vec<Metric> {
     let sizes: &[usize] = if a.matrix { &a.sizes } else { &[] };
-    rows(&a.latency_rates, sizes)
+    let mut v = rows(&a.latency_rates, sizes);
+    if a.nsq_bench.is_some() {
+        // After pubsub, beside the project's own pub and sub rows.
+        let at = v
+            .iter()
+            .position(|m| m.key == "pubsub_cpu_us_per_msg")
+            .map_or(0, |i| i + 1);
+        v.splice(at..at, nsq_bench_rows());
+    }
+    v
+}
+
+/// nsq's bench_writer and bench_reader (`--nsq-bench`), as bench.sh runs them.
+pub fn nsq_bench_rows() -> Vec<Metric> {
+    let mut v = Vec::new();
+    for (side, tool) in [("pub", "bench_writer"), ("sub", "bench_reader")] {
+        v.extend([
+            m(
+                format!("nsq_bench_{side}_msgs_per_sec"),
+                format!("{tool} msgs/s"),
+                true,
+                0,
+            ),
+            m(
+                format!("nsq_bench_{side}_mb_per_sec"),
+                format!("{tool} MB/s"),
+                true,
+                1,
+            ),
+            m(
+                format!("nsq_bench_{side}_cpu_us_per_msg"),
+                format!("{tool} CPU µs/msg"),
+                false,
+                3,
+            ),
+        ]);
+    }
+    v
 }
 
 /// The fixed rows, one block of latency rows per rate and one block of matrix rows per size.
@@ -326,11 +363,47 @@ mod tests {
     }
 
     #[test]
+    fn nsq_bench_rows_follow_pubsub() {
+        use clap::Parser;
+        let parse = |extra: &[&str]| {
+            let mut v = vec!["nsqr", "bench", "compare", "--reference", "/bin/true"];
+            v.extend_from_slice(extra);
+            match crate::cli::Cli::try_parse_from(v).unwrap().command {
+                crate::cli::Command::Bench(b) => rows_for(&b),
+                crate::cli::Command::Floor(_) => panic!("floor"),
+            }
+        };
+        let plain = parse(&[]);
+        assert!(plain.iter().all(|m| !m.key.starts_with("nsq_bench")));
+        let with = parse(&["--nsq-bench", "/tmp"]);
+        assert_eq!(with.len(), plain.len() + 6);
+        let k = keys(&with);
+        assert_eq!(k[8], "pubsub_cpu_us_per_msg");
+        assert_eq!(
+            &k[9..15],
+            &[
+                "nsq_bench_pub_msgs_per_sec",
+                "nsq_bench_pub_mb_per_sec",
+                "nsq_bench_pub_cpu_us_per_msg",
+                "nsq_bench_sub_msgs_per_sec",
+                "nsq_bench_sub_mb_per_sec",
+                "nsq_bench_sub_cpu_us_per_msg",
+            ]
+        );
+        assert_eq!(
+            label(&with, "nsq_bench_sub_cpu_us_per_msg"),
+            "bench_reader CPU µs/msg"
+        );
+        assert_eq!(k[15], "latency_p50_us_at_1000");
+    }
+
+    #[test]
     fn keys_are_unique_and_labels_fit_the_table() {
-        let r = rows(
+        let mut r = rows(
             &[1000, 2500, 10_000, 1_500_000],
             &[64, 1024, 8192, 65536, 1 << 20],
         );
+        r.extend(nsq_bench_rows());
         let mut k = keys(&r);
         k.sort();
         k.dedup();

@@ -1,25 +1,27 @@
 //! What `compare` runs against one server in one round. Each group of phases gets a fresh
 //! server, so one phase's leftovers (queued messages, memory the allocator kept, topics with
 //! channels) cannot slow the next: the RSS probe; then pub, sub, pubsub and latency at each of
-//! `--latency-rates`; then, when asked for, fan-out, idle connections and the size matrix.
+//! `--latency-rates`; then, when asked for, fan-out, idle connections, the size matrix and nsq's
+//! own bench_writer / bench_reader (`nsq_bench`).
 //! Every value goes into the round's [`Metrics`] under a key from `metrics`.
 
 use std::path::Path;
 use std::time::Duration;
 
 use super::metrics::{latency_values, matrix_values};
-use super::Metrics;
+use super::{nsq_bench, Metrics};
 use crate::cli::BenchArgs;
 use crate::client::{err, Result};
 use crate::modes::{self, topic_name, Workload};
 use crate::procstat::{cpu_time, status_bytes};
 use crate::progress::Counters;
 use crate::publisher::{PubOutcome, Stop};
+use crate::report::SubStats;
 use crate::server::Server;
 use crate::subscriber::SubGroup;
 
 pub(super) fn server_args(a: &BenchArgs) -> Vec<String> {
-    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size)];
+    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size())];
     v.extend(a.server_arg.iter().cloned());
     v
 }
@@ -54,16 +56,38 @@ pub(super) async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
         let r = matrix_phase(&srv, a, &mut m).await;
         with_log(&mut srv, r)?;
     }
+    if let Some(dir) = &a.nsq_bench {
+        let mut srv = Server::start(bin, &extra).await?;
+        let r = nsq_bench::measure(&srv, a, dir).await;
+        m.extend(with_log(&mut srv, r)?);
+    }
     Ok(m)
 }
 
-/// `nsqr floor` (this executable), one round: the publish phase only, with its CPU per message.
+/// `nsqr floor` (this executable), one round: the pub phase, then the sub phase consuming what
+/// it published, each with the floor's CPU per message; with `--nsq-bench`, nsq's tools
+/// against a fresh floor.
 pub(super) async fn measure_floor(exe: &Path, a: &BenchArgs) -> Result<Metrics> {
     let mut m = Metrics::new();
     let mut srv = Server::start_with(exe, &["floor"], &[]).await?;
-    let r = pub_phase(&srv, &Workload::from_args(a, &srv.tcp), &mut m).await;
+    let r = floor_phases(&srv, a, &mut m).await;
     with_log(&mut srv, r)?;
+    if let Some(dir) = &a.nsq_bench {
+        let mut srv = Server::start_with(exe, &["floor"], &[]).await?;
+        let r = nsq_bench::measure(&srv, a, dir).await;
+        m.extend(with_log(&mut srv, r)?);
+    }
     Ok(m)
+}
+
+async fn floor_phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
+    let w = Workload::from_args(a, &srv.tcp);
+    let (topic, published) = pub_phase(srv, &w, m).await?;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let s = sub_phase(srv, &w, &topic, &published, m).await?;
+    add(m, "lost", s.lost as f64);
+    add(m, "duplicates", s.duplicates as f64);
+    Ok(())
 }
 
 /// Add the server's log tail to an error when the server died.
@@ -162,6 +186,24 @@ async fn pub_phase(srv: &Server, w: &Workload, m: &mut Metrics) -> Result<(Strin
     Ok((topic, published))
 }
 
+/// Consume what the pub phase put on `topic` (the channel is created by this SUB, as in nsq's
+/// bench.sh without its create calls): rates and the server's CPU per message.
+async fn sub_phase(
+    srv: &Server,
+    w: &Workload,
+    topic: &str,
+    published: &PubOutcome,
+    m: &mut Metrics,
+) -> Result<SubStats> {
+    let c0 = cpu_time(srv.pid).map_err(err)?;
+    let s = modes::subscribe::consume(w, topic, published).await?;
+    let c1 = cpu_time(srv.pid).map_err(err)?;
+    m.insert("sub_msgs_per_sec".into(), s.msgs_per_sec);
+    m.insert("sub_mb_per_sec".into(), s.mb_per_sec);
+    m.insert("sub_cpu_us_per_msg".into(), per_msg(c1 - c0, s.received));
+    Ok(s)
+}
+
 async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
     let w = Workload::from_args(a, &srv.tcp);
     let cpu = || cpu_time(srv.pid).map_err(err);
@@ -170,12 +212,7 @@ async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
     let (topic, published) = pub_phase(srv, &w, m).await?;
     settle().await;
 
-    let c1 = cpu()?;
-    let s = modes::subscribe::consume(&w, &topic, &published).await?;
-    let c2 = cpu()?;
-    m.insert("sub_msgs_per_sec".into(), s.msgs_per_sec);
-    m.insert("sub_mb_per_sec".into(), s.mb_per_sec);
-    m.insert("sub_cpu_us_per_msg".into(), per_msg(c2 - c1, s.received));
+    let s = sub_phase(srv, &w, &topic, &published, m).await?;
     settle().await;
 
     let c2 = cpu()?;

@@ -1,6 +1,7 @@
 //! The workloads. Each mode is a function from a [`Workload`] (the flags, resolved) to a
 //! [`Report`]; `compare` calls the same pieces phase by phase against servers it starts.
 
+pub mod inproc;
 pub mod latency;
 pub mod matrix;
 pub mod publish;
@@ -61,7 +62,7 @@ impl Workload {
             pub_connections: a.pub_connections(),
             sub_connections: a.sub_connections(),
             pipeline: a.pipeline,
-            rdy: a.rdy,
+            rdy: a.rdy(),
             duration: a.duration,
             count: a.count,
             rate: a.rate,
@@ -157,10 +158,11 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
             report.latency = Some(l);
         }
         Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare | Mode::Kv => {
-            return Err(crate::client::err(
-                "compare and kv are not NSQ single-server modes",
-            ))
+        Mode::Compare | Mode::Cluster | Mode::Inproc | Mode::Kv => {
+            return Err(crate::client::err(format!(
+                "{} is not a single-server mode",
+                mode.name()
+            )))
         }
     }
     report.check();

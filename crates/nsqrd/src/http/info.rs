@@ -43,7 +43,7 @@ pub fn info(state: &HttpState) -> Result<Reply, ApiError> {
         hostname: &s.hostname,
         http_port: s.http_port,
         tcp_port: s.tcp_port,
-        start_time: state.broker.start_time,
+        start_time: state.broker.start_time(),
         max_heartbeat_interval: nanos(s.max_heartbeat_interval),
         max_output_buffer_size: s.max_output_buffer_size,
         max_output_buffer_timeout: nanos(s.max_output_buffer_timeout),

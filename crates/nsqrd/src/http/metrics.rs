@@ -129,7 +129,7 @@ const CHANNEL_FIGURES: &[(&str, &str, &str, ChannelFigure)] = &[
         "nsq_channel_clients",
         "gauge",
         "Consumers subscribed to the channel.",
-        |c| c.client_count as f64,
+        |c| c.consumer_count as f64,
     ),
     (
         "nsq_channel_messages_total",
@@ -257,7 +257,7 @@ pub fn render(state: &HttpState) -> String {
         "gauge",
         "Open TCP client connections (producers and consumers).",
     )
-    .sample("nsq_tcp_connections", &[], broker.client_count() as f64);
+    .sample("nsq_tcp_connections", &[], state.clients.count() as f64);
     Family::new(&mut out, "nsq_topics", "gauge", "Topics on this node.").sample(
         "nsq_topics",
         &[],
@@ -336,7 +336,7 @@ pub fn render(state: &HttpState) -> String {
             }
         }
     }
-    process(&mut out, broker.start_time);
+    process(&mut out, broker.start_time());
     out
 }
 

@@ -31,10 +31,13 @@ use nsqr_broker::Broker;
 pub use config::{ConfigPutError, ConfigStore, ConfigValue};
 pub use server::serve;
 pub use stats::MemStats;
+pub mod stats_json;
 
 /// Everything the handlers share.
 pub struct HttpState {
     pub broker: Arc<Broker>,
+    /// The TCP clients (`/stats` producers, the connection count).
+    pub clients: Arc<crate::tcp::client::Clients>,
     pub settings: HttpSettings,
     pub config: Arc<dyn ConfigStore>,
 }
@@ -63,6 +66,10 @@ pub struct HttpSettings {
     /// Set (to the HTTPS port) on the state of the plain-HTTP listener when `--tls-required`
     /// is on: every request there is refused with 403 `TLS_REQUIRED`.
     pub tls_required_https_port: Option<u16>,
+    /// `--http-idle-timeout`, `--http-read-timeout`, `--http-write-timeout`.
+    pub timeouts: nsq_common::http::server::Timeouts,
+    /// Connections a listener serves at once (`--http-max-connections`, resolved).
+    pub max_connections: usize,
 }
 
 impl Default for HttpSettings {
@@ -84,6 +91,8 @@ impl Default for HttpSettings {
             topology_zone: String::new(),
             topology_region: String::new(),
             tls_required_https_port: None,
+            timeouts: nsq_common::http::server::Timeouts::default(),
+            max_connections: usize::MAX,
         }
     }
 }

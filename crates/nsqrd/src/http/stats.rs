@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
+use super::stats_json::{ClientStats, StatsView, TopicStats};
 use nsq_common::http::query::Query;
 use nsq_common::http::response::{ApiError, Reply};
-use nsqr_broker::stats::{ClientStats, Snapshot, TopicStats};
 
 use super::query::nsq_bool;
 use super::stats_text;
@@ -85,30 +85,35 @@ struct StatsDoc<'a> {
 /// `GET /stats`.
 pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiError> {
     let p = StatsParams::parse(raw_query)?;
-    let snap: Snapshot =
-        state
-            .broker
-            .snapshot(p.topic.as_deref(), p.channel.as_deref(), p.include_clients);
+    let snap = state
+        .broker
+        .snapshot(p.topic.as_deref(), p.channel.as_deref(), p.include_clients);
+    let producers = if p.include_clients {
+        state.clients.producers()
+    } else {
+        Vec::new()
+    };
+    let view = StatsView::new(&snap, &producers, p.topic.as_deref());
     let health = state.broker.health();
     let mem = p.include_mem.then(MemStats::current);
     if !p.json {
         let text = stats_text::render(&stats_text::TextStats {
             version: &state.settings.version,
-            start_time_ns: state.broker.start_time_ns,
+            start_time_ns: state.broker.start_time_ns(),
             now_ns: nsqr_broker::now_unix_nanos(),
             health: &health,
             memory: mem.as_ref(),
-            snapshot: &snap,
+            view: &view,
         });
         return Ok(Reply::Text(text.into()));
     }
     Reply::json(&StatsDoc {
         version: &state.settings.version,
         health: &health,
-        start_time: state.broker.start_time,
-        topics: &snap.topics,
+        start_time: state.broker.start_time(),
+        topics: &view.topics,
         memory: mem.as_ref(),
-        producers: (!snap.producers.is_empty()).then_some(&snap.producers[..]),
+        producers: (!view.producers.is_empty()).then_some(&view.producers[..]),
     })
 }
 
@@ -142,14 +147,14 @@ mod tests {
 
     #[test]
     fn percentiles_render_like_go() {
-        let e = nsqr_broker::stats::E2eLatency {
+        let e = super::super::stats_json::E2eLatency {
             count: 1,
             percentiles: Some(vec![
-                nsqr_broker::stats::Percentile {
+                super::super::stats_json::Percentile {
                     quantile: 1.0,
                     value: 0.0,
                 },
-                nsqr_broker::stats::Percentile {
+                super::super::stats_json::Percentile {
                     quantile: 0.99,
                     value: 1234.5,
                 },

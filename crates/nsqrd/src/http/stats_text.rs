@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use nsqr_broker::stats::{ClientStats, E2eLatency, Snapshot};
+use super::stats_json::{ClientStats, E2eLatency, StatsView};
 
 use super::stats::MemStats;
 
@@ -15,7 +15,7 @@ pub struct TextStats<'a> {
     pub now_ns: i64,
     pub health: &'a str,
     pub memory: Option<&'a MemStats>,
-    pub snapshot: &'a Snapshot,
+    pub view: &'a StatsView,
 }
 
 /// What nsqd prints after `built w/` (its Go version).
@@ -48,7 +48,7 @@ pub fn render(s: &TextStats<'_>) -> String {
             let _ = writeln!(w, "   {k:<25}\t{v}");
         }
     }
-    let topics = s.snapshot.topics.as_deref().unwrap_or_default();
+    let topics = s.view.topics.as_deref().unwrap_or_default();
     if topics.is_empty() {
         w.push_str("\nTopics: None\n");
     } else {
@@ -85,11 +85,11 @@ pub fn render(s: &TextStats<'_>) -> String {
             }
         }
     }
-    if s.snapshot.producers.is_empty() {
+    if s.view.producers.is_empty() {
         w.push_str("\nProducers: None\n");
     } else {
         w.push_str("\nProducers:\n");
-        for p in &s.snapshot.producers {
+        for p in &s.view.producers {
             let _ = writeln!(w, "   {}", client_line(p, s.now_ns));
         }
     }

@@ -101,7 +101,7 @@ pub fn channel_action(
         ChannelAction::Delete => {
             state
                 .broker
-                .delete_channel(&topic.name, &channel)
+                .delete_channel(topic.name(), &channel)
                 .map_err(|_| ApiError::not_found("CHANNEL_NOT_FOUND"))?;
         }
         ChannelAction::Empty => existing()?.empty(),

@@ -66,6 +66,20 @@ pub enum OptionsError {
     KvNotify(String),
     #[error("--kv-events-topic is not a valid topic name: {0:?}")]
     KvEventsTopic(String),
+    #[error("--http-max-connections must be >= 0")]
+    HttpMaxConnections,
+}
+
+impl From<nsq_common::goflag::SyntaxError> for OptionsError {
+    fn from(e: nsq_common::goflag::SyntaxError) -> OptionsError {
+        use nsq_common::goflag::SyntaxError;
+        match e {
+            SyntaxError::Help => OptionsError::Help,
+            SyntaxError::Unknown(n) => OptionsError::UnknownFlag(n),
+            SyntaxError::BadSyntax(a) => OptionsError::BadSyntax(a),
+            SyntaxError::MissingArgument(n) => OptionsError::MissingArgument(n),
+        }
+    }
 }
 
 impl OptionsError {

@@ -1,14 +1,10 @@
-//! Command-line parsing with Go `flag` package rules, and the usage text.
-//!
-//! nsqd is driven by scripts and service files written for Go's flag syntax, which clap cannot
-//! express: `-flag value`, `--flag value`, `-flag=value`, `--flag=value`; bool flags take a value
-//! only after `=` (a bare `--snappy` never eats the next argument); list flags repeat; parsing
-//! stops at the first non-flag argument or at `--`. Error texts are Go's.
+//! nsqd's command line: Go `flag` package rules (`nsq_common::goflag`, shared with
+//! nsqrlookupd) applied to nsqd's flag table, list flags that repeat, and the usage text.
 
 use super::error::OptionsError;
 use super::table::{FlagSpec, Options, FLAGS};
 use super::types::{tls_version_name, Kind, TlsRequired, Value};
-use nsq_common::duration;
+use nsq_common::{duration, goflag};
 
 /// Applies `args` (without the program name) to `opts`. Returns the names of the flags given,
 /// which the config file must not override.
@@ -16,55 +12,28 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
     opts: &mut Options,
     args: I,
 ) -> Result<Vec<&'static str>, OptionsError> {
-    let mut args = args.into_iter();
+    let kind = |name: &str| FlagSpec::by_name(name).map(|s| s.kind.is_bool_style());
     let mut given: Vec<&'static str> = Vec::new();
-    while let Some(arg) = args.next() {
-        if arg.len() < 2 || !arg.starts_with('-') {
-            break; // first non-flag argument: the rest is positional and ignored, as in nsqd
-        }
-        let name = match arg[1..].strip_prefix('-') {
-            Some("") => break, // "--" ends the flags
-            Some(rest) => rest,
-            None => &arg[1..],
+    for occurrence in goflag::Flags::new(args, kind) {
+        let goflag::Occurrence { name, value: text } = occurrence?;
+        let Some(spec) = FlagSpec::by_name(&name) else {
+            return Err(OptionsError::UnknownFlag(name));
         };
-        if name.is_empty() || name.starts_with(['-', '=']) {
-            return Err(OptionsError::BadSyntax(arg.clone()));
-        }
-        let (name, inline) = match name.split_once('=') {
-            Some((n, v)) => (n, Some(v)),
-            None => (name, None),
-        };
-        let Some(spec) = FlagSpec::by_name(name) else {
-            return Err(if name == "help" || name == "h" {
-                OptionsError::Help
-            } else {
-                OptionsError::UnknownFlag(name.to_string())
-            });
-        };
-        let value = if spec.kind.is_bool_style() {
-            let text = inline.unwrap_or("true");
-            spec.kind
-                .parse_text(text)
-                .map_err(|e| OptionsError::InvalidBool {
-                    flag: name.to_string(),
-                    value: text.to_string(),
-                    reason: e.flag_reason(),
-                })?
-        } else {
-            let text = match inline {
-                Some(v) => v.to_string(),
-                None => args
-                    .next()
-                    .ok_or_else(|| OptionsError::MissingArgument(name.to_string()))?,
-            };
-            spec.kind
-                .parse_text(&text)
-                .map_err(|e| OptionsError::InvalidValue {
-                    flag: name.to_string(),
+        let value = spec.kind.parse_text(&text).map_err(|e| {
+            if spec.kind.is_bool_style() {
+                OptionsError::InvalidBool {
+                    flag: name.clone(),
                     value: text.clone(),
                     reason: e.flag_reason(),
-                })?
-        };
+                }
+            } else {
+                OptionsError::InvalidValue {
+                    flag: name.clone(),
+                    value: text.clone(),
+                    reason: e.flag_reason(),
+                }
+            }
+        })?;
         add(opts, spec, value);
         if !given.contains(&spec.name) {
             given.push(spec.name);
@@ -112,25 +81,15 @@ pub fn usage() -> String {
     let defaults = Options::default();
     let mut specs: Vec<&FlagSpec> = FLAGS.iter().collect();
     specs.sort_by_key(|f| f.name);
-    let mut out = String::from("Usage of nsqd:\n");
-    for f in specs {
-        out.push_str("  -");
-        out.push_str(f.name);
-        let ty = f.kind.usage_type();
-        if !ty.is_empty() {
-            out.push(' ');
-            out.push_str(ty);
-        }
-        out.push_str("\n    \t");
-        out.push_str(f.help);
-        if let Some(d) = default_text(f.kind, (f.get)(&defaults)) {
-            out.push_str(" (default ");
-            out.push_str(&d);
-            out.push(')');
-        }
-        out.push('\n');
-    }
-    out
+    goflag::usage(
+        "nsqd",
+        specs.into_iter().map(|f| goflag::UsageLine {
+            name: f.name,
+            type_word: f.kind.usage_type(),
+            help: f.help,
+            default: default_text(f.kind, (f.get)(&defaults)),
+        }),
+    )
 }
 
 #[cfg(test)]

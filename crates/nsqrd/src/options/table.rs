@@ -127,6 +127,14 @@ option_table! {
         "http-client-connect-timeout", Some("http_client_connect_timeout"), Duration, "connect timeout for outbound HTTP requests";
     http_client_request_timeout: Duration = secs(5);
         "http-client-request-timeout", Some("http_client_request_timeout"), Duration, "total timeout for outbound HTTP requests";
+    http_idle_timeout: Duration = secs(120);
+        "http-idle-timeout", Some("http_idle_timeout"), Duration, "[nsqr] close an HTTP(S) connection idle this long between requests (0 = never)";
+    http_read_timeout: Duration = secs(60);
+        "http-read-timeout", Some("http_read_timeout"), Duration, "[nsqr] time an HTTP(S) request may take to arrive, headers and body, from its first byte (0 = unlimited)";
+    http_write_timeout: Duration = secs(60);
+        "http-write-timeout", Some("http_write_timeout"), Duration, "[nsqr] close an HTTP(S) connection whose client accepts no response bytes for this long (0 = never)";
+    http_max_connections: i64 = 0;
+        "http-max-connections", Some("http_max_connections"), Int, "[nsqr] open connections per HTTP(S) listener; more wait to be accepted (0 = half the open-file limit)";
     topology_region: String = String::new();
         "topology-region", Some("topology_region"), Str, "region this node is in (for topology-aware delivery)";
     topology_zone: String = String::new();
@@ -260,7 +268,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 12));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 16));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

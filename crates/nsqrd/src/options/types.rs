@@ -296,14 +296,7 @@ opt_type!(Vec<f64>, FloatList);
 opt_type!(LogLevel, LogLevel);
 opt_type!(TlsRequired, TlsRequired);
 
-/// Go's `strconv.ParseBool`.
-pub fn parse_go_bool(s: &str) -> Option<bool> {
-    match s {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
-    }
-}
+pub use nsq_common::goflag::parse_bool as parse_go_bool;
 
 /// Go's rule for `_` in base-0 integer literals: only between digits (a base prefix counts).
 fn underscores_ok(s: &str) -> bool {

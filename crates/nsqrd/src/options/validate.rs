@@ -55,6 +55,9 @@ impl Options {
         if self.max_disk_bytes < 0 {
             return Err(OptionsError::MaxDiskBytes);
         }
+        if self.http_max_connections < 0 {
+            return Err(OptionsError::HttpMaxConnections);
+        }
         self.validate_kv()
     }
 

@@ -56,11 +56,13 @@ pub struct Shared {
     pub max_bulk: u64,
 }
 
-/// The running server: stop it with [`Handle::shutdown`].
+/// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
+/// stops serving and writes nothing (as a crash would).
 pub struct Handle {
+    addr: std::net::SocketAddr,
     stop: Option<oneshot::Sender<()>>,
     /// The accept loop; it hands back the serving threads when it stops.
-    task: JoinHandle<workers::Workers>,
+    task: Option<JoinHandle<workers::Workers>>,
     ks: Arc<Keyspace>,
 }
 
@@ -94,7 +96,7 @@ fn kv_config(o: &Options) -> KvConfig {
 }
 
 /// Opens the keyspace and starts serving it, if `--kv-address` is set.
-pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, String> {
+pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, String> {
     if o.kv_address.is_empty() {
         return Ok(None);
     }
@@ -109,7 +111,7 @@ pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, 
     let feed = if o.kv_events_topic.is_empty() {
         None
     } else {
-        let f = feed::BrokerFeed::new(Arc::clone(broker), &o.kv_events_topic, config.strict)?;
+        let f = feed::BrokerFeed::new(broker, &o.kv_events_topic, config.strict)?;
         Some(Arc::new(f) as Arc<dyn ChangeFeed>)
     };
     let ks = Keyspace::open(config.clone(), feed)
@@ -142,8 +144,9 @@ pub async fn start(o: &Options, broker: &Arc<Broker>) -> Result<Option<Handle>, 
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let task = tokio::spawn(serve(listener, workers, stop_rx));
     Ok(Some(Handle {
+        addr,
         stop: Some(stop_tx),
-        task,
+        task: Some(task),
         ks,
     }))
 }
@@ -167,7 +170,20 @@ async fn serve(
     workers
 }
 
+impl Drop for Handle {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
 impl Handle {
+    /// The bound address.
+    pub fn addr(&self) -> std::net::SocketAddr {
+        self.addr
+    }
+
     /// Stops accepting, closes every connection, then writes the keyspace's snapshot (and
     /// drains its log). Call before the broker closes its queues: the change feed's last
     /// messages go there.
@@ -175,10 +191,13 @@ impl Handle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
-        let workers = self.task.await;
+        let workers = match self.task.take() {
+            Some(t) => t.await.ok(),
+            None => None,
+        };
         let ks = Arc::clone(&self.ks);
         let closed = tokio::task::spawn_blocking(move || {
-            if let Ok(w) = workers {
+            if let Some(w) = workers {
                 w.shutdown();
             }
             ks.close()

@@ -8,13 +8,20 @@
 //! itself: publishing and consuming never wait on it. If a peer's queue overflows, its queued
 //! commands are dropped and it reconnects, which re-registers the current state in full (lookupd
 //! forgets a node's registrations when its connection closes, so nothing stale survives).
+//!
+//! The same rule covers a lookupd that is down or starts after this node: while a peer is not
+//! connected, its commands are not sent one by one; it tries to connect again every
+//! `RECONNECT_INTERVAL` (nsqd: only at the next command or PING, up to 15 s later), a command
+//! brings the next attempt forward (at most one attempt per `MIN_ATTEMPT_GAP`), and the connection
+//! that succeeds registers everything. So a topic created while lookupd was down is known to it
+//! about a second after it comes up, and one created after it came up at once.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use nsqr_broker::{Broker, Event, Topic, TopicStart};
+use nsqr_broker::{Broker, Event, EventListener, Listening, Topic, TopicHold};
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, Notify};
 use tokio::task::{JoinHandle, JoinSet};
@@ -27,9 +34,14 @@ use super::lookupd_channels::lookup_channels;
 const PING_INTERVAL: Duration = Duration::from_secs(15);
 /// Commands a peer may have queued before it falls back to a full re-registration.
 const QUEUE: usize = 1024;
-/// After a failed connect, commands are not retried one by one before this long has passed (the
-/// next connection re-registers everything anyway).
-const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+/// Time between connection attempts while a lookupd cannot be reached.
+const RECONNECT_INTERVAL: Duration = Duration::from_secs(1);
+/// A command for a peer that is not connected triggers an attempt, but no sooner than this after
+/// the previous one.
+const MIN_ATTEMPT_GAP: Duration = Duration::from_millis(250);
+/// While a lookupd stays unreachable, one failed attempt in this many is logged as an error (the
+/// others at debug level): about one line per nsqd PING interval instead of one per second.
+const LOG_EVERY_FAILURES: u32 = 15;
 
 /// Settings for the lookupd peers, taken from the options once the listeners are bound.
 #[derive(Debug, Clone)]
@@ -84,6 +96,24 @@ pub struct Lookupd {
     runtime: tokio::runtime::Handle,
     peers: Mutex<Vec<Peer>>,
     stopped: AtomicBool,
+    /// Our place on the broker's event bus (dropped at shutdown).
+    listening: Mutex<Option<Listening>>,
+}
+
+/// The broker's events reach the lookupd peers through this (it holds new topics until their
+/// channels are pre-created).
+struct Follower(Weak<Lookupd>);
+
+impl EventListener for Follower {
+    fn on_event(&self, event: Event) {
+        if let Some(l) = self.0.upgrade() {
+            l.on_event(event);
+        }
+    }
+
+    fn holds_new_topics(&self) -> bool {
+        true
+    }
 }
 
 impl Lookupd {
@@ -97,12 +127,10 @@ impl Lookupd {
             runtime: tokio::runtime::Handle::current(),
             peers: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
+            listening: Mutex::new(None),
         });
-        let weak: Weak<Lookupd> = Arc::downgrade(&l);
-        broker.set_event_sink(Arc::new(move |ev| match weak.upgrade() {
-            Some(l) => l.on_event(ev),
-            None => drop(ev),
-        }));
+        let listening = broker.listen(Arc::new(Follower(Arc::downgrade(&l))));
+        *l.listening.lock() = Some(listening);
         l.set_addresses(addrs);
         l
     }
@@ -135,6 +163,7 @@ impl Lookupd {
     /// registrations when its connection closes.
     pub fn shutdown(&self) {
         self.stopped.store(true, Relaxed);
+        self.listening.lock().take();
         for p in self.peers.lock().drain(..) {
             p.task.abort();
         }
@@ -158,12 +187,12 @@ impl Lookupd {
         Peer { shared, tx, task }
     }
 
-    /// The broker's event sink: quick, never blocks (see `nsqr_broker::events`).
+    /// An event from the broker's bus: quick, never blocks (see `nsqr_broker::EventListener`).
     fn on_event(&self, ev: Event) {
         match ev {
-            Event::TopicCreated { topic, start } => {
-                self.broadcast(&[PeerCmd::Register(topic.name.clone(), None)]);
-                self.precreate_channels(topic, start);
+            Event::TopicCreated { topic, hold } => {
+                self.broadcast(&[PeerCmd::Register(topic.name().to_string(), None)]);
+                self.precreate_channels(topic, hold);
             }
             Event::TopicDeleted { topic, channels } => {
                 let mut cmds = vec![PeerCmd::Unregister(topic.clone(), None)];
@@ -180,6 +209,7 @@ impl Lookupd {
             Event::ChannelDeleted { topic, channel } => {
                 self.broadcast(&[PeerCmd::Unregister(topic, Some(channel))]);
             }
+            _ => {}
         }
     }
 
@@ -220,23 +250,24 @@ impl Lookupd {
 
     /// Create the channels lookupd knows for a new topic, then start it. The topic holds its
     /// messages meanwhile, so publishing never waits; the wait is bounded by the HTTP timeouts.
-    fn precreate_channels(&self, topic: Arc<Topic>, start: TopicStart) {
+    fn precreate_channels(&self, topic: Arc<Topic>, hold: Option<TopicHold>) {
         let (peers, addrs) = self.http_addrs();
         if addrs.is_empty() {
             if peers > 0 {
                 tracing::error!(
                     "no available nsqlookupd to query for channels to pre-create for topic {}",
-                    topic.name
+                    topic.name()
                 );
             }
-            start.start();
+            drop(hold);
             return;
         }
         let (connect, request) = (self.cfg.http_connect_timeout, self.cfg.http_request_timeout);
+        let broker = Arc::clone(&self.broker);
         self.runtime.spawn(async move {
             let mut lookups = JoinSet::new();
             for addr in addrs {
-                let name = topic.name.clone();
+                let name = topic.name().to_string();
                 lookups.spawn(async move {
                     let r = lookup_channels(&addr, &name, connect, request).await;
                     (addr, r)
@@ -248,7 +279,7 @@ impl Lookupd {
                     Ok((_, Ok(found))) => channels.extend(found),
                     Ok((addr, Err(e))) => tracing::warn!(
                         "failed to query nsqlookupd ({addr}) for channels to pre-create for topic {} - {e}",
-                        topic.name
+                        topic.name()
                     ),
                     Err(e) => tracing::warn!("channel pre-creation: {e}"),
                 }
@@ -258,9 +289,9 @@ impl Lookupd {
                 if nsq_wire::names::is_ephemeral(&c) || !nsq_wire::names::is_valid_name(c.as_bytes()) {
                     continue;
                 }
-                let _ = topic.get_or_create_channel(&c);
+                let _ = broker.open_channel(topic.name(), &c).await;
             }
-            start.start();
+            drop(hold);
         });
     }
 }
@@ -292,15 +323,24 @@ struct PeerLink {
     broker: Arc<Broker>,
     cfg: Arc<LookupdConfig>,
     conn: Option<PeerConn>,
-    /// Set after a failed connect: until then queued commands are not retried one by one.
+    /// When not connected: when to try again. Commands are not sent meanwhile; the connection
+    /// registers everything.
     retry_at: Option<Instant>,
+    /// When the last connection attempt began.
+    last_attempt: Option<Instant>,
+    /// Failed attempts since the last connection (for logging).
+    failures: u32,
 }
 
 impl PeerLink {
     /// Connect, IDENTIFY and register everything.
     async fn connect(&mut self) -> Result<(), PeerError> {
         let addr = &self.shared.addr;
-        tracing::info!("LOOKUP connecting to {addr}");
+        if self.failures == 0 {
+            tracing::info!("LOOKUP connecting to {addr}");
+        } else {
+            tracing::debug!("LOOKUP connecting to {addr}");
+        }
         let mut conn = PeerConn::connect(addr, self.cfg.max_body_size).await?;
         let info = conn.identify(&self.cfg.identity).await?;
         tracing::info!("LOOKUPD({addr}): peer info {info:?}");
@@ -314,39 +354,52 @@ impl PeerLink {
             conn.command(&line, None).await?;
         }
         self.conn = Some(conn);
-        self.retry_at = None;
         Ok(())
     }
 
-    async fn ensure_connected(&mut self) -> bool {
-        if self.conn.is_some() {
-            return true;
-        }
+    /// Connect now (registering everything); on failure, schedule the next attempt.
+    async fn reconnect(&mut self) {
+        self.conn = None;
+        self.last_attempt = Some(Instant::now());
         match self.connect().await {
-            Ok(()) => true,
+            Ok(()) => {
+                self.retry_at = None;
+                self.failures = 0;
+            }
             Err(e) => {
-                tracing::error!("LOOKUPD({}): connect failed - {e}", self.shared.addr);
-                self.retry_at = Some(Instant::now() + RECONNECT_BACKOFF);
-                false
+                self.failures = self.failures.saturating_add(1);
+                let addr = &self.shared.addr;
+                if self.failures % LOG_EVERY_FAILURES == 1 {
+                    tracing::error!("LOOKUPD({addr}): connect failed - {e}");
+                } else {
+                    tracing::debug!("LOOKUPD({addr}): connect failed - {e}");
+                }
+                self.retry_at = Some(Instant::now() + RECONNECT_INTERVAL);
             }
         }
     }
 
-    /// Send one command, connecting first if needed; an error drops the connection.
-    async fn send(&mut self, line: &str, retry_now: bool) {
-        if self.conn.is_none() && !retry_now && self.retry_at.is_some_and(|t| Instant::now() < t) {
-            return;
-        }
-        if !self.ensure_connected().await {
-            return;
-        }
+    /// Send one command on the open connection. Without one, nothing is sent: the pending
+    /// reconnection (brought forward) registers everything. An error drops the connection and
+    /// reconnects at once (with a full registration, so the failed command is not lost).
+    async fn send(&mut self, line: &str) {
         let Some(conn) = self.conn.as_mut() else {
+            self.hurry();
             return;
         };
         if let Err(e) = conn.command(line, None).await {
             tracing::error!("LOOKUPD({}): {line} - {e}", self.shared.addr);
             self.conn = None;
+            self.retry_at = Some(Instant::now());
         }
+    }
+
+    /// Bring the next connection attempt forward, to at most `MIN_ATTEMPT_GAP` after the last.
+    fn hurry(&mut self) {
+        let soonest = self
+            .last_attempt
+            .map_or_else(Instant::now, |t| t + MIN_ATTEMPT_GAP);
+        self.retry_at = Some(self.retry_at.map_or(soonest, |r| r.min(soonest)));
     }
 }
 
@@ -362,30 +415,39 @@ async fn run_peer(
         cfg,
         conn: None,
         retry_at: None,
+        last_attempt: None,
+        failures: 0,
     };
-    link.ensure_connected().await;
+    link.reconnect().await;
     let mut ping = tokio::time::interval_at(Instant::now() + PING_INTERVAL, PING_INTERVAL);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
+        let retry_at = link.retry_at;
+        let retry = async move {
+            match retry_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             _ = shared.wake.notified() => {
                 if shared.resync.swap(false, Relaxed) {
                     tracing::warn!("LOOKUPD({}): too many pending commands; re-registering", shared.addr);
                     while rx.try_recv().is_ok() {}
-                    link.conn = None;
-                    link.ensure_connected().await;
+                    link.reconnect().await;
                 }
             }
+            _ = retry => link.reconnect().await,
             cmd = rx.recv() => {
                 let Some(cmd) = cmd else { return };
                 let line = cmd.line();
                 tracing::info!("LOOKUPD({}): {line}", shared.addr);
-                link.send(&line, false).await;
+                link.send(&line).await;
             }
             _ = ping.tick() => {
                 tracing::debug!("LOOKUPD({}): sending heartbeat", shared.addr);
-                link.send("PING", true).await;
+                link.send("PING").await;
             }
         }
     }
@@ -404,9 +466,11 @@ mod tests {
         );
     }
 
-    #[test]
-    fn full_registration_lists_topics_or_their_channels() {
-        let b = Broker::new(nsqr_broker::BrokerConfig::default());
+    #[tokio::test]
+    async fn full_registration_lists_topics_or_their_channels() {
+        let b = Broker::start(nsqr_broker::BrokerConfig::default())
+            .await
+            .unwrap();
         b.get_or_create_topic("lonely").ok();
         if let Ok(t) = b.get_or_create_topic("busy") {
             t.get_or_create_channel("a").ok();

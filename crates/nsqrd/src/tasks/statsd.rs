@@ -93,7 +93,7 @@ pub fn render(
             l.gauge(&format!("{cp}.deferred_count"), c.deferred_count as i64);
             l.counter(format!("{cp}.requeue_count"), c.requeue_count);
             l.counter(format!("{cp}.timeout_count"), c.timeout_count);
-            l.gauge(&format!("{cp}.clients"), c.client_count as i64);
+            l.gauge(&format!("{cp}.clients"), c.consumer_count as i64);
             l.e2e(&cp, &c.e2e_processing_latency);
         }
     }
@@ -230,8 +230,8 @@ mod tests {
             message_count: msgs,
             requeue_count: 4,
             timeout_count: 5,
-            client_count: 6,
-            clients: None,
+            consumer_count: 6,
+            consumers: None,
             paused: false,
             e2e_processing_latency: E2eLatency {
                 count: 1,

@@ -7,12 +7,12 @@
 //! large writes; when idle a message leaves within microseconds instead of nsqd's 250 ms
 //! output-buffer tick.
 //!
-//! With `--durability=strict` a publish returns a ticket that completes once the messages are
-//! fsynced. Its `OK`s are written into the output buffer at once (keeping response order), but
-//! the buffer is only written up to the first `OK` whose ticket is still pending. The
-//! connection keeps reading and publishing meanwhile (up to `MAX_UNSETTLED` pending tickets),
-//! so a pipelining client's publishes share the disk writer's group commits. If one fails, the
-//! buffer is cut at its `OK`s and the (fatal) error goes out instead.
+//! A publish that goes to disk returns a ticket that completes once the messages are written
+//! (default mode) or fsynced (strict). Its `OK`s are written into the output buffer at once
+//! (keeping response order), but the buffer is only written up to the first `OK` whose ticket
+//! is still pending. The connection keeps reading and publishing meanwhile (up to
+//! `MAX_UNSETTLED` pending tickets), so a pipelining client's publishes share the disk writer's
+//! passes. If one fails, the buffer is cut at its `OK`s and the (fatal) error goes out instead.
 //!
 //! The socket sits behind `transport::Io` (TLS and compression layers, added by IDENTIFY in
 //! `conn/upgrade.rs`, with IDENTIFY itself); AUTH and the per-command authorization checks live in `conn/authz.rs`.
@@ -26,7 +26,6 @@ mod upgrade;
 use std::collections::VecDeque;
 
 use durable::{first_ready, Unsettled, MAX_UNSETTLED, MAX_UNSETTLED_BYTES};
-use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -36,7 +35,7 @@ use nsq_wire::frame::{put_error, put_message_frame, put_response};
 use nsq_wire::{
     Bodies, ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError,
 };
-use nsqr_broker::{BrokerError, Channel, Client, ClientState, Topic};
+use nsqr_broker::{BrokerError, Channel, Consumer, Topic};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::{Instant, Interval};
 
@@ -55,7 +54,7 @@ enum Flow {
     Close,
     /// IDENTIFY granted TLS or compression: switch layers before reading on.
     Upgrade,
-    /// A command waits for the auth server (`Conn::suspended`).
+    /// A command waits for the auth server or a channel's creation (`Conn::suspended`).
     Await,
 }
 
@@ -73,19 +72,20 @@ enum Pending {
 pub struct Conn<S> {
     shared: Arc<Shared>,
     io: Io<S>,
-    client: Arc<Client>,
+    /// The engine's side of this client; its ready count (RDY) is the only one.
+    client: Arc<Consumer>,
+    /// The protocol's side (`/stats`); its state is the only one.
+    info: Arc<super::client::ClientInfo>,
     rbuf: BytesMut,
     /// Which topic's publishes may be split off `rbuf` without a copy.
     slab: SlabTopic,
     wbuf: BytesMut,
-    state: WireState,
     limits: nsq_wire::Limits,
     heartbeat: Option<Duration>,
     read_deadline: Option<Instant>,
     output_buffer_size: usize,
     sample_rate: i32,
     rng: u64,
-    rdy: i64,
     channel: Option<Arc<Channel>>,
     last_topic: Option<Arc<Topic>>,
     pending: Pending,
@@ -103,27 +103,32 @@ pub struct Conn<S> {
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// `remote_ip` is "" for a unix-socket client.
-    pub fn new(shared: Arc<Shared>, io: S, client: Arc<Client>, remote_ip: String) -> Self {
+    pub fn new(
+        shared: Arc<Shared>,
+        io: S,
+        client: Arc<Consumer>,
+        info: Arc<super::client::ClientInfo>,
+        remote_ip: String,
+    ) -> Self {
         let s = &shared.settings;
         let heartbeat = Some(s.default_heartbeat);
         let mut limits = s.limits;
         limits.tls_pending = s.tls_required;
         let output_buffer_size = s.default_output_buffer_size;
         Conn {
-            rng: client.id.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
+            rng: client.id().wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             shared,
             io: Io::new(io),
             client,
+            info,
             rbuf: BytesMut::with_capacity(INITIAL_READ_BUFFER),
             slab: SlabTopic::default(),
             wbuf: BytesMut::with_capacity(INITIAL_BUFFER),
-            state: WireState::Init,
             limits,
             heartbeat,
             read_deadline: heartbeat.map(|h| Instant::now() + 2 * h),
             output_buffer_size,
             sample_rate: 0,
-            rdy: 0,
             channel: None,
             last_topic: None,
             pending: Pending::None,
@@ -145,12 +150,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     pub async fn run(mut self) {
         let result = self.io_loop().await;
         if let Err(e) = result {
-            tracing::debug!("client({}) - {e}", self.client.remote_address);
+            tracing::debug!("client({}) - {e}", self.client.remote_address());
         }
         if let Some(ch) = self.channel.take() {
-            self.shared.broker.consumer_left(&ch, self.client.id);
+            self.shared.broker.consumer_left(&ch, &self.client);
         }
-        self.shared.broker.unregister_client(self.client.id);
+        self.shared.clients.remove(self.client.id());
         let _ = self.io.shutdown().await;
     }
 
@@ -215,7 +220,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                         return Ok(());
                     }
                 }
-                _ = self.client.notify.notified() => {}
+                _ = self.client.notified() => {}
                 _ = hb => {
                     put_response(&mut self.wbuf, b"_heartbeat_");
                 }
@@ -227,8 +232,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
-    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); in
-    /// strict mode only up to the first `OK` that is not durable yet.
+    /// Write everything buffered, bounded by the write deadline (the heartbeat interval); only
+    /// up to the first `OK` whose ticket is pending.
     async fn flush(&mut self) -> std::io::Result<()> {
         let n = self.unsettled.front().map_or(self.wbuf.len(), |u| u.at);
         if n == 0 {
@@ -258,7 +263,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// Encode deliverable messages into the output buffer. True if it stopped only because
     /// the buffer is full enough to write (so there may be more right away).
     fn deliver(&mut self) -> bool {
-        if self.state != WireState::Subscribed || self.rdy <= 0 {
+        if self.info.state() != WireState::Subscribed || self.client.ready_count() <= 0 {
             return false;
         }
         let Some(ch) = self.channel.clone() else {
@@ -266,7 +271,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         };
         let batch_bytes = self.output_buffer_size.max(MIN_WRITE_BATCH);
         loop {
-            let free = self.rdy - self.client.in_flight.load(Relaxed);
+            let free = self.client.capacity();
             if free <= 0 {
                 return false;
             }
@@ -287,7 +292,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     fn error(&mut self, e: &ProtocolError) -> Flow {
         put_error(&mut self.wbuf, &e.to_string());
         if e.is_fatal() {
-            tracing::debug!("client({}) - {e}", self.client.remote_address);
+            tracing::debug!("client({}) - {e}", self.client.remote_address());
             Flow::Close
         } else {
             Flow::Continue
@@ -331,7 +336,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     fn process_commands(&mut self, got_command: &mut bool) -> Flow {
         loop {
             let handover = self.slab.handover();
-            let parsed = nsq_wire::parse_with(&mut self.rbuf, &self.limits, self.state, handover);
+            let parsed =
+                nsq_wire::parse_with(&mut self.rbuf, &self.limits, self.info.state(), handover);
             let flow = match parsed {
                 Ok(None) => break,
                 Ok(Some(cmd)) => {
@@ -372,7 +378,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         if let Flow::Close = self.process_all().await? {
             return Ok(());
         }
-        if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.state) {
+        if let Some(e) = nsq_wire::error_at_eof(&self.rbuf, &self.limits, self.info.state()) {
             match e {
                 ParseError::Protocol(e) => {
                     self.error(&e);
@@ -430,11 +436,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Command::Auth(secret) => self.auth_command(secret),
             Command::Sub { topic, channel } => self.sub(&topic, &channel),
             Command::Rdy(n) => {
-                self.rdy = n;
-                self.client.ready_count.store(n, Relaxed);
-                if n <= self.client.in_flight.load(Relaxed) {
+                self.client.set_ready_count(n);
+                if n <= self.client.in_flight() {
                     if let Some(ch) = &self.channel {
-                        ch.set_not_ready(self.client.id);
+                        ch.set_not_ready(self.client.id());
                     }
                 }
                 Flow::Continue
@@ -442,12 +447,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Command::Req { id, delay_ms } => self.req(id, delay_ms),
             Command::Touch(id) => self.touch(id),
             Command::Cls => {
-                self.state = WireState::Closing;
-                self.client.set_state(ClientState::Closing);
-                self.rdy = 0;
-                self.client.ready_count.store(0, Relaxed);
+                self.info.set_state(WireState::Closing);
+                self.client.set_ready_count(0);
                 if let Some(ch) = &self.channel {
-                    ch.set_not_ready(self.client.id);
+                    ch.set_not_ready(self.client.id());
                 }
                 put_response(&mut self.wbuf, b"CLOSE_WAIT");
                 Flow::Continue
@@ -467,7 +470,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     fn topic(&mut self, name: &[u8]) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = &self.last_topic {
-            if t.name.as_bytes() == name && !t.is_deleted() {
+            if t.name().as_bytes() == name && !t.is_deleted() {
                 return Ok(Arc::clone(t));
             }
         }
@@ -484,7 +487,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             bodies: b,
         } = &mut self.pending
         {
-            if t.name.as_bytes() == topic {
+            if t.name().as_bytes() == topic {
                 b.push(body);
                 return Flow::Continue;
             }
@@ -516,7 +519,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 let bytes: usize = bodies.iter().map(Bodies::total_bytes).sum();
                 match topic.put(&bodies, Duration::ZERO) {
                     Ok(ticket) => {
-                        self.client.count_publish(&topic.name, n as u64);
+                        self.info.count_publish(topic.name(), n as u64);
                         let at = self.wbuf.len();
                         for _ in 0..n {
                             put_response(&mut self.wbuf, b"OK");
@@ -569,7 +572,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         });
         match result {
             Ok((t, ticket)) => {
-                self.client.count_publish(&t.name, n);
+                self.info.count_publish(t.name(), n);
                 let at = self.wbuf.len();
                 put_response(&mut self.wbuf, b"OK");
                 self.hold(at, ticket, code, cmd, bytes);
@@ -579,43 +582,42 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         }
     }
 
+    /// SUB: joining may create the channel, which opens its disk queue: that waits off this
+    /// thread (`Flow::Await`), then `join` answers.
     fn sub(&mut self, topic: &[u8], channel: &[u8]) -> Flow {
         let (Ok(topic), Ok(channel)) = (std::str::from_utf8(topic), std::str::from_utf8(channel))
         else {
             return self.error(&ProtocolError::invalid("SUB invalid names"));
         };
-        // An ephemeral channel (or topic) may be going away as we join: try once more, as nsqd.
-        let mut last_err = BrokerError::Exiting;
-        for _ in 0..2 {
-            let joined = self
-                .shared
-                .broker
-                .get_or_create_topic(topic)
-                .and_then(|t| t.get_or_create_channel(channel))
-                .and_then(|ch| ch.add_client(Arc::clone(&self.client)).map(|_| ch));
-            match joined {
-                Ok(ch) => {
-                    self.channel = Some(ch);
-                    self.state = WireState::Subscribed;
-                    self.client.set_state(ClientState::Subscribed);
-                    put_response(&mut self.wbuf, b"OK");
-                    return Flow::Continue;
-                }
-                Err(e @ BrokerError::TooManyConsumers { .. }) => {
-                    return self.error(&ProtocolError::new(
-                        Code::SubFailed,
-                        format!("SUB failed {e}"),
-                    ))
-                }
-                Err(e) => last_err = e,
+        self.suspended = Some(authz::Suspended::Sub {
+            topic: topic.to_string(),
+            channel: channel.to_string(),
+        });
+        Flow::Await
+    }
+
+    /// Join the channel the SUB named and answer it.
+    async fn join(&mut self, topic: &str, channel: &str) -> Flow {
+        match self.shared.broker.join(topic, channel, &self.client).await {
+            Ok(ch) => {
+                self.channel = Some(ch);
+                self.info.set_state(WireState::Subscribed);
+                put_response(&mut self.wbuf, b"OK");
+                Flow::Continue
             }
+            Err(e @ BrokerError::TooManyConsumers { .. }) => self.error(&ProtocolError::new(
+                Code::SubFailed,
+                format!("SUB failed {e}"),
+            )),
+            Err(_) if self.shared.broker.is_exiting() => self.error(&ProtocolError::new(
+                Code::SubFailed,
+                "SUB failed exiting".to_string(),
+            )),
+            Err(_) => self.error(&ProtocolError::new(
+                Code::SubFailed,
+                "SUB failed to deleted topic/channel".to_string(),
+            )),
         }
-        let text = if last_err == BrokerError::Exiting && self.shared.broker.is_exiting() {
-            "SUB failed exiting".to_string()
-        } else {
-            "SUB failed to deleted topic/channel".to_string()
-        };
-        self.error(&ProtocolError::new(Code::SubFailed, text))
     }
 
     fn in_flight_op(
@@ -623,7 +625,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         id: IdToken,
         code: Code,
         cmd: &str,
-        op: impl FnOnce(&Channel, &Client, u64) -> Result<(), BrokerError>,
+        op: impl FnOnce(&Channel, &Consumer, u64) -> Result<(), BrokerError>,
     ) -> Flow {
         let result = match (&self.channel, MessageId::from_hex(&id)) {
             (Some(ch), Some(mid)) => op(ch, &self.client, mid.0),

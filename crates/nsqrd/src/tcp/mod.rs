@@ -1,5 +1,6 @@
 //! The TCP listener: accepts clients, checks the `  V2` magic, and runs one `Conn` task each.
 
+pub mod client;
 pub mod compress;
 pub mod conn;
 pub mod identify;
@@ -10,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use nsq_wire::frame::put_error;
-use nsqr_broker::Broker;
+use nsqr_broker::{Broker, ConsumerInfo, ConsumerKind};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio_rustls::TlsAcceptor;
 
@@ -20,7 +21,9 @@ use crate::settings::TcpSettings;
 
 /// What every connection task shares.
 pub struct Shared {
-    pub broker: Arc<Broker>,
+    pub broker: Broker,
+    /// Every connected client (for `/stats` producers, the connection count, shutdown).
+    pub clients: Arc<client::Clients>,
     pub settings: TcpSettings,
     /// Set when a TLS cert and key are configured.
     pub tls: Option<TlsAcceptor>,
@@ -82,11 +85,15 @@ where
         );
         return;
     }
-    let now = nsqr_broker::now_unix_nanos() / 1_000_000_000;
-    let client = shared.broker.register_client(peer, now);
+    let info = Arc::new(client::ClientInfo::new(&peer));
+    let consumer = shared.broker.new_consumer(
+        ConsumerInfo::new(ConsumerKind::Tcp, peer)
+            .details(Arc::clone(&info) as Arc<dyn std::any::Any + Send + Sync>),
+    );
+    shared.clients.insert(Arc::clone(&consumer));
     if shared.broker.is_exiting() {
-        client.kick();
+        consumer.kick();
     }
-    let conn = conn::Conn::new(Arc::clone(&shared), stream, client, remote_ip);
+    let conn = conn::Conn::new(Arc::clone(&shared), stream, consumer, info, remote_ip);
     conn.run().await;
 }

@@ -12,7 +12,7 @@
 
 mod config_file;
 
-use nsq_common::duration;
+use nsq_common::{duration, goflag};
 
 /// nsqlookupd's log levels (`--log-level`), case-insensitive on input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -113,6 +113,18 @@ pub enum OptionsError {
     ConfigFile { path: String, reason: String },
     #[error("{0}")]
     ConfigValue(String),
+}
+
+impl From<nsq_common::goflag::SyntaxError> for OptionsError {
+    fn from(e: nsq_common::goflag::SyntaxError) -> OptionsError {
+        use nsq_common::goflag::SyntaxError;
+        match e {
+            SyntaxError::Help => OptionsError::Help,
+            SyntaxError::Unknown(n) => OptionsError::UnknownFlag(n),
+            SyntaxError::BadSyntax(a) => OptionsError::BadSyntax(a),
+            SyntaxError::MissingArgument(n) => OptionsError::MissingArgument(n),
+        }
+    }
 }
 
 impl OptionsError {
@@ -237,52 +249,34 @@ impl Options {
         }
     }
 
-    /// Go `flag` rules. Returns the names of the flags given (the config file must not
-    /// override them).
+    /// Go `flag` rules (`nsq_common::goflag`). Returns the names of the flags given (the
+    /// config file must not override them).
     fn parse_flags<I: IntoIterator<Item = String>>(
         &mut self,
         args: I,
     ) -> Result<Vec<&'static str>, OptionsError> {
-        let mut args = args.into_iter();
+        let kind = |name: &str| {
+            FLAGS
+                .iter()
+                .find(|f| f.name == name)
+                .map(|f| f.kind == Kind::Bool)
+        };
         let mut given = Vec::new();
-        while let Some(arg) = args.next() {
-            if arg.len() < 2 || !arg.starts_with('-') {
-                break; // the first non-flag argument ends the flags
-            }
-            let name = match arg[1..].strip_prefix('-') {
-                Some("") => break, // "--"
-                Some(rest) => rest,
-                None => &arg[1..],
-            };
-            if name.is_empty() || name.starts_with(['-', '=']) {
-                return Err(OptionsError::BadSyntax(arg.clone()));
-            }
-            let (name, inline) = match name.split_once('=') {
-                Some((n, v)) => (n, Some(v)),
-                None => (name, None),
-            };
+        for occurrence in goflag::Flags::new(args, kind) {
+            let goflag::Occurrence { name, value: text } = occurrence?;
             let Some(spec) = FLAGS.iter().find(|f| f.name == name) else {
-                return Err(if name == "help" || name == "h" {
-                    OptionsError::Help
-                } else {
-                    OptionsError::UnknownFlag(name.to_string())
-                });
+                return Err(OptionsError::UnknownFlag(name));
             };
             let value = if spec.kind == Kind::Bool {
-                let text = inline.unwrap_or("true");
-                Value::Bool(parse_bool(text).ok_or_else(|| OptionsError::InvalidBool {
-                    flag: name.to_string(),
-                    value: text.to_string(),
-                })?)
+                Value::Bool(
+                    goflag::parse_bool(&text).ok_or_else(|| OptionsError::InvalidBool {
+                        flag: name.clone(),
+                        value: text.clone(),
+                    })?,
+                )
             } else {
-                let text = match inline {
-                    Some(v) => v.to_string(),
-                    None => args
-                        .next()
-                        .ok_or_else(|| OptionsError::MissingArgument(name.to_string()))?,
-                };
                 parse_value(spec.kind, &text).map_err(|reason| OptionsError::InvalidValue {
-                    flag: name.to_string(),
+                    flag: name.clone(),
                     value: text.clone(),
                     reason,
                 })?
@@ -298,42 +292,31 @@ impl Options {
     /// Usage text in Go's `PrintDefaults` layout.
     pub fn usage() -> String {
         let d = Options::default();
-        let mut out = String::from("Usage of nsqlookupd:\n");
-        for f in FLAGS {
-            let ty = match f.kind {
-                Kind::Bool => "",
-                Kind::Str => " string",
-                Kind::Duration => " duration",
-                Kind::LogLevel => " value",
-            };
-            let default = match f.name {
-                "broadcast-address" => Some(format!("{:?}", d.broadcast_address)),
-                "http-address" => Some(format!("{:?}", d.http_address)),
-                "tcp-address" => Some(format!("{:?}", d.tcp_address)),
-                "log-prefix" => Some(format!("{:?}", d.log_prefix)),
-                "log-level" => Some(d.log_level.name().to_string()),
-                "inactive-producer-timeout" => {
-                    Some(duration::format_nanos(d.inactive_producer_timeout))
-                }
-                "tombstone-lifetime" => Some(duration::format_nanos(d.tombstone_lifetime)),
-                _ => None,
-            };
-            out.push_str(&format!("  -{}{ty}\n    \t{}", f.name, f.help));
-            if let Some(v) = default {
-                out.push_str(&format!(" (default {v})"));
-            }
-            out.push('\n');
-        }
-        out
-    }
-}
-
-/// Go's `strconv.ParseBool`.
-fn parse_bool(text: &str) -> Option<bool> {
-    match text {
-        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
-        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
-        _ => None,
+        goflag::usage(
+            "nsqlookupd",
+            FLAGS.iter().map(|f| goflag::UsageLine {
+                name: f.name,
+                type_word: match f.kind {
+                    Kind::Bool => "",
+                    Kind::Str => "string",
+                    Kind::Duration => "duration",
+                    Kind::LogLevel => "value",
+                },
+                help: f.help,
+                default: match f.name {
+                    "broadcast-address" => Some(format!("{:?}", d.broadcast_address)),
+                    "http-address" => Some(format!("{:?}", d.http_address)),
+                    "tcp-address" => Some(format!("{:?}", d.tcp_address)),
+                    "log-prefix" => Some(format!("{:?}", d.log_prefix)),
+                    "log-level" => Some(d.log_level.name().to_string()),
+                    "inactive-producer-timeout" => {
+                        Some(duration::format_nanos(d.inactive_producer_timeout))
+                    }
+                    "tombstone-lifetime" => Some(duration::format_nanos(d.tombstone_lifetime)),
+                    _ => None,
+                },
+            }),
+        )
     }
 }
 
@@ -343,7 +326,7 @@ fn parse_value(kind: Kind, text: &str) -> Result<Value, String> {
         Kind::Str => Value::Str(text.to_string()),
         Kind::Duration => Value::Duration(duration::parse_nanos(text).map_err(|_| "parse error")?),
         Kind::LogLevel => Value::LogLevel(LogLevel::parse(text)?),
-        Kind::Bool => Value::Bool(parse_bool(text).ok_or("parse error")?),
+        Kind::Bool => Value::Bool(goflag::parse_bool(text).ok_or("parse error")?),
     })
 }
 

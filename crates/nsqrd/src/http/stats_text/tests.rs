@@ -1,5 +1,5 @@
 use super::*;
-use nsqr_broker::stats::{ChannelStats, Percentile, PubCount, TopicStats};
+use crate::http::stats_json::{ChannelStats, Percentile, PubCount, StatsView, TopicStats};
 
 const NOW: i64 = 1_795_290_579_612_345_678;
 const START: i64 = 1_795_290_495_000_000_000;
@@ -110,20 +110,20 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
     }
 }
 
-fn render_snapshot(snapshot: &Snapshot, memory: Option<&MemStats>) -> String {
+fn render_snapshot(view: &StatsView, memory: Option<&MemStats>) -> String {
     render(&TextStats {
         version: "1.3.0",
         start_time_ns: START,
         now_ns: NOW,
         health: "OK",
         memory,
-        snapshot,
+        view,
     })
 }
 
 #[test]
 fn empty_instance_with_memory() {
-    let snap = Snapshot {
+    let snap = StatsView {
         topics: Some(vec![]),
         producers: vec![],
     };
@@ -137,7 +137,7 @@ fn empty_instance_with_memory() {
     );
     assert_eq!(text, expect);
     // A topic filter that matched nothing prints the same.
-    let none = Snapshot {
+    let none = StatsView {
         topics: None,
         producers: vec![],
     };
@@ -148,7 +148,7 @@ fn empty_instance_with_memory() {
 
 #[test]
 fn topics_channels_clients_producers() {
-    let snap = Snapshot {
+    let snap = StatsView {
         topics: Some(vec![
             topic("paused", true, vec![channel("pc", true, None)]),
             topic(
@@ -193,7 +193,7 @@ fn long_names_and_e2e_values() {
             },
         ]),
     };
-    let snap = Snapshot {
+    let snap = StatsView {
         topics: Some(vec![t]),
         producers: vec![],
     };

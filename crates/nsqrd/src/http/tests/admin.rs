@@ -125,7 +125,7 @@ async fn stats_json() {
         r.text(),
         format!(
             "{{\"version\":\"1.3.0\",\"health\":\"OK\",\"start_time\":{},\"topics\":[],\"producers\":null}}",
-            s.broker.start_time
+            s.broker.start_time()
         )
     );
     let text = s.get("/stats?format=json").await.text();

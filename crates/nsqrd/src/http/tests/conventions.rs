@@ -128,11 +128,11 @@ async fn ping_health() {
     assert_eq!(r.header("Content-Type"), Some(TEXT_CT));
     assert_eq!(r.header("X-NSQ-Content-Type"), None);
 
-    s.broker.set_health(Some("disk full".into()));
+    s.broker.config().health.set_error("disk full");
     let r = s.get("/ping").await;
     assert_eq!((r.status, r.text()), (500, "NOK - disk full".to_string()));
     assert_eq!(s.stats("").await["health"], "NOK - disk full");
-    s.broker.set_health(None);
+    s.broker.config().health.set_ok();
     assert_eq!(s.get("/ping").await.text(), "OK");
     s.shutdown().await;
 }
@@ -146,7 +146,7 @@ async fn info_document() {
     assert_eq!(r.header("X-NSQ-Content-Type"), Some(V1));
     let expect = format!(
         "{{\"version\":\"1.3.0\",\"broadcast_address\":\"127.0.0.1\",\"hostname\":\"testhost\",\"http_port\":14151,\"tcp_port\":14150,\"start_time\":{},\"max_heartbeat_interval\":60000000000,\"max_output_buffer_size\":65536,\"max_output_buffer_timeout\":30000000000,\"max_deflate_level\":6,\"topology_zone\":\"\",\"topology_region\":\"\"}}",
-        s.broker.start_time
+        s.broker.start_time()
     );
     assert_eq!(r.text(), expect);
     s.shutdown().await;

@@ -107,9 +107,10 @@ impl TestServer {
     pub async fn with(settings: HttpSettings, cfg: BrokerConfig) -> TestServer {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let broker = Arc::new(Broker::new(cfg));
+        let broker = Arc::new(Broker::start(cfg).await.unwrap());
         let state = Arc::new(HttpState {
             broker: Arc::clone(&broker),
+            clients: Arc::default(),
             settings,
             config: Arc::new(MemConfig::new()),
         });

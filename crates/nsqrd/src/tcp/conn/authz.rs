@@ -14,12 +14,14 @@ use tokio::time::Instant;
 use super::{Conn, Flow};
 use crate::auth::{AuthError, AuthState};
 
-/// A command waiting for the auth server.
+/// A command waiting for something slow: the auth server, or a channel being opened.
 pub enum Suspended {
     /// AUTH with this secret.
     Auth(Bytes),
     /// A checked command whose cached authorizations expired.
     Recheck(Command),
+    /// SUB to a channel that may need creating (its disk queue is opened off this thread).
+    Sub { topic: String, channel: String },
 }
 
 /// What a command asks permission for: (name, topic, channel); channel "" = publish.
@@ -98,7 +100,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         if let Err(e) = &state {
             tracing::warn!(
                 "PROTOCOL(V2): [{}] AUTH failed {e}",
-                self.client.remote_address
+                self.client.remote_address()
             );
         }
         state
@@ -106,7 +108,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
 
     fn store_auth(&mut self, state: AuthState) {
         {
-            let mut m = self.client.meta.lock();
+            let mut m = self.info.meta.lock();
             m.authed = state.has_authorizations();
             m.auth_identity = state.identity.clone();
             m.auth_identity_url = state.identity_url.clone();
@@ -114,10 +116,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         self.auth = Some(state);
     }
 
-    /// Finish what `process` parked.
+    /// Finish what `process` parked (an auth round, or a SUB).
     pub(super) async fn resume(&mut self) -> Flow {
         match self.suspended.take() {
             None => Flow::Continue,
+            Some(Suspended::Sub { topic, channel }) => self.join(&topic, &channel).await,
             Some(Suspended::Auth(secret)) => {
                 self.auth_secret = String::from_utf8_lossy(&secret).into_owned();
                 let state = match self.query_auth().await {

@@ -1,7 +1,9 @@
-//! Strict mode on a connection: the `OK`s of publishes that are not durable yet sit in the
-//! output buffer behind a ticket each; the buffer is written only up to the first pending one,
-//! the connection keeps reading meanwhile (bounded), and a failed ticket replaces its `OK`s with
-//! the fatal error. In the default mode every ticket is done at once and none of this runs.
+//! Publishes acknowledged only once the disk has them: the `OK`s of publishes whose ticket is
+//! pending (strict mode: until the fsync; default mode: until the disk writer's `write`, for
+//! messages that went to disk) sit in the output buffer behind a ticket each; the buffer is
+//! written only up to the first pending one, the connection keeps reading meanwhile (bounded),
+//! and a failed ticket replaces its `OK`s with the fatal error. A publish that went to memory
+//! has a ticket done at once and none of this runs.
 
 use std::collections::VecDeque;
 
@@ -11,12 +13,11 @@ use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{Conn, Flow};
 
-/// Publishes (and their body bytes) waiting for their fsync (strict mode) before the
-/// connection stops reading.
+/// Publishes (and their body bytes) waiting for the disk before the connection stops reading.
 pub(super) const MAX_UNSETTLED: usize = 4096;
 pub(super) const MAX_UNSETTLED_BYTES: usize = 16 << 20;
 
-/// `OK`s already in the output buffer (from `at` on) whose publish is not durable yet.
+/// `OK`s already in the output buffer (from `at` on) whose publish the disk does not have yet.
 pub(super) struct Unsettled {
     pub(super) at: usize,
     ticket: Ticket,
@@ -25,7 +26,7 @@ pub(super) struct Unsettled {
     bytes: usize,
 }
 
-/// Resolves when the oldest pending publish is durable (never, if there is none).
+/// Resolves when the disk has the oldest pending publish (never, if there is none).
 pub(super) async fn first_ready(unsettled: &mut VecDeque<Unsettled>) {
     match unsettled.front_mut() {
         Some(u) => u.ticket.ready().await,

@@ -5,8 +5,6 @@
 //! It runs between two commands, so the bytes the client sent after IDENTIFY (already in the
 //! read buffer) are handed to the new layer instead of being parsed as commands.
 
-use std::sync::atomic::Ordering::Relaxed;
-
 use bytes::Bytes;
 use nsq_wire::frame::put_response;
 use nsq_wire::{Code, ProtocolError};
@@ -47,7 +45,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             Err(e) => return self.error(&e),
         };
         {
-            let mut m = self.client.meta.lock();
+            let mut m = self.info.meta.lock();
             m.client_id = n.client_id.clone();
             m.hostname = n.hostname.clone();
             m.user_agent = n.user_agent.clone();
@@ -63,9 +61,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
             self.output_buffer_size = n.output_buffer_size;
             self.sample_rate = n.sample_rate;
-            self.client
-                .msg_timeout_ms
-                .store(n.msg_timeout.as_millis() as u64, Relaxed);
+            self.client.set_msg_timeout(n.msg_timeout);
         }
         if n.feature_negotiation {
             let resp = identify::response(&n, &self.shared.settings);
@@ -109,7 +105,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             };
             tracing::info!(
                 "PROTOCOL(V2): [{}] upgrading connection to TLS",
-                self.client.remote_address
+                self.client.remote_address()
             );
             match self
                 .io
@@ -120,7 +116,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     self.limits.tls_pending = false;
                     self.auth_facts.tls = true;
                     self.auth_facts.common_name = info.common_name;
-                    let mut m = self.client.meta.lock();
+                    let mut m = self.info.meta.lock();
                     m.tls = true;
                     m.tls_version = info.version;
                     m.tls_cipher_suite = info.cipher_suite;
@@ -128,7 +124,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 Err(e) => {
                     tracing::warn!(
                         "PROTOCOL(V2): [{}] TLS upgrade failed - {e}",
-                        self.client.remote_address
+                        self.client.remote_address()
                     );
                     return Ok(self.upgrade_failed(e));
                 }
@@ -147,13 +143,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 return Ok(self.upgrade_failed(e));
             }
             {
-                let mut m = self.client.meta.lock();
+                let mut m = self.info.meta.lock();
                 m.snappy = snappy;
                 m.deflate = !snappy;
             }
             tracing::info!(
                 "PROTOCOL(V2): [{}] upgrading connection to {}",
-                self.client.remote_address,
+                self.client.remote_address(),
                 if snappy { "snappy" } else { "deflate" }
             );
             put_response(&mut self.wbuf, b"OK");

@@ -1,4 +1,5 @@
-//! The in-memory FIFO of a topic's backlog or a channel's ready messages. A publish enters as
+//! The in-memory part of a [`SpillQueue`](crate::spill_queue::SpillQueue): a FIFO of runs of
+//! publishes and single messages, stored in a [`BlockDeque`]. A publish enters as
 //! one run (its [`Published`] and a cursor) rather than as one entry per message, so fan-out and
 //! a publish cost per queue O(1) instead of O(messages), and a queued message costs no queue
 //! memory beyond its share of the run. Messages come out one at a time, as [`Message`]s;
@@ -6,7 +7,7 @@
 
 use std::ops::Range;
 
-use crate::memqueue::MemQueue;
+use crate::block_deque::BlockDeque;
 use crate::message::{Message, Published};
 
 #[derive(Debug)]
@@ -21,23 +22,24 @@ enum Entry {
     One(Message),
 }
 
-/// What a queue holds, as it holds it: a run of a publish, or one message. For handing a
+/// A stretch of the queue as it is stored: a run of a publish, or one message. For handing a
 /// backlog on without taking its runs apart.
 #[derive(Debug)]
-pub enum Held {
+pub enum Span {
     /// Messages `range` of the publish.
     Run(Published, Range<usize>),
     One(Message),
 }
 
+/// The in-memory message FIFO: see the module documentation.
 #[derive(Debug, Default)]
-pub struct MessageQueue {
-    entries: MemQueue<Entry>,
+pub struct RunQueue {
+    entries: BlockDeque<Entry>,
     /// Messages, not entries.
     len: usize,
 }
 
-impl MessageQueue {
+impl RunQueue {
     pub fn len(&self) -> usize {
         self.len
     }
@@ -109,17 +111,17 @@ impl MessageQueue {
     }
 
     /// Remove everything, in order, runs kept whole.
-    pub fn drain_held(&mut self) -> Vec<Held> {
-        let held = self
+    pub fn drain_spans(&mut self) -> Vec<Span> {
+        let spans = self
             .entries
             .drain()
             .map(|e| match e {
-                Entry::Run { p, next, end, .. } => Held::Run(p, next as usize..end as usize),
-                Entry::One(m) => Held::One(m),
+                Entry::Run { p, next, end, .. } => Span::Run(p, next as usize..end as usize),
+                Entry::One(m) => Span::One(m),
             })
             .collect();
         self.clear();
-        held
+        spans
     }
 
     /// Remove everything, in order.
@@ -133,7 +135,7 @@ impl MessageQueue {
     }
 }
 
-impl Extend<Message> for MessageQueue {
+impl Extend<Message> for RunQueue {
     fn extend<I: IntoIterator<Item = Message>>(&mut self, iter: I) {
         for m in iter {
             self.push_back(m);
@@ -189,8 +191,8 @@ mod tests {
             1 => Just(Op::PushFront),
             6 => Just(Op::Pop),
             1 => Just(Op::Clear),
-        ], 0..400), held in proptest::bool::ANY) {
-            let mut q = MessageQueue::default();
+        ], 0..400), as_spans in proptest::bool::ANY) {
+            let mut q = RunQueue::default();
             let mut model = std::collections::VecDeque::new();
             let mut next_id = 1000;
             for op in ops {
@@ -223,13 +225,13 @@ mod tests {
                 }
                 prop_assert_eq!(q.len(), model.len());
             }
-            let rest: Vec<Message> = if held {
+            let rest: Vec<Message> = if as_spans {
                 // Handed on as a topic hands its backlog to a channel: runs stay runs.
-                let mut other = MessageQueue::default();
-                for h in q.drain_held() {
+                let mut other = RunQueue::default();
+                for h in q.drain_spans() {
                     match h {
-                        Held::Run(p, range) => other.push_run(&p, range),
-                        Held::One(m) => other.push_back(m),
+                        Span::Run(p, range) => other.push_run(&p, range),
+                        Span::One(m) => other.push_back(m),
                     }
                 }
                 prop_assert_eq!(other.len(), model.len());
@@ -246,20 +248,20 @@ mod tests {
 
     #[test]
     fn a_drained_run_stays_one_run() {
-        let mut q = MessageQueue::default();
+        let mut q = RunQueue::default();
         q.push_run(&publish(1, 200), 0..200);
         q.pop_front();
         q.push_back(single(500));
-        let held = q.drain_held();
+        let spans = q.drain_spans();
         assert!(q.is_empty());
         assert!(
-            matches!(&held[..], [Held::Run(p, r), Held::One(m)] if p.len() == 200 && *r == (1..200) && m.id.0 == 500)
+            matches!(&spans[..], [Span::Run(p, r), Span::One(m)] if p.len() == 200 && *r == (1..200) && m.id.0 == 500)
         );
     }
 
     #[test]
     fn a_run_is_one_entry() {
-        let mut q = MessageQueue::default();
+        let mut q = RunQueue::default();
         q.push_run(&publish(1, 200), 0..200);
         assert_eq!((q.len(), q.entries.len()), (200, 1));
         assert_eq!(q.pop_front().map(|m| (m.id.0, m.attempts)), Some((1, 0)));

@@ -1,4 +1,5 @@
-//! A FIFO of fixed-size blocks for the in-memory part of topic and channel queues.
+//! A deque stored as a list of fixed-size blocks: what the in-memory queue (`run_queue.rs`)
+//! keeps its entries in.
 //!
 //! `VecDeque` doubles its capacity as it grows (up to 2x the memory of what it holds) and never
 //! gives it back when drained, so a backlog of millions of messages would pin its peak memory
@@ -8,26 +9,29 @@ use std::collections::VecDeque;
 
 const BLOCK: usize = 256;
 
+/// A FIFO (with `push_front`) of `BLOCK`-entry blocks.
 #[derive(Debug)]
-pub struct MemQueue<T> {
+pub struct BlockDeque<T> {
     blocks: VecDeque<VecDeque<T>>,
     len: usize,
 }
 
-impl<T> Default for MemQueue<T> {
+impl<T> Default for BlockDeque<T> {
     fn default() -> Self {
-        MemQueue {
+        BlockDeque {
             blocks: VecDeque::new(),
             len: 0,
         }
     }
 }
 
-impl<T> MemQueue<T> {
+impl<T> BlockDeque<T> {
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -87,7 +91,7 @@ impl<T> MemQueue<T> {
     }
 }
 
-impl<T> Extend<T> for MemQueue<T> {
+impl<T> Extend<T> for BlockDeque<T> {
     fn extend<I: IntoIterator<Item = T>>(&mut self, iter: I) {
         for v in iter {
             self.push_back(v);
@@ -102,7 +106,7 @@ mod tests {
 
     #[test]
     fn blocks_are_freed_as_they_drain() {
-        let mut q = MemQueue::default();
+        let mut q = BlockDeque::default();
         q.extend(0..10 * BLOCK);
         assert_eq!(q.blocks.len(), 10);
         for i in 0..5 * BLOCK {
@@ -131,7 +135,7 @@ mod tests {
             6 => Just(Op::Pop),
             1 => Just(Op::Clear),
         ], 0..3000)) {
-            let mut q = MemQueue::default();
+            let mut q = BlockDeque::default();
             let mut model = VecDeque::new();
             for op in ops {
                 match op {

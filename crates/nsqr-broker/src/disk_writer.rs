@@ -26,7 +26,7 @@ use crate::deferred_store;
 use crate::durability::{DiskError, Promise, Ticket};
 use crate::link::Opened;
 use crate::message::Message;
-use crate::queue::Queue;
+use crate::spill_queue::SpillQueue;
 use crate::stats::DiskStats;
 
 /// A message on its way to disk, with its due time (Unix ns) if deferred.
@@ -95,7 +95,7 @@ pub(crate) struct Done {
 
 /// The owner's answer to a report.
 pub(crate) enum Accepted {
-    /// Placed; acknowledge them once the ticket completes (per the backend's policy).
+    /// Placed; acknowledge them once the ticket completes (per the writer's policy).
     Taken(Ticket),
     /// Not now (a topic without channels): read them again later.
     Refused,
@@ -115,7 +115,7 @@ pub(crate) enum AckPolicy {
 /// The owner of a queue (channel or topic), as its writer sees it.
 pub(crate) trait QueueOwner: Send + Sync {
     /// Run `f` on the queue under the owner's lock.
-    fn with_queue(&self, f: &mut dyn FnMut(&mut Queue));
+    fn with_queue(&self, f: &mut dyn FnMut(&mut SpillQueue));
     /// Apply a pass and place the records it produced, under the owner's lock.
     fn report(&self, done: Done) -> Accepted;
 }
@@ -134,7 +134,7 @@ pub(crate) struct Final {
     pub dues: Vec<(u64, i64)>,
 }
 
-pub(crate) struct Backend {
+pub(crate) struct DiskWriter {
     pub name: String,
     dir: PathBuf,
     opts: DiskQueueOptions,
@@ -144,39 +144,44 @@ pub(crate) struct Backend {
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
     health: crate::health::Health,
+    faults: Option<crate::config::DiskFaults>,
+    /// Times `spawn` was called (tests check that a link starts one writer at a time).
+    #[cfg(test)]
+    pub(crate) spawned: std::sync::atomic::AtomicUsize,
 }
 
-impl std::fmt::Debug for Backend {
+impl std::fmt::Debug for DiskWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Backend").field("name", &self.name).finish()
+        f.debug_struct("DiskWriter")
+            .field("name", &self.name)
+            .finish()
     }
 }
 
-/// Test seam for environments where no small file system can be mounted: while the file
-/// named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with ENOSPC.
-fn injected_enospc() -> Option<std::io::Error> {
-    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let path = PATH.get_or_init(|| std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(PathBuf::from));
-    path.as_ref()
-        .filter(|p| p.exists())
-        .map(|_| std::io::Error::from_raw_os_error(28))
-}
-
-fn io_error(queue: &str, e: &DiskQueueError) -> DiskError {
-    DiskError::Io {
-        queue: queue.to_string(),
-        reason: match e {
-            DiskQueueError::Io { source, .. } => source.to_string(),
-            DiskQueueError::BatchIncomplete { source, .. } => match source.as_ref() {
-                DiskQueueError::Io { source, .. } => source.to_string(),
-                other => other.to_string(),
-            },
-            other => other.to_string(),
+/// A failed write as the publisher hears of it: the operating system's error when there is
+/// one, `--max-disk-bytes`, or what the disk queue refused.
+fn disk_error(queue: &str, e: DiskQueueError) -> DiskError {
+    match e {
+        DiskQueueError::Full {
+            max_bytes,
+            current_bytes,
+            ..
+        } => DiskError::Full {
+            queue: queue.to_string(),
+            max_bytes,
+            used_bytes: current_bytes,
         },
+        DiskQueueError::Io { source, .. } => DiskError::io(queue, source),
+        DiskQueueError::BatchIncomplete { source, .. } => disk_error(queue, *source),
+        other => DiskError::io(queue, std::io::Error::other(other)),
     }
 }
 
-impl Backend {
+fn not_open(queue: &str) -> DiskError {
+    DiskError::io(queue, std::io::Error::other("disk queue not open"))
+}
+
+impl DiskWriter {
     /// Open (and recover) the queue `name` in `dir`. An open failure is logged and retried by
     /// the writer's next pass; the queue then starts empty.
     pub(crate) fn open(
@@ -185,7 +190,7 @@ impl Backend {
         cfg: &BrokerConfig,
         strict: bool,
         policy: AckPolicy,
-    ) -> (Arc<Backend>, Opened) {
+    ) -> (Arc<DiskWriter>, Opened) {
         let opts = DiskQueueOptions {
             max_bytes_per_file: cfg.max_bytes_per_file.max(1),
             min_msg_size: MESSAGE_HEADER_LEN,
@@ -195,7 +200,7 @@ impl Backend {
             sync_every: cfg.sync_every,
             max_bytes: cfg.max_disk_bytes,
         };
-        let backend = Backend {
+        let writer = DiskWriter {
             name: name.to_string(),
             dir: dir.to_path_buf(),
             opts,
@@ -205,22 +210,25 @@ impl Backend {
             owner: OnceLock::new(),
             rt: tokio::runtime::Handle::try_current().ok(),
             health: cfg.health.clone(),
+            faults: cfg.disk_faults.clone(),
+            #[cfg(test)]
+            spawned: std::sync::atomic::AtomicUsize::new(0),
         };
         let mut opened = Opened::default();
-        match backend.open_queue() {
+        match writer.open_queue() {
             Ok(st) => {
                 opened.unread = unread(&st.dq);
                 opened.bytes = st.dq.disk_bytes();
                 opened.stats.absorb(&state_of(&st));
                 opened.dues = deferred_store::load(dir, name);
-                *backend.io.lock() = Some(st);
+                *writer.io.lock() = Some(st);
             }
             Err(e) => {
                 tracing::error!("DISKQUEUE({name}): failed to open - {e}");
                 opened.stats.last_read_error = Some(e.to_string());
             }
         }
-        (Arc::new(backend), opened)
+        (Arc::new(writer), opened)
     }
 
     fn open_queue(&self) -> Result<IoState, DiskQueueError> {
@@ -237,9 +245,15 @@ impl Backend {
         let _ = self.owner.set(owner);
     }
 
-    /// Run passes on a blocking thread until there is no work (called with the owner's
-    /// `scheduled` flag just set, so at most one runs at a time).
+    /// Run passes on a blocking thread until there is no work (called as the link moves from
+    /// `Run::Idle` to `Run::Running`, so at most one runs at a time).
     pub(crate) fn spawn(self: &Arc<Self>) {
+        #[cfg(test)]
+        self.spawned
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if self.owner.get().is_none() {
+            return; // a link tested alone: no owner to report to
+        }
         let b = Arc::clone(self);
         match &self.rt {
             Some(rt) => {
@@ -323,10 +337,7 @@ impl Backend {
             ..Done::default()
         };
         let Some(st) = st else {
-            let e = DiskError::Io {
-                queue: self.name.clone(),
-                reason: "disk queue not open".to_string(),
-            };
+            let e = not_open(&self.name);
             for p in w.promises.drain(..) {
                 let _ = p.send(Err(e.clone()));
             }
@@ -406,7 +417,7 @@ impl Backend {
         let mut written = 0;
         let mut kept = false;
         let result = (|| -> Result<(), DiskQueueError> {
-            if let Some(e) = injected_enospc() {
+            if let Some(e) = self.faults.as_ref().and_then(|f| f.before_write()) {
                 return Err(DiskQueueError::Io {
                     op: "write",
                     path: self.dir.clone(),
@@ -434,19 +445,7 @@ impl Backend {
             }
             Ok(())
         })();
-        let outcome = match &result {
-            Ok(()) => Ok(()),
-            Err(DiskQueueError::Full {
-                max_bytes,
-                current_bytes,
-                ..
-            }) => Err(DiskError::Full {
-                queue: self.name.clone(),
-                max_bytes: *max_bytes,
-                used_bytes: *current_bytes,
-            }),
-            Err(e) => Err(io_error(&self.name, e)),
-        };
+        let outcome = result.map_err(|e| disk_error(&self.name, e));
         if let Err(e) = &outcome {
             tracing::error!(
                 "DISKQUEUE({}): writing {n} message(s) failed after {written} - {e}",
@@ -482,16 +481,13 @@ impl Backend {
         let fin = collect();
         let n = fin.writes.len();
         let result = match io.take() {
-            None => Err(DiskError::Io {
-                queue: self.name.clone(),
-                reason: "disk queue not open".to_string(),
-            }),
+            None => Err(not_open(&self.name)),
             Some(mut st) => {
                 let written = st
                     .dq
                     .put_batch(&fin.writes)
                     .and_then(|()| st.dq.flush_durable())
-                    .map_err(|e| io_error(&self.name, &e));
+                    .map_err(|e| disk_error(&self.name, e));
                 if written.is_ok() || !self.strict {
                     st.dq.ack_all_read();
                 }
@@ -559,3 +555,6 @@ impl DiskStats {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

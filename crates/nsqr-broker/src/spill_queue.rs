@@ -1,13 +1,16 @@
-//! The ready queue of a channel (and the backlog of a topic): memory first, disk beyond
-//! `--mem-queue-size`, behind one small API so `channel.rs` and `topic.rs` stay as they were.
+//! The memory-then-disk queue: a channel's ready queue and a topic's backlog. Messages stay in
+//! memory up to `--mem-queue-size` and spill to the queue's disk queue beyond it, behind one
+//! small API so `channel.rs` and `topic.rs` need not know which.
 //!
-//! It lives inside its owner's lock. Memory is a `MemQueue` (`memqueue.rs`); the disk side (`link.rs`) is only
-//! bookkeeping and an outbox: every disk operation runs on the queue's disk writer
-//! (`backend.rs`), a blocking thread woken when there is work, never on a reactor thread.
+//! It lives inside its owner's lock. Memory is a [`RunQueue`] (`run_queue.rs`: runs of publishes
+//! and single messages); the disk side ([`DiskLink`], `link.rs`) is only bookkeeping and an
+//! outbox: every disk operation runs on the queue's disk writer (`disk_writer.rs`), a blocking
+//! thread woken when there is work, never on a reactor thread.
 //!
 //! - Default mode (nsqd's): a publish goes to memory while there is room and nothing older is
-//!   on disk; otherwise to the outbox, which the writer appends to the disk queue. The writer
-//!   refills memory from disk as consumers take messages, so order is kept.
+//!   on disk; otherwise to the outbox, which the writer appends to the disk queue, and the
+//!   publish's ticket completes when that `write` returned. The writer refills memory from
+//!   disk as consumers take messages, so order is kept.
 //! - Strict mode: every publish goes to the outbox with a promise; the writer appends the whole
 //!   outbox, fsyncs once (group commit), fulfils every promise, and hands the messages to the
 //!   owner (they count as read in the disk queue without being read back). A message stays in
@@ -15,12 +18,12 @@
 //! - Without a data path, and for `#ephemeral` queues, it is memory only (ephemeral ones drop
 //!   beyond `--mem-queue-size`, as nsqd).
 
-use crate::backend::Outgoing;
+use crate::disk_writer::Outgoing;
 use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::link::DiskLink;
 use crate::message::{Message, Published};
-use crate::msgqueue::{Held, MessageQueue};
+use crate::run_queue::{RunQueue, Span};
 use crate::stats::DiskStats;
 
 /// The result of a put.
@@ -31,29 +34,30 @@ pub struct Put {
     pub ticket: Ticket,
 }
 
+/// Memory first, then disk: see the module documentation.
 #[derive(Debug, Default)]
-pub struct Queue {
-    mem: MessageQueue,
+pub struct SpillQueue {
+    mem: RunQueue,
     cap: usize,
     /// Memory only, dropping beyond `cap` (`#ephemeral`).
     bounded: bool,
     pub(crate) disk: Option<Box<DiskLink>>,
 }
 
-impl Queue {
+impl SpillQueue {
     /// A memory-only queue: unbounded, or dropping beyond `cap` when `bounded`.
-    pub fn memory(cap: usize, bounded: bool) -> Queue {
-        Queue {
-            mem: MessageQueue::default(),
+    pub fn memory(cap: usize, bounded: bool) -> SpillQueue {
+        SpillQueue {
+            mem: RunQueue::default(),
             cap,
             bounded,
             disk: None,
         }
     }
 
-    pub(crate) fn with_disk(cap: usize, link: DiskLink) -> Queue {
-        Queue {
-            mem: MessageQueue::default(),
+    pub(crate) fn with_disk(cap: usize, link: DiskLink) -> SpillQueue {
+        SpillQueue {
+            mem: RunQueue::default(),
             cap,
             bounded: false,
             disk: Some(Box::new(link)),
@@ -82,11 +86,11 @@ impl Queue {
                 ticket: Ticket::done(),
             });
         };
-        if d.closed {
+        if d.is_closed() {
             return Err(BrokerError::Exiting);
         }
         if d.strict || due.is_some() {
-            let ticket = d.enqueue(msgs, due, true)?;
+            let ticket = d.enqueue(msgs, due)?;
             return Ok(Put {
                 accepted: n,
                 ticket,
@@ -97,28 +101,31 @@ impl Queue {
         } else {
             self.cap.saturating_sub(self.mem.len()).min(n)
         };
-        if to_mem < n {
-            let mut msgs = msgs;
-            let overflow = msgs.split_off(to_mem);
-            d.check_writable()?;
-            let _ = d.enqueue(overflow, None, false)?;
+        if to_mem == n {
             self.mem.extend(msgs);
-        } else {
-            self.mem.extend(msgs);
+            return Ok(Put {
+                accepted: n,
+                ticket: Ticket::done(),
+            });
         }
+        let mut msgs = msgs;
+        let overflow = msgs.split_off(to_mem);
+        d.check_writable()?;
+        let ticket = d.enqueue(overflow, None)?;
+        self.mem.extend(msgs);
         Ok(Put {
             accepted: n,
-            ticket: Ticket::done(),
+            ticket,
         })
     }
 
-    /// Publish all of `p`, as [`Queue::put`] does, but kept in memory as one run: no
+    /// Publish all of `p`, as [`SpillQueue::put`] does, but kept in memory as one run: no
     /// per-message work unless it goes to disk.
     pub fn put_published(&mut self, p: &Published, due: Option<i64>) -> Result<Put, BrokerError> {
         self.put_run(p, 0..p.len(), due)
     }
 
-    /// Messages `range` of `p`, as [`Queue::put_published`] does with all of them.
+    /// Messages `range` of `p`, as [`SpillQueue::put_published`] does with all of them.
     pub fn put_run(
         &mut self,
         p: &Published,
@@ -127,10 +134,10 @@ impl Queue {
     ) -> Result<Put, BrokerError> {
         let (start, end) = (range.start.min(p.len()), range.end.min(p.len()));
         let n = end.saturating_sub(start);
-        let to_mem = match self.disk.as_deref_mut() {
-            None if self.bounded => self.cap.saturating_sub(self.mem.len()).min(n),
-            None => n,
-            Some(d) if d.closed => return Err(BrokerError::Exiting),
+        let (to_mem, ticket) = match self.disk.as_deref_mut() {
+            None if self.bounded => (self.cap.saturating_sub(self.mem.len()).min(n), None),
+            None => (n, None),
+            Some(d) if d.is_closed() => return Err(BrokerError::Exiting),
             Some(d) if d.strict || due.is_some() => {
                 return self.put(p.messages(start, end).collect(), due)
             }
@@ -142,15 +149,17 @@ impl Queue {
                 };
                 if to_mem < n {
                     d.check_writable()?;
-                    let _ = d.enqueue(p.messages(start + to_mem, end).collect(), None, false)?;
+                    let t = d.enqueue(p.messages(start + to_mem, end).collect(), None)?;
+                    (to_mem, Some(t))
+                } else {
+                    (to_mem, None)
                 }
-                to_mem
             }
         };
         self.mem.push_run(p, start..start + to_mem);
         Ok(Put {
             accepted: if self.disk.is_some() { n } else { to_mem },
-            ticket: Ticket::done(),
+            ticket: ticket.unwrap_or_else(Ticket::done),
         })
     }
 
@@ -190,8 +199,8 @@ impl Queue {
     }
 
     /// Take everything in memory, runs whole (a topic handing its backlog to its channels).
-    pub fn drain_mem_held(&mut self) -> Vec<Held> {
-        self.mem.drain_held()
+    pub fn drain_mem_spans(&mut self) -> Vec<Span> {
+        self.mem.drain_spans()
     }
 
     /// Memory plus disk: the `depth` of `/stats`.
@@ -227,11 +236,11 @@ impl Queue {
 
     /// The owner is deleted: drop everything. The caller removes the files with the returned
     /// writer's `delete_now` once it has released its lock.
-    pub(crate) fn delete(&mut self) -> Option<std::sync::Arc<crate::backend::Backend>> {
+    pub(crate) fn delete(&mut self) -> Option<std::sync::Arc<crate::disk_writer::DiskWriter>> {
         self.mem.clear();
         let d = self.disk.as_deref_mut()?;
         d.request_delete();
-        Some(std::sync::Arc::clone(&d.backend))
+        Some(std::sync::Arc::clone(&d.writer))
     }
 
     /// The `--sync-timeout` tick: sync if anything changed, retry failed writes, push pending
@@ -243,7 +252,7 @@ impl Queue {
     }
 
     /// The disk writer asks for work (under the owner's lock).
-    pub(crate) fn take_work(&mut self) -> Option<crate::backend::Work> {
+    pub(crate) fn take_work(&mut self) -> Option<crate::disk_writer::Work> {
         let mem_len = self.mem.len();
         let cap = self.cap;
         self.disk
@@ -256,7 +265,7 @@ impl Queue {
     /// will be read again).
     pub(crate) fn apply(
         &mut self,
-        done: crate::backend::Done,
+        done: crate::disk_writer::Done,
         accept: bool,
     ) -> Option<Vec<(Message, Option<i64>)>> {
         match self.disk.as_deref_mut() {
@@ -270,13 +279,13 @@ impl Queue {
     pub(crate) fn begin_close(
         &mut self,
     ) -> Option<(
-        std::sync::Arc<crate::backend::Backend>,
+        std::sync::Arc<crate::disk_writer::DiskWriter>,
         Vec<Outgoing>,
         Vec<crate::durability::Promise>,
     )> {
         let d = self.disk.as_deref_mut()?;
         let (outbox, promises) = d.close();
-        Some((std::sync::Arc::clone(&d.backend), outbox, promises))
+        Some((std::sync::Arc::clone(&d.writer), outbox, promises))
     }
 
     /// Due times of deferred messages still on disk (for the deferred file at shutdown).
@@ -315,11 +324,11 @@ mod tests {
 
     #[test]
     fn memory_queues() {
-        let mut q = Queue::memory(2, true);
+        let mut q = SpillQueue::memory(2, true);
         let p = q.put(vec![m(1), m(2), m(3)], None).expect("put");
         assert_eq!((p.accepted, q.len(), q.depth()), (2, 2, 2));
         assert!(p.ticket.is_done());
-        let mut q = Queue::memory(2, false);
+        let mut q = SpillQueue::memory(2, false);
         let _ = q.put(vec![m(1), m(2), m(3)], None).expect("put");
         assert_eq!(q.pop_front().map(|m| m.id.0), Some(1));
         assert_eq!((q.len(), q.backend_depth()), (2, 0));

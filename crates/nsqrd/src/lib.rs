@@ -1,0 +1,32 @@
+//! nsqrd as a library: the whole drop-in nsqd (TCP protocol V2, HTTP API, lookupd peers,
+//! statsd, the broker) started in process. `main.rs` only parses flags and calls [`run`];
+//! tests and programs that want an nsqd inside them call [`Server::start`] and
+//! [`Server::shutdown`].
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), String> {
+//! let opts = nsqrd::Options::parse(["--tcp-address=127.0.0.1:0", "--http-address=127.0.0.1:0"]
+//!     .iter().map(|s| s.to_string()))
+//!     .map_err(|e| e.to_string())?;
+//! let server = nsqrd::Server::start(opts).await?;
+//! println!("nsqd protocol on {:?}", server.tcp_addr());
+//! server.shutdown().await
+//! # }
+//! ```
+
+mod auth;
+mod http;
+mod http_wiring;
+mod listener;
+mod memtrim;
+mod options;
+mod resp;
+mod server;
+mod settings;
+mod tasks;
+mod tcp;
+mod tls;
+
+pub use options::{Options, OptionsError};
+pub use server::{run, wait_for_signal, Hooks, Server};
+pub use settings::NSQD_COMPAT_VERSION;
