@@ -79,7 +79,8 @@ fn a_subscriber_that_stops_reading_is_cut_off_and_never_slows_writers() {
     reader.cmd(&["SUBSCRIBE", "firehose"]);
     let mut publisher = srv.client();
     let payload = "x".repeat(64 * 1024);
-    // 48 MiB: past the 32 MiB pub/sub limit for the client that never reads.
+    // 96 MiB: past the 32 MiB pub/sub limit plus what the sockets' buffers hold, for the
+    // client that never reads.
     let mut batch = Vec::new();
     for _ in 0..16 {
         resp_wire::encode_request(
@@ -89,27 +90,30 @@ fn a_subscriber_that_stops_reading_is_cut_off_and_never_slows_writers() {
     }
     let reader_thread = std::thread::spawn(move || {
         let mut n = 0;
-        while n < 768 {
+        while n < 1536 {
             match reader.read() {
                 Frame::Array(v) if v[0] == bulk("message") => n += 1,
                 other => panic!("{other:?}"),
             }
         }
-        n
+        // Hand the connection back: the reader stays subscribed.
+        (n, reader)
     });
-    for _ in 0..48 {
+    for _ in 0..96 {
         publisher.send_raw(&batch);
         for _ in 0..16 {
             assert!(matches!(publisher.read(), Frame::Integer(1..=2)));
         }
     }
-    assert_eq!(reader_thread.join().unwrap(), 768);
-    // Only the reading subscriber is left.
+    let (received, _reader) = reader_thread.join().unwrap();
+    assert_eq!(received, 1536);
+    // Only the reading subscriber is left: the server closed the other one although it never
+    // read a byte (its socket full, its outbox cut off).
     assert!(nsqr_testkit::wait_until(Duration::from_secs(20), || {
         publisher.cmd(&["PUBSUB", "NUMSUB", "firehose"])
             == Frame::Array(vec![bulk("firehose"), int(1)])
     }));
-    // The stalled client's connection is closed once it reads what its socket held.
+    // The stalled client finds its connection closed after what its socket held.
     stalled
         .s
         .set_read_timeout(Some(Duration::from_secs(20)))

@@ -227,18 +227,50 @@ impl Conn {
                 return Err(std::io::Error::other(e.to_string()));
             }
         }
-        if let Some(sub) = &self.session.sub {
-            if !sub.take(self.out.buf_mut()) {
-                return Err(std::io::Error::other("pub/sub output buffer limit reached"));
+        loop {
+            if let Some(sub) = &self.session.sub {
+                if !sub.take(self.out.buf_mut()) {
+                    return Err(std::io::Error::other("pub/sub output buffer limit reached"));
+                }
             }
-        }
-        if !self.out.is_empty() {
-            self.stream.write_all(self.out.as_bytes()).await?;
+            if self.out.is_empty() {
+                break;
+            }
+            self.write_out().await?;
             self.out.clear();
+            // Messages queued while writing may have used up the wake-up: take them now.
         }
         self.drop_idle_subscriber();
         if self.out.buf_mut().capacity() > KEEP {
             *self.out.buf_mut() = Vec::with_capacity(READ_CHUNK);
+        }
+        Ok(())
+    }
+
+    /// Writes the reply buffer. A subscriber's write also watches its outbox: a client that
+    /// stopped reading (its socket full) is closed as soon as its outbox is cut off, rather
+    /// than holding this task (and what it was writing) forever.
+    async fn write_out(&mut self) -> std::io::Result<()> {
+        let buf = self.out.as_bytes();
+        let mut at = 0;
+        while at < buf.len() {
+            let n = match &self.session.sub {
+                None => match self.stream.write(&buf[at..]).await? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => n,
+                },
+                // `write` is cancel-safe: if the outbox wakes us first, nothing was written.
+                Some(sub) => tokio::select! {
+                    r = self.stream.write(&buf[at..]) => r?,
+                    () = sub.wait() => {
+                        if sub.is_killed() {
+                            return Err(std::io::Error::other("pub/sub output buffer limit reached"));
+                        }
+                        0
+                    }
+                },
+            };
+            at += n;
         }
         Ok(())
     }
