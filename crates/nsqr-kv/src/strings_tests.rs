@@ -62,7 +62,7 @@ fn deadlines_keep_clear_and_past() {
         ..plain()
     };
     set(&ks, b"k", b"v", ex);
-    assert!(matches!(ks.ttl(b"k"), Ttl::Remaining(ms) if ms > 99_000 && ms <= 100_000));
+    assert!(matches!(ks.ttl(b"k"), Ttl::Remaining(ms) if ms > 90_000 && ms <= 100_000));
     let keep = SetOptions {
         expiry: Expiry::Keep,
         ..plain()

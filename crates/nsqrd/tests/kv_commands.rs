@@ -66,15 +66,15 @@ fn set_options_and_ttls() {
     let srv = KvServer::start(&[]);
     let mut c = srv.client();
     assert_eq!(c.cmd(&["SET", "k", "v", "EX", "100"]), simple("OK"));
-    assert_eq!(c.cmd(&["TTL", "k"]), int(100));
+    assert!(matches!(c.cmd(&["TTL", "k"]), Frame::Integer(90..=100)));
     assert_eq!(c.cmd(&["SET", "k", "w", "KEEPTTL", "GET"]), bulk("v"));
-    assert_eq!(c.cmd(&["TTL", "k"]), int(100));
+    assert!(matches!(c.cmd(&["TTL", "k"]), Frame::Integer(90..=100)));
     assert_eq!(c.cmd(&["SET", "k", "x", "NX"]), Frame::Null);
     assert_eq!(c.cmd(&["SET", "k", "x", "XX", "PX", "50000"]), simple("OK"));
     let Frame::Integer(ms) = c.cmd(&["PTTL", "k"]) else {
         panic!()
     };
-    assert!((49_000..=50_000).contains(&ms), "{ms}");
+    assert!((40_000..=50_000).contains(&ms), "{ms}");
     assert_eq!(c.cmd(&["PERSIST", "k"]), int(1));
     assert_eq!(c.cmd(&["TTL", "k"]), int(-1));
     assert_eq!(c.cmd(&["TTL", "nope"]), int(-2));
