@@ -20,6 +20,7 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
+mod rlimit;
 mod server;
 mod settings;
 mod tasks;
@@ -27,5 +28,6 @@ mod tcp;
 mod tls;
 
 pub use options::{Options, OptionsError};
+pub use rlimit::raise_open_files_limit;
 pub use server::{run, wait_for_signal, Hooks, Server};
 pub use settings::NSQD_COMPAT_VERSION;
