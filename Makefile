@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics keyspace cluster conformance clean
+.PHONY: run build test deps lint unit example metrics keyspace cluster conformance fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -73,6 +73,20 @@ cluster:
 conformance: build
 	tests/conformance/go-nsq.sh
 	tests/conformance/pynsq.sh
+
+# Fuzz every target in fuzz/ for FUZZ_TIME seconds each, on nightly with cargo-fuzz
+# (docs/fuzzing.md). New inputs go to target/fuzz-corpus/<target>; a crash stops the run and
+# leaves its input in fuzz/artifacts/<target>/. Not part of `make test`, which replays the
+# saved corpus and regressions on stable instead.
+FUZZ_TIME ?= 60
+fuzz:
+	@command -v cargo-fuzz >/dev/null || { echo "make fuzz needs cargo-fuzz: cargo install cargo-fuzz" >&2; exit 1; }
+	@$(CARGO) +nightly --version >/dev/null 2>&1 || { echo "make fuzz needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+		mkdir -p ../target/fuzz-corpus/$$t && \
+		$(CARGO) +nightly fuzz run -O -a $$t ../target/fuzz-corpus/$$t corpus/$$t -- \
+			-max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 || exit 1; \
+	done
 
 # Remove build output (./data is left alone).
 clean:
