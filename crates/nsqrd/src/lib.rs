@@ -20,6 +20,7 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
+mod resp;
 mod rlimit;
 mod server;
 mod settings;

@@ -196,6 +196,8 @@ pub struct Server {
     tcp_task: Option<JoinHandle<()>>,
     http_tasks: Vec<JoinHandle<()>>,
     memtrim: JoinHandle<()>,
+    /// The keyspace's RESP server, with `--kv-address`.
+    kv: Option<crate::resp::Handle>,
     _lock: DataDirLock,
 }
 
@@ -237,6 +239,7 @@ impl Server {
         .await
         .map_err(|e| e.to_string())?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
+        let kv = crate::resp::start(&opts, &broker).await?;
 
         let tcp_listener = Listener::bind(&opts.tcp_address).await?;
         let tcp_addr = tcp_listener.tcp_addr();
@@ -290,6 +293,7 @@ impl Server {
             tcp_task: Some(tcp_task),
             http_tasks,
             memtrim,
+            kv,
             _lock: lock,
         })
     }
@@ -304,6 +308,11 @@ impl Server {
         self.http_addr
     }
 
+    /// The keyspace's bound RESP address (None without `--kv-address`).
+    pub fn kv_addr(&self) -> Option<SocketAddr> {
+        self.kv.as_ref().map(crate::resp::Handle::addr)
+    }
+
     /// The engine, to publish and subscribe in process beside the TCP and HTTP clients.
     pub fn broker(&self) -> &Broker {
         &self.broker
@@ -313,6 +322,10 @@ impl Server {
     /// go back to their queues), stop HTTP, persist `nsqd.dat`, flush every queue to disk.
     pub async fn shutdown(mut self) -> Result<(), String> {
         tracing::info!("TERM: shutting down");
+        // The keyspace first: its shutdown snapshot, and its last changes into the broker.
+        if let Some(kv) = self.kv.take() {
+            kv.shutdown().await;
+        }
         self.broker.set_exiting();
         // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
         self.lookupd.shutdown();
