@@ -17,6 +17,7 @@ mod diskqueue;
 mod frames;
 mod http;
 mod mpub;
+mod resp;
 mod scratch;
 mod v2;
 
@@ -25,6 +26,7 @@ pub use diskqueue::{diskqueue_chunks, diskqueue_records};
 pub use frames::client_frames;
 pub use http::http_url;
 pub use mpub::mpub_bodies;
+pub use resp::resp_request;
 pub use v2::v2_parser;
 
 /// A fuzz target: its name (the cargo-fuzz binary and corpus directory) and its body.
@@ -40,7 +42,5 @@ pub const TARGETS: &[Target] = &[
     ("snappy_stream", snappy_stream),
     ("deflate_stream", deflate_stream),
     ("client_frames", client_frames),
-    // RESP parser: add `("resp_request", resp_request)` here, with its body in `src/resp.rs`
-    // calling `resp_wire::parse` / `RequestParser`, when crates/resp-wire lands (see
-    // fuzz/README.md).
+    ("resp_request", resp_request),
 ];
