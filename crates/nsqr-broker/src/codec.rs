@@ -31,6 +31,19 @@ pub(crate) fn decode_chunk(chunk: Chunk, mut place: impl FnMut(Option<Message>))
     }
 }
 
+/// One record's payload as a message with a buffer of its own (side files: `head_store.rs`).
+pub(crate) fn decode_one(payload: &[u8]) -> Option<Message> {
+    let (id, attempts) = header(payload)?;
+    let ts: [u8; 8] = payload.get(..8)?.try_into().ok()?;
+    let body = payload.get(MESSAGE_HEADER_LEN as usize..)?;
+    Message::new(
+        id,
+        i64::from_be_bytes(ts),
+        attempts,
+        bytes::Bytes::copy_from_slice(body),
+    )
+}
+
 /// Id and attempts of a record's payload (its timestamp stays in the buffer, see
 /// [`timestamp_before`]).
 fn header(p: &[u8]) -> Option<(MessageId, u16)> {

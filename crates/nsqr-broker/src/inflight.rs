@@ -23,6 +23,9 @@ pub struct InFlight {
     pub consumer_id: u64,
     pub deadline: Instant,
     pub delivered_at: Instant,
+    /// The channel's number for this delivery: a receipt names it, so a receipt from an
+    /// earlier delivery of the same message is refused.
+    pub delivery: u64,
 }
 
 #[derive(Debug, Default)]
@@ -81,10 +84,30 @@ impl InFlightTable {
 
     /// Remove a message the consumer owns.
     pub fn take(&mut self, consumer_id: u64, id: u64) -> Result<InFlight, BrokerError> {
+        self.take_if(id, |f| {
+            if f.consumer_id == consumer_id {
+                Ok(())
+            } else {
+                Err(BrokerError::NotOwner)
+            }
+        })
+    }
+
+    /// Remove the message if it is in flight as delivery number `delivery`.
+    pub fn take_delivery(&mut self, id: u64, delivery: u64) -> Result<InFlight, BrokerError> {
+        self.take_if(id, |f| same_delivery(f, delivery))
+    }
+
+    /// Remove the message if `check` accepts its entry.
+    fn take_if(
+        &mut self,
+        id: u64,
+        check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
+    ) -> Result<InFlight, BrokerError> {
         let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
-        if f.consumer_id != consumer_id {
+        if let Err(e) = check(&f) {
             self.map.insert(id, f);
-            return Err(BrokerError::NotOwner);
+            return Err(e);
         }
         // FINs mostly come in delivery order: the finished entry is usually the ring's front.
         if self.ring.front().is_some_and(|&(_, front)| front == id) {
@@ -101,10 +124,38 @@ impl InFlightTable {
         id: u64,
         deadline: impl FnOnce(&InFlight) -> Instant,
     ) -> Result<(), BrokerError> {
+        self.set_deadline_if(id, deadline, |f| {
+            if f.consumer_id == consumer_id {
+                Ok(())
+            } else {
+                Err(BrokerError::NotOwner)
+            }
+        })
+    }
+
+    /// Move the deadline of delivery number `delivery` of a message (a TOUCH by receipt).
+    pub fn set_deadline_of_delivery(
+        &mut self,
+        id: u64,
+        delivery: u64,
+        deadline: impl FnOnce(&InFlight) -> Instant,
+    ) -> Result<(), BrokerError> {
+        self.set_deadline_if(id, deadline, |f| same_delivery(f, delivery))
+    }
+
+    /// The entry of a message in flight, if any.
+    pub fn get(&self, id: u64) -> Option<&InFlight> {
+        self.map.get(&id)
+    }
+
+    fn set_deadline_if(
+        &mut self,
+        id: u64,
+        deadline: impl FnOnce(&InFlight) -> Instant,
+        check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
+    ) -> Result<(), BrokerError> {
         let f = self.map.get_mut(&id).ok_or(BrokerError::NotInFlight)?;
-        if f.consumer_id != consumer_id {
-            return Err(BrokerError::NotOwner);
-        }
+        check(f)?;
         let new = deadline(f);
         f.deadline = new;
         self.index_deadline(new, id);
@@ -176,6 +227,14 @@ impl InFlightTable {
     }
 }
 
+fn same_delivery(f: &InFlight, delivery: u64) -> Result<(), BrokerError> {
+    if f.delivery == delivery {
+        Ok(())
+    } else {
+        Err(BrokerError::Redelivered)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct DeferredQueue {
     by_due: BTreeMap<(Instant, u64), Message>,
@@ -242,6 +301,7 @@ mod tests {
                 consumer_id: 7,
                 deadline: now + Duration::from_secs(id),
                 delivered_at: now,
+                delivery: id,
             });
         }
         assert_eq!(t.take(8, 1).err(), Some(BrokerError::NotOwner));
@@ -270,6 +330,7 @@ mod tests {
                 consumer_id: 1,
                 deadline: at(secs),
                 delivered_at: now,
+                delivery: id,
             });
         }
         // 3 went to the irregular set; the earliest deadline is still found.
@@ -296,6 +357,7 @@ mod tests {
                 consumer_id: 1,
                 deadline: now + Duration::from_nanos(id),
                 delivered_at: now,
+                delivery: id,
             });
             // finish out of order: every other message one step late
             if id % 2 == 1 {
