@@ -240,7 +240,7 @@ impl Broker {
     pub fn set_topic_policy(&self, topic: &str, policy: &Policy) -> Result<(), BrokerError> {
         check_name(topic)?;
         let p = Policy::from_json(
-            &serde_json::Value::Object(policy.to_json()),
+            &policy.to_json().into_value(),
             &Limits::of(self.config(), topic),
         )?;
         self.reg.get_or_create_topic(topic)?.set_policy(p);
@@ -257,7 +257,7 @@ impl Broker {
         check_name(topic)?;
         check_name(channel)?;
         let p = Policy::from_json(
-            &serde_json::Value::Object(policy.to_json()),
+            &policy.to_json().into_value(),
             &Limits::of(self.config(), topic),
         )?;
         let t = self.reg.get_or_create_topic(topic)?;

@@ -249,31 +249,23 @@ impl Policy {
     }
 
     /// The keys that are set, as JSON (durations as Go text), in [`KEYS`] order.
-    pub fn to_json(&self) -> Map<String, Value> {
-        let mut m = Map::new();
+    pub fn to_json(&self) -> Settings {
         let dur = |d: Duration| Value::from(nsq_common::duration::format(d));
-        if let Some(v) = self.max_attempts {
-            m.insert("max_attempts".into(), v.into());
-        }
-        if let Some(v) = &self.dead_letter_topic {
-            m.insert("dead_letter_topic".into(), v.clone().into());
-        }
-        if let Some(v) = self.ordered {
-            m.insert("ordered".into(), v.into());
-        }
-        if let Some(v) = self.message_ttl {
-            m.insert("message_ttl".into(), dur(v));
-        }
-        if let Some(v) = self.expired {
-            m.insert("expired".into(), v.as_str().into());
-        }
-        if let Some(v) = self.msg_timeout {
-            m.insert("msg_timeout".into(), dur(v));
-        }
-        if let Some(v) = self.mem_queue_size {
-            m.insert("mem_queue_size".into(), v.into());
-        }
-        m
+        let entries = [
+            self.max_attempts.map(Value::from),
+            self.dead_letter_topic.clone().map(Value::from),
+            self.ordered.map(Value::from),
+            self.message_ttl.map(dur),
+            self.expired.map(|v| Value::from(v.as_str())),
+            self.msg_timeout.map(dur),
+            self.mem_queue_size.map(Value::from),
+        ];
+        Settings(
+            KEYS.iter()
+                .zip(entries)
+                .filter_map(|(k, v)| Some((*k, v?)))
+                .collect(),
+        )
     }
 
     /// Each key set here, else `parent`'s.
@@ -389,28 +381,53 @@ impl Effective {
         self.max_attempts > 0 || self.message_ttl.is_some() || self.ordered
     }
 
-    /// Every setting with its value (the answer to `GET /channel/config`); `default_timeout`
-    /// is the broker's `--msg-timeout`.
-    pub fn to_json(&self, default_timeout: Duration) -> Map<String, Value> {
+    /// Every setting with its value, in [`KEYS`] order (the answer to `GET /channel/config`);
+    /// `default_timeout` is the broker's `--msg-timeout`.
+    pub fn to_json(&self, default_timeout: Duration) -> Settings {
         let dur = |d: Duration| Value::from(nsq_common::duration::format(d));
-        let mut m = Map::new();
-        m.insert("max_attempts".into(), self.max_attempts.into());
-        m.insert(
-            "dead_letter_topic".into(),
-            self.dead_letter_topic.clone().into(),
-        );
-        m.insert("ordered".into(), self.ordered.into());
-        m.insert(
-            "message_ttl".into(),
+        let values = [
+            Value::from(self.max_attempts),
+            Value::from(self.dead_letter_topic.clone()),
+            Value::from(self.ordered),
             dur(self.message_ttl.unwrap_or_default()),
-        );
-        m.insert("expired".into(), self.expired.as_str().into());
-        m.insert(
-            "msg_timeout".into(),
+            Value::from(self.expired.as_str()),
             dur(self.msg_timeout.unwrap_or(default_timeout)),
-        );
-        m.insert("mem_queue_size".into(), self.mem_queue_size.into());
-        m
+            Value::from(self.mem_queue_size),
+        ];
+        Settings(KEYS.iter().copied().zip(values).collect())
+    }
+}
+
+/// Settings as a JSON object whose keys keep [`KEYS`] order when serialized (a
+/// `serde_json::Map` would sort them).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings(pub Vec<(&'static str, Value)>);
+
+impl Settings {
+    /// True when no key is present.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// As a `serde_json::Value` (key order not kept).
+    pub fn into_value(self) -> Value {
+        Value::Object(
+            self.0
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
+                .collect::<Map<String, Value>>(),
+        )
+    }
+}
+
+impl serde::Serialize for Settings {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
     }
 }
 
@@ -439,7 +456,7 @@ mod tests {
         assert_eq!(p.message_ttl, Some(Duration::from_secs(3600)));
         assert_eq!(p.msg_timeout, Some(Duration::from_millis(1500)));
         assert_eq!(p.mem_queue_size, Some(0));
-        let j = Value::Object(p.to_json());
+        let j = p.to_json().into_value();
         assert_eq!(
             j,
             json!({"max_attempts": 5, "dead_letter_topic": "t.dlq", "ordered": true,
@@ -515,7 +532,14 @@ mod tests {
         assert!(e.checks_messages());
         let plain = Effective::resolve("t", &Policy::default(), &Policy::default(), &cfg);
         assert!(!plain.checks_messages());
-        assert_eq!(plain.to_json(cfg.msg_timeout)["msg_timeout"], json!("1m0s"));
+        assert_eq!(
+            plain.to_json(cfg.msg_timeout).into_value()["msg_timeout"],
+            json!("1m0s")
+        );
+        assert_eq!(
+            serde_json::to_string(&e.to_json(cfg.msg_timeout)).expect("json"),
+            r#"{"max_attempts":2,"dead_letter_topic":"orders.dead","ordered":false,"message_ttl":"1m0s","expired":"dead_letter","msg_timeout":"1m0s","mem_queue_size":10000}"#
+        );
     }
 
     #[test]

@@ -310,5 +310,5 @@ impl Registry {
 
 /// Settings as `nsqd.dat` keeps them (None when there are none, so nothing is written).
 fn settings_json(p: &Policy) -> Option<serde_json::Value> {
-    (!p.is_empty()).then(|| serde_json::Value::Object(p.to_json()))
+    (!p.is_empty()).then(|| p.to_json().into_value())
 }

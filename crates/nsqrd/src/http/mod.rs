@@ -13,6 +13,7 @@ mod info;
 mod metrics;
 mod publish;
 mod query;
+mod queue_config;
 mod router;
 mod server;
 mod service;

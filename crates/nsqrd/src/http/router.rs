@@ -26,9 +26,14 @@ pub enum Endpoint {
     ConfigPut,
     /// Not in nsqd: Prometheus' text format (`metrics.rs`).
     Metrics,
+    /// Not in nsqd: topic and channel settings (`queue_config.rs`).
+    TopicConfigGet,
+    TopicConfigSet,
+    ChannelConfigGet,
+    ChannelConfigSet,
 }
 
-/// nsqd's 17 API routes, and `/metrics`. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
+/// nsqd's 17 API routes, `/metrics`, and nsqr's HTTP queue routes (settings, consuming). The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
 /// `/debug/freememory`) are not served.
 const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/ping", Endpoint::Ping),
@@ -49,6 +54,10 @@ const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/config/:opt", Endpoint::ConfigGet),
     route("PUT", "/config/:opt", Endpoint::ConfigPut),
     route("GET", "/metrics", Endpoint::Metrics),
+    route("GET", "/topic/config", Endpoint::TopicConfigGet),
+    route("POST", "/topic/config", Endpoint::TopicConfigSet),
+    route("GET", "/channel/config", Endpoint::ChannelConfigGet),
+    route("POST", "/channel/config", Endpoint::ChannelConfigSet),
 ];
 
 /// What the router decided for a request.

@@ -19,7 +19,7 @@ use nsq_common::http::response::{
 
 use super::router::{self, Endpoint, Routed};
 use super::topics::{self, ChannelAction, TopicAction};
-use super::{config, info, metrics, publish, stats, HttpState};
+use super::{config, info, metrics, publish, queue_config, stats, HttpState};
 
 /// Answer one request.
 pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Resp {
@@ -85,6 +85,10 @@ async fn dispatch(
         Endpoint::ChannelUnpause => topics::channel_action(s, q, ChannelAction::Unpause),
         Endpoint::ConfigGet => config::get(s, opt),
         Endpoint::ConfigPut => config::put(s, opt, req).await,
+        Endpoint::TopicConfigGet => queue_config::get_topic(s, q),
+        Endpoint::TopicConfigSet => queue_config::set_topic(s, req).await,
+        Endpoint::ChannelConfigGet => queue_config::get_channel(s, q),
+        Endpoint::ChannelConfigSet => queue_config::set_channel(s, req).await,
     };
     response::v1(result)
 }

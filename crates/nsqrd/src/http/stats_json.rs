@@ -22,6 +22,9 @@ pub struct TopicStats {
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
+    /// nsqr only, and only when any are set: the topic's settings (`/topic/config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<nsqr_broker::policy::Settings>,
 }
 
 /// One channel as nsqd reports it.
@@ -42,6 +45,23 @@ pub struct ChannelStats {
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
+    /// nsqr only, and only when any are set: the channel's own settings (`/channel/config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<nsqr_broker::policy::Settings>,
+    /// nsqr only: dead letters by reason, when the channel's settings can make them or it
+    /// has made some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<DeadLetters>,
+}
+
+/// What a channel sent to its dead-letter topic (nsqr only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeadLetters {
+    pub topic: String,
+    pub delivery_limit: u64,
+    pub rejected: u64,
+    pub expired: u64,
+    pub expired_dropped: u64,
 }
 
 /// Disk queue anomalies (nsqr only).
@@ -173,6 +193,7 @@ impl From<&engine::TopicStats> for TopicStats {
             paused: t.paused,
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
             disk_queue: t.disk_queue.as_ref().map(DiskStats::from),
+            config: t.config.as_ref().map(nsqr_broker::Policy::to_json),
         }
     }
 }
@@ -196,6 +217,14 @@ impl From<&engine::ChannelStats> for ChannelStats {
             paused: c.paused,
             e2e_processing_latency: E2eLatency::from(&c.e2e_processing_latency),
             disk_queue: c.disk_queue.as_ref().map(DiskStats::from),
+            config: c.config.as_ref().map(nsqr_broker::Policy::to_json),
+            dead_letters: c.dead_letters.as_ref().map(|d| DeadLetters {
+                topic: d.topic.clone(),
+                delivery_limit: d.delivery_limit,
+                rejected: d.rejected,
+                expired: d.expired,
+                expired_dropped: d.expired_dropped,
+            }),
         }
     }
 }
