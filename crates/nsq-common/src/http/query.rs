@@ -45,6 +45,14 @@ impl Query {
         }
     }
 
+    /// Every value given for `key`, in request order.
+    pub fn get_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The first value given for `key`, if the key appears at all.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs

@@ -305,6 +305,13 @@ pub fn render(state: &HttpState) -> String {
         "Open TCP client connections (producers and consumers).",
     )
     .sample("nsq_tcp_connections", &[], state.clients.count() as f64);
+    Family::new(
+        &mut out,
+        "nsq_http_consumers",
+        "gauge",
+        "HTTP consumers (long polls, streams, and those still holding messages).",
+    )
+    .sample("nsq_http_consumers", &[], state.consumers.count() as f64);
     Family::new(&mut out, "nsq_topics", "gauge", "Topics on this node.").sample(
         "nsq_topics",
         &[],

@@ -31,6 +31,13 @@ pub enum Endpoint {
     TopicConfigSet,
     ChannelConfigGet,
     ChannelConfigSet,
+    /// Not in nsqd: consuming over HTTP (`consume.rs`, `stream.rs`, `settle.rs`).
+    ChannelReceive,
+    ChannelStream,
+    MessageFin,
+    MessageReq,
+    MessageTouch,
+    MessageTerm,
 }
 
 /// nsqd's 17 API routes, `/metrics`, and nsqr's HTTP queue routes (settings, consuming). The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
@@ -58,6 +65,12 @@ const ROUTES: &[Route<Endpoint>] = &[
     route("POST", "/topic/config", Endpoint::TopicConfigSet),
     route("GET", "/channel/config", Endpoint::ChannelConfigGet),
     route("POST", "/channel/config", Endpoint::ChannelConfigSet),
+    route("POST", "/channel/receive", Endpoint::ChannelReceive),
+    route("GET", "/channel/stream", Endpoint::ChannelStream),
+    route("POST", "/message/fin", Endpoint::MessageFin),
+    route("POST", "/message/req", Endpoint::MessageReq),
+    route("POST", "/message/touch", Endpoint::MessageTouch),
+    route("POST", "/message/term", Endpoint::MessageTerm),
 ];
 
 /// What the router decided for a request.

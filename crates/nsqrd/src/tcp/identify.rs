@@ -41,6 +41,8 @@ pub struct Negotiated {
     pub output_buffer_timeout: Duration,
     pub sample_rate: i32,
     pub msg_timeout: Duration,
+    /// The client asked for its own `msg_timeout` (else a channel's setting applies).
+    pub msg_timeout_requested: bool,
     pub feature_negotiation: bool,
     pub topology_region: String,
     pub topology_zone: String,
@@ -158,6 +160,7 @@ pub fn negotiate(body: &[u8], s: &TcpSettings) -> Result<Negotiated, ProtocolErr
         output_buffer_timeout,
         sample_rate,
         msg_timeout,
+        msg_timeout_requested: req.msg_timeout.unwrap_or(0) != 0,
         feature_negotiation: negotiating,
         topology_region: req.topology_region.unwrap_or_default(),
         topology_zone: req.topology_zone.unwrap_or_default(),

@@ -61,7 +61,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
             self.output_buffer_size = n.output_buffer_size;
             self.sample_rate = n.sample_rate;
-            self.client.set_msg_timeout(n.msg_timeout);
+            if n.msg_timeout_requested {
+                self.client.set_msg_timeout(n.msg_timeout);
+            }
         }
         if n.feature_negotiation {
             let resp = identify::response(&n, &self.shared.settings);
