@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics cluster conformance clean
+.PHONY: run build test deps lint unit example metrics cluster queues conformance clean
 
 # Python venv for the test scripts (prometheus_client from PyPI).
 VENV ?= target/venv
@@ -20,7 +20,7 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics cluster conformance
+test: deps lint unit example metrics cluster queues conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client; Go (>= 1.20) and Python 3 (with venv) must
@@ -58,6 +58,11 @@ metrics: deps
 cluster:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	tests/cluster/run.sh
+
+# Server-side dead letters with go-nsq v1.1.0's consumer (tests/queues/run.sh, debug nsqrd).
+queues:
+	$(CARGO) build -p nsqrd
+	tests/queues/run.sh
 
 # go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
 # combinations), against target/release/nsqrd (see tests/conformance/*.sh).
