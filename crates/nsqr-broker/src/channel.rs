@@ -213,6 +213,11 @@ impl Channel {
     pub fn put(&self, msgs: impl IntoIterator<Item = Message>) -> Result<Ticket, BrokerError> {
         let msgs: Vec<Message> = msgs.into_iter().collect();
         let attrs = msgs.iter().any(|m| m.attributes().is_some());
+        self.put_marked(msgs, attrs)
+    }
+
+    /// [`Channel::put`] when the caller knows whether any message carries attributes.
+    pub(crate) fn put_marked(&self, msgs: Vec<Message>, attrs: bool) -> Result<Ticket, BrokerError> {
         self.enqueue(attrs, |ready| ready.put(msgs, None))
     }
 

@@ -533,6 +533,8 @@ fn fan_out<'a>(
     due: Option<Instant>,
 ) -> Result<Ticket, BrokerError> {
     let last = channels.len().saturating_sub(1);
+    // Looked at once here rather than by every channel.
+    let attrs = msgs.iter().any(|m| m.attributes().is_some());
     let mut msgs = Some(msgs);
     merge_puts(channels.enumerate().map(|(i, ch)| {
         let batch = if i == last {
@@ -542,7 +544,7 @@ fn fan_out<'a>(
         };
         match due {
             Some(at) => ch.put_deferred(batch, at),
-            None => ch.put(batch),
+            None => ch.put_marked(batch, attrs),
         }
     }))
 }
