@@ -217,7 +217,11 @@ impl Channel {
     }
 
     /// [`Channel::put`] when the caller knows whether any message carries attributes.
-    pub(crate) fn put_marked(&self, msgs: Vec<Message>, attrs: bool) -> Result<Ticket, BrokerError> {
+    pub(crate) fn put_marked(
+        &self,
+        msgs: Vec<Message>,
+        attrs: bool,
+    ) -> Result<Ticket, BrokerError> {
         self.enqueue(attrs, |ready| ready.put(msgs, None))
     }
 
