@@ -3,27 +3,29 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics cluster queues conformance clean
+.PHONY: run build test deps lint unit example metrics keyspace cluster queues conformance fuzz clean
 
-# Python venv for the test scripts (prometheus_client from PyPI).
+# Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
 PROMETHEUS_CLIENT ?= prometheus_client==0.26.0
+REDIS_PY_VERSION ?= 8.1.0
 
 # Build and run nsqrd in the foreground on nsqd's default addresses
-# (TCP 0.0.0.0:4150, HTTP 0.0.0.0:4151), keeping its data in $(DATA_PATH).
+# (TCP 0.0.0.0:4150, HTTP 0.0.0.0:4151), keeping its data in $(DATA_PATH), with the
+# Redis-protocol keyspace on 127.0.0.1:6379 (try it with redis-cli).
 run:
 	mkdir -p $(DATA_PATH)
-	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH)
+	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH) --kv-address=127.0.0.1:6379
 
 # Release build of nsqrd (target/release/nsqrd): the binary the conformance suite runs.
 build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics cluster queues conformance
+test: deps lint unit example metrics keyspace cluster queues conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
-# has them) and a venv with prometheus_client; Go (>= 1.20) and Python 3 (with venv) must
+# has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
 # already be installed. pynsq.sh installs its own Python packages, at exact versions, under
 # target/.
 deps:
@@ -33,6 +35,7 @@ deps:
 	@command -v python3 >/dev/null || { echo "make test needs python3 (with venv) for the /metrics and pynsq tests" >&2; exit 1; }
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	@$(VENV)/bin/python -c 'import prometheus_client' 2>/dev/null || $(VENV)/bin/pip install -q '$(PROMETHEUS_CLIENT)'
+	@$(VENV)/bin/python -c 'import redis, sys; sys.exit(redis.__version__ != "$(REDIS_PY_VERSION)")' 2>/dev/null || $(VENV)/bin/pip install -q 'redis==$(REDIS_PY_VERSION)'
 
 # Formatting and lints; clippy warnings are errors.
 lint:
@@ -53,6 +56,12 @@ metrics: deps
 	$(CARGO) build -p nsqrd
 	$(VENV)/bin/python tests/metrics/check_metrics.py target/debug/nsqrd
 
+# The keyspace through redis-py (RESP2 and RESP3): every command, pub/sub and keyspace events,
+# TTLs, eviction, restart, strict-mode SIGKILL, the change feed, hostile input (debug nsqrd).
+keyspace: deps
+	$(CARGO) build -p nsqrd
+	NSQRD_BIN=target/debug/nsqrd $(VENV)/bin/python -m unittest discover -s tests/keyspace -p 'test_*.py'
+
 # 3 nsqrd + 2 nsqrlookupd with a go-nsq consumer (tests/cluster/run.sh; LOOKUPD_BIN overrides
 # the lookupd, default target/debug/nsqrlookupd).
 cluster:
@@ -69,6 +78,20 @@ queues:
 conformance: build
 	tests/conformance/go-nsq.sh
 	tests/conformance/pynsq.sh
+
+# Fuzz every target in fuzz/ for FUZZ_TIME seconds each, on nightly with cargo-fuzz
+# (docs/fuzzing.md). New inputs go to target/fuzz-corpus/<target>; a crash stops the run and
+# leaves its input in fuzz/artifacts/<target>/. Not part of `make test`, which replays the
+# saved corpus and regressions on stable instead.
+FUZZ_TIME ?= 60
+fuzz:
+	@command -v cargo-fuzz >/dev/null || { echo "make fuzz needs cargo-fuzz: cargo install cargo-fuzz" >&2; exit 1; }
+	@$(CARGO) +nightly --version >/dev/null 2>&1 || { echo "make fuzz needs the nightly toolchain: rustup toolchain install nightly" >&2; exit 1; }
+	cd fuzz && for t in $$($(CARGO) +nightly fuzz list); do \
+		mkdir -p ../target/fuzz-corpus/$$t && \
+		$(CARGO) +nightly fuzz run -O -a $$t ../target/fuzz-corpus/$$t corpus/$$t -- \
+			-max_total_time=$(FUZZ_TIME) -timeout=10 -print_final_stats=1 || exit 1; \
+	done
 
 # Remove build output (./data is left alone).
 clean:

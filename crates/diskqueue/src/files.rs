@@ -64,10 +64,27 @@ impl Metadata {
 fn parse_position(line: &str) -> Option<Position> {
     let (file, pos) = line.split_once(',')?;
     Some(Position {
-        file: file.trim().parse::<u64>().ok()?,
-        pos: pos.trim().parse::<u64>().ok()?,
+        file: parse_int64(file)?,
+        pos: parse_int64(pos)?,
     })
 }
+
+/// A non-negative number that fits nsqd's int64 (Go's `Fscanf` refuses larger ones), so file
+/// numbers and offsets leave room for the `+ 1`s of rolling and skipping.
+fn parse_int64(text: &str) -> Option<u64> {
+    text.trim()
+        .parse::<u64>()
+        .ok()
+        .filter(|&n| n <= MAX_FILE_NUMBER)
+}
+
+/// The largest file number or offset a queue uses: nsqd's are int64.
+pub(crate) const MAX_FILE_NUMBER: u64 = i64::MAX as u64;
+
+/// Ranges of file numbers at most this long are probed file by file; longer ones (only a
+/// damaged metadata file puts so many numbers between the reader and the writer) are answered
+/// by listing the directory, so the cost is bounded by the files present.
+const PROBE_MAX: u64 = 64;
 
 /// File names of one queue inside its directory.
 #[derive(Debug, Clone)]
@@ -130,12 +147,29 @@ impl Layout {
             };
             // nsqd writes at least six digits; more appear past 999999.
             if number.len() >= 6 && number.bytes().all(|b| b.is_ascii_digit()) {
-                if let Ok(n) = number.parse::<u64>() {
+                if let Some(n) = number.parse::<u64>().ok().filter(|&n| n <= MAX_FILE_NUMBER) {
                     found.push(n);
                 }
             }
         }
         found.sort_unstable();
+        Ok(found)
+    }
+
+    /// Numbers of this queue's data files that exist in `range`, ascending. Probes a short
+    /// range file by file and lists the directory for a long one (see `PROBE_MAX`).
+    pub(crate) fn existing_data_files(&self, range: std::ops::Range<u64>) -> Result<Vec<u64>> {
+        if range.end.saturating_sub(range.start) > PROBE_MAX {
+            let mut files = self.list_data_files()?;
+            files.retain(|n| range.contains(n));
+            return Ok(files);
+        }
+        let mut found = Vec::new();
+        for n in range {
+            if file_len(&self.data_file(n))?.is_some() {
+                found.push(n);
+            }
+        }
         Ok(found)
     }
 
@@ -239,6 +273,9 @@ mod tests {
             "9\n0;0\n1,1\n",
             "9\n-1,0\n1,1\n",
             "9\n0,0\n1,1\n5\n",
+            // Beyond nsqd's int64.
+            "9\n0,0\n9223372036854775808,0\n",
+            "9\n0,18446744073709551615\n1,1\n",
         ] {
             assert_eq!(Metadata::parse(text), None, "{text:?}");
         }

@@ -225,13 +225,23 @@ impl DiskQueue {
         }
         self.check_tail();
         self.sync_logged();
-        for file in from.file..to.file {
-            let path = self.layout.data_file(file);
-            if let Some(i) = self.pending_bad.iter().position(|&f| f == file) {
-                self.pending_bad.swap_remove(i);
-                self.rename_bad(file);
-                continue;
+        let left = from.file..to.file;
+        let (bad, pending): (Vec<u64>, Vec<u64>) =
+            self.pending_bad.iter().partition(|f| left.contains(f));
+        self.pending_bad = pending;
+        for &file in &bad {
+            self.rename_bad(file);
+        }
+        // Only the files that exist: a jump over a gap of missing files is not a loop over it.
+        let files = match self.layout.existing_data_files(left) {
+            Ok(files) => files,
+            Err(e) => {
+                error!(target: "diskqueue", "DISKQUEUE({}) cannot find the finished files to remove - {}", self.name(), e);
+                return;
             }
+        };
+        for file in files.into_iter().filter(|f| !bad.contains(f)) {
+            let path = self.layout.data_file(file);
             self.forget_file_bytes(&path);
             if let Err(e) = remove_if_exists(&path) {
                 error!(target: "diskqueue", "DISKQUEUE({}) failed to Remove({}) - {}", self.name(), path.display(), e);
@@ -239,16 +249,32 @@ impl DiskQueue {
         }
     }
 
+    /// The read file is missing: skip it and every missing file after it, in one step, to the
+    /// next file that exists (or the write file). A damaged metadata file can put billions of
+    /// file numbers between the reader and the writer.
     fn skip_missing_file(&mut self) {
         let file = self.read.file;
-        self.counters.missing_files += 1;
+        let next = if file < self.write.file {
+            match self.layout.existing_data_files(file + 1..self.write.file) {
+                Ok(found) => found.first().copied().unwrap_or(self.write.file),
+                Err(e) => {
+                    error!(target: "diskqueue", "DISKQUEUE({}) cannot look for the next data file - {}", self.name(), e);
+                    file + 1
+                }
+            }
+        } else {
+            file + 1
+        };
+        self.counters.missing_files += next - file;
         error!(
             target: "diskqueue",
-            "DISKQUEUE({}) data file {} is missing, skipping to the next file",
+            "DISKQUEUE({}) data file {} is missing ({} file(s) up to {}), skipping to the next file",
             self.name(),
-            self.layout.data_file(file).display()
+            self.layout.data_file(file).display(),
+            next - file,
+            next
         );
-        self.skip_read_file();
+        self.skip_read_to(next);
         self.follow_read();
         self.sync_logged();
     }
@@ -308,13 +334,19 @@ impl DiskQueue {
     /// Moves the reader to the next file; when the bad file is also the write file, the writer
     /// moves on too (nothing more can be appended to a file that cannot be read).
     fn skip_read_file(&mut self) {
+        self.skip_read_to(self.read.file + 1);
+    }
+
+    /// Moves the reader to the start of file `next`, and the writer with it if that passes the
+    /// write file.
+    fn skip_read_to(&mut self, next: u64) {
         self.reader = None;
-        if self.read.file == self.write.file {
+        if self.write.file < next {
             self.writer = None;
             self.data_unsynced = false;
-            self.write = Position::start_of(self.write.file + 1);
+            self.write = Position::start_of(next);
         }
-        self.read = Position::start_of(self.read.file + 1);
+        self.read = Position::start_of(next);
         self.dirty = true;
         self.check_tail();
     }

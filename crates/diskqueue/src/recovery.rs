@@ -22,6 +22,10 @@
 //!   the first, depth = the valid records found. An unparsable file is kept as `<meta>.bad`.
 //! * A file just before the read file (crash between syncing a file change and deleting the
 //!   finished file) is removed.
+//! * Metadata naming file numbers or offsets beyond nsqd's int64 is unreadable (rebuilt as
+//!   above); a writer any number of files ahead of the reader is fine: only the data files
+//!   present are visited, here and when the reader skips missing files (`read.rs`), never
+//!   every number in between.
 //!
 //! Scanning costs a read of the unsynced tail only (at most one data file), except for a
 //! rebuild, which reads every data file of the queue.
@@ -115,7 +119,7 @@ pub(crate) fn recover(layout: &Layout, opts: &DiskQueueOptions) -> Result<Recove
     }
 
     let mut disk_bytes = 0;
-    for n in meta.read.file..=meta.write.file {
+    for n in layout.existing_data_files(meta.read.file..meta.write.file + 1)? {
         disk_bytes += file_len(&layout.data_file(n))?.unwrap_or(0);
     }
     Ok(Recovered {

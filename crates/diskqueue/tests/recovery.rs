@@ -235,6 +235,62 @@ fn missing_read_file_is_skipped_and_counted() {
     assert_eq!(q.corrupt_files(), 0);
 }
 
+/// Found by the `diskqueue_records` fuzz target: metadata putting billions of file numbers
+/// between the reader and the writer made `open` stat every one of them (and the reader would
+/// then have skipped them one sync at a time). Only the files present are visited now.
+#[test]
+fn metadata_with_a_writer_billions_of_files_ahead_opens_and_drains() {
+    let dir = TempDir::new("far-writer");
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    for i in 0..3 {
+        q.put(&msg(i, 1)).unwrap();
+    }
+    q.close().unwrap();
+    let far = 77_777_770_080u64;
+    fs::write(meta_path(dir.path(), "t"), format!("3\n0,0\n{far},0\n")).unwrap();
+    // A file in the gap is still read, after file 0 and before the writer.
+    let mut q = open(dir.path(), "t", opts(1 << 20));
+    assert_eq!(q.write_position(), (far, 0));
+    assert_eq!(drain(&mut q), [msg(0, 1), msg(1, 1), msg(2, 1)]);
+    assert_eq!(q.read_position(), (far, 0));
+    assert_eq!(q.counters().missing_files, far - 1);
+    q.put(&msg(9, 1)).unwrap();
+    assert_eq!(drain(&mut q), [msg(9, 1)]);
+    q.close().unwrap();
+    assert_eq!(
+        files(dir.path()),
+        [
+            format!("t.diskqueue.{far:06}.dat"),
+            "t.diskqueue.meta.dat".to_string()
+        ]
+    );
+}
+
+#[test]
+fn a_gap_of_missing_files_is_skipped_to_the_next_file_present() {
+    let dir = TempDir::new("gap");
+    let mut q = open(dir.path(), "t", opts(62));
+    for i in 0..6 {
+        q.put(&msg(i, 1)).unwrap();
+    }
+    q.close().unwrap();
+    // Files 0, 1, 2 hold two records each; move file 2 far ahead, with the writer after it.
+    let far = 1_000_000u64;
+    fs::rename(
+        data_path(dir.path(), "t", 2),
+        data_path(dir.path(), "t", far),
+    )
+    .unwrap();
+    fs::write(
+        meta_path(dir.path(), "t"),
+        format!("6\n0,0\n{},0\n", far + 1),
+    )
+    .unwrap();
+    let mut q = open(dir.path(), "t", opts(62));
+    assert_eq!(drain(&mut q), (0..6).map(|i| msg(i, 1)).collect::<Vec<_>>());
+    assert_eq!(q.counters().missing_files, far - 2);
+}
+
 #[test]
 fn transient_read_error_does_not_condemn_the_file() {
     // A directory where the data file should be: open works, read fails with EISDIR, an I/O

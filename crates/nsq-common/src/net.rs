@@ -1,7 +1,9 @@
 //! The accept loop and graceful stop every listener of both daemons uses (nsqrd's HTTP and
 //! HTTPS, nsqrlookupd's HTTP and TCP): accept until told to stop, one task per connection,
-//! back off briefly when `accept` fails (e.g. out of file descriptors) instead of spinning,
-//! then tell every connection to stop and give them a bounded grace period.
+//! optionally at most so many at once (the rest wait in the kernel's accept backlog, as Go's
+//! `netutil.LimitListener` makes them), back off briefly when `accept` fails (e.g. out of file
+//! descriptors) instead of spinning, then tell every connection to stop and give them a
+//! bounded grace period.
 //!
 //! What a daemon logs around it (accept errors, `closing <addr>`, connections cut) stays in the
 //! daemon: the wording differs between nsqd and nsqlookupd.
@@ -85,6 +87,32 @@ impl Connections {
 /// listener, then calls [`Connections::shutdown`].
 pub async fn accept_until<T, A, AF>(
     shutdown: impl Future<Output = ()>,
+    accept: A,
+    on_accept: impl FnMut(T, &mut Connections),
+    on_error: impl FnMut(io::Error),
+) -> Connections
+where
+    A: FnMut() -> AF,
+    AF: Future<Output = io::Result<T>>,
+{
+    let limit = Limit {
+        max: usize::MAX,
+        on_full: |_| {},
+    };
+    accept_bounded(shutdown, limit, accept, on_accept, on_error).await
+}
+
+/// At most `max` connections at once; `on_full(max)` runs each time the bound is reached.
+pub struct Limit<F: FnMut(usize)> {
+    pub max: usize,
+    pub on_full: F,
+}
+
+/// [`accept_until`] with at most `limit.max` connection tasks running: at the bound the loop
+/// stops accepting until one ends.
+pub async fn accept_bounded<T, A, AF, F>(
+    shutdown: impl Future<Output = ()>,
+    mut limit: Limit<F>,
     mut accept: A,
     mut on_accept: impl FnMut(T, &mut Connections),
     mut on_error: impl FnMut(io::Error),
@@ -92,13 +120,20 @@ pub async fn accept_until<T, A, AF>(
 where
     A: FnMut() -> AF,
     AF: Future<Output = io::Result<T>>,
+    F: FnMut(usize),
 {
     let mut conns = Connections::default();
+    let mut was_full = false;
     tokio::pin!(shutdown);
     loop {
+        let full = conns.tasks.len() >= limit.max;
+        if full && !was_full {
+            (limit.on_full)(limit.max);
+        }
+        was_full = full;
         tokio::select! {
             _ = &mut shutdown => break,
-            accepted = accept() => match accepted {
+            accepted = accept(), if !full => match accepted {
                 Ok(a) => on_accept(a, &mut conns),
                 Err(e) => {
                     on_error(e);
@@ -166,6 +201,76 @@ mod tests {
         stop_tx.send(()).unwrap();
         assert_eq!(lp.await.unwrap(), 0);
         assert_eq!(stopped.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn at_the_bound_nothing_is_accepted_until_a_connection_ends() {
+        let (tx, rx) = tokio::sync::mpsc::channel::<u32>(8);
+        let rx = Arc::new(tokio::sync::Mutex::new(rx));
+        let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let full = Arc::new(AtomicUsize::new(0));
+        let (ends, ends_rx) = tokio::sync::watch::channel(0u32);
+        let (a, f) = (Arc::clone(&accepted), Arc::clone(&full));
+        let lp = tokio::spawn(async move {
+            let limit = Limit {
+                max: 2,
+                on_full: move |max| {
+                    assert_eq!(max, 2);
+                    f.fetch_add(1, Ordering::SeqCst);
+                },
+            };
+            let conns = accept_bounded(
+                async {
+                    let _ = stop_rx.await;
+                },
+                limit,
+                || {
+                    let rx = Arc::clone(&rx);
+                    async move {
+                        rx.lock()
+                            .await
+                            .recv()
+                            .await
+                            .ok_or_else(|| io::Error::other("eof"))
+                    }
+                },
+                |n: u32, conns: &mut Connections| {
+                    a.fetch_add(1, Ordering::SeqCst);
+                    let mut ends = ends_rx.clone();
+                    // Connection n runs until `ends` reaches n.
+                    conns.spawn(async move {
+                        let _ = ends.wait_for(|e| *e >= n).await;
+                    });
+                },
+                |_| {},
+            )
+            .await;
+            conns.shutdown(SHUTDOWN_GRACE).await
+        });
+        for n in 1..=3 {
+            tx.send(n).await.unwrap();
+        }
+        while accepted.load(Ordering::SeqCst) < 2 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        // The third waits: the loop does not even take it from the "listener".
+        while full.load(Ordering::SeqCst) < 1 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        assert_eq!(accepted.load(Ordering::SeqCst), 2);
+        ends.send(1).unwrap();
+        while accepted.load(Ordering::SeqCst) < 3 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        ends.send(3).unwrap();
+        stop_tx.send(()).unwrap();
+        assert_eq!(lp.await.unwrap(), 0);
+        assert_eq!(
+            full.load(Ordering::SeqCst),
+            2,
+            "full again after the third came in"
+        );
     }
 
     #[tokio::test]

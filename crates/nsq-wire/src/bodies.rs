@@ -10,7 +10,7 @@ use std::ops::Range;
 use bytes::Bytes;
 
 /// Bodies of one publish, in order. Invariant: `data.len() <= u32::MAX` and every range lies
-/// within `data`, so [`Bodies::get`] never panics. Equal when the bodies are, wherever they
+/// within `data`, so [`Bodies::iter`] never panics. Equal when the bodies are, wherever they
 /// live.
 #[derive(Clone)]
 pub struct Bodies {

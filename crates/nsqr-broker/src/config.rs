@@ -1,6 +1,7 @@
 //! The engine's settings, taken from nsqd's flags by the daemon.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::durability::Durability;
@@ -44,6 +45,30 @@ pub struct BrokerConfig {
     pub e2e_percentiles: Vec<f64>,
     /// The sliding window those quantiles cover.
     pub e2e_window: Duration,
+    /// Fault injection for tests: consulted before every disk write.
+    pub disk_faults: Option<DiskFaults>,
+}
+
+/// A fault-injection hook for tests (a full disk where no small file system can be mounted):
+/// called before each disk write; an error it returns is that write's outcome.
+#[derive(Clone)]
+pub struct DiskFaults(Arc<dyn Fn() -> Option<std::io::Error> + Send + Sync>);
+
+impl DiskFaults {
+    /// A hook around `f`.
+    pub fn new(f: impl Fn() -> Option<std::io::Error> + Send + Sync + 'static) -> DiskFaults {
+        DiskFaults(Arc::new(f))
+    }
+
+    pub(crate) fn before_write(&self) -> Option<std::io::Error> {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for DiskFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("DiskFaults")
+    }
 }
 
 impl Default for BrokerConfig {
@@ -65,6 +90,7 @@ impl Default for BrokerConfig {
             health: Health::default(),
             e2e_percentiles: Vec::new(),
             e2e_window: Duration::from_secs(600),
+            disk_faults: None,
         }
     }
 }

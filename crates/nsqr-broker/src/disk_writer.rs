@@ -175,6 +175,7 @@ pub(crate) struct DiskWriter {
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
     health: crate::health::Health,
+    faults: Option<crate::config::DiskFaults>,
     /// Times `spawn` was called (tests check that a link starts one writer at a time).
     #[cfg(test)]
     pub(crate) spawned: std::sync::atomic::AtomicUsize,
@@ -188,28 +189,27 @@ impl std::fmt::Debug for DiskWriter {
     }
 }
 
-/// Test seam for environments where no small file system can be mounted: while the file
-/// named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with ENOSPC.
-fn injected_enospc() -> Option<std::io::Error> {
-    static PATH: OnceLock<Option<PathBuf>> = OnceLock::new();
-    let path = PATH.get_or_init(|| std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(PathBuf::from));
-    path.as_ref()
-        .filter(|p| p.exists())
-        .map(|_| std::io::Error::from_raw_os_error(28))
+/// A failed write as the publisher hears of it: the operating system's error when there is
+/// one, `--max-disk-bytes`, or what the disk queue refused.
+fn disk_error(queue: &str, e: DiskQueueError) -> DiskError {
+    match e {
+        DiskQueueError::Full {
+            max_bytes,
+            current_bytes,
+            ..
+        } => DiskError::Full {
+            queue: queue.to_string(),
+            max_bytes,
+            used_bytes: current_bytes,
+        },
+        DiskQueueError::Io { source, .. } => DiskError::io(queue, source),
+        DiskQueueError::BatchIncomplete { source, .. } => disk_error(queue, *source),
+        other => DiskError::io(queue, std::io::Error::other(other)),
+    }
 }
 
-fn io_error(queue: &str, e: &DiskQueueError) -> DiskError {
-    DiskError::Io {
-        queue: queue.to_string(),
-        reason: match e {
-            DiskQueueError::Io { source, .. } => source.to_string(),
-            DiskQueueError::BatchIncomplete { source, .. } => match source.as_ref() {
-                DiskQueueError::Io { source, .. } => source.to_string(),
-                other => other.to_string(),
-            },
-            other => other.to_string(),
-        },
-    }
+fn not_open(queue: &str) -> DiskError {
+    DiskError::io(queue, std::io::Error::other("disk queue not open"))
 }
 
 impl DiskWriter {
@@ -241,6 +241,7 @@ impl DiskWriter {
             owner: OnceLock::new(),
             rt: tokio::runtime::Handle::try_current().ok(),
             health: cfg.health.clone(),
+            faults: cfg.disk_faults.clone(),
             #[cfg(test)]
             spawned: std::sync::atomic::AtomicUsize::new(0),
         };
@@ -380,10 +381,7 @@ impl DiskWriter {
             ..Done::default()
         };
         let Some(st) = st else {
-            let e = DiskError::Io {
-                queue: self.name.clone(),
-                reason: "disk queue not open".to_string(),
-            };
+            let e = not_open(&self.name);
             for p in w.promises.drain(..) {
                 let _ = p.send(Err(e.clone()));
             }
@@ -458,7 +456,7 @@ impl DiskWriter {
         let mut written = 0;
         let mut kept = false;
         let result = (|| -> Result<(), DiskQueueError> {
-            if let Some(e) = injected_enospc() {
+            if let Some(e) = self.faults.as_ref().and_then(|f| f.before_write()) {
                 return Err(DiskQueueError::Io {
                     op: "write",
                     path: self.dir.clone(),
@@ -486,19 +484,7 @@ impl DiskWriter {
             }
             Ok(())
         })();
-        let outcome = match &result {
-            Ok(()) => Ok(()),
-            Err(DiskQueueError::Full {
-                max_bytes,
-                current_bytes,
-                ..
-            }) => Err(DiskError::Full {
-                queue: self.name.clone(),
-                max_bytes: *max_bytes,
-                used_bytes: *current_bytes,
-            }),
-            Err(e) => Err(io_error(&self.name, e)),
-        };
+        let outcome = result.map_err(|e| disk_error(&self.name, e));
         if let Err(e) = &outcome {
             tracing::error!(
                 "DISKQUEUE({}): writing {n} message(s) failed after {written} - {e}",
@@ -535,16 +521,13 @@ impl DiskWriter {
         let n = fin.writes.len();
         let (attrs, head, skip) = fin.side_files();
         let result = match io.take() {
-            None => Err(DiskError::Io {
-                queue: self.name.clone(),
-                reason: "disk queue not open".to_string(),
-            }),
+            None => Err(not_open(&self.name)),
             Some(mut st) => {
                 let written = st
                     .dq
                     .put_batch(&fin.writes)
                     .and_then(|()| st.dq.flush_durable())
-                    .map_err(|e| io_error(&self.name, &e));
+                    .map_err(|e| disk_error(&self.name, e));
                 if written.is_ok() || !self.strict {
                     st.dq.ack_all_read();
                 }

@@ -10,6 +10,7 @@
 //! The connection awaits the ticket before it writes `OK`, so responses stay in order.
 
 use std::fmt;
+use std::sync::Arc;
 
 use tokio::sync::oneshot;
 
@@ -51,8 +52,10 @@ impl fmt::Display for Durability {
 }
 
 /// Why a message could not be stored on disk. The text follows `PUB failed ` in the error a
-/// publisher gets, so it names the queue and the cause.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// publisher gets, so it names the queue and the cause. Clones share the IO error (a publish
+/// to many queues, and every publisher of one failed pass, get the same one).
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiskError {
     /// `--max-disk-bytes` reached.
     #[error("disk queue {queue} is full (max-disk-bytes {max_bytes}; {used_bytes} bytes used)")]
@@ -65,25 +68,57 @@ pub enum DiskError {
         used_bytes: u64,
     },
     /// The write or fsync failed (ENOSPC, EIO, read-only file system, ...).
-    #[error("disk write to queue {queue} failed: {reason}")]
+    #[error("disk write to queue {queue} failed: {source}")]
     Io {
         /// The queue (`topic` or `topic:channel`).
         queue: String,
-        /// The IO error, described.
-        reason: String,
+        /// The operating system's error.
+        #[source]
+        source: Arc<std::io::Error>,
     },
     /// A previous write failed and has not been retried yet (default mode, overflow only).
-    #[error("disk queue {queue} unavailable after a write error: {reason}")]
+    #[error("disk queue {queue} unavailable after a write error: {last}")]
     Unavailable {
         /// The queue (`topic` or `topic:channel`).
         queue: String,
-        /// The last write error, described.
-        reason: String,
+        /// The write error that made it unavailable.
+        #[source]
+        last: Arc<DiskError>,
     },
     /// The queue was closed before the message reached the disk (shutdown).
     #[error("exiting")]
     Exiting,
 }
+
+impl DiskError {
+    /// The write or fsync of `queue` failed with `e`.
+    pub(crate) fn io(queue: &str, e: std::io::Error) -> DiskError {
+        DiskError::Io {
+            queue: queue.to_string(),
+            source: Arc::new(e),
+        }
+    }
+
+    /// The operating system's error underneath, if there is one.
+    pub fn io_error(&self) -> Option<&std::io::Error> {
+        match self {
+            DiskError::Io { source, .. } => Some(source),
+            DiskError::Unavailable { last, .. } => last.io_error(),
+            _ => None,
+        }
+    }
+}
+
+/// Equal when of the same kind, for the same queue, with the same text (IO errors compare by
+/// what they say).
+impl PartialEq for DiskError {
+    fn eq(&self, other: &DiskError) -> bool {
+        std::mem::discriminant(self) == std::mem::discriminant(other)
+            && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for DiskError {}
 
 type Completion = oneshot::Receiver<Result<(), DiskError>>;
 

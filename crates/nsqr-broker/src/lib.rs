@@ -82,7 +82,7 @@ mod topic;
 pub use attrs::{Attributes, DeadLetterInfo, DeadLetterReason};
 pub use broker::Broker;
 pub use channel::{Channel, Settle};
-pub use config::BrokerConfig;
+pub use config::{BrokerConfig, DiskFaults};
 pub use consumer::{Consumer, ConsumerInfo, ConsumerKind};
 pub use durability::{DiskError, Durability, Ticket};
 pub use error::{BrokerError, StartError};

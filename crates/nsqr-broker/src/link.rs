@@ -96,15 +96,15 @@ pub(crate) enum Run {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Writes {
     Ok,
-    /// The last write failed (the reason). Default mode: overflow is refused and the outbox
+    /// The last write failed (the error). Default mode: overflow is refused and the outbox
     /// waits for the tick.
-    Failed(String),
+    Failed(DiskError),
     /// The tick after a failure, with messages in the outbox: the next pass writes them.
-    Retry(String),
+    Retry(DiskError),
 }
 
 impl Writes {
-    fn failure(&self) -> Option<&str> {
+    fn failure(&self) -> Option<&DiskError> {
         match self {
             Writes::Ok => None,
             Writes::Failed(r) | Writes::Retry(r) => Some(r),
@@ -286,7 +286,7 @@ impl DiskLink {
 
     pub fn stats(&self) -> Option<DiskStats> {
         let mut s = self.stats.clone();
-        s.last_write_error = self.writes.failure().map(str::to_string);
+        s.last_write_error = self.writes.failure().map(DiskError::to_string);
         s.is_notable().then_some(s)
     }
 
@@ -294,9 +294,9 @@ impl DiskLink {
     /// before stays queued and is retried).
     pub fn check_writable(&self) -> Result<(), BrokerError> {
         match self.writes.failure() {
-            Some(reason) if !self.strict => Err(BrokerError::Disk(DiskError::Unavailable {
+            Some(last) if !self.strict => Err(BrokerError::Disk(DiskError::Unavailable {
                 queue: self.writer.name.clone(),
-                reason: reason.to_string(),
+                last: std::sync::Arc::new(last.clone()),
             })),
             _ => Ok(()),
         }
@@ -572,7 +572,7 @@ impl DiskLink {
             return Vec::new();
         };
         self.stats.write_errors += 1;
-        self.writes = Writes::Failed(e.to_string());
+        self.writes = Writes::Failed(e);
         if self.strict || retry.is_empty() {
             return Vec::new();
         }

@@ -1,13 +1,15 @@
 //! What the black-box test harnesses of nsqrd and nsqrlookupd have in common: a minimal
 //! HTTP/1.1 client (so tests see the exact bytes a daemon sends, with no client library
-//! normalising them), bounded polling, and running a binary to its exit with a deadline. Only
-//! std, with a timeout on every read, so a hung server fails a test instead of hanging it.
+//! normalising them), bounded polling, running a binary to its exit with a deadline, and
+//! building the other package's daemon (`daemon_bin`). Only std, with a timeout on every read,
+//! so a hung server fails a test instead of hanging it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 /// How long any single read may block before the test fails.
@@ -160,6 +162,60 @@ pub fn run_to_exit(bin: &Path, args: &[&str]) -> (Option<i32>, String) {
     let mut text = String::from_utf8_lossy(&out.stdout).into_owned();
     text.push_str(&String::from_utf8_lossy(&out.stderr));
     (out.status.code(), text)
+}
+
+/// The path of one of the workspace's daemons (`nsqrd` or `nsqrlookupd`), built if needed, for
+/// a test of the *other* package (cargo only gives a package's tests its own binaries, as
+/// `CARGO_BIN_EXE_<name>`). Both daemons are built together with
+/// `cargo build -p nsqrd -p nsqrlookupd` (what `make cluster` builds, so they share one build),
+/// with the cargo running the tests (`CARGO`), in the running test's profile and target
+/// directory; once per test process. Panics with cargo's output if the build fails.
+pub fn daemon_bin(name: &str) -> PathBuf {
+    static BUILT: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = BUILT.get_or_init(build_daemons);
+    match dir {
+        Ok(dir) => dir.join(name),
+        Err(e) => panic!("building the daemons failed: {e}"),
+    }
+}
+
+/// Build both daemons; returns the directory holding them (`<target>/<profile>`).
+fn build_daemons() -> Result<PathBuf, String> {
+    // A test executable lives in `<target>/<profile>/deps/`.
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let profile_dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .ok_or("test executable outside a target directory")?
+        .to_path_buf();
+    let target_dir = profile_dir.parent().ok_or("no target directory")?;
+    let profile = match profile_dir.file_name().and_then(|n| n.to_str()) {
+        Some("debug") => "dev".to_string(),
+        Some(p) => p.to_string(),
+        None => return Err("unnamed profile directory".into()),
+    };
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .args([
+            "build",
+            "--quiet",
+            "-p",
+            "nsqrd",
+            "-p",
+            "nsqrlookupd",
+            "--profile",
+        ])
+        .arg(&profile)
+        .arg("--target-dir")
+        .arg(target_dir)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("running cargo: {e}"))?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    Ok(profile_dir)
 }
 
 #[cfg(test)]

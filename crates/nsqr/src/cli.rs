@@ -38,7 +38,8 @@ pub enum Mode {
     Latency,
     /// Publish+consume for each of --sizes (64 B, 1 KB, 8 KB, 64 KB), timed at the receiver.
     Matrix,
-    /// Start nsqrd and a reference nsqd in turn (A B A B ...) and compare them side by side.
+    /// Start nsqrd and a reference nsqd in turn (A B A B ...) and compare them side by side;
+    /// with --kv-reference, nsqrd's keyspace against redis-server.
     Compare,
     /// The embedded broker, no sockets: publish and consume in this process for each of
     /// --sizes (--count messages each, default by size), --rounds times, timed at the receiver.
@@ -46,6 +47,9 @@ pub enum Mode {
     /// N nodes and a lookupd (started, or given): nsq's bench.py run (--mode pub or pubsub)
     /// summed over the nodes, with exact loss and duplicate counts per node.
     Cluster,
+    /// The keyspace (or any Redis-protocol server) at --kv-address: redis-benchmark SET/GET,
+    /// nubmq's workload, expiry lateness, RSS per key (--kv-phases).
+    Kv,
     /// nsqrd's HTTP queues: pre-fill (TCP, --count), then --http-consumers long-polling
     /// /channel/receive for --http-batch messages each and acknowledging by receipt.
     HttpConsume,
@@ -68,6 +72,7 @@ impl Mode {
             Mode::Compare => "compare",
             Mode::Inproc => "inproc",
             Mode::Cluster => "cluster",
+            Mode::Kv => "kv",
             Mode::HttpConsume => "http-consume",
             Mode::Sse => "sse",
             Mode::Ordered => "ordered",
@@ -223,6 +228,71 @@ pub struct BenchArgs {
     /// Print the results as JSON on stdout.
     #[arg(long)]
     pub json: bool,
+
+    /// kv: <addr>:<port> of the Redis-protocol server.
+    #[arg(long, default_value = "127.0.0.1:6379")]
+    pub kv_address: String,
+
+    /// kv and compare --kv-reference: the workloads, comma-separated.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "setget,pipelined,nubmq,expiry,rss"
+    )]
+    pub kv_phases: Vec<crate::kv::Phase>,
+
+    /// kv: requests per redis-benchmark test (-n).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub kv_requests: u64,
+
+    /// kv: redis-benchmark clients (-c).
+    #[arg(long, default_value_t = 100)]
+    pub kv_clients: usize,
+
+    /// kv: requests in flight per client in the pipelined phase (-P).
+    #[arg(long, default_value_t = 16)]
+    pub kv_pipeline: usize,
+
+    /// kv: random keys of redis-benchmark (-r).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub kv_keyspace: u64,
+
+    /// kv: connections of nubmq's workload.
+    #[arg(long, default_value_t = 50)]
+    pub nubmq_connections: usize,
+
+    /// kv: SETs (then as many GETs) per connection of nubmq's workload.
+    #[arg(long, default_value_t = 20_000)]
+    pub nubmq_ops: usize,
+
+    /// kv: keys holding a 1-hour TTL in the expiry phase.
+    #[arg(long, default_value_t = 100_000)]
+    pub expiry_volatile: usize,
+
+    /// kv: keys sharing one deadline in the expiry phase.
+    #[arg(long, default_value_t = 1000)]
+    pub expiry_shared: usize,
+
+    /// kv: how long after the shared deadline to wait for its expired events.
+    #[arg(long, default_value = "60s", value_parser = parse_duration)]
+    pub expiry_timeout: Duration,
+
+    /// kv: keys (32-byte values) written to measure RSS per key.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub rss_keys: usize,
+
+    /// kv: the redis-benchmark binary (Debian's redis-tools).
+    #[arg(long, default_value = "redis-benchmark")]
+    pub redis_benchmark: PathBuf,
+
+    /// kv: the server's pid, for CPU and RSS (default: INFO's process_id if it runs here).
+    #[arg(long)]
+    pub kv_pid: Option<u32>,
+
+    /// compare: a redis-server binary to compare nsqrd's keyspace with.
+    #[arg(long)]
+    pub kv_reference: Option<PathBuf>,
 
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -389,9 +459,18 @@ impl BenchArgs {
         if !nsq_wire::names::is_valid_name(self.channel.as_bytes()) {
             return Err(format!("invalid channel name {:?}", self.channel));
         }
+        if self.mode == Mode::Kv || self.kv_reference.is_some() {
+            self.validate_kv()?;
+        }
+        if self.mode == Mode::Compare && self.reference.is_none() && self.kv_reference.is_some() {
+            if self.rounds == 0 {
+                return Err("--rounds must be at least 1".into());
+            }
+            return Ok(());
+        }
         if self.mode == Mode::Compare {
             if self.reference.is_none() {
-                return Err("compare needs --reference PATH (an nsqd-compatible binary)".into());
+                return Err("compare needs --reference PATH (an nsqd-compatible binary), or --kv-reference PATH (redis-server)".into());
             }
             if self.rounds == 0 {
                 return Err("--rounds must be at least 1".into());
@@ -466,6 +545,29 @@ impl ClusterArgs {
                 return Err(format!(
                     "invalid --netns-delay {d:?} (tc's syntax: 100us, 1ms)"
                 ));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl BenchArgs {
+    fn validate_kv(&self) -> Result<(), String> {
+        if self.kv_phases.is_empty() || has_duplicates(&self.kv_phases) {
+            return Err("--kv-phases needs each phase at most once".into());
+        }
+        for (name, n) in [
+            ("--kv-requests", self.kv_requests as usize),
+            ("--kv-clients", self.kv_clients),
+            ("--kv-pipeline", self.kv_pipeline),
+            ("--kv-keyspace", self.kv_keyspace as usize),
+            ("--nubmq-connections", self.nubmq_connections),
+            ("--nubmq-ops", self.nubmq_ops),
+            ("--expiry-shared", self.expiry_shared),
+            ("--rss-keys", self.rss_keys),
+        ] {
+            if n == 0 {
+                return Err(format!("{name} must be at least 1"));
             }
         }
         Ok(())
@@ -602,6 +704,24 @@ mod tests {
         assert!(b.matrix);
         assert!(b.validate().is_ok());
         assert!(Cli::try_parse_from(["nsqr", "bench", "compare", "--latency-rates", "0"]).is_err());
+    }
+
+    #[test]
+    fn kv_flags() {
+        let b = parse(&["kv", "--kv-phases", "setget,rss", "--kv-requests", "10"]);
+        assert_eq!(
+            b.kv_phases,
+            vec![crate::kv::Phase::Setget, crate::kv::Phase::Rss]
+        );
+        assert!(b.validate().is_ok());
+        assert!(parse(&["kv", "--kv-phases", "rss,rss"]).validate().is_err());
+        assert!(parse(&["kv", "--nubmq-ops", "0"]).validate().is_err());
+        // compare with only --kv-reference needs no nsqd reference.
+        assert!(
+            parse(&["compare", "--kv-reference", "/usr/bin/redis-server"])
+                .validate()
+                .is_ok()
+        );
     }
 
     #[test]

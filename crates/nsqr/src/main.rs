@@ -8,6 +8,7 @@ mod client;
 mod cluster;
 mod compare;
 mod floor;
+mod kv;
 mod lookupd;
 mod machine;
 mod modes;
@@ -72,7 +73,17 @@ fn floor_main(args: &floor::FloorArgs) -> ExitCode {
 async fn bench(args: BenchArgs) -> ExitCode {
     let work = async {
         if args.mode == Mode::Compare {
-            compare::run(&args).await
+            if args.reference.is_some() {
+                let ok = compare::run(&args).await?;
+                if args.kv_reference.is_some() {
+                    return kv::compare(&args).await.map(|kv| kv && ok);
+                }
+                Ok(ok)
+            } else {
+                kv::compare(&args).await
+            }
+        } else if args.mode == Mode::Kv {
+            kv::run(&args).await
         } else if args.mode == Mode::Inproc {
             inproc(&args).await
         } else if args.mode == Mode::Cluster {

@@ -23,6 +23,8 @@ pub struct Server {
     /// The HTTP listener, when the process logged one before its TCP line (or `Launch::http`
     /// asked to wait for it).
     pub http: Option<String>,
+    /// The keyspace's RESP address, when nsqrd was started with `--kv-address`.
+    pub kv: String,
     data_dir: Option<PathBuf>,
     log: Arc<Mutex<VecDeque<String>>>,
 }
@@ -128,6 +130,7 @@ impl Server {
             child,
             tcp: String::new(),
             http: None,
+            kv: String::new(),
             data_dir: l.data_dir,
             log,
         };
@@ -139,6 +142,10 @@ impl Server {
                     server.tcp = addr;
                 } else if let Some(addr) = listen_addr(&line, "HTTP: listening on ") {
                     server.http = Some(addr);
+                }
+                // nsqrd logs its keyspace listener before its TCP one.
+                if let Some(addr) = listen_addr(&line, "KV: listening on ") {
+                    server.kv = addr;
                 }
             }
             if !server.tcp.is_empty() && (!l.http || server.http.is_some()) {

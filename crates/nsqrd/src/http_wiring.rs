@@ -150,6 +150,15 @@ pub fn start(
         max_deflate_level: live.max_deflate_level,
         topology_zone: live.topology_zone.clone(),
         topology_region: live.topology_region.clone(),
+        timeouts: nsq_common::http::server::Timeouts {
+            idle: live.http_idle_timeout,
+            read: live.http_read_timeout,
+            write: live.http_write_timeout,
+        },
+        max_connections: max_connections(
+            live.http_max_connections,
+            crate::rlimit::open_files_limit(),
+        ),
         ..HttpSettings::default()
     };
     // `--tls-required=true` (not tcp-https) turns plain HTTP away.
@@ -213,4 +222,28 @@ pub fn start(
 
 async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {
     let _ = rx.wait_for(|v| *v).await;
+}
+
+/// `--http-max-connections`, or by default (0) half the open-file limit, so HTTP clients alone
+/// cannot take every file descriptor from the TCP clients and the disk queues.
+fn max_connections(flag: i64, open_files: Option<u64>) -> usize {
+    match usize::try_from(flag) {
+        Ok(n) if n > 0 => n,
+        _ => open_files.map_or(usize::MAX, |n| {
+            usize::try_from(n / 2).unwrap_or(usize::MAX).max(1)
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_connection_bound_is_the_flag_or_half_the_open_file_limit() {
+        assert_eq!(max_connections(10, Some(1024)), 10);
+        assert_eq!(max_connections(0, Some(1024)), 512);
+        assert_eq!(max_connections(0, Some(1)), 1);
+        assert_eq!(max_connections(0, None), usize::MAX);
+    }
 }

@@ -21,6 +21,8 @@ mod listener;
 mod memtrim;
 mod options;
 mod queue_settings;
+mod resp;
+mod rlimit;
 mod server;
 mod settings;
 mod tasks;
@@ -28,5 +30,6 @@ mod tcp;
 mod tls;
 
 pub use options::{Options, OptionsError};
-pub use server::{run, wait_for_signal, Server};
+pub use rlimit::raise_open_files_limit;
+pub use server::{run, wait_for_signal, Hooks, Server};
 pub use settings::NSQD_COMPAT_VERSION;

@@ -5,6 +5,22 @@ use std::process::ExitCode;
 
 use nsqrd::Options;
 
+/// Fault injection for black-box tests on machines where no small file system can be mounted:
+/// while the file named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with
+/// ENOSPC (`crates/nsqrd/tests/durability_disk_full.rs`). Only the binary reads it; the
+/// libraries take the hook as configuration.
+fn test_hooks() -> nsqrd::Hooks {
+    let Some(path) = std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(std::path::PathBuf::from)
+    else {
+        return nsqrd::Hooks::default();
+    };
+    nsqrd::Hooks {
+        disk_faults: Some(nsqr_broker::DiskFaults::new(move || {
+            path.exists().then(|| std::io::Error::from_raw_os_error(28))
+        })),
+    }
+}
+
 fn main() -> ExitCode {
     let mut opts = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
@@ -30,6 +46,7 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     nsq_common::logging::init(&opts.log_prefix, opts.log_level.level_filter());
+    nsqrd::raise_open_files_limit();
     if let Err(e) = opts.validate() {
         tracing::error!("FATAL: {e}");
         eprintln!("FATAL: {e}");
@@ -52,7 +69,7 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    match rt.block_on(nsqrd::run(opts)) {
+    match rt.block_on(nsqrd::run(opts, test_hooks())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("FATAL: {e}");

@@ -42,6 +42,13 @@ fn lock_data_path(path: &str) -> Result<DataDirLock, String> {
     }
 }
 
+/// What a test harness may inject into a server (nothing in production).
+#[derive(Debug, Clone, Default)]
+pub struct Hooks {
+    /// Consulted before every disk write (`nsqr_broker::DiskFaults`).
+    pub disk_faults: Option<nsqr_broker::DiskFaults>,
+}
+
 pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
     BrokerConfig {
         node_id: o.node_id.clamp(0, 1023) as u16,
@@ -64,6 +71,7 @@ pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
         max_disk_bytes: o.max_disk_bytes.max(0) as u64,
         max_msg_size: o.max_msg_size.max(0) as u64,
         health: nsqr_broker::Health::default(),
+        ..BrokerConfig::default()
     }
 }
 
@@ -169,8 +177,8 @@ pub async fn wait_for_signal() {
 }
 
 /// Run nsqrd until SIGINT / SIGTERM, then shut down gracefully.
-pub async fn run(opts: Options) -> Result<(), String> {
-    let server = Server::start(opts).await?;
+pub async fn run(opts: Options, hooks: Hooks) -> Result<(), String> {
+    let server = Server::start_with(opts, hooks).await?;
     wait_for_signal().await;
     server.shutdown().await
 }
@@ -188,6 +196,8 @@ pub struct Server {
     tcp_task: Option<JoinHandle<()>>,
     http_tasks: Vec<JoinHandle<()>>,
     memtrim: JoinHandle<()>,
+    /// The keyspace's RESP server, with `--kv-address`.
+    kv: Option<crate::resp::Handle>,
     _lock: DataDirLock,
 }
 
@@ -206,6 +216,11 @@ impl Server {
     /// Lock the data directory, load `nsqd.dat` (recovering every disk queue), bind the
     /// listeners and start serving, on the current tokio runtime.
     pub async fn start(opts: Options) -> Result<Server, String> {
+        Server::start_with(opts, Hooks::default()).await
+    }
+
+    /// [`Server::start`] with test hooks.
+    pub async fn start_with(opts: Options, hooks: Hooks) -> Result<Server, String> {
         let lock = lock_data_path(&opts.data_path)?;
         tracing::info!(
             "nsqrd v{} (nsqd v{} compatible)",
@@ -218,11 +233,15 @@ impl Server {
         let auth = authenticator(&opts)?;
 
         let queues = crate::queue_settings::from_config_file(&opts.config, opts.max_msg_timeout)?;
-        let broker = Broker::start(broker_config(&opts))
-            .await
-            .map_err(|e| e.to_string())?;
+        let broker = Broker::start(BrokerConfig {
+            disk_faults: hooks.disk_faults,
+            ..broker_config(&opts)
+        })
+        .await
+        .map_err(|e| e.to_string())?;
         crate::queue_settings::apply(&broker, queues).await?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
+        let kv = crate::resp::start(&opts, &broker).await?;
 
         let tcp_listener = Listener::bind(&opts.tcp_address).await?;
         let tcp_addr = tcp_listener.tcp_addr();
@@ -276,6 +295,7 @@ impl Server {
             tcp_task: Some(tcp_task),
             http_tasks,
             memtrim,
+            kv,
             _lock: lock,
         })
     }
@@ -290,6 +310,11 @@ impl Server {
         self.http_addr
     }
 
+    /// The keyspace's bound RESP address (None without `--kv-address`).
+    pub fn kv_addr(&self) -> Option<SocketAddr> {
+        self.kv.as_ref().map(crate::resp::Handle::addr)
+    }
+
     /// The engine, to publish and subscribe in process beside the TCP and HTTP clients.
     pub fn broker(&self) -> &Broker {
         &self.broker
@@ -299,6 +324,10 @@ impl Server {
     /// go back to their queues), stop HTTP, persist `nsqd.dat`, flush every queue to disk.
     pub async fn shutdown(mut self) -> Result<(), String> {
         tracing::info!("TERM: shutting down");
+        // The keyspace first: its shutdown snapshot, and its last changes into the broker.
+        if let Some(kv) = self.kv.take() {
+            kv.shutdown().await;
+        }
         self.broker.set_exiting();
         // No UNREGISTER on the way out (as nsqd): closing the connections is enough for lookupd.
         self.lookupd.shutdown();

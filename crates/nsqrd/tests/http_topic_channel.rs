@@ -164,8 +164,13 @@ fn topic_empty_does_not_touch_channels() {
     assert_eq!(s.topic_stats("tec").expect("t")["depth"], 0);
     assert_eq!(s.channel_stats("tec", "c").expect("c")["depth"], 2);
     post_ok(&s, "/topic/unpause?topic=tec");
-    std::thread::sleep(Duration::from_millis(200));
-    assert_eq!(s.channel_stats("tec", "c").expect("c")["depth"], 2);
+    // A message published after the unpause reaches the channel: the emptied ones would have
+    // come before it.
+    assert_text_ok(&s.post("/pub?topic=tec", b"f"), "OK");
+    assert!(wait_until(Duration::from_secs(20), || {
+        s.channel_stats("tec", "c").expect("c")["depth"] != 2
+    }));
+    assert_eq!(s.channel_stats("tec", "c").expect("c")["depth"], 3);
 }
 
 #[test]
@@ -242,8 +247,14 @@ fn channel_create() {
     assert_eq!(c["client_count"], 0);
     assert_eq!(c["clients"], serde_json::json!([]));
     assert_eq!(c["paused"], false);
-    // An HTTP-created ephemeral channel without clients stays.
-    std::thread::sleep(Duration::from_millis(200));
+    // An HTTP-created ephemeral channel without clients stays, even after another ephemeral
+    // channel of the topic was deleted with its last client.
+    let mut c = s.connect();
+    c.sub("cc", "ctl#ephemeral");
+    c.close();
+    assert!(wait_until(Duration::from_secs(20), || s
+        .channel_stats("cc", "ctl#ephemeral")
+        .is_none()));
     assert!(s.channel_stats("cc", "e#ephemeral").is_some());
     // Non-ephemeral channels are persisted, ephemeral ones are not.
     assert!(wait_until(Duration::from_secs(5), || {
@@ -359,15 +370,14 @@ fn channel_delete() {
 #[test]
 fn deleting_last_channel_of_ephemeral_topic_deletes_topic() {
     let s = Server::start(&[]);
+    // An ephemeral topic that never had channels is kept (checked once et's deletion is done).
+    post_ok(&s, "/topic/create?topic=et2%23ephemeral");
     post_ok(&s, "/topic/create?topic=et%23ephemeral");
     post_ok(&s, "/channel/create?topic=et%23ephemeral&channel=c");
     post_ok(&s, "/channel/delete?topic=et%23ephemeral&channel=c");
-    assert!(wait_until(Duration::from_secs(5), || s
+    assert!(wait_until(Duration::from_secs(20), || s
         .topic_stats("et#ephemeral")
         .is_none()));
-    // An ephemeral topic that never had channels is kept.
-    post_ok(&s, "/topic/create?topic=et2%23ephemeral");
-    std::thread::sleep(Duration::from_millis(200));
     assert!(s.topic_stats("et2#ephemeral").is_some());
 }
 

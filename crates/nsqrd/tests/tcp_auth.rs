@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{mpub_body, Frame, Server};
 
@@ -285,18 +285,17 @@ fn auth_server_down_or_hanging() {
     let s = start(&a, &["--http-client-request-timeout=1s"]);
     let mut c = s.connect();
     let mut other = s.connect();
-    let t0 = Instant::now();
     c.cmd_body("AUTH", b"x");
     // Other clients are not held up meanwhile.
     other.cmd("NOP");
     other.cmd_body("AUTH", b"");
     other.expect_fatal("E_BAD_BODY AUTH invalid body size 0");
+    // The auth server never answers (it holds the request for 20 s): only the 1 s request
+    // timeout can produce this answer before the read gives up (10 s).
     assert_eq!(
         c.read_non_heartbeat(),
         Frame::Error("E_AUTH_FAILED AUTH failed".into())
     );
-    let took = t0.elapsed();
-    assert!(took < Duration::from_secs(4), "{took:?}");
     assert!(c.expect_closed());
 }
 

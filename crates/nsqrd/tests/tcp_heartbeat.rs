@@ -3,6 +3,10 @@
 //! subscribed or not; a client that sends nothing for 2 × the interval is disconnected without
 //! an error frame; any command (NOP, PUB) resets that deadline; `heartbeat_interval:-1` turns
 //! heartbeats and the deadline off.
+//!
+//! No test bounds an elapsed time from above (a loaded machine is slow): that heartbeats come
+//! often enough is shown by the server itself, which keeps open a client that only answers
+//! heartbeats, and so must send them more often than its 2 s read deadline.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -20,9 +24,12 @@ fn identify_hb(c: &mut Conn, ms: i64) {
     );
 }
 
-/// Wait for the next heartbeat (within 2 s); panics on anything else.
+/// How long to wait for something the server must do.
+const WAIT: Duration = Duration::from_secs(20);
+
+/// Wait for the next heartbeat; panics on anything else.
 fn next_heartbeat(c: &mut Conn) {
-    match c.read_frame_within(Duration::from_secs(2)) {
+    match c.read_frame_within(WAIT) {
         Some(Frame::Response(b)) if b == HB => {}
         other => panic!("expected heartbeat, got {other:?}"),
     }
@@ -47,23 +54,20 @@ fn heartbeats_arrive_about_every_interval() {
     identify_hb(&mut c, 1000);
     let t0 = Instant::now();
     let mut times = Vec::new();
-    for _ in 0..3 {
+    // The client speaks only to answer a heartbeat: the server, whose read deadline is 2 s,
+    // keeps it only if heartbeats come within 2 s of each other. Four of them outlast it.
+    for _ in 0..4 {
         next_heartbeat(&mut c);
         times.push(t0.elapsed());
         c.cmd("NOP");
     }
-    assert!(
-        times[0] >= Duration::from_millis(600) && times[0] <= Duration::from_millis(1600),
-        "first heartbeat at {:?}",
-        times[0]
-    );
+    println!("heartbeats at {times:?}");
+    // Not more often than the interval (minus timer slack).
+    assert!(times[0] >= Duration::from_millis(600), "{times:?}");
     for w in times.windows(2) {
-        let gap = w[1] - w[0];
-        assert!(
-            gap >= Duration::from_millis(600) && gap <= Duration::from_millis(1600),
-            "heartbeat gap {gap:?} ({times:?})"
-        );
+        assert!(w[1] - w[0] >= Duration::from_millis(600), "{times:?}");
     }
+    c.publish("hb", b"still open");
 }
 
 #[test]
@@ -92,22 +96,24 @@ fn silent_client_is_disconnected() {
     identify_hb(&mut c, 1000);
     let t0 = Instant::now();
     // only heartbeats until the server closes: no error frame
+    let mut heartbeats = 0;
     loop {
         assert!(
-            t0.elapsed() < Duration::from_secs(4),
-            "still open after 4 s of client silence"
+            heartbeats < 20,
+            "still open after {heartbeats} heartbeats of silence"
         );
-        match c.read_frame_within(Duration::from_secs(4)) {
-            Some(Frame::Response(b)) if b == HB => continue,
+        match c.read_frame_within(WAIT) {
+            Some(Frame::Response(b)) if b == HB => heartbeats += 1,
             None => break,
             Some(other) => panic!("unexpected frame {other:?}"),
         }
     }
     let at = t0.elapsed();
     assert!(
-        at >= Duration::from_millis(1500) && at <= Duration::from_secs(4),
+        at >= Duration::from_millis(1500),
         "closed at {at:?}, expected ~2 s"
     );
+    c.set_timeout(WAIT);
     assert!(c.expect_closed(), "timed out reading instead of EOF");
 }
 
@@ -118,13 +124,14 @@ fn silent_subscriber_is_disconnected() {
     identify_hb(&mut c, 1000);
     c.sub("hb", "c");
     let t0 = Instant::now();
+    c.set_timeout(WAIT);
     assert!(c.expect_closed());
     let at = t0.elapsed();
     assert!(
-        at >= Duration::from_millis(1500) && at <= Duration::from_secs(4),
+        at >= Duration::from_millis(1500),
         "closed at {at:?}, expected ~2 s"
     );
-    assert!(wait_until(Duration::from_secs(3), || s.channel_stat(
+    assert!(wait_until(WAIT, || s.channel_stat(
         "hb",
         "c",
         "client_count"
@@ -136,15 +143,13 @@ fn nop_keeps_the_connection_alive() {
     let s = Server::start(&[]);
     let mut c = s.connect();
     identify_hb(&mut c, 1000);
+    // A NOP per heartbeat; past 2 × the interval (the deadline) since the last other command.
     let t0 = Instant::now();
-    while t0.elapsed() < Duration::from_secs(3) {
+    let mut heartbeats = 0;
+    while heartbeats < 4 || t0.elapsed() < Duration::from_secs(3) {
+        next_heartbeat(&mut c);
+        heartbeats += 1;
         c.cmd("NOP");
-        // drain heartbeats; anything else (or EOF) is a failure
-        match c.read_frame_within(Duration::from_millis(500)) {
-            None => {}
-            Some(Frame::Response(b)) if b == HB => {}
-            Some(other) => panic!("unexpected frame {other:?}"),
-        }
     }
     c.publish("hb", b"still alive");
 }
@@ -154,13 +159,14 @@ fn any_command_resets_the_deadline() {
     let s = Server::start(&[]);
     let mut c = s.connect();
     identify_hb(&mut c, 1000);
+    // A PUB per heartbeat (its OK and the heartbeats come in any order).
     let t0 = Instant::now();
     let mut n = 0;
-    while t0.elapsed() < Duration::from_secs(3) {
+    while n < 4 || t0.elapsed() < Duration::from_secs(3) {
+        next_heartbeat(&mut c);
         c.cmd_body("PUB hb", format!("m{n}").as_bytes());
         n += 1;
         c.expect_ok();
-        std::thread::sleep(Duration::from_millis(700));
     }
     c.publish("hb", b"still alive");
     assert_eq!(s.topic_stat("hb", "message_count"), Some(n + 1));

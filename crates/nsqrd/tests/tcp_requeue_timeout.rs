@@ -17,8 +17,9 @@ use std::time::{Duration, Instant};
 
 /// Extra time nsqd may take before it first scans a new channel.
 const SCAN_SLACK: Duration = Duration::from_secs(6);
-/// Slack for timing on a channel known to be scanned.
-const WARM_SLACK: Duration = Duration::from_millis(1500);
+/// How long to wait for something the server must do (generous: a loaded machine is slow;
+/// the tests bound times from below only).
+const WAIT: Duration = Duration::from_secs(20);
 
 /// Make sure `c` (subscribed to topic/channel, RDY >= 1, nothing in flight) is on a channel whose
 /// deferred/timeout processing is active: a 1 ms REQ must come back.
@@ -28,7 +29,7 @@ fn warm_up(s: &Server, c: &mut Conn, topic: &str) {
     assert_eq!(m.body, b"warmup");
     c.req(&m.id_str(), 1);
     let again = c
-        .message_within(SCAN_SLACK + Duration::from_secs(1))
+        .message_within(SCAN_SLACK + WAIT)
         .expect("warm-up message redelivered");
     assert_eq!(again.id, m.id);
     c.fin(&m.id_str());
@@ -52,18 +53,14 @@ fn req_zero_redelivers_immediately() {
     let m1 = c.expect_message();
     assert_eq!(m1.attempts, 1);
     c.req(&m1.id_str(), 0);
-    let m2 = c
-        .message_within(Duration::from_secs(2))
-        .expect("redelivered");
+    let m2 = c.message_within(WAIT).expect("redelivered");
     assert_eq!(m2.id, m1.id);
     assert_eq!(m2.attempts, 2);
     assert_eq!(m2.timestamp, m1.timestamp);
     assert_eq!(m2.body, m1.body);
     // an empty delay param also means 0
     c.cmd(&format!("REQ {} ", m2.id_str()));
-    let m3 = c
-        .message_within(Duration::from_secs(2))
-        .expect("redelivered");
+    let m3 = c.message_within(WAIT).expect("redelivered");
     assert_eq!(m3.attempts, 3);
     c.fin(&m3.id_str());
     assert!(wait_until(Duration::from_secs(5), || {
@@ -92,9 +89,7 @@ fn req_can_go_to_another_consumer() {
     s.wait_conn_ready("rq2", "c", &a, 0);
     s.wait_conn_ready("rq2", "c", &b, 1);
     a.req(&m.id_str(), 0);
-    let mb = b
-        .message_within(Duration::from_secs(2))
-        .expect("requeued to B");
+    let mb = b.message_within(WAIT).expect("requeued to B");
     assert_eq!(mb.id, m.id);
     assert_eq!(mb.attempts, 2);
     assert!(a.expect_silence(Duration::from_millis(200)));
@@ -121,7 +116,7 @@ fn req_with_delay_redelivers_later() {
     // sanity lower bound only
     assert!(c.expect_silence(Duration::from_millis(300)));
     let m2 = c
-        .message_within(Duration::from_millis(1500) + SCAN_SLACK)
+        .message_within(SCAN_SLACK + WAIT)
         .expect("redelivered after the delay");
     assert!(t0.elapsed() >= Duration::from_millis(1000), "too early");
     assert_eq!(m2.id, m1.id);
@@ -142,7 +137,7 @@ fn req_delay_is_clamped_to_max_req_timeout() {
     // an hour: clamped to 1 s, not rejected
     c.req(&m1.id_str(), 3_600_000);
     let m2 = c
-        .message_within(Duration::from_secs(1) + WARM_SLACK)
+        .message_within(WAIT)
         .expect("redelivered after the clamped delay");
     assert_eq!(m2.id, m1.id);
     assert_eq!(m2.attempts, 2);
@@ -252,10 +247,7 @@ fn touch_resets_the_deadline() {
     // touch every 300 ms for 2.4 s (more than twice msg_timeout); the untouched control
     // message must time out meanwhile, the touched one must not
     while t0.elapsed() < Duration::from_millis(2400) || !control_back {
-        assert!(
-            t0.elapsed() < Duration::from_secs(1) + WARM_SLACK + Duration::from_secs(2),
-            "control message never timed out"
-        );
+        assert!(t0.elapsed() < WAIT, "control message never timed out");
         c.touch(&touched.id_str());
         let until = Instant::now() + Duration::from_millis(300);
         while let Some(f) = c.frame_within(until.saturating_duration_since(Instant::now())) {
@@ -287,7 +279,7 @@ fn touch_is_capped_by_max_msg_timeout() {
     let t0 = Instant::now();
     let again = loop {
         assert!(
-            t0.elapsed() < Duration::from_secs(2) + WARM_SLACK,
+            t0.elapsed() < WAIT,
             "touching kept the message in flight beyond max-msg-timeout"
         );
         c.touch(&m.id_str());
@@ -320,7 +312,7 @@ fn timeout_redelivers_with_attempts_incremented() {
     let m1 = c.expect_message();
     assert_eq!(m1.attempts, 1);
     let m2 = c
-        .message_within(Duration::from_secs(1) + SCAN_SLACK)
+        .message_within(SCAN_SLACK + WAIT)
         .expect("redelivered after timeout");
     assert_eq!(m2.id, m1.id);
     assert_eq!(m2.attempts, 2);
@@ -345,7 +337,7 @@ fn timed_out_message_is_no_longer_in_flight() {
     c.rdy(0);
     s.wait_ready("gone", "c", 0);
     assert!(
-        wait_until(Duration::from_secs(1) + SCAN_SLACK, || {
+        wait_until(SCAN_SLACK + WAIT, || {
             s.channel_stat("gone", "c", "timeout_count") == Some(1)
         }),
         "message never timed out"
@@ -424,7 +416,7 @@ fn dpub_deferred_delivery() {
     let plain = c.expect_message();
     assert_eq!(plain.body, b"plain");
     c.fin(&plain.id_str());
-    let m = c.message_within(Duration::from_secs(2) + SCAN_SLACK);
+    let m = c.message_within(SCAN_SLACK + WAIT);
     let m = m.expect("deferred message delivered");
     c.fin(&m.id_str());
     assert!(t0.elapsed() >= Duration::from_millis(1500), "too early");

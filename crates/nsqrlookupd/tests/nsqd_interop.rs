@@ -1,8 +1,8 @@
 //! A real nsqd registering with the lookupd under test: IDENTIFY, REGISTER on topic and channel
 //! creation, UNREGISTER on deletion, and the producer visible in `/lookup` with nsqd's ports.
 //!
-//! Needs an nsqd that speaks to lookupds: set `NSQD_BIN` (e.g. upstream nsqd). Without it the
-//! test passes as skipped (nsqrd does not register with lookupds yet).
+//! The node is this workspace's nsqrd (built by `nsqr_testkit::daemon_bin`), or the binary
+//! named by `NSQD_BIN` (e.g. upstream nsqd).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -10,6 +10,7 @@ mod common;
 
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -31,7 +32,15 @@ impl Drop for Nsqd {
     }
 }
 
-fn start_nsqd(bin: &str, lookupd_tcp: SocketAddr) -> Nsqd {
+/// The node under test: `NSQD_BIN`, else this workspace's nsqrd.
+fn nsqd_bin() -> PathBuf {
+    match std::env::var_os("NSQD_BIN") {
+        Some(p) => PathBuf::from(p),
+        None => nsqr_testkit::daemon_bin("nsqrd"),
+    }
+}
+
+fn start_nsqd(bin: &Path, lookupd_tcp: SocketAddr) -> Nsqd {
     let dir = std::env::temp_dir().join(format!("nsqrlookupd-interop-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut child = Command::new(bin)
@@ -89,10 +98,7 @@ fn start_nsqd(bin: &str, lookupd_tcp: SocketAddr) -> Nsqd {
 
 #[test]
 fn a_real_nsqd_registers_and_unregisters() {
-    let Ok(bin) = std::env::var("NSQD_BIN") else {
-        eprintln!("skipped: set NSQD_BIN to an nsqd that registers with lookupds");
-        return;
-    };
+    let bin = nsqd_bin();
     let l = Lookupd::start(&[]);
     let nsqd = start_nsqd(&bin, l.tcp);
     let post = |path: &str| {

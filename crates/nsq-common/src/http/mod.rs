@@ -2,9 +2,10 @@
 //! nsqrlookupd reproduce by hand so status codes, headers and bodies match what NSQ clients
 //! expect: path decoding and redirects (`path`), query parsing (`query`), the router rules
 //! (`router`), the V1 response shapes (`response`) and the per-connection hyper setup
-//! (`server`). Each daemon keeps its route table, its handlers, and the few answers where the
-//! two differ.
+//! (`server`) with its time limits (`deadline`). Each daemon keeps its route table, its
+//! handlers, and the few answers where the two differ.
 
+pub mod deadline;
 pub mod path;
 pub mod query;
 pub mod response;

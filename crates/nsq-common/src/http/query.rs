@@ -53,6 +53,11 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
+    /// The decoded pairs, in request order (repeated keys included).
+    pub fn pairs(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
     /// The first value given for `key`, if the key appears at all.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.pairs
@@ -121,6 +126,8 @@ mod tests {
         assert_eq!(q.get(""), Some("v"));
         assert_eq!(q.get("node"), Some("h:1"));
         assert_eq!(q.get("nosuch"), None);
+        assert_eq!(q.pairs().len(), 6);
+        assert_eq!(q.pairs().nth(1), Some(("topic", "c")));
         assert_eq!(Query::parse(None).unwrap(), Query::default());
         assert_eq!(Query::parse(Some("")).unwrap(), Query::default());
         assert_eq!(

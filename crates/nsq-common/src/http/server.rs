@@ -1,33 +1,32 @@
 //! Serving one HTTP/1.1 connection the way both daemons do: keep-alive, Go-style header case,
-//! half-closed clients still answered, a bound on how long a client may take to send its
-//! headers (slowloris), and a graceful close when the listener stops. The accept loop around
-//! it is [`crate::net`].
+//! half-closed clients still answered, the connection's time limits (idle, read, write: see
+//! [`crate::http::deadline`]), and a graceful close when the listener stops. The accept loop
+//! around it is [`crate::net`].
 
 use std::convert::Infallible;
 use std::future::Future;
-use std::time::Duration;
+use std::sync::Arc;
 
 use hyper::body::{Body, Incoming};
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper::{Request, Response};
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::TokioIo;
 use tokio::io::{AsyncRead, AsyncWrite};
 
+use super::deadline::{Clock, Guarded};
+pub use super::deadline::{RequestDeadline, Timeouts};
 use crate::net::StopSignal;
 
-/// A client must send a request's headers within this time (slowloris bound). hyper also
-/// counts idle keep-alive time against it, so it is longer than Go's default client idle
-/// timeout (90 s): pooled clients drop idle connections before we close them under a request.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(120);
-
-/// Serves requests on `io` with `handler` until the client closes the connection or `stop`
-/// fires (then requests in progress finish and the connection closes). The error is the
-/// connection's failure, for the caller to log in its own words.
+/// Serves requests on `io` with `handler` until the client closes the connection, a time limit
+/// runs out, or `stop` fires (then requests in progress finish and the connection closes). Each
+/// request carries its [`RequestDeadline`] (unless the read limit is zero). The error is the connection's failure, for the
+/// caller to log in its own words.
 pub async fn serve_connection<I, F, Fut, B>(
     io: I,
     handler: F,
     mut stop: StopSignal,
+    timeouts: Timeouts,
 ) -> Result<(), hyper::Error>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
@@ -36,13 +35,23 @@ where
     B: Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let svc = service_fn(move |req| {
+    let clock = Clock::new(timeouts);
+    let io = Guarded::new(io, Arc::clone(&clock));
+    let svc = service_fn(move |mut req: Request<Incoming>| {
+        if let Some(deadline) = clock.begin_request() {
+            req.extensions_mut().insert(RequestDeadline(deadline));
+        }
         let response = handler(req);
-        async move { Ok::<_, Infallible>(response.await) }
+        let clock = Arc::clone(&clock);
+        async move {
+            let response = response.await;
+            clock.end_request();
+            Ok::<_, Infallible>(response)
+        }
     });
     let conn = http1::Builder::new()
-        .timer(TokioTimer::new())
-        .header_read_timeout(HEADER_READ_TIMEOUT)
+        // The header timeout is the socket's (idle, then read); hyper's own is off.
+        .header_read_timeout(None)
         .keep_alive(true)
         // A client may shut down its sending side right after the request; still answer it.
         .half_close(true)

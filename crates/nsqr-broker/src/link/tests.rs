@@ -79,10 +79,7 @@ fn wrote(w: &Work, unread: u64) -> Done {
 fn failed(w: &mut Work, unread: u64) -> Done {
     Done {
         epoch: w.epoch,
-        write_error: Some(DiskError::Io {
-            queue: "q".into(),
-            reason: "No space left on device".into(),
-        }),
+        write_error: Some(DiskError::io("q", std::io::Error::from_raw_os_error(28))),
         retry: std::mem::take(&mut w.writes),
         state: DiskState {
             unread,

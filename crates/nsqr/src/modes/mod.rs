@@ -161,6 +161,7 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
         Mode::Compare
         | Mode::Cluster
         | Mode::Inproc
+        | Mode::Kv
         | Mode::HttpConsume
         | Mode::Sse
         | Mode::Ordered => {

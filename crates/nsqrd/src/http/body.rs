@@ -1,14 +1,32 @@
 //! Reading request bodies the way nsqd does (`io.ReadAll(io.LimitReader(body, max+1))`): read at
 //! most `limit` bytes and leave the rest unread, so an oversized upload costs at most one limit's
 //! worth of memory. A body that arrives in one frame is returned without copying, and message
-//! bodies are then slices of it.
+//! bodies are then slices of it. Unlike nsqd, the whole request must have arrived by its
+//! deadline (`--http-read-timeout`), so a body that stops coming does not hold the connection.
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
-use hyper::body::Body;
+use hyper::body::{Body, Incoming};
+use hyper::{Request, StatusCode};
+use nsq_common::http::response::ApiError;
+use nsq_common::http::server::RequestDeadline;
+
+/// At most `limit` bytes of the request's body, by its deadline: a body that stalls is
+/// 408 `REQUEST_TIMEOUT` (the connection then closes), a failed read nsqd's 500.
+pub async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
+    let deadline = RequestDeadline::of(&req);
+    let read = read_limited(req.into_body(), limit);
+    let body = match deadline {
+        Some(d) => tokio::time::timeout_at(d, read)
+            .await
+            .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT"))?,
+        None => read.await,
+    };
+    body.map_err(|_| ApiError::internal())
+}
 
 /// At most `limit` bytes of `body`.
-pub async fn read_limited<B>(mut body: B, limit: usize) -> Result<Bytes, B::Error>
+async fn read_limited<B>(mut body: B, limit: usize) -> Result<Bytes, B::Error>
 where
     B: Body<Data = Bytes> + Unpin,
 {

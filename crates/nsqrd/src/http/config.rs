@@ -6,7 +6,7 @@ use hyper::body::Incoming;
 use hyper::{Request, StatusCode};
 use nsq_common::http::response::{ApiError, Reply};
 
-use super::body::read_limited;
+use super::body::read_body;
 use super::HttpState;
 
 pub use crate::options::{ConfigPutError, ConfigValue};
@@ -37,9 +37,7 @@ pub fn get(state: &HttpState, opt: &str) -> Result<Reply, ApiError> {
 /// option name, as in nsqd; then the current value is returned.
 pub async fn put(state: &HttpState, opt: &str, req: Request<Incoming>) -> Result<Reply, ApiError> {
     let read_max = state.settings.max_msg_size_usize().saturating_add(1);
-    let body = read_limited(req.into_body(), read_max)
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let body = read_body(req, read_max).await?;
     if body.len() == read_max || body.is_empty() {
         return Err(ApiError::too_large("INVALID_VALUE"));
     }

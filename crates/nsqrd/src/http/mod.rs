@@ -83,6 +83,10 @@ pub struct HttpSettings {
     /// Set (to the HTTPS port) on the state of the plain-HTTP listener when `--tls-required`
     /// is on: every request there is refused with 403 `TLS_REQUIRED`.
     pub tls_required_https_port: Option<u16>,
+    /// `--http-idle-timeout`, `--http-read-timeout`, `--http-write-timeout`.
+    pub timeouts: nsq_common::http::server::Timeouts,
+    /// Connections a listener serves at once (`--http-max-connections`, resolved).
+    pub max_connections: usize,
 }
 
 impl Default for HttpSettings {
@@ -104,6 +108,8 @@ impl Default for HttpSettings {
             topology_zone: String::new(),
             topology_region: String::new(),
             tls_required_https_port: None,
+            timeouts: nsq_common::http::server::Timeouts::default(),
+            max_connections: usize::MAX,
         }
     }
 }

@@ -21,7 +21,7 @@ use nsq_wire::bodies::TooLarge;
 use nsq_wire::{Bodies, Code, Limits};
 use nsqr_broker::{BrokerError, DiskError, PutOptions, Topic};
 
-use super::body::{content_length, read_limited};
+use super::body::{content_length, read_body};
 use super::query::nsq_bool;
 use super::HttpState;
 
@@ -33,9 +33,7 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
     }
     let raw_query = req.uri().query().map(str::to_owned);
     let read_max = max.saturating_add(1);
-    let body = read_limited(req.into_body(), read_max)
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let body = read_body(req, read_max).await?;
     if body.len() == read_max {
         return Err(ApiError::too_large("MSG_TOO_BIG"));
     }
@@ -68,16 +66,12 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
     let (body, ranges) = if binary {
         // nsqd reads only what the messages need; with a Content-Length that is at most
         // max-body-size, and a chunked body is cut there too.
-        let body = read_limited(req.into_body(), max_body)
-            .await
-            .map_err(|_| ApiError::internal())?;
+        let body = read_body(req, max_body).await?;
         let ranges = split_binary(&body, &state.settings.wire_limits())?;
         (body, ranges)
     } else {
         let read_max = max_body.saturating_add(1);
-        let body = read_limited(req.into_body(), read_max)
-            .await
-            .map_err(|_| ApiError::internal())?;
+        let body = read_body(req, read_max).await?;
         let ranges = split_text(&body, read_max, state.settings.max_msg_size_usize())?;
         (body, ranges)
     };
@@ -211,18 +205,27 @@ fn split_text(body: &[u8], read_max: usize, max_msg: usize) -> Result<Vec<Range<
 }
 
 /// Binary mode: `[i32 count]([i32 size][data])*` with TCP MPUB's checks; errors are 413 with the
-/// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last message are ignored.
+/// TCP code minus `E_` (`BAD_BODY`, `BAD_MESSAGE`). Bytes after the last declared message are
+/// refused too (`BAD_BODY: <n> bytes after the <count> declared message(s)`), as TCP MPUB
+/// refuses them: they may be messages a wrong count left out (nsqd ignores them and answers 200).
 fn split_binary(body: &[u8], limits: &Limits) -> Result<Vec<Range<usize>>, ApiError> {
     let mut out = Vec::new();
-    let res = nsq_wire::command::split_mpub(body, limits, |a, b| out.push(a..b));
+    let mut end = 0;
+    let res = nsq_wire::command::split_mpub(body, limits, |a, b| {
+        out.push(a..b);
+        end = b;
+    });
     match res {
         Ok(()) => Ok(out),
-        // The TCP parser insists the body ends with the last message; over HTTP nsqd stops
-        // reading there, so trailing bytes after `count` complete messages are fine.
-        Err(e)
-            if e.code == Code::BadBody && declared_count(body).is_some_and(|n| n == out.len()) =>
-        {
-            Ok(out)
+        Err(e) if e.code == Code::BadBody && declared_count(body) == Some(out.len()) => {
+            Err(ApiError::new(
+                hyper::StatusCode::PAYLOAD_TOO_LARGE,
+                format!(
+                    "BAD_BODY: {} bytes after the {} declared message(s)",
+                    body.len() - end,
+                    out.len()
+                ),
+            ))
         }
         Err(e) => Err(ApiError::too_large(match e.code {
             Code::BadBody => "BAD_BODY",
@@ -352,8 +355,23 @@ mod tests {
         );
         let mut trailing = b.to_vec();
         trailing.extend_from_slice(b"junk\0\0\0\x09");
-        let v = split_binary(&Bytes::from(trailing), &limits).unwrap();
-        assert_eq!(v.len(), 2);
+        assert_eq!(
+            err(split_binary(&Bytes::from(trailing), &limits)),
+            (
+                413,
+                "BAD_BODY: 8 bytes after the 2 declared message(s)".into()
+            )
+        );
+        // A count lower than the messages sent.
+        let mut under = b.to_vec();
+        under[3] = 1;
+        assert_eq!(
+            err(split_binary(&Bytes::from(under), &limits)),
+            (
+                413,
+                "BAD_BODY: 7 bytes after the 1 declared message(s)".into()
+            )
+        );
         for bad in [
             &b""[..],
             b"\0\0",

@@ -12,7 +12,7 @@ use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::names::is_valid_name;
 use nsqr_broker::{BrokerError, Effective};
 
-use super::body::{content_length, read_limited};
+use super::body::{content_length, read_body};
 use super::HttpState;
 
 /// A settings body is small; anything larger is refused before it is read.
@@ -101,9 +101,7 @@ async fn json_body(req: Request<Incoming>) -> Result<serde_json::Value, ApiError
     if content_length(req.body()).is_some_and(|n| n > MAX_CONFIG_BODY as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
-    let body = read_limited(req.into_body(), MAX_CONFIG_BODY + 1)
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let body = read_body(req, MAX_CONFIG_BODY + 1).await?;
     if body.len() > MAX_CONFIG_BODY {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }

@@ -1,7 +1,9 @@
-//! The listener: accept loop, one task per connection, HTTP/1.1 with keep-alive, and a graceful
-//! stop: when `shutdown` resolves the listener closes, idle connections close, requests in
-//! progress get a bounded grace period to finish. The same loop serves HTTPS: each accepted
-//! connection then does its TLS handshake (bounded) in its own task first.
+//! The listener: accept loop, one task per connection (at most `--http-max-connections`; the
+//! others wait to be accepted), HTTP/1.1 with keep-alive and the connection time limits
+//! (`--http-idle-timeout`, `--http-read-timeout`, `--http-write-timeout`), and a graceful stop:
+//! when `shutdown` resolves the listener closes, idle connections close, requests in progress
+//! get a bounded grace period to finish. The same loop serves HTTPS: each accepted connection
+//! then does its TLS handshake (bounded) in its own task first.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -50,8 +52,15 @@ pub async fn serve(
             (Accepted::Unix(_), Some(_)) => {}
         }
     };
-    let conns = net::accept_until(
+    let limit = net::Limit {
+        max: state.settings.max_connections,
+        on_full: |max| {
+            tracing::warn!("HTTP: {max} connections open (--http-max-connections); new ones wait")
+        },
+    };
+    let conns = net::accept_bounded(
         shutdown,
+        limit,
         || listener.accept(),
         on_accept,
         |e| tracing::warn!("HTTP: accept failed: {e}"),
@@ -74,13 +83,14 @@ async fn serve_connection<I>(
 ) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
+    let timeouts = state.settings.timeouts;
     let handler = move |mut req: hyper::Request<hyper::body::Incoming>| {
         if let Some(p) = peer {
             req.extensions_mut().insert(super::Peer(p));
         }
         handle(Arc::clone(&state), req)
     };
-    if let Err(e) = server::serve_connection(io, handler, stop).await {
+    if let Err(e) = server::serve_connection(io, handler, stop, timeouts).await {
         tracing::debug!("HTTP: connection error: {e}");
     }
 }

@@ -22,7 +22,7 @@ use nsq_common::http::response::{self, ApiError, Body, Reply, Resp};
 use nsqr_broker::{BrokerError, Settle};
 use serde::Serialize;
 
-use super::body::{content_length, read_limited};
+use super::body::{content_length, read_body};
 use super::consume::duration_arg;
 use super::query::nsq_bool;
 use super::receipt::{Receipt, ReceiptError};
@@ -58,9 +58,7 @@ async fn run(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Resul
     if content_length(req.body()).is_some_and(|n| n > MAX_BODY as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
-    let body = read_limited(req.into_body(), MAX_BODY + 1)
-        .await
-        .map_err(|_| ApiError::internal())?;
+    let body = read_body(req, MAX_BODY + 1).await?;
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }

@@ -58,6 +58,16 @@ pub enum OptionsError {
     Durability,
     #[error("--max-disk-bytes must be >= 0")]
     MaxDiskBytes,
+    #[error("--kv-maxmemory must be a memory size (bytes, or with a unit: 100mb, 2gb): {0:?}")]
+    KvMaxmemory(String),
+    #[error("--kv-maxmemory-policy must be one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl: {0:?}")]
+    KvPolicy(String),
+    #[error("--kv-notify-keyspace-events: {0}")]
+    KvNotify(String),
+    #[error("--kv-events-topic is not a valid topic name: {0:?}")]
+    KvEventsTopic(String),
+    #[error("--http-max-connections must be >= 0")]
+    HttpMaxConnections,
 }
 
 impl From<nsq_common::goflag::SyntaxError> for OptionsError {

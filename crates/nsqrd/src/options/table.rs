@@ -127,6 +127,14 @@ option_table! {
         "http-client-connect-timeout", Some("http_client_connect_timeout"), Duration, "connect timeout for outbound HTTP requests";
     http_client_request_timeout: Duration = secs(5);
         "http-client-request-timeout", Some("http_client_request_timeout"), Duration, "total timeout for outbound HTTP requests";
+    http_idle_timeout: Duration = secs(120);
+        "http-idle-timeout", Some("http_idle_timeout"), Duration, "[nsqr] close an HTTP(S) connection idle this long between requests (0 = never)";
+    http_read_timeout: Duration = secs(60);
+        "http-read-timeout", Some("http_read_timeout"), Duration, "[nsqr] time an HTTP(S) request may take to arrive, headers and body, from its first byte (0 = unlimited)";
+    http_write_timeout: Duration = secs(60);
+        "http-write-timeout", Some("http_write_timeout"), Duration, "[nsqr] close an HTTP(S) connection whose client accepts no response bytes for this long (0 = never)";
+    http_max_connections: i64 = 0;
+        "http-max-connections", Some("http_max_connections"), Int, "[nsqr] open connections per HTTP(S) listener; more wait to be accepted (0 = half the open-file limit)";
     topology_region: String = String::new();
         "topology-region", Some("topology_region"), Str, "region this node is in (for topology-aware delivery)";
     topology_zone: String = String::new();
@@ -222,6 +230,28 @@ option_table! {
     snappy: bool = true;
         "snappy", Some("snappy"), Bool, "allow clients to negotiate snappy compression";
 
+    // [nsqr] the keyspace: a Redis-protocol key-value store (docs/keyspace.md)
+    kv_address: String = String::new();
+        "kv-address", Some("kv_address"), Str, "[nsqr] <addr>:<port> to serve the Redis-protocol keyspace on (RESP2/RESP3); empty disables it";
+    kv_password: String = String::new();
+        "kv-password", Some("kv_password"), Str, "[nsqr] password keyspace clients must give with AUTH or HELLO (empty: none)";
+    kv_data_dir: String = s("kv");
+        "kv-data-dir", Some("kv_data_dir"), Str, "[nsqr] directory of the keyspace's snapshot, log and revision files, relative to --data-path";
+    kv_maxmemory: String = s("0");
+        "kv-maxmemory", Some("kv_maxmemory"), Str, "[nsqr] memory the keyspace may use before evicting: bytes, or with a unit as Redis (100mb, 2gb); 0 = no limit";
+    kv_maxmemory_policy: String = s("noeviction");
+        "kv-maxmemory-policy", Some("kv_maxmemory_policy"), Str, "[nsqr] eviction at --kv-maxmemory: noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random or volatile-ttl";
+    kv_notify_keyspace_events: String = String::new();
+        "kv-notify-keyspace-events", Some("kv_notify_keyspace_events"), Str, "[nsqr] keyspace notifications, as Redis's notify-keyspace-events (e.g. KEA, Ex); empty = off";
+    kv_events_topic: String = String::new();
+        "kv-events-topic", Some("kv_events_topic"), Str, "[nsqr] NSQ topic that receives every keyspace change and expiry (the change feed); empty = off";
+    kv_events_prefixes: Vec<String> = Vec::new();
+        "kv-events-prefix", Some("kv_events_prefix"), StrList, "[nsqr] only keys starting with this go to the change feed (may be given multiple times; default all keys)";
+    kv_events_value: bool = false;
+        "kv-events-value", Some("kv_events_value"), Bool, "[nsqr] include values in change-feed messages";
+    kv_threads: i64 = 0;
+        "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = half the cores, at least one)";
+
     // 1.10 experiments
     enable_experiment: Vec<String> = Vec::new();
         "enable-experiment", Some("enable_experiment"), StrList, "enable an experimental feature (may be given multiple times): topology-aware-consumption";
@@ -238,7 +268,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 2));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 16));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

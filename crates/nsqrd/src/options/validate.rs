@@ -55,6 +55,28 @@ impl Options {
         if self.max_disk_bytes < 0 {
             return Err(OptionsError::MaxDiskBytes);
         }
+        if self.http_max_connections < 0 {
+            return Err(OptionsError::HttpMaxConnections);
+        }
+        self.validate_kv()
+    }
+
+    /// The keyspace's flags (checked even while `--kv-address` is empty, so a typo in a
+    /// config file fails at once rather than when the keyspace is turned on).
+    fn validate_kv(&self) -> Result<(), OptionsError> {
+        if nsqr_kv::config::parse_memory(&self.kv_maxmemory).is_none() {
+            return Err(OptionsError::KvMaxmemory(self.kv_maxmemory.clone()));
+        }
+        if nsqr_kv::Policy::parse(&self.kv_maxmemory_policy).is_none() {
+            return Err(OptionsError::KvPolicy(self.kv_maxmemory_policy.clone()));
+        }
+        nsqr_kv::NotifyFlags::parse(&self.kv_notify_keyspace_events)
+            .map_err(|e| OptionsError::KvNotify(e.to_string()))?;
+        if !self.kv_events_topic.is_empty()
+            && !nsq_wire::names::is_valid_name(self.kv_events_topic.as_bytes())
+        {
+            return Err(OptionsError::KvEventsTopic(self.kv_events_topic.clone()));
+        }
         Ok(())
     }
 
@@ -259,6 +281,27 @@ mod tests {
     }
 
     /// Everything but the topology experiment is implemented.
+    #[test]
+    fn keyspace_flags_are_checked() {
+        let bad = [
+            (Options { kv_maxmemory: "lots".into(), ..Options::default() }, "--kv-maxmemory must be a memory size (bytes, or with a unit: 100mb, 2gb): \"lots\""),
+            (Options { kv_maxmemory_policy: "lru".into(), ..Options::default() }, "--kv-maxmemory-policy must be one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl: \"lru\""),
+            (Options { kv_notify_keyspace_events: "Z".into(), ..Options::default() }, "--kv-notify-keyspace-events: Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
+            (Options { kv_events_topic: "bad topic".into(), ..Options::default() }, "--kv-events-topic is not a valid topic name: \"bad topic\""),
+        ];
+        for (o, want) in bad {
+            assert_eq!(fatal(o), want);
+        }
+        let mut ok = Options {
+            kv_maxmemory: "100mb".into(),
+            kv_maxmemory_policy: "allkeys-lru".into(),
+            kv_notify_keyspace_events: "KEA".into(),
+            kv_events_topic: "changes".into(),
+            ..Options::default()
+        };
+        assert_eq!(ok.validate(), Ok(()));
+    }
+
     #[test]
     fn unsupported_flags_are_listed() {
         assert!(Options::default().unsupported_flags().is_empty());

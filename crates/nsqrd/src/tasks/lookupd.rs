@@ -8,6 +8,13 @@
 //! itself: publishing and consuming never wait on it. If a peer's queue overflows, its queued
 //! commands are dropped and it reconnects, which re-registers the current state in full (lookupd
 //! forgets a node's registrations when its connection closes, so nothing stale survives).
+//!
+//! The same rule covers a lookupd that is down or starts after this node: while a peer is not
+//! connected, its commands are not sent one by one; it tries to connect again every
+//! `RECONNECT_INTERVAL` (nsqd: only at the next command or PING, up to 15 s later), a command
+//! brings the next attempt forward (at most one attempt per `MIN_ATTEMPT_GAP`), and the connection
+//! that succeeds registers everything. So a topic created while lookupd was down is known to it
+//! about a second after it comes up, and one created after it came up at once.
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -27,9 +34,14 @@ use super::lookupd_channels::lookup_channels;
 const PING_INTERVAL: Duration = Duration::from_secs(15);
 /// Commands a peer may have queued before it falls back to a full re-registration.
 const QUEUE: usize = 1024;
-/// After a failed connect, commands are not retried one by one before this long has passed (the
-/// next connection re-registers everything anyway).
-const RECONNECT_BACKOFF: Duration = Duration::from_secs(1);
+/// Time between connection attempts while a lookupd cannot be reached.
+const RECONNECT_INTERVAL: Duration = Duration::from_secs(1);
+/// A command for a peer that is not connected triggers an attempt, but no sooner than this after
+/// the previous one.
+const MIN_ATTEMPT_GAP: Duration = Duration::from_millis(250);
+/// While a lookupd stays unreachable, one failed attempt in this many is logged as an error (the
+/// others at debug level): about one line per nsqd PING interval instead of one per second.
+const LOG_EVERY_FAILURES: u32 = 15;
 
 /// Settings for the lookupd peers, taken from the options once the listeners are bound.
 #[derive(Debug, Clone)]
@@ -311,15 +323,24 @@ struct PeerLink {
     broker: Arc<Broker>,
     cfg: Arc<LookupdConfig>,
     conn: Option<PeerConn>,
-    /// Set after a failed connect: until then queued commands are not retried one by one.
+    /// When not connected: when to try again. Commands are not sent meanwhile; the connection
+    /// registers everything.
     retry_at: Option<Instant>,
+    /// When the last connection attempt began.
+    last_attempt: Option<Instant>,
+    /// Failed attempts since the last connection (for logging).
+    failures: u32,
 }
 
 impl PeerLink {
     /// Connect, IDENTIFY and register everything.
     async fn connect(&mut self) -> Result<(), PeerError> {
         let addr = &self.shared.addr;
-        tracing::info!("LOOKUP connecting to {addr}");
+        if self.failures == 0 {
+            tracing::info!("LOOKUP connecting to {addr}");
+        } else {
+            tracing::debug!("LOOKUP connecting to {addr}");
+        }
         let mut conn = PeerConn::connect(addr, self.cfg.max_body_size).await?;
         let info = conn.identify(&self.cfg.identity).await?;
         tracing::info!("LOOKUPD({addr}): peer info {info:?}");
@@ -333,39 +354,52 @@ impl PeerLink {
             conn.command(&line, None).await?;
         }
         self.conn = Some(conn);
-        self.retry_at = None;
         Ok(())
     }
 
-    async fn ensure_connected(&mut self) -> bool {
-        if self.conn.is_some() {
-            return true;
-        }
+    /// Connect now (registering everything); on failure, schedule the next attempt.
+    async fn reconnect(&mut self) {
+        self.conn = None;
+        self.last_attempt = Some(Instant::now());
         match self.connect().await {
-            Ok(()) => true,
+            Ok(()) => {
+                self.retry_at = None;
+                self.failures = 0;
+            }
             Err(e) => {
-                tracing::error!("LOOKUPD({}): connect failed - {e}", self.shared.addr);
-                self.retry_at = Some(Instant::now() + RECONNECT_BACKOFF);
-                false
+                self.failures = self.failures.saturating_add(1);
+                let addr = &self.shared.addr;
+                if self.failures % LOG_EVERY_FAILURES == 1 {
+                    tracing::error!("LOOKUPD({addr}): connect failed - {e}");
+                } else {
+                    tracing::debug!("LOOKUPD({addr}): connect failed - {e}");
+                }
+                self.retry_at = Some(Instant::now() + RECONNECT_INTERVAL);
             }
         }
     }
 
-    /// Send one command, connecting first if needed; an error drops the connection.
-    async fn send(&mut self, line: &str, retry_now: bool) {
-        if self.conn.is_none() && !retry_now && self.retry_at.is_some_and(|t| Instant::now() < t) {
-            return;
-        }
-        if !self.ensure_connected().await {
-            return;
-        }
+    /// Send one command on the open connection. Without one, nothing is sent: the pending
+    /// reconnection (brought forward) registers everything. An error drops the connection and
+    /// reconnects at once (with a full registration, so the failed command is not lost).
+    async fn send(&mut self, line: &str) {
         let Some(conn) = self.conn.as_mut() else {
+            self.hurry();
             return;
         };
         if let Err(e) = conn.command(line, None).await {
             tracing::error!("LOOKUPD({}): {line} - {e}", self.shared.addr);
             self.conn = None;
+            self.retry_at = Some(Instant::now());
         }
+    }
+
+    /// Bring the next connection attempt forward, to at most `MIN_ATTEMPT_GAP` after the last.
+    fn hurry(&mut self) {
+        let soonest = self
+            .last_attempt
+            .map_or_else(Instant::now, |t| t + MIN_ATTEMPT_GAP);
+        self.retry_at = Some(self.retry_at.map_or(soonest, |r| r.min(soonest)));
     }
 }
 
@@ -381,30 +415,39 @@ async fn run_peer(
         cfg,
         conn: None,
         retry_at: None,
+        last_attempt: None,
+        failures: 0,
     };
-    link.ensure_connected().await;
+    link.reconnect().await;
     let mut ping = tokio::time::interval_at(Instant::now() + PING_INTERVAL, PING_INTERVAL);
     ping.set_missed_tick_behavior(MissedTickBehavior::Delay);
     loop {
+        let retry_at = link.retry_at;
+        let retry = async move {
+            match retry_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             biased;
             _ = shared.wake.notified() => {
                 if shared.resync.swap(false, Relaxed) {
                     tracing::warn!("LOOKUPD({}): too many pending commands; re-registering", shared.addr);
                     while rx.try_recv().is_ok() {}
-                    link.conn = None;
-                    link.ensure_connected().await;
+                    link.reconnect().await;
                 }
             }
+            _ = retry => link.reconnect().await,
             cmd = rx.recv() => {
                 let Some(cmd) = cmd else { return };
                 let line = cmd.line();
                 tracing::info!("LOOKUPD({}): {line}", shared.addr);
-                link.send(&line, false).await;
+                link.send(&line).await;
             }
             _ = ping.tick() => {
                 tracing::debug!("LOOKUPD({}): sending heartbeat", shared.addr);
-                link.send("PING", true).await;
+                link.send("PING").await;
             }
         }
     }

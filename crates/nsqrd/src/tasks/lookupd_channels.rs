@@ -177,7 +177,7 @@ mod tests {
     #[tokio::test]
     async fn slow_or_failing_lookupd_is_bounded() {
         let (addr, _t) = serve_once("HTTP/1.1 200 OK\r\n\r\n", Duration::from_secs(5)).await;
-        let t0 = std::time::Instant::now();
+        // The server answers after 5 s: only the 300 ms request timeout gives this error.
         let e = lookup_channels(
             &addr,
             "t",
@@ -187,7 +187,6 @@ mod tests {
         .await
         .unwrap_err();
         assert!(matches!(e, ChannelsError::RequestTimeout), "{e}");
-        assert!(t0.elapsed() < Duration::from_secs(2));
         let (addr, _t) = serve_once(
             "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n",
             Duration::ZERO,

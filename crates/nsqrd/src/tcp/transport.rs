@@ -25,6 +25,10 @@ use crate::tls::SessionInfo;
 
 /// nsqd gives a TLS handshake 5 s.
 pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long closing may take. A TLS close writes a `close_notify` alert, which never completes
+/// for a client that stopped reading (its socket buffers are full); Go's `tls.Conn.Close` gives
+/// it 5 s too. Without the bound such a connection would keep its task and socket forever.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 const RAW_READ_CHUNK: usize = 64 * 1024;
 /// Plaintext produced per decode step before the parser gets to look at it.
 const DECODE_STEP: usize = 64 * 1024;
@@ -207,8 +211,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         Ok(())
     }
 
+    /// Close the write side (TLS: send `close_notify` first), bounded by `SHUTDOWN_TIMEOUT`.
     pub async fn shutdown(&mut self) -> io::Result<()> {
-        self.layer.shutdown().await
+        match tokio::time::timeout(SHUTDOWN_TIMEOUT, self.layer.shutdown()).await {
+            Ok(r) => r,
+            Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "close timed out")),
+        }
     }
 
     /// TLS server handshake on the socket (bounded by `TLS_HANDSHAKE_TIMEOUT`); `prefix` is

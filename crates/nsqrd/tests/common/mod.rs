@@ -111,11 +111,20 @@ impl Server {
         .flatten()
         {
             let tx = tx.clone();
+            // Lines are read as bytes: a server may log what a client sent, which need not be
+            // UTF-8, and a reader that stopped would kill the server with SIGPIPE. Lines stay
+            // read (and dropped) after the test stops listening, for the same reason.
             std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        break;
-                    }
+                let mut r = BufReader::new(pipe);
+                let mut line = Vec::new();
+                while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
+                    let text = String::from_utf8_lossy(&line);
+                    let text = text
+                        .trim_end_matches('\n')
+                        .trim_end_matches('\r')
+                        .to_string();
+                    line.clear();
+                    let _ = tx.send(text);
                 }
             });
         }

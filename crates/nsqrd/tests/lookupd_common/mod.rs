@@ -32,7 +32,8 @@ pub enum Mode {
     Garbage = 1,
     /// Never reply.
     Silent = 2,
-    /// Replies IDENTIFY normally; `/channels` answers only after 30 s.
+    /// Replies IDENTIFY normally; `/channels` answers only once released
+    /// (`FakeLookupd::release_http`), at the latest after 60 s.
     SlowHttp = 3,
 }
 
@@ -46,6 +47,8 @@ pub struct FakeLookupd {
     pub channels: Arc<Mutex<HashMap<String, Vec<String>>>>,
     /// `/channels` requests served, by topic.
     pub channel_queries: Arc<Mutex<Vec<String>>>,
+    /// Set by `release_http`: held `/channels` answers go out.
+    released: Arc<(Mutex<bool>, std::sync::Condvar)>,
 }
 
 fn framed(b: &[u8]) -> Vec<u8> {
@@ -64,6 +67,7 @@ impl FakeLookupd {
         let conns = Arc::new(Mutex::new(Vec::new()));
         let channels = Arc::new(Mutex::new(HashMap::new()));
         let queries = Arc::new(Mutex::new(Vec::new()));
+        let released = Arc::new((Mutex::new(false), std::sync::Condvar::new()));
         {
             let (mode, conns) = (Arc::clone(&mode), Arc::clone(&conns));
             std::thread::spawn(move || {
@@ -77,19 +81,23 @@ impl FakeLookupd {
             });
         }
         {
-            let (mode, channels, queries) = (
+            let (mode, channels, queries, released) = (
                 Arc::clone(&mode),
                 Arc::clone(&channels),
                 Arc::clone(&queries),
+                Arc::clone(&released),
             );
             std::thread::spawn(move || {
                 for s in http.incoming().map_while(Result::ok) {
-                    let (mode, channels, queries) = (
+                    let (mode, channels, queries, released) = (
                         Arc::clone(&mode),
                         Arc::clone(&channels),
                         Arc::clone(&queries),
+                        Arc::clone(&released),
                     );
-                    std::thread::spawn(move || serve_http(s, &mode, &channels, &queries));
+                    std::thread::spawn(move || {
+                        serve_http(s, &mode, &channels, &queries, &released)
+                    });
                 }
             });
         }
@@ -101,7 +109,15 @@ impl FakeLookupd {
             conns,
             channels,
             channel_queries: queries,
+            released,
         }
+    }
+
+    /// Let held `/channels` answers (`Mode::SlowHttp`) go out.
+    pub fn release_http(&self) {
+        let (flag, cv) = &*self.released;
+        *flag.lock().unwrap() = true;
+        cv.notify_all();
     }
 
     /// The `--lookupd-tcp-address` flag for this fake.
@@ -226,6 +242,7 @@ fn serve_http(
     mode: &AtomicU8,
     channels: &Mutex<HashMap<String, Vec<String>>>,
     queries: &Mutex<Vec<String>>,
+    released: &(Mutex<bool>, std::sync::Condvar),
 ) {
     let mut w = s.try_clone().unwrap();
     let mut r = BufReader::new(s);
@@ -246,7 +263,11 @@ fn serve_http(
         .replace("%23", "#");
     queries.lock().unwrap().push(topic.clone());
     if mode.load(Ordering::Relaxed) == Mode::SlowHttp as u8 {
-        std::thread::sleep(Duration::from_secs(30));
+        let (flag, cv) = released;
+        let held = flag.lock().unwrap();
+        let _ = cv
+            .wait_timeout_while(held, Duration::from_secs(60), |r| !*r)
+            .unwrap();
     }
     let list = channels
         .lock()

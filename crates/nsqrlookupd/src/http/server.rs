@@ -1,6 +1,6 @@
 //! The HTTP listener: accept loop, one task per connection, HTTP/1.1 keep-alive, Go-style
-//! header case, a bound on how long a client may take to send its headers (slowloris), and a
-//! graceful stop: the listener closes, idle connections close, requests in progress get a
+//! header case, the connection time limits of `nsq_common::http::deadline` (idle, read, write;
+//! their defaults), and a graceful stop: the listener closes, idle connections close, requests in progress get a
 //! bounded grace period. The loop and the connection setup are nsqd's too, shared in
 //! `nsq_common::net` and `nsq_common::http::server`; the log lines are nsqlookupd's.
 
@@ -49,7 +49,9 @@ async fn serve_connection(
         let state = Arc::clone(&state);
         async move { handle(&state, req, remote).await }
     };
-    if let Err(e) = server::serve_connection(stream, handler, stop).await {
+    if let Err(e) =
+        server::serve_connection(stream, handler, stop, server::Timeouts::default()).await
+    {
         tracing::debug!("HTTP: connection error - {e}");
     }
 }

@@ -153,10 +153,15 @@ async fn mpub_binary() {
         let r = s.post(&format!("/mpub?topic=text&binary={v}"), &body).await;
         assert_err(&r, 413, "MSG_TOO_BIG");
     }
+    // Bytes after the declared messages are refused, as on TCP (nsqd ignores them).
     let mut trailing = body.clone();
     trailing.extend_from_slice(b"junk");
-    assert_text_ok(&s.post("/mpub?topic=bt&binary=true", &trailing).await, "OK");
-    assert_eq!(counts(&s, "bt").await, (2, 5));
+    assert_err(
+        &s.post("/mpub?topic=bt&binary=true", &trailing).await,
+        413,
+        "BAD_BODY: 4 bytes after the 2 declared message(s)",
+    );
+    assert_eq!(counts(&s, "bt").await, (0, 0));
     assert_err(
         &s.post("/mpub?topic=bb&binary=true", b"\0\0").await,
         413,

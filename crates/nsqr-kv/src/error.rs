@@ -1,0 +1,23 @@
+//! Why a keyspace operation failed. `Display` is the whole Redis error text, code first, so a
+//! server writes `-{error}` and nothing else.
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum KvError {
+    /// INCR family on a value that is not a 64-bit integer (or an increment that is not one).
+    #[error("ERR value is not an integer or out of range")]
+    NotInteger,
+    #[error("ERR increment or decrement would overflow")]
+    Overflow,
+    /// APPEND beyond `proto-max-bulk-len`.
+    #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
+    TooLarge,
+    /// A write while over `maxmemory` with nothing left to evict.
+    #[error("OOM command not allowed when used memory > 'maxmemory'.")]
+    OutOfMemory,
+    /// The append-only log cannot be written (strict mode refuses writes until it can).
+    #[error("MISCONF Errors writing to the AOF file: {0}")]
+    Log(String),
+    /// The change feed could not take a change (strict mode: the write is not acknowledged).
+    #[error("ERR change feed unavailable: {0}")]
+    Feed(String),
+}

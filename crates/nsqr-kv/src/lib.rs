@@ -1,0 +1,50 @@
+//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String keys with millisecond TTLs
+//! that expire when their time comes, `maxmemory` with Redis's eviction policies, keyspace
+//! notifications and a pub/sub hub, snapshots, a group-committed append-only log for strict
+//! durability, and a change feed of every change and expiry.
+//!
+//! nsqrd serves it over RESP (`crates/nsqrd/src/resp`); the change feed reaches NSQ through
+//! the [`ChangeFeed`] trait the daemon implements, so this crate never depends on the broker.
+//!
+//! ```text
+//! let ks = Keyspace::open(KvConfig::default(), None)?;
+//! let mut pending = Pending::default();
+//! ks.set(b"k", b"v", SetOptions::default(), None, &mut pending);
+//! ks.durable(&mut pending).await?;          // strict mode: on disk before the reply
+//! ks.get(b"k", |v| assert_eq!(v, Some(&b"v"[..])));
+//! ks.close()?;                              // shutdown snapshot
+//! ```
+
+mod clock;
+pub mod config;
+mod entry;
+pub mod error;
+mod evict;
+mod expiry;
+pub mod feed;
+pub mod glob;
+mod keys;
+mod keyspace;
+mod log;
+pub mod notify;
+mod persist;
+pub mod pubsub;
+mod record;
+mod revision;
+mod shard;
+mod snapshot;
+mod strings;
+pub mod subscriber;
+#[cfg(test)]
+mod test_support;
+
+pub use config::{KvConfig, Policy, Settings};
+pub use error::KvError;
+pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};
+pub use keys::{ExpireCondition, Ttl};
+pub use keyspace::{Keyspace, KvStats, Pending};
+pub use notify::{BadEventClass, NotifyFlags};
+pub use persist::PersistError;
+pub use pubsub::{Hub, Kind};
+pub use strings::{Condition, Expiry, OldValue, SetOptions};
+pub use subscriber::{OutputLimit, Subscriber};

@@ -1,0 +1,199 @@
+//! Keyspace notifications, configured as Redis's `notify-keyspace-events`: which classes of
+//! events are announced (`g` generic, `$` string, `x` expired, `e` evicted, `n` new key, `m`
+//! key miss; `A` for all but `n` and `m`) and on which channels (`K`: `__keyspace@0__:<key>`
+//! with the event as message; `E`: `__keyevent@0__:<event>` with the key as message).
+
+use std::fmt;
+
+/// Redis's notification classes, as bits.
+pub mod class {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const KEYEVENT: u32 = 1 << 1;
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+    pub const KEY_MISS: u32 = 1 << 11;
+    pub const MODULE: u32 = 1 << 12;
+    pub const NEW: u32 = 1 << 13;
+    /// `A`: every class except key misses and new keys.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+}
+
+/// The error text of `CONFIG SET notify-keyspace-events` with a bad character.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("Invalid event class character. Use 'Ag$lshzxeKEtmdn'.")]
+pub struct BadEventClass;
+
+/// A `notify-keyspace-events` setting.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotifyFlags(pub u32);
+
+impl NotifyFlags {
+    /// Parses Redis's class string (`"KEA"`, `"Ex"`, `""` for off).
+    pub fn parse(s: &str) -> Result<NotifyFlags, BadEventClass> {
+        let mut f = 0;
+        for c in s.chars() {
+            f |= match c {
+                'A' => class::ALL,
+                'g' => class::GENERIC,
+                '$' => class::STRING,
+                'l' => class::LIST,
+                's' => class::SET,
+                'h' => class::HASH,
+                'z' => class::ZSET,
+                'x' => class::EXPIRED,
+                'e' => class::EVICTED,
+                'K' => class::KEYSPACE,
+                'E' => class::KEYEVENT,
+                't' => class::STREAM,
+                'm' => class::KEY_MISS,
+                'd' => class::MODULE,
+                'n' => class::NEW,
+                _ => return Err(BadEventClass),
+            };
+        }
+        Ok(NotifyFlags(f))
+    }
+
+    /// Whether an event of `class` is announced at all (on either kind of channel).
+    pub fn wants(self, event_class: u32) -> bool {
+        self.0 & event_class != 0 && self.0 & (class::KEYSPACE | class::KEYEVENT) != 0
+    }
+
+    pub fn keyspace(self) -> bool {
+        self.0 & class::KEYSPACE != 0
+    }
+
+    pub fn keyevent(self) -> bool {
+        self.0 & class::KEYEVENT != 0
+    }
+}
+
+impl fmt::Display for NotifyFlags {
+    /// Redis's canonical form, as `CONFIG GET` shows it (`A` or the classes, then `n`, `K`,
+    /// `E`, `m`; Redis 7.0 leaves out `n` after `A`, this does not).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let v = self.0;
+        let mut s = String::new();
+        if v & class::ALL == class::ALL {
+            s.push('A');
+        } else {
+            for (bit, c) in [
+                (class::GENERIC, 'g'),
+                (class::STRING, '$'),
+                (class::LIST, 'l'),
+                (class::SET, 's'),
+                (class::HASH, 'h'),
+                (class::ZSET, 'z'),
+                (class::EXPIRED, 'x'),
+                (class::EVICTED, 'e'),
+                (class::STREAM, 't'),
+                (class::MODULE, 'd'),
+            ] {
+                if v & bit != 0 {
+                    s.push(c);
+                }
+            }
+        }
+        for (bit, c) in [
+            (class::NEW, 'n'),
+            (class::KEYSPACE, 'K'),
+            (class::KEYEVENT, 'E'),
+            (class::KEY_MISS, 'm'),
+        ] {
+            if v & bit != 0 {
+                s.push(c);
+            }
+        }
+        f.write_str(&s)
+    }
+}
+
+/// An event a command causes, with its Redis name and class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Event {
+    Set,
+    Del,
+    Expire,
+    Persist,
+    Incrby,
+    Append,
+    Expired,
+    Evicted,
+    New,
+    KeyMiss,
+}
+
+impl Event {
+    pub fn name(self) -> &'static str {
+        match self {
+            Event::Set => "set",
+            Event::Del => "del",
+            Event::Expire => "expire",
+            Event::Persist => "persist",
+            Event::Incrby => "incrby",
+            Event::Append => "append",
+            Event::Expired => "expired",
+            Event::Evicted => "evicted",
+            Event::New => "new",
+            Event::KeyMiss => "keymiss",
+        }
+    }
+
+    pub fn class(self) -> u32 {
+        match self {
+            Event::Set | Event::Incrby | Event::Append => class::STRING,
+            Event::Del | Event::Expire | Event::Persist => class::GENERIC,
+            Event::Expired => class::EXPIRED,
+            Event::Evicted => class::EVICTED,
+            Event::New => class::NEW,
+            Event::KeyMiss => class::KEY_MISS,
+        }
+    }
+}
+
+/// `__keyspace@0__:<key>`.
+pub fn keyspace_channel(key: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(b"__keyspace@0__:");
+    out.extend_from_slice(key);
+}
+
+/// `__keyevent@0__:<event>`.
+pub fn keyevent_channel(event: Event, out: &mut Vec<u8>) {
+    out.clear();
+    out.extend_from_slice(b"__keyevent@0__:");
+    out.extend_from_slice(event.name().as_bytes());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_and_show_like_redis() {
+        assert_eq!(NotifyFlags::parse("KEA").unwrap().to_string(), "AKE");
+        assert_eq!(NotifyFlags::parse("Ex").unwrap().to_string(), "xE");
+        assert_eq!(NotifyFlags::parse("Exgn").unwrap().to_string(), "gxnE");
+        assert_eq!(NotifyFlags::parse("KEAm").unwrap().to_string(), "AKEm");
+        assert_eq!(NotifyFlags::parse("").unwrap().to_string(), "");
+        assert_eq!(NotifyFlags::parse("Z"), Err(BadEventClass));
+    }
+
+    #[test]
+    fn wants_needs_a_channel_kind_and_the_class() {
+        let f = NotifyFlags::parse("Ex").unwrap();
+        assert!(f.wants(Event::Expired.class()));
+        assert!(!f.wants(Event::Set.class()));
+        assert!(!NotifyFlags::parse("x").unwrap().wants(class::EXPIRED));
+        let all = NotifyFlags::parse("KA").unwrap();
+        assert!(all.wants(Event::Evicted.class()) && !all.wants(Event::New.class()));
+    }
+}

@@ -1,0 +1,187 @@
+use super::*;
+use std::time::Duration;
+
+use crate::keyspace::Pending;
+use crate::strings::{Expiry, SetOptions};
+use crate::test_support::*;
+use crate::{KvConfig, Ttl};
+
+fn config(dir: &Path, strict: bool) -> KvConfig {
+    KvConfig {
+        data_dir: Some(dir.to_path_buf()),
+        strict,
+        ..KvConfig::default()
+    }
+}
+
+fn set(ks: &Keyspace, key: &str, value: &str, deadline: Option<u64>) -> Pending {
+    let mut p = Pending::default();
+    let opts = SetOptions {
+        expiry: deadline.map_or(Expiry::Clear, Expiry::At),
+        ..SetOptions::default()
+    };
+    ks.set(key.as_bytes(), value.as_bytes(), opts, None, &mut p);
+    p
+}
+
+fn get(ks: &Keyspace, key: &str) -> Option<String> {
+    ks.get(key.as_bytes(), |v| {
+        v.map(|v| String::from_utf8(v.to_vec()).unwrap())
+    })
+}
+
+#[test]
+fn graceful_restart_keeps_keys_and_absolute_deadlines() {
+    let d = temp_dir("graceful");
+    let ks = Keyspace::open(config(&d, false), None).unwrap();
+    let deadline = now_ms() + 60_000;
+    set(&ks, "plain", "1", None);
+    set(&ks, "volatile", "2", Some(deadline));
+    ks.close().unwrap();
+    assert!(ks.close().is_ok());
+    drop(ks);
+    let ks = Keyspace::open(config(&d, false), None).unwrap();
+    assert_eq!(get(&ks, "plain").as_deref(), Some("1"));
+    assert_eq!(get(&ks, "volatile").as_deref(), Some("2"));
+    match ks.ttl(b"volatile") {
+        Ttl::Remaining(ms) => assert!(ms <= deadline - now_ms() + 1),
+        other => panic!("{other:?}"),
+    }
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn keys_that_expired_while_down_are_announced_and_never_served() {
+    let d = temp_dir("down");
+    let ks = Keyspace::open(config(&d, false), None).unwrap();
+    set(&ks, "brief", "x", Some(now_ms() + 150));
+    ks.close().unwrap();
+    drop(ks);
+    std::thread::sleep(Duration::from_millis(200));
+    let feed = std::sync::Arc::new(Collect::default());
+    let ks = Keyspace::open(config(&d, false), Some(feed.clone() as _)).unwrap();
+    assert_eq!(get(&ks, "brief"), None);
+    assert!(wait_until(Duration::from_secs(10), || feed
+        .ops()
+        .contains(&("expired".to_string(), "brief".to_string()))));
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn strict_mode_survives_a_crash() {
+    let d = temp_dir("crash");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    for i in 0..500 {
+        let mut p = set(&ks, &format!("k{i}"), &format!("v{i}"), None);
+        ks.durable(&mut p).await.unwrap();
+    }
+    let mut p = Pending::default();
+    ks.del(&[b"k7"], &mut p);
+    ks.incr_by(b"n", 42, &mut p).unwrap();
+    ks.expire(
+        b"k8",
+        (now_ms() + 100_000) as i64,
+        Default::default(),
+        &mut p,
+    );
+    ks.durable(&mut p).await.unwrap();
+    // A crash: no close, no snapshot. Only what the log holds remains.
+    ks.timer.stop();
+    drop(ks);
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    assert_eq!(get(&ks, "k0").as_deref(), Some("v0"));
+    assert_eq!(get(&ks, "k499").as_deref(), Some("v499"));
+    assert_eq!(get(&ks, "k7"), None);
+    assert_eq!(get(&ks, "n").as_deref(), Some("42"));
+    assert!(matches!(ks.ttl(b"k8"), Ttl::Remaining(_)));
+    assert_eq!(ks.dbsize(), 500);
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_torn_log_tail_is_cut_off() {
+    let d = temp_dir("torn");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    let mut p = set(&ks, "a", "1", None);
+    ks.durable(&mut p).await.unwrap();
+    ks.timer.stop();
+    drop(ks);
+    let newest = *generations(&d).unwrap().last().unwrap();
+    let path = log_path(&d, newest);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes.extend_from_slice(&[9, 0, 0, 0, 1, 2]);
+    std::fs::write(&path, &bytes).unwrap();
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    assert_eq!(get(&ks, "a").as_deref(), Some("1"));
+    assert_eq!(std::fs::read(&path).unwrap().len(), bytes.len() - 6);
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_replaces_old_generations_with_a_snapshot() {
+    let d = temp_dir("compact");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    for i in 0..100 {
+        set(&ks, &format!("k{i}"), "old", None);
+    }
+    ks.save().unwrap();
+    let mut p = set(&ks, "k1", "new", None);
+    ks.durable(&mut p).await.unwrap();
+    let gens = generations(&d).unwrap();
+    assert_eq!(gens.len(), 1, "{gens:?}");
+    assert!(snapshot::snapshot_path(&d).exists());
+    ks.timer.stop();
+    drop(ks);
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    assert_eq!(
+        (get(&ks, "k1").as_deref(), get(&ks, "k2").as_deref()),
+        (Some("new"), Some("old"))
+    );
+    assert_eq!(ks.dbsize(), 100);
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn revisions_grow_across_restarts() {
+    let d = temp_dir("revisions");
+    let (ks, feed) = with_feed(config(&d, false));
+    set(&ks, "a", "1", None);
+    let first = feed.0.lock()[0]["rev"].as_u64().unwrap();
+    ks.close().unwrap();
+    drop(ks);
+    let feed2 = std::sync::Arc::new(Collect::default());
+    let ks = Keyspace::open(config(&d, false), Some(feed2.clone() as _)).unwrap();
+    set(&ks, "a", "2", None);
+    let second = feed2.0.lock()[0]["rev"].as_u64().unwrap();
+    assert!(second > first);
+    ks.close().unwrap();
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[test]
+fn strict_without_a_directory_is_refused() {
+    let c = KvConfig {
+        strict: true,
+        ..KvConfig::default()
+    };
+    assert!(matches!(
+        Keyspace::open(c, None),
+        Err(PersistError::NoDataDir)
+    ));
+}
+
+#[test]
+fn a_damaged_snapshot_stops_the_start() {
+    let d = temp_dir("damaged");
+    std::fs::write(snapshot::snapshot_path(&d), b"NSQRKVS1garbage").unwrap();
+    assert!(matches!(
+        Keyspace::open(config(&d, false), None),
+        Err(PersistError::Snapshot(_))
+    ));
+    std::fs::remove_dir_all(d).unwrap();
+}

@@ -1,0 +1,343 @@
+//! Commands on values: GET, SET and its variants, GETDEL, GETEX, MGET, MSET, INCRBY, APPEND,
+//! STRLEN. Each takes absolute deadlines (Unix ms) already checked by the caller; each reads
+//! through [`Keyspace::live`], so a key past its deadline is never returned.
+//!
+//! Values are handed to the caller through a closure while the shard is locked, so a GET
+//! copies the value once, straight into the client's reply.
+
+use crate::clock::{lru_clock, now_ms};
+use crate::entry::Entry;
+use crate::error::KvError;
+use crate::feed::Op;
+use crate::keyspace::{Emit, Guard, Keyspace, Pending};
+use crate::notify::Event;
+
+/// SET's NX / XX.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Condition {
+    #[default]
+    Always,
+    /// NX: only if the key does not exist.
+    IfMissing,
+    /// XX: only if the key exists.
+    IfExists,
+}
+
+/// What a write does to the key's deadline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Expiry {
+    /// No deadline (a plain SET, or GETEX PERSIST).
+    #[default]
+    Clear,
+    /// Keep the deadline the key has (KEEPTTL).
+    Keep,
+    /// This deadline (Unix ms; may already be past: the key then expires at once).
+    At(u64),
+}
+
+/// Sees the value a key had before a write (SET ... GET).
+pub type OldValue<'a> = &'a mut dyn FnMut(Option<&[u8]>);
+
+/// SET's options.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SetOptions {
+    pub condition: Condition,
+    pub expiry: Expiry,
+}
+
+impl Keyspace {
+    /// The clock a written entry starts with (LRU now, or the LFU counter carried on).
+    pub(crate) fn write_clock(&self, old: Option<u32>, now: u64) -> u32 {
+        if self.settings.policy().is_lfu() {
+            crate::evict::lfu_touch(old.unwrap_or_else(|| crate::evict::lfu_new(now)), now)
+        } else {
+            lru_clock(now)
+        }
+    }
+
+    /// Records an access to an entry (LRU clock or LFU counter).
+    pub(crate) fn touch(&self, e: &mut Entry, now: u64) {
+        let c = if self.settings.policy().is_lfu() {
+            crate::evict::lfu_touch(e.clock(), now)
+        } else {
+            lru_clock(now)
+        };
+        e.set_clock(c);
+    }
+
+    /// A read of a key: hit or miss counted, `keymiss` announced on a miss.
+    fn read<'g>(
+        &self,
+        g: &'g mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        now: u64,
+    ) -> Option<&'g mut Entry> {
+        match self.lookup(g, hash, key, now, true) {
+            Some(e) => {
+                self.touch(e, now);
+                Some(e)
+            }
+            None => {
+                self.notify(self.settings.notify(), Event::KeyMiss, key);
+                None
+            }
+        }
+    }
+
+    /// GET: `f` sees the value, or `None`.
+    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> R {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let e = self.read(&mut g, hash, key, now);
+        f(e.map(|e| e.value()))
+    }
+
+    /// SET and its variants. `old`, if given, sees the value before the command (SET ... GET).
+    /// Returns whether the value was written.
+    pub fn set(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        opts: SetOptions,
+        old: Option<OldValue<'_>>,
+        pending: &mut Pending,
+    ) -> bool {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let (exists, old_deadline, old_clock) = match self.live(&mut g, hash, key, now) {
+            Some(e) => {
+                if let Some(f) = old {
+                    f(Some(e.value()));
+                }
+                (true, e.deadline(), Some(e.clock()))
+            }
+            None => {
+                if let Some(f) = old {
+                    f(None);
+                }
+                (false, None, None)
+            }
+        };
+        match opts.condition {
+            Condition::IfMissing if exists => return false,
+            Condition::IfExists if !exists => return false,
+            _ => {}
+        }
+        let deadline = match opts.expiry {
+            Expiry::Clear => None,
+            Expiry::Keep => old_deadline,
+            Expiry::At(d) => Some(d),
+        };
+        self.write_value(&mut g, hash, key, value, deadline, old_clock, now);
+        let emit = Emit {
+            value: Some(value),
+            deadline,
+            created: !exists,
+            expire_set: matches!(opts.expiry, Expiry::At(_)),
+            ..Emit::new(Op::Set, key)
+        };
+        self.emit(emit, now, pending);
+        true
+    }
+
+    /// Stores a value in a locked shard and wakes the expiry timer for its deadline.
+    #[allow(clippy::too_many_arguments)]
+    fn write_value(
+        &self,
+        g: &mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+        deadline: Option<u64>,
+        old_clock: Option<u32>,
+        now: u64,
+    ) {
+        let clock = self.write_clock(old_clock, now);
+        g.store(hash, key, value, deadline, clock, self.hasher());
+        if let Some(d) = deadline {
+            self.timer.schedule(d);
+        }
+    }
+
+    /// GETDEL: `f` sees the value; the key is removed.
+    pub fn getdel<R>(
+        &self,
+        key: &[u8],
+        pending: &mut Pending,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> R {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        if self.read(&mut g, hash, key, now).is_none() {
+            return f(None);
+        }
+        let Some(e) = g.remove(hash, key) else {
+            return f(None);
+        };
+        let r = f(Some(e.value()));
+        self.emit(Emit::new(Op::Del, key), now, pending);
+        r
+    }
+
+    /// GETEX: `f` sees the value; then `change` (if any) is applied to the deadline:
+    /// `Clear` is PERSIST, `At` a new deadline (a past one deletes the key, as in Redis).
+    pub fn getex<R>(
+        &self,
+        key: &[u8],
+        change: Option<Expiry>,
+        pending: &mut Pending,
+        f: impl FnOnce(Option<&[u8]>) -> R,
+    ) -> R {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let Some(e) = self.read(&mut g, hash, key, now) else {
+            return f(None);
+        };
+        let had_deadline = e.deadline().is_some();
+        let r = f(Some(e.value()));
+        match change {
+            None | Some(Expiry::Keep) => {}
+            Some(Expiry::Clear) => {
+                if had_deadline {
+                    g.set_deadline(hash, key, None);
+                    self.emit(Emit::new(Op::Persist, key), now, pending);
+                }
+            }
+            Some(Expiry::At(d)) if d <= now => {
+                g.remove(hash, key);
+                self.emit(Emit::new(Op::Del, key), now, pending);
+            }
+            Some(Expiry::At(d)) => {
+                g.set_deadline(hash, key, Some(d));
+                self.timer.schedule(d);
+                let emit = Emit {
+                    deadline: Some(d),
+                    ..Emit::new(Op::Expire, key)
+                };
+                self.emit(emit, now, pending);
+            }
+        }
+        r
+    }
+
+    /// MGET: `f` sees each key's value in order. Atomic: every shard involved is locked.
+    pub fn mget(&self, keys: &[&[u8]], mut f: impl FnMut(Option<&[u8]>)) {
+        let now = now_ms();
+        let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
+        let mut guards = self.lock_many(&hashes);
+        for (key, &hash) in keys.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            f(self.read(g, hash, key, now).map(|e| e.value()));
+        }
+    }
+
+    pub(crate) fn guard_of<'a, 'g>(
+        &self,
+        guards: &'a mut [Guard<'g>],
+        hash: u64,
+    ) -> &'a mut Guard<'g> {
+        let i = self.shard_index(hash);
+        let at = guards.iter().position(|g| g.index == i).unwrap_or_default();
+        &mut guards[at]
+    }
+
+    /// MSET: every pair written, deadlines cleared. Atomic, as MGET.
+    pub fn mset(&self, pairs: &[(&[u8], &[u8])], pending: &mut Pending) {
+        let now = now_ms();
+        let hashes: Vec<u64> = pairs.iter().map(|(k, _)| self.hash(k)).collect();
+        let mut guards = self.lock_many(&hashes);
+        for (&(key, value), &hash) in pairs.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            let (exists, old_clock) = match self.live(g, hash, key, now) {
+                Some(e) => (true, Some(e.clock())),
+                None => (false, None),
+            };
+            self.write_value(g, hash, key, value, None, old_clock, now);
+            let emit = Emit {
+                value: Some(value),
+                created: !exists,
+                ..Emit::new(Op::Set, key)
+            };
+            self.emit(emit, now, pending);
+        }
+    }
+
+    /// INCRBY (and INCR, DECR, DECRBY): the new value. The deadline is kept.
+    pub fn incr_by(&self, key: &[u8], delta: i64, pending: &mut Pending) -> Result<i64, KvError> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+            Some(e) => (
+                resp_wire::parse_i64(e.value()).ok_or(KvError::NotInteger)?,
+                e.deadline(),
+                Some(e.clock()),
+            ),
+            None => (0, None, None),
+        };
+        let new = current.checked_add(delta).ok_or(KvError::Overflow)?;
+        let mut text = itoa::Buffer::new();
+        let text = text.format(new).as_bytes();
+        self.write_value(&mut g, hash, key, text, deadline, clock, now);
+        let emit = Emit {
+            value: Some(text),
+            deadline,
+            created: clock.is_none(),
+            ..Emit::new(Op::Incrby, key)
+        };
+        self.emit(emit, now, pending);
+        Ok(new)
+    }
+
+    /// APPEND: the new length. The deadline is kept; a missing key is created.
+    pub fn append(&self, key: &[u8], data: &[u8], pending: &mut Pending) -> Result<usize, KvError> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let (new, created) = match self.live(&mut g, hash, key, now) {
+            Some(e) => {
+                if (e.value().len() + data.len()) as u64 > self.max_bulk {
+                    return Err(KvError::TooLarge);
+                }
+                let clock = self.write_clock(Some(e.clock()), now);
+                (
+                    Entry::from_parts(key, &[e.value(), data], e.deadline(), clock),
+                    false,
+                )
+            }
+            None => (
+                Entry::new(key, data, None, self.write_clock(None, now)),
+                true,
+            ),
+        };
+        let (len, deadline) = (new.value().len(), new.deadline());
+        if created {
+            g.insert(hash, new, self.hasher());
+        } else {
+            g.replace(hash, key, new);
+        }
+        let value = g.get(hash, key).map(|e| e.value().to_vec());
+        let emit = Emit {
+            value: value.as_deref(),
+            deadline,
+            created,
+            ..Emit::new(Op::Append, key)
+        };
+        self.emit(emit, now, pending);
+        Ok(len)
+    }
+
+    /// STRLEN: 0 for a missing key.
+    pub fn strlen(&self, key: &[u8]) -> usize {
+        self.get(key, |v| v.map_or(0, <[u8]>::len))
+    }
+}
+
+#[cfg(test)]
+#[path = "strings_tests.rs"]
+mod tests;

@@ -1,0 +1,165 @@
+//! CONFIG GET / SET / RESETSTAT / REWRITE. The parameters that mean something here can be
+//! read; the keyspace's runtime settings (`maxmemory`, `maxmemory-policy`,
+//! `maxmemory-samples`, `notify-keyspace-events`) can be changed. Clients that only probe
+//! (redis-benchmark asks for `save` and `appendonly`) get the values that describe this
+//! server.
+
+use nsqr_kv::{NotifyFlags, Policy};
+use resp_wire::Args;
+
+use super::args::is;
+use super::session::Ctx;
+use super::table::wrong_arity;
+
+/// Every parameter CONFIG GET knows, in the order it lists them.
+const PARAMS: [&str; 11] = [
+    "maxmemory",
+    "maxmemory-policy",
+    "maxmemory-samples",
+    "notify-keyspace-events",
+    "save",
+    "appendonly",
+    "appendfsync",
+    "databases",
+    "proto-max-bulk-len",
+    "client-output-buffer-limit",
+    "timeout",
+];
+
+fn value(ctx: &Ctx<'_>, name: &str) -> String {
+    let s = ctx.shared.ks.settings();
+    let strict = ctx.shared.ks.is_strict();
+    let l = ctx.shared.pubsub_limit;
+    match name {
+        "maxmemory" => s.maxmemory().to_string(),
+        "maxmemory-policy" => s.policy().name().to_string(),
+        "maxmemory-samples" => s.samples().to_string(),
+        "notify-keyspace-events" => s.notify().to_string(),
+        "save" => String::new(),
+        "appendonly" => if strict { "yes" } else { "no" }.to_string(),
+        "appendfsync" => if strict { "always" } else { "no" }.to_string(),
+        "databases" => "1".to_string(),
+        "proto-max-bulk-len" => ctx.shared.max_bulk.to_string(),
+        "client-output-buffer-limit" => format!(
+            "normal 0 0 0 slave 0 0 0 pubsub {} {} {}",
+            l.hard,
+            l.soft,
+            l.soft_time.as_secs()
+        ),
+        _ => "0".to_string(),
+    }
+}
+
+pub fn config(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let sub = a.get(1).to_ascii_lowercase();
+    match sub.as_slice() {
+        b"get" if a.len() >= 3 => get(ctx, a),
+        b"set" if a.len() >= 4 && a.len().is_multiple_of(2) => set(ctx, a),
+        b"resetstat" | b"rewrite" if a.len() == 2 => {
+            if sub == b"rewrite" {
+                ctx.out
+                    .error("ERR The server is running without a config file");
+            } else {
+                ctx.out.ok();
+            }
+        }
+        b"get" | b"set" | b"resetstat" | b"rewrite" => {
+            wrong_arity(ctx, &format!("config|{}", String::from_utf8_lossy(&sub)));
+        }
+        _ => {
+            let name = String::from_utf8_lossy(a.get(1)).into_owned();
+            ctx.out.error(&format!(
+                "ERR unknown subcommand '{name}'. Try CONFIG HELP."
+            ));
+        }
+    }
+}
+
+fn get(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let patterns: Vec<Vec<u8>> = a.iter().skip(2).map(|p| p.to_ascii_lowercase()).collect();
+    let matched: Vec<&str> = PARAMS
+        .iter()
+        .copied()
+        .filter(|name| {
+            patterns
+                .iter()
+                .any(|p| nsqr_kv::glob::matches(p, name.as_bytes()))
+        })
+        .collect();
+    let pairs: Vec<(&str, String)> = matched.iter().map(|n| (*n, value(ctx, n))).collect();
+    ctx.out.map(pairs.len());
+    for (n, v) in pairs {
+        ctx.out.bulk(n.as_bytes());
+        ctx.out.bulk(v.as_bytes());
+    }
+}
+
+/// A new setting, checked before any is applied (CONFIG SET is all or nothing).
+enum Change {
+    Maxmemory(u64),
+    Policy(Policy),
+    Samples(usize),
+    Notify(NotifyFlags),
+    Nothing,
+}
+
+fn parse_one(name: &[u8], v: &[u8]) -> Result<Change, String> {
+    let text = String::from_utf8_lossy(v);
+    let failed = |what: &str| {
+        format!(
+            "ERR CONFIG SET failed (possibly related to argument '{}') - {what}",
+            String::from_utf8_lossy(name)
+        )
+    };
+    if is(name, "maxmemory") {
+        nsqr_kv::config::parse_memory(&text)
+            .map(Change::Maxmemory)
+            .ok_or_else(|| failed("argument must be a memory value"))
+    } else if is(name, "maxmemory-policy") {
+        Policy::parse(&text).map(Change::Policy).ok_or_else(|| {
+            failed("argument(s) must be one of the following: volatile-lru, allkeys-lru, volatile-lfu, allkeys-lfu, volatile-random, allkeys-random, volatile-ttl, noeviction")
+        })
+    } else if is(name, "maxmemory-samples") {
+        match text.parse::<usize>() {
+            Ok(n) if (1..=64).contains(&n) => Ok(Change::Samples(n)),
+            _ => Err(failed("argument must be between 1 and 64 inclusive")),
+        }
+    } else if is(name, "notify-keyspace-events") {
+        NotifyFlags::parse(&text)
+            .map(Change::Notify)
+            .map_err(|e| failed(&e.to_string()))
+    } else if is(name, "save") && v.is_empty() {
+        // No periodic snapshots here, which is what `save ""` asks for.
+        Ok(Change::Nothing)
+    } else if PARAMS.iter().any(|p| is(name, p)) {
+        Err(failed(
+            "this parameter cannot be changed at runtime by nsqrd",
+        ))
+    } else {
+        Err(format!(
+            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+            String::from_utf8_lossy(name)
+        ))
+    }
+}
+
+fn set(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let mut changes = Vec::new();
+    for i in (2..a.len()).step_by(2) {
+        match parse_one(a.get(i), a.get(i + 1)) {
+            Ok(c) => changes.push(c),
+            Err(e) => return ctx.out.error(&e),
+        }
+    }
+    let s = ctx.shared.ks.settings();
+    for c in changes {
+        match c {
+            Change::Maxmemory(v) => s.set_maxmemory(v),
+            Change::Policy(p) => s.set_policy(p),
+            Change::Samples(n) => s.set_samples(n),
+            Change::Notify(f) => s.set_notify(f),
+            Change::Nothing => {}
+        }
+    }
+    ctx.out.ok();
+}

@@ -1,0 +1,316 @@
+//! One client connection: read, parse every complete request in the buffer (pipelining),
+//! run each, write all the replies with one write.
+//!
+//! - **Bounded memory.** The read buffer grows only as bytes arrive; the parser refuses
+//!   lengths beyond Redis's limits before anything is allocated for them, and a client whose
+//!   unparsed input passes 1 GiB (Redis's `client-query-buffer-limit`) is closed. Replies are
+//!   written out every 64 KiB, so a long pipeline of GETs never holds more than that.
+//! - **Protocol errors** are answered with Redis's `-ERR Protocol error: ...` and the
+//!   connection is closed, as Redis does; the input still arriving is read and dropped (for
+//!   at most 500 ms and 4 MiB) so the client sees the error rather than a reset.
+//! - **Strict mode.** Replies to writes go out only once the writes are durable
+//!   (`Keyspace::durable`); if that fails, the connection is closed without them, so the
+//!   client never takes an unsaved write for an acknowledged one.
+//! - **Pub/sub.** Once subscribed, the client's replies go through its outbox
+//!   (`nsqr_kv::Subscriber`), where publishers add messages; the task wakes on either input
+//!   or new messages, and closes the connection if the outbox was cut off.
+
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use resp_wire::{Limits, Parsed, Protocol, Reply, RequestParser};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+use super::session::{Ctx, Session};
+use super::table::dispatch;
+use super::Shared;
+
+/// Read buffer size, and how much free room a read gets at least.
+const READ_CHUNK: usize = 16 * 1024;
+/// Replies are written once this much is buffered.
+const WRITE_AT: usize = 64 * 1024;
+/// Most room reserved ahead for a large value.
+const READ_AHEAD: usize = 4 << 20;
+/// Redis's `client-query-buffer-limit`.
+const QUERY_BUFFER_LIMIT: usize = 1 << 30;
+/// Buffers larger than this are given back once empty.
+const KEEP: usize = 1 << 20;
+/// How long, and how much of, the input after a protocol error is drained before closing.
+const DRAIN: Duration = Duration::from_millis(500);
+const DRAIN_BYTES: usize = 4 << 20;
+
+/// What the connection does after parsing.
+enum Next {
+    /// Everything buffered was handled: write the replies, read more.
+    Read,
+    /// The reply buffer is full: write it, then parse on.
+    Write,
+    /// QUIT: write the replies and close.
+    Close,
+    /// A protocol error (its reply is buffered): write, drain, close.
+    ProtocolError,
+}
+
+struct Conn {
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    rbuf: Vec<u8>,
+    /// Where the unparsed input starts in `rbuf`.
+    start: usize,
+    parser: RequestParser,
+    session: Session,
+    out: Reply,
+}
+
+/// Serves one client until it leaves, errs, or the server stops.
+pub async fn run(
+    shared: Arc<Shared>,
+    stream: TcpStream,
+    peer: std::net::SocketAddr,
+    stop: watch::Receiver<bool>,
+) {
+    let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    shared.connected.fetch_add(1, Ordering::Relaxed);
+    shared.total_connections.fetch_add(1, Ordering::Relaxed);
+    let authenticated = shared.password.is_none();
+    let limits = Limits {
+        max_bulk: shared.max_bulk,
+        unauthenticated: !authenticated,
+    };
+    let mut conn = Conn {
+        shared: Arc::clone(&shared),
+        stream,
+        rbuf: Vec::with_capacity(READ_CHUNK),
+        start: 0,
+        parser: RequestParser::new(limits),
+        session: Session::new(id, peer.to_string(), authenticated),
+        out: Reply::with_capacity(Protocol::Resp2, READ_CHUNK),
+    };
+    if let Err(e) = conn.serve(stop).await {
+        tracing::debug!("KV: client {id} ({peer}) closed - {e}");
+    }
+    if conn.session.sub.is_some() {
+        shared.ks.hub().remove_client(id);
+    }
+    shared.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+impl Conn {
+    async fn serve(&mut self, mut stop: watch::Receiver<bool>) -> std::io::Result<()> {
+        // Made once: polling it costs nothing until the server stops.
+        let stopped = stop.wait_for(|s| *s);
+        tokio::pin!(stopped);
+        loop {
+            self.reserve();
+            let read = match self.session.sub.clone() {
+                None => tokio::select! {
+                    r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    _ = &mut stopped => return Ok(()),
+                },
+                Some(sub) => tokio::select! {
+                    r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    () = sub.wait() => None,
+                    _ = &mut stopped => return Ok(()),
+                },
+            };
+            if read == Some(0) {
+                return Ok(());
+            }
+            if self.rbuf.len() - self.start > QUERY_BUFFER_LIMIT {
+                tracing::warn!(
+                    "KV: client {} closed: query buffer over 1 GiB",
+                    self.session.id
+                );
+                return Ok(());
+            }
+            loop {
+                match self.parse_all() {
+                    Next::Read => break,
+                    Next::Write => self.write().await?,
+                    Next::Close => {
+                        self.write().await?;
+                        return self.stream.shutdown().await;
+                    }
+                    Next::ProtocolError => {
+                        self.write().await?;
+                        return self.drain_and_close().await;
+                    }
+                }
+            }
+            self.write().await?;
+            self.compact();
+        }
+    }
+
+    /// Makes room for the next read: at least one chunk, or more of a large value whose
+    /// length is known (so it is read in a few large reads).
+    fn reserve(&mut self) {
+        // A declared length is trusted for at most 4 MiB ahead of the bytes that came: the
+        // buffer grows with what arrives, not with what a client announces.
+        let want = self
+            .parser
+            .wanted(self.rbuf.len() - self.start)
+            .unwrap_or(0)
+            .clamp(READ_CHUNK, READ_AHEAD);
+        if self.rbuf.capacity() - self.rbuf.len() < READ_CHUNK {
+            self.rbuf.reserve(want);
+        }
+    }
+
+    /// Runs every complete request buffered (until the reply buffer fills).
+    fn parse_all(&mut self) -> Next {
+        let Conn {
+            shared,
+            rbuf,
+            start,
+            parser,
+            session,
+            out,
+            ..
+        } = self;
+        loop {
+            let input = &rbuf[*start..];
+            match parser.parse(input) {
+                Ok(Parsed::Request(n)) => {
+                    let args = parser.args(&input[..n]);
+                    let mut ctx = Ctx {
+                        shared,
+                        s: session,
+                        out,
+                    };
+                    dispatch(&mut ctx, &args);
+                    ctx.move_to_outbox();
+                    *start += n;
+                    if session.quit {
+                        return Next::Close;
+                    }
+                    let unauthenticated = shared.password.is_some() && !session.authenticated;
+                    if parser.limits().unauthenticated != unauthenticated {
+                        parser.set_limits(Limits {
+                            max_bulk: shared.max_bulk,
+                            unauthenticated,
+                        });
+                    }
+                    if out.len() >= WRITE_AT {
+                        return Next::Write;
+                    }
+                }
+                Ok(Parsed::Empty(n)) => *start += n,
+                Ok(Parsed::Incomplete) => return Next::Read,
+                Err(e) => {
+                    out.error(&format!("ERR {e}"));
+                    let mut ctx = Ctx {
+                        shared,
+                        s: session,
+                        out,
+                    };
+                    ctx.move_to_outbox();
+                    tracing::debug!("KV: client {} protocol error - {e}", session.id);
+                    return Next::ProtocolError;
+                }
+            }
+        }
+    }
+
+    /// Waits for durability (strict mode), then writes the replies (and, for a subscriber,
+    /// what publishers queued).
+    async fn write(&mut self) -> std::io::Result<()> {
+        if !self.session.pending.is_empty() {
+            if let Err(e) = self.shared.ks.durable(&mut self.session.pending).await {
+                tracing::error!(
+                    "KV: client {} closed without its replies: {e}",
+                    self.session.id
+                );
+                return Err(std::io::Error::other(e.to_string()));
+            }
+        }
+        loop {
+            if let Some(sub) = &self.session.sub {
+                if !sub.take(self.out.buf_mut()) {
+                    return Err(std::io::Error::other("pub/sub output buffer limit reached"));
+                }
+            }
+            if self.out.is_empty() {
+                break;
+            }
+            self.write_out().await?;
+            self.out.clear();
+            // Messages queued while writing may have used up the wake-up: take them now.
+        }
+        self.drop_idle_subscriber();
+        if self.out.buf_mut().capacity() > KEEP {
+            *self.out.buf_mut() = Vec::with_capacity(READ_CHUNK);
+        }
+        Ok(())
+    }
+
+    /// Writes the reply buffer. A subscriber's write also watches its outbox: a client that
+    /// stopped reading (its socket full) is closed as soon as its outbox is cut off, rather
+    /// than holding this task (and what it was writing) forever.
+    async fn write_out(&mut self) -> std::io::Result<()> {
+        let buf = self.out.as_bytes();
+        let mut at = 0;
+        while at < buf.len() {
+            let n = match &self.session.sub {
+                None => match self.stream.write(&buf[at..]).await? {
+                    0 => return Err(std::io::ErrorKind::WriteZero.into()),
+                    n => n,
+                },
+                // `write` is cancel-safe: if the outbox wakes us first, nothing was written.
+                Some(sub) => tokio::select! {
+                    r = self.stream.write(&buf[at..]) => r?,
+                    () = sub.wait() => {
+                        if sub.is_killed() {
+                            return Err(std::io::Error::other("pub/sub output buffer limit reached"));
+                        }
+                        0
+                    }
+                },
+            };
+            at += n;
+        }
+        Ok(())
+    }
+
+    /// A client that unsubscribed from everything goes back to writing replies directly.
+    fn drop_idle_subscriber(&mut self) {
+        if let Some(sub) = &self.session.sub {
+            if self.shared.ks.hub().counts(sub.id()) == (0, 0) && sub.queued() == 0 {
+                self.shared.ks.hub().remove_client(sub.id());
+                self.session.sub = None;
+            }
+        }
+    }
+
+    /// Drops the parsed input from the front of the read buffer.
+    fn compact(&mut self) {
+        if self.start == self.rbuf.len() {
+            self.rbuf.clear();
+            self.start = 0;
+            if self.rbuf.capacity() > KEEP {
+                self.rbuf = Vec::with_capacity(READ_CHUNK);
+            }
+        } else if self.start > 0 {
+            self.rbuf.drain(..self.start);
+            self.start = 0;
+        }
+    }
+
+    /// After a protocol error: stop writing, read and drop input for a while, close.
+    async fn drain_and_close(&mut self) -> std::io::Result<()> {
+        let _ = self.stream.shutdown().await;
+        let mut sink = vec![0u8; READ_CHUNK];
+        let deadline = tokio::time::Instant::now() + DRAIN;
+        let mut drained = 0;
+        while let Ok(Ok(n)) = tokio::time::timeout_at(deadline, self.stream.read(&mut sink)).await {
+            drained += n;
+            if n == 0 || drained > DRAIN_BYTES {
+                break;
+            }
+        }
+        Ok(())
+    }
+}

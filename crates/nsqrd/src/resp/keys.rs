@@ -1,0 +1,203 @@
+//! Key commands: DEL, UNLINK, EXISTS, EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (NX / XX / GT /
+//! LT), TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, TYPE, SCAN (MATCH / COUNT / TYPE), KEYS.
+
+use nsqr_kv::{ExpireCondition, Ttl};
+use resp_wire::Args;
+
+use super::args::{self, expire_deadline, is, Unit, SYNTAX};
+use super::session::Ctx;
+
+fn keys_of<'a>(a: &Args<'a>) -> Vec<&'a [u8]> {
+    a.iter().skip(1).collect()
+}
+
+pub fn del(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let n = ctx.shared.ks.del(&keys_of(a), &mut ctx.s.pending);
+    ctx.out.integer(n as i64);
+}
+
+pub fn exists(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    ctx.out.integer(ctx.shared.ks.exists(&keys_of(a)) as i64);
+}
+
+/// EXPIRE's options, read before its time as Redis reads them.
+fn expire_condition(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<ExpireCondition> {
+    let (mut nx, mut xx, mut gt, mut lt) = (false, false, false, false);
+    for opt in a.iter().skip(3) {
+        if is(opt, "nx") {
+            nx = true;
+        } else if is(opt, "xx") {
+            xx = true;
+        } else if is(opt, "gt") {
+            gt = true;
+        } else if is(opt, "lt") {
+            lt = true;
+        } else {
+            let o = String::from_utf8_lossy(opt).into_owned();
+            ctx.out.error(&format!("ERR Unsupported option {o}"));
+            return None;
+        }
+    }
+    if nx && (xx || gt || lt) {
+        ctx.out
+            .error("ERR NX and XX, GT or LT options at the same time are not compatible");
+        return None;
+    }
+    if gt && lt {
+        ctx.out
+            .error("ERR GT and LT options at the same time are not compatible");
+        return None;
+    }
+    Some(ExpireCondition { nx, xx, gt, lt })
+}
+
+fn expire_generic(ctx: &mut Ctx<'_>, a: &Args<'_>, unit: Unit, absolute: bool, name: &str) {
+    let Some(cond) = expire_condition(ctx, a) else {
+        return;
+    };
+    let Some(at) = expire_deadline(ctx, a.get(2), unit, absolute, name) else {
+        return;
+    };
+    let done = ctx.shared.ks.expire(a.get(1), at, cond, &mut ctx.s.pending);
+    ctx.out.integer(i64::from(done));
+}
+
+pub fn expire(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_generic(ctx, a, Unit::Seconds, false, "expire");
+}
+
+pub fn pexpire(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_generic(ctx, a, Unit::Millis, false, "pexpire");
+}
+
+pub fn expireat(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_generic(ctx, a, Unit::Seconds, true, "expireat");
+}
+
+pub fn pexpireat(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_generic(ctx, a, Unit::Millis, true, "pexpireat");
+}
+
+/// Milliseconds rounded to seconds as Redis rounds TTL.
+fn seconds(ms: u64) -> i64 {
+    ((ms + 500) / 1000) as i64
+}
+
+pub fn ttl(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let v = match ctx.shared.ks.ttl(a.get(1)) {
+        Ttl::Missing => -2,
+        Ttl::Persistent => -1,
+        Ttl::Remaining(ms) => seconds(ms),
+    };
+    ctx.out.integer(v);
+}
+
+pub fn pttl(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let v = match ctx.shared.ks.ttl(a.get(1)) {
+        Ttl::Missing => -2,
+        Ttl::Persistent => -1,
+        Ttl::Remaining(ms) => ms as i64,
+    };
+    ctx.out.integer(v);
+}
+
+fn expire_time(ctx: &mut Ctx<'_>, a: &Args<'_>, ms: bool) {
+    let v = match ctx.shared.ks.deadline(a.get(1)) {
+        None => -2,
+        Some(None) => -1,
+        Some(Some(d)) if ms => d as i64,
+        Some(Some(d)) => seconds(d),
+    };
+    ctx.out.integer(v);
+}
+
+pub fn expiretime(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_time(ctx, a, false);
+}
+
+pub fn pexpiretime(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    expire_time(ctx, a, true);
+}
+
+pub fn persist(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let done = ctx.shared.ks.persist(a.get(1), &mut ctx.s.pending);
+    ctx.out.integer(i64::from(done));
+}
+
+pub fn key_type(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if ctx.shared.ks.contains(a.get(1)) {
+        ctx.out.simple(b"string");
+    } else {
+        ctx.out.simple(b"none");
+    }
+}
+
+/// SCAN's options.
+struct ScanOptions<'a> {
+    pattern: Option<&'a [u8]>,
+    count: usize,
+    /// TYPE asked for something other than strings: no key can match.
+    other_type: bool,
+}
+
+fn scan_options<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<ScanOptions<'a>> {
+    let mut o = ScanOptions {
+        pattern: None,
+        count: 10,
+        other_type: false,
+    };
+    let mut i = 2;
+    while i < a.len() {
+        if i + 1 >= a.len() {
+            ctx.out.error(SYNTAX);
+            return None;
+        }
+        let (opt, v) = (a.get(i), a.get(i + 1));
+        if is(opt, "match") {
+            o.pattern = Some(v).filter(|p| *p != b"*");
+        } else if is(opt, "count") {
+            let n = args::int(ctx, v)?;
+            if n < 1 {
+                ctx.out.error(SYNTAX);
+                return None;
+            }
+            o.count = usize::try_from(n).unwrap_or(usize::MAX);
+        } else if is(opt, "type") {
+            o.other_type = !is(v, "string");
+        } else {
+            ctx.out.error(SYNTAX);
+            return None;
+        }
+        i += 2;
+    }
+    Some(o)
+}
+
+pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some(cursor) = resp_wire::parse_u64(a.get(1)) else {
+        return ctx.out.error("ERR invalid cursor");
+    };
+    let Some(o) = scan_options(ctx, a) else {
+        return;
+    };
+    let mut found = Vec::new();
+    let next = ctx.shared.ks.scan(cursor, o.count, o.pattern, &mut found);
+    if o.other_type {
+        found.clear();
+    }
+    ctx.out.array(2);
+    ctx.out.bulk(next.to_string().as_bytes());
+    ctx.out.array(found.len());
+    for k in &found {
+        ctx.out.bulk(k);
+    }
+}
+
+pub fn keys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    // As in Redis, KEYS walks the whole keyspace while its client waits.
+    let found = ctx.shared.ks.keys(a.get(1));
+    ctx.out.array(found.len());
+    for k in &found {
+        ctx.out.bulk(k);
+    }
+}

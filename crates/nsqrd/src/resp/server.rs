@@ -1,0 +1,225 @@
+//! Server commands: DBSIZE, FLUSHDB / FLUSHALL, INFO, SAVE, COMMAND, TIME. (CONFIG has its
+//! own file.)
+
+use std::fmt::Write as _;
+use std::sync::atomic::Ordering;
+
+use resp_wire::Args;
+
+use super::args::{is, SYNTAX};
+use super::connection::REDIS_VERSION;
+use super::session::Ctx;
+use super::table::{self, Command, COMMANDS};
+
+pub fn dbsize(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    ctx.out.integer(ctx.shared.ks.dbsize() as i64);
+}
+
+/// FLUSHDB and FLUSHALL (one database: the same).
+pub fn flushdb(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if a.len() > 2 || (a.len() == 2 && !is(a.get(1), "async") && !is(a.get(1), "sync")) {
+        return ctx.out.error(SYNTAX);
+    }
+    ctx.shared.ks.flush(&mut ctx.s.pending);
+    ctx.out.ok();
+}
+
+pub fn save(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    // As in Redis, SAVE blocks: the clients of this serving thread wait for the snapshot.
+    match ctx.shared.ks.save() {
+        Ok(()) => ctx.out.ok(),
+        Err(e) => ctx.out.error(&format!("ERR {e}")),
+    }
+}
+
+pub fn time(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    ctx.out.array(2);
+    ctx.out.bulk(now.as_secs().to_string().as_bytes());
+    ctx.out.bulk(now.subsec_micros().to_string().as_bytes());
+}
+
+fn human(bytes: u64) -> String {
+    let (v, unit) = match bytes {
+        b if b >= 1 << 30 => (b as f64 / f64::from(1u32 << 30), "G"),
+        b if b >= 1 << 20 => (b as f64 / f64::from(1u32 << 20), "M"),
+        b if b >= 1 << 10 => (b as f64 / 1024.0, "K"),
+        b => (b as f64, "B"),
+    };
+    format!("{v:.2}{unit}")
+}
+
+/// The sections INFO knows, in the order it prints them.
+const SECTIONS: [&str; 7] = [
+    "server",
+    "clients",
+    "memory",
+    "persistence",
+    "stats",
+    "replication",
+    "keyspace",
+];
+
+fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String) {
+    let sh = ctx.shared;
+    let ks = &sh.ks;
+    let settings = ks.settings();
+    let up = sh.started.elapsed().as_secs();
+    let _ = match name {
+        "server" => write!(
+            out,
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nnsqrd_version:{}\r\nredis_mode:standalone\r\nos:{}\r\narch_bits:64\r\nprocess_id:{}\r\ntcp_port:{}\r\nuptime_in_seconds:{up}\r\nuptime_in_days:{}\r\n",
+            env!("CARGO_PKG_VERSION"),
+            std::env::consts::OS,
+            std::process::id(),
+            sh.port,
+            up / 86_400
+        ),
+        "clients" => write!(
+            out,
+            "# Clients\r\nconnected_clients:{}\r\n",
+            sh.connected.load(Ordering::Relaxed)
+        ),
+        "memory" => write!(
+            out,
+            "# Memory\r\nused_memory:{}\r\nused_memory_human:{}\r\nmaxmemory:{}\r\nmaxmemory_human:{}\r\nmaxmemory_policy:{}\r\n",
+            stats.used_memory,
+            human(stats.used_memory),
+            settings.maxmemory(),
+            human(settings.maxmemory()),
+            settings.policy().name()
+        ),
+        "persistence" => write!(
+            out,
+            "# Persistence\r\nloading:0\r\naof_enabled:{}\r\n",
+            u8::from(ks.is_strict())
+        ),
+        "stats" => write!(
+            out,
+            "# Stats\r\ntotal_connections_received:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nchange_feed_revision:{}\r\nchange_feed_errors:{}\r\n",
+            sh.total_connections.load(Ordering::Relaxed),
+            stats.expired,
+            stats.evicted,
+            stats.hits,
+            stats.misses,
+            ks.hub().channels(None).len(),
+            ks.hub().numpat(),
+            stats.revision,
+            ks.feed_errors()
+        ),
+        "replication" => write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+        _ => {
+            out.push_str("# Keyspace\r\n");
+            if stats.keys > 0 {
+                let _ = write!(out, "db0:keys={},expires={},avg_ttl=0\r\n", stats.keys, stats.volatile);
+            }
+            Ok(())
+        }
+    };
+}
+
+pub fn info(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let asked: Vec<String> = a
+        .iter()
+        .skip(1)
+        .map(|s| String::from_utf8_lossy(s).to_ascii_lowercase())
+        .collect();
+    let all = asked.is_empty()
+        || asked
+            .iter()
+            .any(|s| s == "all" || s == "default" || s == "everything");
+    // Counters are summed over every shard once per INFO.
+    let stats = ctx.shared.ks.stats();
+    let mut text = String::new();
+    for name in SECTIONS {
+        if all || asked.iter().any(|s| s == name) {
+            if !text.is_empty() {
+                text.push_str("\r\n");
+            }
+            section(ctx, &stats, name, &mut text);
+        }
+    }
+    ctx.out.verbatim(b"txt", text.as_bytes());
+}
+
+fn flag_names(flags: u32) -> Vec<&'static [u8]> {
+    [
+        (table::WRITE, &b"write"[..]),
+        (table::READONLY, b"readonly"),
+        (table::DENYOOM, b"denyoom"),
+        (table::ADMIN, b"admin"),
+        (table::PUBSUB, b"pubsub"),
+        (table::NO_AUTH, b"no_auth"),
+        (table::FAST, b"fast"),
+    ]
+    .into_iter()
+    .filter(|(bit, _)| flags & bit != 0)
+    .map(|(_, n)| n)
+    .collect()
+}
+
+/// One command as `COMMAND INFO` describes it (Redis 7's ten fields).
+fn command_info(ctx: &mut Ctx<'_>, c: &Command) {
+    let out = &mut *ctx.out;
+    out.array(10);
+    out.bulk(c.name.as_bytes());
+    out.integer(i64::from(c.arity));
+    let flags = flag_names(c.flags);
+    out.set(flags.len());
+    for f in flags {
+        out.simple(f);
+    }
+    out.integer(i64::from(c.keys.0));
+    out.integer(i64::from(c.keys.1));
+    out.integer(i64::from(c.keys.2));
+    out.set(0);
+    out.set(0);
+    out.array(0);
+    out.array(0);
+}
+
+fn all_commands(ctx: &mut Ctx<'_>) {
+    ctx.out.array(COMMANDS.len());
+    for c in COMMANDS {
+        command_info(ctx, c);
+    }
+}
+
+pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if a.len() == 1 {
+        return all_commands(ctx);
+    }
+    let sub = a.get(1).to_ascii_lowercase();
+    match sub.as_slice() {
+        b"count" if a.len() == 2 => ctx.out.integer(COMMANDS.len() as i64),
+        b"list" => {
+            ctx.out.array(COMMANDS.len());
+            for c in COMMANDS {
+                ctx.out.bulk(c.name.as_bytes());
+            }
+        }
+        b"info" => {
+            let names: Vec<Vec<u8>> = a.iter().skip(2).map(<[u8]>::to_vec).collect();
+            if names.is_empty() {
+                return all_commands(ctx);
+            }
+            ctx.out.array(names.len());
+            for n in names {
+                match table::lookup(&n) {
+                    Some(c) => command_info(ctx, c),
+                    None => ctx.out.null_array(),
+                }
+            }
+        }
+        b"docs" => ctx.out.map(0),
+        b"count" => table::wrong_arity(ctx, "command|count"),
+        _ => {
+            let name = String::from_utf8_lossy(a.get(1)).into_owned();
+            ctx.out.error(&format!(
+                "ERR unknown subcommand '{name}'. Try COMMAND HELP."
+            ));
+        }
+    }
+}

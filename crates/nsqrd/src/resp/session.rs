@@ -1,0 +1,100 @@
+//! One client's state, and what a command handler is given: the shared server, the client,
+//! and the reply buffer.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use nsqr_kv::{Pending, Subscriber};
+use resp_wire::{Protocol, Reply};
+
+use super::Shared;
+
+/// A client of the keyspace server.
+pub struct Session {
+    pub id: u64,
+    pub addr: String,
+    pub created: Instant,
+    pub authenticated: bool,
+    /// `CLIENT SETNAME` / `HELLO ... SETNAME`.
+    pub name: Vec<u8>,
+    /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
+    pub lib_name: Vec<u8>,
+    pub lib_ver: Vec<u8>,
+    /// The client's outbox once it subscribed to something (see `conn.rs`).
+    pub sub: Option<Arc<Subscriber>>,
+    /// Changes to wait for (strict mode) before the replies of this batch go out.
+    pub pending: Pending,
+    /// Close once the replies are written (QUIT).
+    pub quit: bool,
+    /// The last command's name (`CLIENT INFO`).
+    pub last_command: &'static str,
+}
+
+impl Session {
+    pub fn new(id: u64, addr: String, authenticated: bool) -> Session {
+        Session {
+            id,
+            addr,
+            created: Instant::now(),
+            authenticated,
+            name: Vec::new(),
+            lib_name: Vec::new(),
+            lib_ver: Vec::new(),
+            sub: None,
+            pending: Pending::default(),
+            quit: false,
+            last_command: "NULL",
+        }
+    }
+
+    /// The client's (channels, patterns) subscription counts.
+    pub fn subscriptions(&self, shared: &Shared) -> (usize, usize) {
+        match &self.sub {
+            Some(_) => shared.ks.hub().counts(self.id),
+            None => (0, 0),
+        }
+    }
+}
+
+/// What a command handler works with.
+pub struct Ctx<'a> {
+    pub shared: &'a Shared,
+    pub s: &'a mut Session,
+    pub out: &'a mut Reply,
+}
+
+impl Ctx<'_> {
+    pub fn proto(&self) -> Protocol {
+        self.out.protocol()
+    }
+
+    /// RESP2 and subscribed: only pub/sub commands, PING, QUIT and RESET may run.
+    pub fn in_resp2_pubsub(&self) -> bool {
+        self.proto() == Protocol::Resp2 && self.s.subscriptions(self.shared) != (0, 0)
+    }
+
+    /// The client's outbox, created on first use; replies written so far move into it first,
+    /// so they stay ahead of what publishers add from now on.
+    pub fn subscriber(&mut self) -> Arc<Subscriber> {
+        let proto = self.proto();
+        let (id, limit) = (self.s.id, self.shared.pubsub_limit);
+        let sub = self
+            .s
+            .sub
+            .get_or_insert_with(|| Arc::new(Subscriber::new(id, proto, limit)));
+        let sub = Arc::clone(sub);
+        self.move_to_outbox();
+        sub
+    }
+
+    /// Moves what is in the reply buffer into the outbox (when the client has one).
+    pub fn move_to_outbox(&mut self) {
+        if let Some(sub) = &self.s.sub {
+            if !self.out.is_empty() {
+                let out = &mut *self.out;
+                sub.write(|r| r.raw(out.as_bytes()));
+                out.clear();
+            }
+        }
+    }
+}

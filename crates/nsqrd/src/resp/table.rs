@@ -1,0 +1,256 @@
+//! The command table, and the checks Redis makes before a command runs, in Redis's order:
+//! unknown command, wrong number of arguments, authentication, memory (`maxmemory`), a failed
+//! log (strict mode), and the RESP2 subscribed context. A refused command is an error reply;
+//! the connection stays open.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use resp_wire::Args;
+
+use super::session::Ctx;
+use super::{connection, keys, pubsub, server, strings};
+
+/// Changes the keyspace.
+pub const WRITE: u32 = 1;
+pub const READONLY: u32 = 1 << 1;
+/// May use more memory: refused with OOM when nothing can be evicted.
+pub const DENYOOM: u32 = 1 << 2;
+pub const FAST: u32 = 1 << 3;
+/// Allowed while subscribed in RESP2.
+pub const PUBSUB: u32 = 1 << 4;
+/// Allowed before AUTH.
+pub const NO_AUTH: u32 = 1 << 5;
+pub const ADMIN: u32 = 1 << 6;
+
+pub type Handler = fn(&mut Ctx<'_>, &Args<'_>);
+
+/// One command.
+pub struct Command {
+    /// Lower case, as Redis names commands in its errors.
+    pub name: &'static str,
+    /// Exact argument count (name included) if positive, minimum if negative.
+    pub arity: i32,
+    pub flags: u32,
+    /// Key positions (first, last, step) for `COMMAND`; last -1 = all remaining.
+    pub keys: (i32, i32, i32),
+    pub handler: Handler,
+}
+
+const NONE: (i32, i32, i32) = (0, 0, 0);
+const ONE: (i32, i32, i32) = (1, 1, 1);
+const ALL: (i32, i32, i32) = (1, -1, 1);
+
+macro_rules! commands {
+    ($( $name:literal, $arity:expr, $flags:expr, $keys:expr, $handler:path; )*) => {
+        /// Every command served.
+        pub static COMMANDS: &[Command] = &[ $( Command {
+            name: $name,
+            arity: $arity,
+            flags: $flags,
+            keys: $keys,
+            handler: $handler,
+        }, )* ];
+    };
+}
+
+commands! {
+    // connection
+    "ping", -1, FAST | PUBSUB, NONE, connection::ping;
+    "echo", 2, FAST, NONE, connection::echo;
+    "hello", -1, FAST | NO_AUTH, NONE, connection::hello;
+    "auth", -2, FAST | NO_AUTH, NONE, connection::auth;
+    "select", 2, FAST, NONE, connection::select;
+    "client", -2, 0, NONE, connection::client;
+    "quit", -1, FAST | PUBSUB | NO_AUTH, NONE, connection::quit;
+    "reset", 1, FAST | PUBSUB | NO_AUTH, NONE, connection::reset;
+    // server
+    "dbsize", 1, READONLY | FAST, NONE, server::dbsize;
+    "flushdb", -1, WRITE, NONE, server::flushdb;
+    "flushall", -1, WRITE, NONE, server::flushdb;
+    "info", -1, 0, NONE, server::info;
+    "save", 1, ADMIN, NONE, server::save;
+    "command", -1, 0, NONE, server::command;
+    "config", -2, ADMIN, NONE, super::config::config;
+    "time", 1, FAST, NONE, server::time;
+    // strings
+    "get", 2, READONLY | FAST, ONE, strings::get;
+    "set", -3, WRITE | DENYOOM, ONE, strings::set;
+    "getset", 3, WRITE | DENYOOM | FAST, ONE, strings::getset;
+    "getdel", 2, WRITE | FAST, ONE, strings::getdel;
+    "getex", -2, WRITE | FAST, ONE, strings::getex;
+    "setex", 4, WRITE | DENYOOM, ONE, strings::setex;
+    "psetex", 4, WRITE | DENYOOM, ONE, strings::psetex;
+    "setnx", 3, WRITE | DENYOOM | FAST, ONE, strings::setnx;
+    "mget", -2, READONLY | FAST, ALL, strings::mget;
+    "mset", -3, WRITE | DENYOOM, (1, -1, 2), strings::mset;
+    "incr", 2, WRITE | DENYOOM | FAST, ONE, strings::incr;
+    "incrby", 3, WRITE | DENYOOM | FAST, ONE, strings::incrby;
+    "decr", 2, WRITE | DENYOOM | FAST, ONE, strings::decr;
+    "decrby", 3, WRITE | DENYOOM | FAST, ONE, strings::decrby;
+    "append", 3, WRITE | DENYOOM, ONE, strings::append;
+    "strlen", 2, READONLY | FAST, ONE, strings::strlen;
+    // keys
+    "del", -2, WRITE, ALL, keys::del;
+    "unlink", -2, WRITE | FAST, ALL, keys::del;
+    "exists", -2, READONLY | FAST, ALL, keys::exists;
+    "expire", -3, WRITE | FAST, ONE, keys::expire;
+    "pexpire", -3, WRITE | FAST, ONE, keys::pexpire;
+    "expireat", -3, WRITE | FAST, ONE, keys::expireat;
+    "pexpireat", -3, WRITE | FAST, ONE, keys::pexpireat;
+    "ttl", 2, READONLY | FAST, ONE, keys::ttl;
+    "pttl", 2, READONLY | FAST, ONE, keys::pttl;
+    "expiretime", 2, READONLY | FAST, ONE, keys::expiretime;
+    "pexpiretime", 2, READONLY | FAST, ONE, keys::pexpiretime;
+    "persist", 2, WRITE | FAST, ONE, keys::persist;
+    "type", 2, READONLY | FAST, ONE, keys::key_type;
+    "scan", -2, READONLY, NONE, keys::scan;
+    "keys", 2, READONLY, NONE, keys::keys;
+    // pub/sub
+    "subscribe", -2, PUBSUB, NONE, pubsub::subscribe;
+    "unsubscribe", -1, PUBSUB, NONE, pubsub::unsubscribe;
+    "psubscribe", -2, PUBSUB, NONE, pubsub::psubscribe;
+    "punsubscribe", -1, PUBSUB, NONE, pubsub::punsubscribe;
+    "publish", 3, FAST, NONE, pubsub::publish;
+    "pubsub", -2, 0, NONE, pubsub::pubsub;
+}
+
+/// The command named `name` (any case).
+pub fn lookup(name: &[u8]) -> Option<&'static Command> {
+    static BY_NAME: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    let map = BY_NAME.get_or_init(|| {
+        COMMANDS
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (c.name.as_bytes(), i))
+            .collect()
+    });
+    let mut lower = [0u8; 16];
+    let name = lower.get_mut(..name.len()).map(|l| {
+        for (d, s) in l.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        &*l
+    })?;
+    map.get(name).map(|&i| &COMMANDS[i])
+}
+
+/// Whether `n` arguments (name included) fit `arity`.
+pub fn arity_ok(arity: i32, n: usize) -> bool {
+    let n = n as i64;
+    let a = i64::from(arity);
+    if a >= 0 {
+        n == a
+    } else {
+        n >= -a
+    }
+}
+
+/// `ERR wrong number of arguments for '<name>' command`.
+pub fn wrong_arity(ctx: &mut Ctx<'_>, name: &str) {
+    ctx.out.error(&format!(
+        "ERR wrong number of arguments for '{name}' command"
+    ));
+}
+
+/// Redis's text for an unknown command: the name, then the arguments (quoted, at most 128
+/// characters of them in all).
+pub fn unknown_command_text(args: &Args<'_>) -> String {
+    let name = String::from_utf8_lossy(&args.get(0)[..args.get(0).len().min(128)]).into_owned();
+    let mut list = String::new();
+    for a in args.iter().skip(1) {
+        if list.len() >= 128 {
+            break;
+        }
+        let room = 128 - list.len();
+        list.push('\'');
+        list.push_str(&String::from_utf8_lossy(&a[..a.len().min(room)]));
+        list.push_str("' ");
+    }
+    format!("ERR unknown command '{name}', with args beginning with: {list}")
+}
+
+/// Runs one request: the checks, then the command.
+pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
+    let Some(cmd) = lookup(args.get(0)) else {
+        ctx.out.error(&unknown_command_text(args));
+        return;
+    };
+    if !arity_ok(cmd.arity, args.len()) {
+        return wrong_arity(ctx, cmd.name);
+    }
+    if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
+        ctx.out.error("NOAUTH Authentication required.");
+        return;
+    }
+    if cmd.flags & DENYOOM != 0 {
+        if let Err(e) = ctx.shared.ks.make_room() {
+            ctx.out.error(&e.to_string());
+            return;
+        }
+    }
+    if cmd.flags & WRITE != 0 {
+        if let Err(e) = ctx.shared.ks.check_writable() {
+            ctx.out.error(&e.to_string());
+            return;
+        }
+    }
+    if cmd.flags & PUBSUB == 0 && ctx.in_resp2_pubsub() {
+        ctx.out.error(&format!(
+            "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
+            cmd.name
+        ));
+        return;
+    }
+    ctx.s.last_command = cmd.name;
+    (cmd.handler)(ctx, args);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lookup_ignores_case_and_refuses_long_names() {
+        assert_eq!(lookup(b"GeT").map(|c| c.name), Some("get"));
+        assert!(lookup(b"nosuchcommand").is_none());
+        assert!(lookup(&[b'a'; 100]).is_none());
+        assert!(lookup(b"").is_none());
+    }
+
+    #[test]
+    fn names_are_unique_and_lower_case() {
+        for (i, c) in COMMANDS.iter().enumerate() {
+            assert_eq!(c.name, c.name.to_ascii_lowercase());
+            assert!(c.name.len() <= 16);
+            assert!(COMMANDS[..i].iter().all(|d| d.name != c.name), "{}", c.name);
+        }
+    }
+
+    #[test]
+    fn arity_rules() {
+        assert!(arity_ok(2, 2) && !arity_ok(2, 3));
+        assert!(arity_ok(-2, 2) && arity_ok(-2, 9) && !arity_ok(-2, 1));
+    }
+
+    #[test]
+    fn unknown_command_text_as_redis() {
+        let input = b"FOO bar baz\r\n";
+        let (args, _) = resp_wire::parse(input).unwrap().unwrap();
+        let mut p = resp_wire::RequestParser::default();
+        let _ = p.parse(input).unwrap();
+        let a = p.args(input);
+        assert_eq!(args.len(), 3);
+        assert_eq!(
+            unknown_command_text(&a),
+            "ERR unknown command 'FOO', with args beginning with: 'bar' 'baz' "
+        );
+        let long = format!("x {}\r\n", "a".repeat(300));
+        let _ = p.parse(long.as_bytes()).unwrap();
+        let text = unknown_command_text(&p.args(long.as_bytes()));
+        assert_eq!(
+            text.len(),
+            "ERR unknown command 'x', with args beginning with: ".len() + 128 + 3
+        );
+    }
+}

@@ -1,0 +1,236 @@
+"""Every command nsqrd's keyspace serves, through redis-py, in RESP2 and in RESP3."""
+
+import time
+import unittest
+
+import redis
+
+from harness import NO_RETRY, Server
+
+
+def about(seconds, ttl):
+    """A TTL read right after it was set: at most a few seconds gone on a loaded machine."""
+    return seconds - 10 <= ttl <= seconds
+
+
+class Commands:
+    """The checks, run once per protocol version by the subclasses below."""
+
+    PROTOCOL = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server()
+        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.r.close()
+        cls.srv.stop()
+
+    def setUp(self):
+        self.r.flushdb()
+
+    def test_connection(self):
+        r = self.r
+        self.assertTrue(r.ping())
+        self.assertEqual(r.echo("hi there"), "hi there")
+        hello = r.execute_command("HELLO", self.PROTOCOL)
+        hello = hello if isinstance(hello, dict) else dict(zip(hello[::2], hello[1::2]))
+        self.assertEqual(hello["proto"], self.PROTOCOL)
+        self.assertTrue(r.execute_command("SELECT", 0))
+        with self.assertRaisesRegex(redis.ResponseError, "DB index is out of range"):
+            r.execute_command("SELECT", 1)
+        self.assertTrue(r.client_setname("tester"))
+        self.assertEqual(r.client_getname(), "tester")
+        self.assertIsInstance(r.client_id(), int)
+        self.assertEqual(r.client_info()["name"], "tester")
+        self.assertTrue(r.execute_command("CLIENT", "SETINFO", "LIB-NAME", "suite"))
+        with self.assertRaises(redis.ResponseError):
+            r.client_setname("has space")
+        with self.assertRaisesRegex(redis.ResponseError, "unknown command 'NOSUCH'"):
+            r.execute_command("NOSUCH", "a")
+        with self.assertRaisesRegex(redis.ResponseError, "wrong number of arguments for 'get'"):
+            r.execute_command("GET")
+        self.assertTrue(r.ping())
+
+    def test_server(self):
+        r = self.r
+        r.mset({"a": 1, "b": 2})
+        self.assertEqual(r.dbsize(), 2)
+        self.assertEqual(r.config_get("save"), {"save": ""})
+        self.assertEqual(r.config_get("appendonly"), {"appendonly": "no"})
+        self.assertTrue(r.config_set("maxmemory-samples", 7))
+        self.assertEqual(r.config_get("maxmemory-*")["maxmemory-samples"], "7")
+        with self.assertRaises(redis.ResponseError):
+            r.config_set("maxmemory-policy", "sometimes")
+        with self.assertRaisesRegex(redis.ResponseError, "Unknown option"):
+            r.config_set("no-such-option", 1)
+        info = r.info()
+        self.assertEqual(info["db0"]["keys"], 2)
+        self.assertIn("used_memory", r.info("memory"))
+        self.assertGreater(r.command_count(), 40)
+        self.assertIn("get", r.command())
+        secs, micros = r.time()
+        self.assertLess(abs(secs - time.time()), 5)
+        self.assertTrue(r.save())
+        self.assertTrue(r.flushall())
+        self.assertEqual(r.dbsize(), 0)
+
+    def test_set_and_its_options(self):
+        r = self.r
+        self.assertTrue(r.set("k", "v"))
+        self.assertEqual(r.get("k"), "v")
+        self.assertIsNone(r.set("k", "w", nx=True))
+        self.assertTrue(r.set("k", "w", xx=True))
+        self.assertIsNone(r.set("missing", "w", xx=True))
+        self.assertEqual(r.set("k", "x", get=True), "w")
+        self.assertTrue(r.set("k", "v", ex=100))
+        self.assertTrue(about(100, r.ttl("k")))
+        self.assertTrue(r.set("k", "v2", keepttl=True))
+        self.assertTrue(about(100, r.ttl("k")))
+        self.assertTrue(r.set("k", "v", px=50000))
+        self.assertTrue(40000 <= r.pttl("k") <= 50000)
+        self.assertTrue(r.set("k", "v", exat=int(time.time()) + 60))
+        self.assertTrue(about(60, r.ttl("k")))
+        self.assertTrue(r.set("k", "v", pxat=int(time.time() * 1000) + 60000))
+        self.assertTrue(r.set("k", "v"))
+        self.assertEqual(r.ttl("k"), -1)
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("SET", "k", "v", "NX", "XX")
+        with self.assertRaisesRegex(redis.ResponseError, "invalid expire time in 'set' command"):
+            r.set("k", "v", ex=0)
+        with self.assertRaisesRegex(redis.ResponseError, "not an integer or out of range"):
+            r.execute_command("SET", "k", "v", "EX", "soon")
+
+    def test_string_commands(self):
+        r = self.r
+        self.assertIsNone(r.getset("g", "1"))
+        self.assertEqual(r.getset("g", "2"), "1")
+        self.assertEqual(r.getdel("g"), "2")
+        self.assertIsNone(r.getdel("g"))
+        r.set("e", "v")
+        self.assertEqual(r.getex("e", ex=100), "v")
+        self.assertTrue(about(100, r.ttl("e")))
+        self.assertEqual(r.getex("e", persist=True), "v")
+        self.assertEqual(r.ttl("e"), -1)
+        self.assertEqual(r.getex("e", px=1), "v")
+        self.assertTrue(r.execute_command("SETEX", "s", 100, "v"))
+        self.assertTrue(about(100, r.ttl("s")))
+        self.assertTrue(r.psetex("p", 100000, "v"))
+        self.assertTrue(90000 < r.pttl("p") <= 100000)
+        self.assertTrue(r.setnx("n", "1"))
+        self.assertFalse(r.setnx("n", "2"))
+        self.assertTrue(r.mset({"a": "1", "b": "2"}))
+        self.assertEqual(r.mget("a", "b", "nope"), ["1", "2", None])
+        self.assertEqual(r.incr("c"), 1)
+        self.assertEqual(r.incrby("c", 10), 11)
+        self.assertEqual(r.decr("c"), 10)
+        self.assertEqual(r.decrby("c", 20), -10)
+        r.set("big", 2**63 - 1)
+        with self.assertRaisesRegex(redis.ResponseError, "would overflow"):
+            r.incr("big")
+        r.set("word", "abc")
+        with self.assertRaisesRegex(redis.ResponseError, "not an integer"):
+            r.incr("word")
+        self.assertEqual(r.append("word", "def"), 6)
+        self.assertEqual(r.append("fresh", "xy"), 2)
+        self.assertEqual(r.strlen("word"), 6)
+        self.assertEqual(r.strlen("nope"), 0)
+
+    def test_binary_values(self):
+        r = self.srv.client(protocol=self.PROTOCOL)
+        value = bytes(range(256)) * 4
+        r.set(b"bin\x00key", value)
+        self.assertEqual(r.get(b"bin\x00key"), value)
+        r.close()
+
+    def test_key_commands(self):
+        r = self.r
+        r.mset({"a": 1, "b": 2, "c": 3})
+        self.assertEqual(r.exists("a", "a", "zz"), 2)
+        self.assertEqual(r.delete("a", "zz"), 1)
+        self.assertEqual(r.unlink("b"), 1)
+        self.assertEqual(r.type("c"), "string")
+        self.assertEqual(r.type("a"), "none")
+        self.assertTrue(r.expire("c", 100))
+        self.assertFalse(r.expire("c", 200, nx=True))
+        self.assertTrue(r.expire("c", 200, xx=True))
+        self.assertFalse(r.expire("c", 50, gt=True))
+        self.assertTrue(r.expire("c", 50, lt=True))
+        self.assertTrue(about(50, r.ttl("c")))
+        self.assertTrue(r.pexpire("c", 70000))
+        self.assertTrue(r.expireat("c", int(time.time()) + 80))
+        self.assertTrue(r.pexpireat("c", int(time.time() * 1000) + 90000))
+        self.assertTrue(about(90, r.ttl("c")))
+        at = r.expiretime("c")
+        self.assertTrue(abs(at - (time.time() + 90)) < 10)
+        self.assertTrue(abs(r.pexpiretime("c") / 1000 - at) < 1.5)
+        self.assertEqual(r.expiretime("zz"), -2)
+        self.assertTrue(r.persist("c"))
+        self.assertFalse(r.persist("c"))
+        self.assertEqual(r.expiretime("c"), -1)
+        self.assertFalse(r.expire("zz", 10))
+        with self.assertRaisesRegex(redis.ResponseError, "NX and XX, GT or LT"):
+            r.execute_command("EXPIRE", "c", 10, "NX", "GT")
+        with self.assertRaisesRegex(redis.ResponseError, "invalid expire time in 'expire' command"):
+            r.execute_command("EXPIRE", "c", 2**62)
+
+    def test_scan_and_keys(self):
+        r = self.r
+        r.mset({f"user:{i}": i for i in range(300)})
+        r.mset({f"cache:{i}": i for i in range(100)})
+        self.assertEqual(len(set(r.scan_iter(match="user:*", count=25))), 300)
+        self.assertEqual(len(set(r.scan_iter(_type="string"))), 400)
+        self.assertEqual(list(r.scan_iter(_type="list")), [])
+        self.assertEqual(sorted(r.keys("cache:9*")), sorted(["cache:9"] + [f"cache:9{i}" for i in range(10)]))
+        cursor, keys = r.scan(0, count=10)
+        self.assertIsInstance(cursor, int)
+        with self.assertRaisesRegex(redis.ResponseError, "invalid cursor"):
+            r.execute_command("SCAN", "nope")
+
+    def test_pipelining(self):
+        p = self.r.pipeline(transaction=False)
+        for i in range(1000):
+            p.set(f"p{i}", i)
+        p.get("p999")
+        out = p.execute()
+        self.assertEqual(out[-1], "999")
+        self.assertEqual(self.r.dbsize(), 1000)
+
+
+class Resp2(Commands, unittest.TestCase):
+    PROTOCOL = 2
+
+
+class Resp3(Commands, unittest.TestCase):
+    PROTOCOL = 3
+
+
+class Auth(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--kv-password=open-sesame")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.srv.stop()
+
+    def test_password(self):
+        for proto in (2, 3):
+            if proto == 2:
+                bare = self.srv.client(protocol=2, retry=NO_RETRY)
+                with self.assertRaises(redis.AuthenticationError):
+                    bare.get("k")
+            wrong = self.srv.client(protocol=proto, password="nope", retry=NO_RETRY)
+            with self.assertRaises(redis.AuthenticationError):
+                wrong.ping()
+            good = self.srv.client(protocol=proto, password="open-sesame")
+            self.assertTrue(good.set("k", "v"))
+            self.assertEqual(good.get("k"), b"v")
+            named = self.srv.client(protocol=proto, username="default", password="open-sesame")
+            self.assertTrue(named.ping())
+
+
+if __name__ == "__main__":
+    unittest.main()
