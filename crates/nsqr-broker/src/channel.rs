@@ -452,6 +452,9 @@ impl Channel {
             consumer.requeued();
             self.requeue_count.fetch_add(1, Relaxed);
             self.put_back(&mut st, f.msg, delay, &mut dead);
+            if delay.is_zero() {
+                st.wake_waiting(1);
+            }
         }
         self.send_dead(dead);
         Ok(())

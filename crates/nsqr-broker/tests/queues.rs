@@ -536,3 +536,37 @@ async fn dead_letters_and_ttls_survive_the_disk_and_a_restart() {
     b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn a_requeued_message_wakes_another_waiting_consumer() {
+    let b = broker().await;
+    let mut a = b
+        .subscribe("t", "c", SubscribeOptions::default())
+        .await
+        .unwrap();
+    let mut other = b
+        .subscribe("t", "c", SubscribeOptions::default())
+        .await
+        .unwrap();
+    b.publisher("t").unwrap().publish("m").unwrap();
+    let d = tokio::select! {
+        d = a.next() => d.unwrap(),
+        d = other.next() => {
+            // the other one got it first: swap roles
+            std::mem::swap(&mut a, &mut other);
+            d.unwrap()
+        }
+    };
+    let waiting = tokio::spawn(async move {
+        let d = next(&mut other).await;
+        (text(&d), d.attempts())
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    d.req(Duration::ZERO).unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(30), waiting)
+        .await
+        .expect("the waiting consumer is woken")
+        .unwrap();
+    assert_eq!(got, ("m".to_string(), 2));
+    drop(a);
+}

@@ -461,3 +461,20 @@ fn a_stream_delivers_within_max_in_flight_with_heartbeats() {
             && s.client_stats("t", "c")[0]["ready_count"] == 0
     }));
 }
+
+#[test]
+fn an_expired_message_is_never_received_and_goes_to_the_dead_letters() {
+    let s = Server::start(&[]);
+    s.post("/channel/config?topic=t&channel=c", b"{}");
+    assert_text_ok(&s.post("/pub?topic=t&ttl=150ms", b"stale"), "OK");
+    assert_text_ok(&s.post("/pub?topic=t&ttl=1h", b"fresh"), "OK");
+    // expired by the time the sweep or a receive looks at it
+    let dead = receive(&s, "topic=t.dead&channel=x&wait=20s");
+    assert_eq!(body_of(&dead[0]), "stale");
+    assert_eq!(dead[0]["dead_letter"]["reason"], "expired");
+    assert_eq!(dead[0]["dead_letter"]["attempts"], 0);
+    let got = receive(&s, "topic=t&channel=c&max=10&wait=1s");
+    assert_eq!(got.len(), 1);
+    assert_eq!(body_of(&got[0]), "fresh");
+    assert!(got[0]["expires_at"].as_i64().unwrap() > got[0]["timestamp"].as_i64().unwrap());
+}
