@@ -94,9 +94,9 @@ pub struct DeadLetterInfo {
     /// Why it left its channel.
     pub reason: DeadLetterReason,
     /// The topic it was published to.
-    pub topic: String,
+    pub topic: Arc<str>,
     /// The channel it left.
-    pub channel: String,
+    pub channel: Arc<str>,
     /// Its id there (it has a new one in the dead-letter topic).
     #[serde(with = "hex_id")]
     pub id: MessageId,

@@ -115,6 +115,8 @@ impl ChannelState {
 pub struct Channel {
     name: String,
     topic_name: String,
+    /// The names again, shared by the channel's dead-letter records.
+    names: (Arc<str>, Arc<str>),
     ephemeral: bool,
     /// End-to-end latency, when percentiles are configured.
     e2e: Option<E2eStream>,
@@ -148,6 +150,7 @@ impl Channel {
         let ch = Arc::new_cyclic(|me| Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
+            names: (Arc::from(topic_name), Arc::from(name)),
             ephemeral,
             e2e: E2eStream::for_config(&shared.cfg),
             shared,

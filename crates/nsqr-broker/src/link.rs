@@ -80,6 +80,9 @@ const READ_AHEAD: usize = 256;
 const MAX_LOAD: usize = 4096;
 /// Finished records that make a strict channel wake its writer to acknowledge them.
 const ACK_KICK: usize = 1024;
+/// The most messages on disk whose attributes (`attrs.rs`) a queue keeps beside it in memory;
+/// beyond, further messages are written without them (counted: memory stays bounded).
+pub(crate) const MAX_SIDE_ATTRS: usize = 1_000_000;
 
 /// Whether the disk writer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -217,6 +220,8 @@ pub(crate) struct DiskLink {
     /// Copies of an ordered channel's head messages still unread on disk (`head_store.rs`).
     skip: SkipMap,
     skip_total: u64,
+    /// [`MAX_SIDE_ATTRS`] (smaller in tests).
+    side_attrs_limit: usize,
     stats: DiskStats,
 }
 
@@ -265,6 +270,7 @@ impl DiskLink {
             attrs: opened.attrs,
             skip: opened.head.skip,
             skip_total,
+            side_attrs_limit: MAX_SIDE_ATTRS,
             stats: opened.stats,
         }
     }
@@ -329,7 +335,7 @@ impl DiskLink {
         }
         for m in &msgs {
             if let Some(a) = m.attributes() {
-                self.attrs.insert(m.id.0, Arc::clone(a));
+                self.keep_attrs(m.id.0, a);
             }
         }
         let ticket = self.outbox.push(msgs, due, needed);
@@ -396,6 +402,22 @@ impl DiskLink {
         self.unread = 0;
         self.dues.clear();
         self.forget_side_state();
+    }
+
+    /// Keep a message's attributes while it is on disk, within [`MAX_SIDE_ATTRS`].
+    fn keep_attrs(&mut self, id: u64, a: &Arc<crate::attrs::Attributes>) {
+        if self.attrs.len() < self.side_attrs_limit || self.attrs.contains_key(&id) {
+            self.attrs.insert(id, Arc::clone(a));
+            return;
+        }
+        if self.stats.attributes_dropped == 0 {
+            tracing::warn!(
+                "DISKQUEUE({}): {} messages with attributes on disk; further ones lose their expiry, ordering key or dead-letter record",
+                self.writer.name,
+                self.side_attrs_limit
+            );
+        }
+        self.stats.attributes_dropped += 1;
     }
 
     fn forget_side_state(&mut self) {

@@ -162,6 +162,9 @@ pub struct DiskStats {
     pub undecodable_records: u64,
     /// Failed disk writes.
     pub write_errors: u64,
+    /// Messages written to disk without their attributes (more than `MAX_SIDE_ATTRS` with
+    /// attributes were on disk).
+    pub attributes_dropped: u64,
     /// The last corruption met, described.
     pub last_corruption: Option<String>,
     /// The last failed write, described.

@@ -78,10 +78,7 @@ async fn a_message_past_max_attempts_goes_to_the_dead_letter_topic_once() {
         .and_then(|a| a.dead_letter.clone())
         .expect("a dead-letter record");
     assert_eq!(info.reason, DeadLetterReason::DeliveryLimit);
-    assert_eq!(
-        (info.topic.as_str(), info.channel.as_str()),
-        ("jobs", "work")
-    );
+    assert_eq!((&*info.topic, &*info.channel), ("jobs", "work"));
     assert_eq!(info.attempts, 3);
     d.fin().unwrap();
     assert!(quiet(&mut sub, 200).await, "no fourth delivery");
@@ -205,7 +202,7 @@ async fn expired_messages_are_never_delivered() {
     assert_eq!(text(&d), "short");
     let info = d.attributes().unwrap().dead_letter.clone().unwrap();
     assert_eq!(
-        (info.reason, info.channel.as_str(), info.attempts),
+        (info.reason, &*info.channel, info.attempts),
         (DeadLetterReason::Expired, "keep", 0)
     );
     let topics = b.snapshot(Some("t"), None, false).topics.unwrap();
@@ -514,7 +511,7 @@ async fn dead_letters_and_ttls_survive_the_disk_and_a_restart() {
     for _ in 0..5 {
         let d = next(&mut dead).await;
         let info = d.attributes().unwrap().dead_letter.clone().unwrap();
-        assert_eq!((info.topic.as_str(), info.attempts), ("t", 1));
+        assert_eq!((&*info.topic, info.attempts), ("t", 1));
         got.push(text(&d));
         d.fin().unwrap();
     }

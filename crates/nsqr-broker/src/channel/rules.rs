@@ -156,8 +156,8 @@ impl Channel {
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
         let info = DeadLetterInfo {
             reason,
-            topic: self.topic_name.clone(),
-            channel: self.name.clone(),
+            topic: Arc::clone(&self.names.0),
+            channel: Arc::clone(&self.names.1),
             id: m.id,
             attempts: m.attempts,
             timestamp: m.timestamp(),

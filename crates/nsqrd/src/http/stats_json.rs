@@ -74,6 +74,9 @@ pub struct DiskStats {
     pub metadata_rebuilds: u64,
     pub undecodable_records: u64,
     pub write_errors: u64,
+    /// Messages written to disk without their attributes (nsqr's HTTP queues); shown when any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attributes_dropped: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_corruption: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -110,6 +113,10 @@ fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 pub struct PubCount {
     pub topic: String,
     pub count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -255,6 +262,7 @@ impl From<&engine::DiskStats> for DiskStats {
             metadata_rebuilds: d.metadata_rebuilds,
             undecodable_records: d.undecodable_records,
             write_errors: d.write_errors,
+            attributes_dropped: d.attributes_dropped,
             last_corruption: d.last_corruption.clone(),
             last_write_error: d.last_write_error.clone(),
             last_read_error: d.last_read_error.clone(),
