@@ -13,6 +13,7 @@ pub(crate) fn record_len(body_len: usize) -> u64 {
     diskqueue::LENGTH_PREFIX_LEN + u64::from(MESSAGE_HEADER_LEN) + body_len as u64
 }
 
+#[inline(always)]
 pub(crate) fn encode(m: &Message, out: &mut Vec<u8>) {
     out.extend_from_slice(&m.timestamp().to_be_bytes());
     out.extend_from_slice(&m.attempts.to_be_bytes());

@@ -82,39 +82,42 @@ impl InFlightTable {
         }
     }
 
-    /// Remove a message the consumer owns.
+    /// Remove a message the consumer owns (the FIN path: one lookup, nothing else).
     pub fn take(&mut self, consumer_id: u64, id: u64) -> Result<InFlight, BrokerError> {
-        self.take_if(id, |f| {
-            if f.consumer_id == consumer_id {
-                Ok(())
-            } else {
-                Err(BrokerError::NotOwner)
-            }
-        })
+        let f = self
+            .map
+            .remove(&id)
+            .ok_or_else(|| BrokerError::NotInFlight)?;
+        if f.consumer_id != consumer_id {
+            self.map.insert(id, f);
+            return Err(BrokerError::NotOwner);
+        }
+        self.taken(id);
+        Ok(f)
     }
 
     /// Remove the message if it is in flight as delivery number `delivery`.
     pub fn take_delivery(&mut self, id: u64, delivery: u64) -> Result<InFlight, BrokerError> {
-        self.take_if(id, |f| same_delivery(f, delivery))
+        let f = self
+            .map
+            .remove(&id)
+            .ok_or_else(|| BrokerError::NotInFlight)?;
+        if f.delivery != delivery {
+            self.map.insert(id, f);
+            return Err(BrokerError::Redelivered);
+        }
+        self.taken(id);
+        Ok(f)
     }
 
-    /// Remove the message if `check` accepts its entry.
-    fn take_if(
-        &mut self,
-        id: u64,
-        check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
-    ) -> Result<InFlight, BrokerError> {
-        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
-        if let Err(e) = check(&f) {
-            self.map.insert(id, f);
-            return Err(e);
-        }
+    /// `id` left the map: drop its deadline entry if it is the ring's front.
+    #[inline]
+    fn taken(&mut self, id: u64) {
         // FINs mostly come in delivery order: the finished entry is usually the ring's front.
         if self.ring.front().is_some_and(|&(_, front)| front == id) {
             self.ring.pop_front();
         }
         self.compact_if_mostly_stale();
-        Ok(f)
     }
 
     /// Move a message's deadline (TOUCH).
@@ -154,7 +157,10 @@ impl InFlightTable {
         deadline: impl FnOnce(&InFlight) -> Instant,
         check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
     ) -> Result<(), BrokerError> {
-        let f = self.map.get_mut(&id).ok_or(BrokerError::NotInFlight)?;
+        let f = self
+            .map
+            .get_mut(&id)
+            .ok_or_else(|| BrokerError::NotInFlight)?;
         check(f)?;
         let new = deadline(f);
         f.deadline = new;

@@ -161,8 +161,11 @@ impl Message {
     }
 
     /// Unix nanoseconds at publish.
+    #[inline]
     pub fn timestamp(&self) -> i64 {
-        match self.batch.index() {
+        // Records read from disk are never `Attributed` (a message that gets attributes back
+        // gets a batch of its own), so the outer index says it.
+        match self.batch.index {
             Index::Records => crate::codec::timestamp_before(&self.batch.data, self.start as usize),
             _ => self.batch.timestamp,
         }
@@ -304,10 +307,12 @@ impl Published {
     /// Message `i`, whose cursor is `at` ([`Published::cursor`] of `i`), and the cursor of
     /// message `i + 1`; None past the end.
     pub fn message_at(&self, i: usize, at: u32) -> Option<(Message, u32)> {
-        let (id, start, end, next) = match self.0.index() {
+        // The plain arms are `locate`'s, written out here so a plain batch pays nothing for
+        // the attributed case (one more arm of the same jump table, handled out of line).
+        let (id, start, end, next) = match &self.0.index {
             // The buffer of a `Bodies` is at most u32::MAX bytes.
             Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32, 0),
-            Index::Own | Index::Records | Index::Whole(_) | Index::Attributed(_) => return None,
+            Index::Own | Index::Records | Index::Whole(_) => return None,
             Index::Many { first, ranges } => {
                 let (start, end) = *ranges.get(i)?;
                 (first.nth_after(i as u64), start, end, 0)
@@ -320,6 +325,7 @@ impl Published {
                 prefetch_ahead(&self.0.data, at as usize, next);
                 (first.nth_after(i as u64), start, end, next as u32)
             }
+            Index::Attributed(a) => locate_attributed(&a.index, &self.0.data, i, at)?,
         };
         let m = Message {
             id,
@@ -345,6 +351,42 @@ impl Published {
             Some(m)
         })
     }
+}
+
+/// Where message `i` of a batch with `index` and `data` is, given its cursor `at`: its id,
+/// start, end and the next message's cursor (None past the end, or for an `Attributed` index,
+/// which the caller unwraps first). [`Published::message_at`] has the same arms inline.
+#[inline(always)]
+fn locate(index: &Index, data: &Bytes, i: usize, at: u32) -> Option<(MessageId, u32, u32, u32)> {
+    Some(match index {
+        // The buffer of a `Bodies` is at most u32::MAX bytes.
+        Index::Whole(id) if i == 0 => (*id, 0, data.len() as u32, 0),
+        Index::Own | Index::Records | Index::Whole(_) | Index::Attributed(_) => return None,
+        Index::Many { first, ranges } => {
+            let (start, end) = *ranges.get(i)?;
+            (first.nth_after(i as u64), start, end, 0)
+        }
+        Index::Prefixed { first, count } => {
+            let left = count.checked_sub(u32::try_from(i).ok()?)?;
+            let mut walk = PrefixWalk::new(data, at as usize, left);
+            let (start, end) = walk.next()?;
+            let next = walk.offset();
+            prefetch_ahead(data, at as usize, next);
+            (first.nth_after(i as u64), start, end, next as u32)
+        }
+    })
+}
+
+/// [`locate`] for the inner index of an attributed batch (kept out of line).
+#[cold]
+#[inline(never)]
+fn locate_attributed(
+    index: &Index,
+    data: &Bytes,
+    i: usize,
+    at: u32,
+) -> Option<(MessageId, u32, u32, u32)> {
+    locate(index, data, i, at)
 }
 
 /// How far ahead of the message being taken a length-prefixed batch is prefetched.

@@ -122,6 +122,7 @@ impl Channel {
 
     /// A message the channel is done with (finished, or skipped by sampling): its record may
     /// be acknowledged (strict mode), and its key's next message may go (ordered).
+    #[inline(always)]
     pub(super) fn done_with(&self, st: &mut ChannelState, m: &Message) {
         st.ready.finished(m.id.0);
         if let Some(o) = st.ordered.as_mut() {

@@ -126,7 +126,7 @@ impl Channel {
             .in_flight
             .get(id)
             .map(|f| f.consumer_id)
-            .ok_or(BrokerError::NotInFlight)?;
+            .ok_or_else(|| BrokerError::NotInFlight)?;
         let timeout = match st.owner(consumer_id) {
             Some(o) => Self::timeout_for(&st.eff, o),
             None => st.eff.msg_timeout.unwrap_or(self.cfg().msg_timeout),
