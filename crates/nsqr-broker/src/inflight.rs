@@ -84,10 +84,10 @@ impl InFlightTable {
 
     /// Remove a message the consumer owns (the FIN path: one lookup, nothing else).
     pub fn take(&mut self, consumer_id: u64, id: u64) -> Result<InFlight, BrokerError> {
-        let f = self
-            .map
-            .remove(&id)
-            .ok_or_else(|| BrokerError::NotInFlight)?;
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.remove(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
         if f.consumer_id != consumer_id {
             self.map.insert(id, f);
             return Err(BrokerError::NotOwner);
@@ -98,10 +98,10 @@ impl InFlightTable {
 
     /// Remove the message if it is in flight as delivery number `delivery`.
     pub fn take_delivery(&mut self, id: u64, delivery: u64) -> Result<InFlight, BrokerError> {
-        let f = self
-            .map
-            .remove(&id)
-            .ok_or_else(|| BrokerError::NotInFlight)?;
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.remove(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
         if f.delivery != delivery {
             self.map.insert(id, f);
             return Err(BrokerError::Redelivered);
@@ -157,10 +157,10 @@ impl InFlightTable {
         deadline: impl FnOnce(&InFlight) -> Instant,
         check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
     ) -> Result<(), BrokerError> {
-        let f = self
-            .map
-            .get_mut(&id)
-            .ok_or_else(|| BrokerError::NotInFlight)?;
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.get_mut(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
         check(f)?;
         let new = deadline(f);
         f.deadline = new;

@@ -122,11 +122,10 @@ impl Channel {
         id: u64,
         delivery: u64,
     ) -> Result<(), BrokerError> {
-        let consumer_id = st
-            .in_flight
-            .get(id)
-            .map(|f| f.consumer_id)
-            .ok_or_else(|| BrokerError::NotInFlight)?;
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(consumer_id) = st.in_flight.get(id).map(|f| f.consumer_id) else {
+            return Err(BrokerError::NotInFlight);
+        };
         let timeout = match st.owner(consumer_id) {
             Some(o) => Self::timeout_for(&st.eff, o),
             None => st.eff.msg_timeout.unwrap_or(self.cfg().msg_timeout),
