@@ -20,13 +20,15 @@ use rustc_hash::FxHashMap;
 use crate::message::Message;
 use crate::spill_queue::SpillQueue;
 
-/// A message's group: its ordering key, or the group of messages without one.
-pub(crate) type Key = Option<Arc<str>>;
-
-/// The group a message belongs to.
-pub(crate) fn key_of(m: &Message) -> Key {
-    m.attributes().and_then(|a| a.ordering_key.clone())
+/// A message's ordering key (None: the group of messages without one), borrowed from it.
+fn key_ref(m: &Message) -> Option<&Arc<str>> {
+    m.attributes().and_then(|a| a.ordering_key.as_ref())
 }
+
+/// Idle groups (not busy, nothing queued) are kept for reuse (no allocation per message for
+/// a key that comes back), and dropped in one sweep once they are this many and more than
+/// half of all groups.
+const IDLE_SWEEP: usize = 4096;
 
 #[derive(Debug, Default)]
 struct Group {
@@ -38,15 +40,26 @@ struct Group {
     listed: bool,
 }
 
+impl Group {
+    fn is_idle(&self) -> bool {
+        !self.busy && self.queue.is_empty()
+    }
+}
+
 /// See the module documentation.
 #[derive(Debug)]
 pub(crate) struct Ordered {
-    groups: FxHashMap<Key, Group>,
+    /// Groups by key (looked up by the key's text: no reference count is touched).
+    groups: FxHashMap<Arc<str>, Group>,
+    /// The group of messages without a key.
+    unkeyed: Group,
     /// Keys whose head may be handed out, oldest first; entries may be stale.
-    runnable: VecDeque<Key>,
-    /// Messages held in groups.
+    runnable: VecDeque<Option<Arc<str>>>,
+    /// Messages held in groups (part of the channel's depth).
     held: usize,
     lookahead: usize,
+    /// Groups in `groups` that are idle.
+    idle: usize,
 }
 
 impl Ordered {
@@ -54,9 +67,11 @@ impl Ordered {
     pub(crate) fn new(lookahead: usize) -> Ordered {
         Ordered {
             groups: FxHashMap::default(),
+            unkeyed: Group::default(),
             runnable: VecDeque::new(),
             held: 0,
             lookahead: lookahead.max(1),
+            idle: 0,
         }
     }
 
@@ -69,16 +84,62 @@ impl Ordered {
         self.held
     }
 
-    fn list(&mut self, key: &Key, front: bool) {
-        if let Some(g) = self.groups.get_mut(key) {
-            if !g.busy && !g.listed && !g.queue.is_empty() {
-                g.listed = true;
-                if front {
-                    self.runnable.push_front(key.clone());
-                } else {
-                    self.runnable.push_back(key.clone());
+    fn group(&mut self, key: Option<&str>) -> Option<&mut Group> {
+        match key {
+            None => Some(&mut self.unkeyed),
+            Some(k) => self.groups.get_mut(k),
+        }
+    }
+
+    /// The group of `key`, made if needed; if it was idle, it is counted as not idle any more
+    /// (the caller is about to queue a message in it or make it busy).
+    fn group_for_use(&mut self, key: Option<&Arc<str>>) -> &mut Group {
+        let Some(k) = key else {
+            return &mut self.unkeyed;
+        };
+        if !self.groups.contains_key(&**k) {
+            // A new group counts as idle until it is used, just below.
+            self.groups.insert(Arc::clone(k), Group::default());
+            self.idle += 1;
+        }
+        let idle = &mut self.idle;
+        match self.groups.get_mut(&**k) {
+            Some(g) => {
+                if g.is_idle() {
+                    *idle -= 1;
                 }
+                g
             }
+            // Inserted just above; never reached.
+            None => &mut self.unkeyed,
+        }
+    }
+
+    /// List the group of `key` as runnable (at the front for a message put back).
+    fn list(&mut self, key: Option<&Arc<str>>, front: bool) {
+        let Some(g) = self.group(key.map(|k| &**k)) else {
+            return;
+        };
+        if !g.busy && !g.listed && !g.queue.is_empty() {
+            g.listed = true;
+            let entry = key.cloned();
+            if front {
+                self.runnable.push_front(entry);
+            } else {
+                self.runnable.push_back(entry);
+            }
+        }
+    }
+
+    /// The group became idle: count it, and sweep idle groups once there are many.
+    fn went_idle(&mut self, keyed: bool) {
+        if !keyed {
+            return;
+        }
+        self.idle += 1;
+        if self.idle > IDLE_SWEEP && self.idle * 2 > self.groups.len() {
+            self.groups.retain(|_, g| !g.is_idle());
+            self.idle = 0;
         }
     }
 
@@ -87,7 +148,7 @@ impl Ordered {
     pub(crate) fn next(&mut self, ready: &mut SpillQueue) -> Option<Message> {
         loop {
             if let Some(key) = self.runnable.pop_front() {
-                let Some(g) = self.groups.get_mut(&key) else {
+                let Some(g) = self.group(key.as_deref()) else {
                     continue;
                 };
                 g.listed = false;
@@ -105,47 +166,54 @@ impl Ordered {
                 return None;
             }
             let m = ready.pop_front()?;
-            let key = key_of(&m);
-            self.groups
-                .entry(key.clone())
-                .or_default()
-                .queue
-                .push_back(m);
+            let g = self.group_for_use(key_ref(&m));
+            if !g.busy && g.queue.is_empty() {
+                // Nothing else is runnable and its key is free: it goes at once.
+                g.busy = true;
+                return Some(m);
+            }
+            let key = key_ref(&m).cloned();
+            g.queue.push_back(m);
             self.held += 1;
-            self.list(&key, false);
+            self.list(key.as_ref(), false);
         }
     }
 
-    /// The key's message in flight (or deferred) is done with (finished, dead-lettered,
-    /// dropped): its next message may go. True if that made a message deliverable.
-    pub(crate) fn settled(&mut self, key: &Key) -> bool {
-        let Some(g) = self.groups.get_mut(key) else {
+    /// The key of `m`, whose message in flight (or deferred) is done with (finished,
+    /// dead-lettered, dropped): its next message may go. True if that made a message
+    /// deliverable.
+    pub(crate) fn settled(&mut self, m: &Message) -> bool {
+        let key = key_ref(m);
+        let Some(g) = self.group(key.map(|k| &**k)) else {
             return false;
         };
-        g.busy = false;
+        let was_busy = std::mem::replace(&mut g.busy, false);
         if g.queue.is_empty() {
-            self.groups.remove(key);
+            if was_busy {
+                self.went_idle(key.is_some());
+            }
             return false;
         }
-        self.list(key, false);
+        let key = key.cloned();
+        self.list(key.as_ref(), false);
         true
     }
 
     /// A message of a busy key comes back (requeued, timed out, its consumer left): it is the
     /// key's next message again.
     pub(crate) fn put_back(&mut self, m: Message) {
-        let key = key_of(&m);
-        let g = self.groups.entry(key.clone()).or_default();
+        let key = key_ref(&m).cloned();
+        let g = self.group_for_use(key.as_ref());
         g.busy = false;
         g.queue.push_front(m);
         self.held += 1;
-        self.list(&key, true);
+        self.list(key.as_ref(), true);
     }
 
-    /// A message waits for a delay before it is its key's next message (a requeue with a
+    /// `m` waits for a delay before it is its key's next message again (a requeue with a
     /// delay): the key stays busy meanwhile.
-    pub(crate) fn hold(&mut self, key: &Key) {
-        self.groups.entry(key.clone()).or_default().busy = true;
+    pub(crate) fn hold(&mut self, m: &Message) {
+        self.group_for_use(key_ref(m)).busy = true;
     }
 
     /// Everything held, for the shutdown flush or turning order off: each key's messages in
@@ -153,7 +221,8 @@ impl Ordered {
     pub(crate) fn drain(&mut self) -> Vec<Message> {
         self.runnable.clear();
         self.held = 0;
-        let mut out: Vec<Message> = Vec::new();
+        self.idle = 0;
+        let mut out: Vec<Message> = self.unkeyed.queue.drain(..).collect();
         for (_, mut g) in self.groups.drain() {
             out.extend(g.queue.drain(..));
         }
@@ -163,8 +232,10 @@ impl Ordered {
     /// Drop everything held (the channel was emptied); busy marks go too.
     pub(crate) fn clear(&mut self) {
         self.groups.clear();
+        self.unkeyed = Group::default();
         self.runnable.clear();
         self.held = 0;
+        self.idle = 0;
     }
 }
 
@@ -207,11 +278,13 @@ mod tests {
         o.put_back(a);
         let a = o.next(&mut q).expect("again");
         assert_eq!(a.id.0, 1);
-        assert!(o.settled(&None));
-        assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(2));
-        assert!(o.settled(&None));
-        assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(3));
-        assert!(!o.settled(&None));
+        assert!(o.settled(&a));
+        let b = o.next(&mut q).expect("second");
+        assert_eq!(b.id.0, 2);
+        assert!(o.settled(&b));
+        let c = o.next(&mut q).expect("third");
+        assert_eq!(c.id.0, 3);
+        assert!(!o.settled(&c));
         assert!(o.next(&mut q).is_none());
         assert_eq!(o.held(), 0);
     }
@@ -229,15 +302,36 @@ mod tests {
         let first: Vec<Message> = std::iter::from_fn(|| o.next(&mut q)).collect();
         assert_eq!(ids(&first), [1, 3, 4], "one per key");
         assert_eq!(o.held(), 2);
-        o.settled(&Some("b".into()));
+        o.settled(&first[1]);
         assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(5));
         // a requeue with a delay keeps the key busy
-        o.hold(&Some("a".into()));
+        o.hold(&first[0]);
         assert!(o.next(&mut q).is_none());
         o.put_back(first[0].clone());
-        assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(1));
-        o.settled(&Some("a".into()));
+        let again = o.next(&mut q).expect("a0 again");
+        assert_eq!(again.id.0, 1);
+        o.settled(&again);
         assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(2));
+    }
+
+    #[test]
+    fn idle_groups_are_reused_then_swept() {
+        let n = (IDLE_SWEEP * 3) as u64;
+        let keys: Vec<String> = (0..n).map(|i| format!("k{i}")).collect();
+        let mut q = queue((0..n).map(|i| msg(i, Some(&keys[i as usize]))).collect());
+        let mut o = Ordered::new(usize::MAX);
+        let mut done = 0;
+        while let Some(m) = o.next(&mut q) {
+            o.settled(&m);
+            done += 1;
+        }
+        assert_eq!(done, n);
+        assert!(
+            o.groups.len() <= IDLE_SWEEP * 2,
+            "{} groups kept",
+            o.groups.len()
+        );
+        assert_eq!(o.held(), 0);
     }
 
     #[test]
@@ -250,11 +344,12 @@ mod tests {
         msgs.push(msg(4, Some("cold")));
         let mut q = queue(msgs);
         let mut o = Ordered::new(2);
-        assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(1));
+        let first = o.next(&mut q).expect("first");
+        assert_eq!(first.id.0, 1);
         // 2 and 3 fill the lookahead; 4 (another key) is behind them
         assert!(o.next(&mut q).is_none());
         assert_eq!(o.held(), 2);
-        o.settled(&Some("hot".into()));
+        o.settled(&first);
         assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(2));
         assert_eq!(o.next(&mut q).map(|m| m.id.0), Some(4));
         let rest = o.drain();

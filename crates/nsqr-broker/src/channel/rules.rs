@@ -14,7 +14,6 @@
 
 use super::*;
 use crate::attrs::DeadLetterInfo;
-use crate::ordered::key_of;
 
 /// How often the head of a queue that may hold expiring messages is checked.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -126,7 +125,7 @@ impl Channel {
     pub(super) fn done_with(&self, st: &mut ChannelState, m: &Message) {
         st.ready.finished(m.id.0);
         if let Some(o) = st.ordered.as_mut() {
-            if o.settled(&key_of(m)) {
+            if o.settled(m) {
                 st.wake_waiting(1);
             }
         }
@@ -144,7 +143,7 @@ impl Channel {
     ) {
         if keyed {
             if let Some(o) = st.ordered.as_mut() {
-                if o.settled(&key_of(&m)) {
+                if o.settled(&m) {
                     st.wake_waiting(1);
                 }
             }
@@ -194,7 +193,7 @@ impl Channel {
             self.ensure_sweep(st);
         } else {
             if let Some(o) = st.ordered.as_mut() {
-                o.hold(&key_of(&m));
+                o.hold(&m);
             }
             let due = Instant::now() + delay;
             st.deferred.push(due, m.detached());
@@ -260,7 +259,7 @@ impl Channel {
             match due.and_then(|d| instant_of(d, now_ns, now)) {
                 Some(at) => {
                     if let Some(o) = st.ordered.as_mut().filter(|_| m.attempts > 0) {
-                        o.hold(&key_of(&m));
+                        o.hold(&m);
                     }
                     st.deferred.push(at, m);
                     self.schedule(st, at);
