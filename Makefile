@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics keyspace cluster conformance fuzz clean
+.PHONY: run build test deps lint unit example metrics keyspace cluster queues conformance fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -22,7 +22,7 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics keyspace cluster conformance
+test: deps lint unit example metrics keyspace cluster queues conformance
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -67,6 +67,11 @@ keyspace: deps
 cluster:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	tests/cluster/run.sh
+
+# Server-side dead letters with go-nsq v1.1.0's consumer (tests/queues/run.sh, debug nsqrd).
+queues:
+	$(CARGO) build -p nsqrd
+	tests/queues/run.sh
 
 # go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
 # combinations), against target/release/nsqrd (see tests/conformance/*.sh).

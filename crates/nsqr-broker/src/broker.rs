@@ -20,6 +20,7 @@ use crate::consumer::{Consumer, ConsumerInfo};
 use crate::error::{BrokerError, StartError};
 use crate::events::{EventListener, Listening};
 use crate::metadata::MetadataError;
+use crate::policy::{Limits, Policy};
 use crate::publisher::Publisher;
 use crate::registry::Registry;
 use crate::stats::Snapshot;
@@ -72,6 +73,7 @@ impl Broker {
             tokio::spawn(Arc::clone(&shared.timers).run()),
             tokio::spawn(run_sync_ticker(Arc::clone(&reg))),
             tokio::spawn(run_metadata_writer(Arc::clone(&reg))),
+            tokio::spawn(crate::dead_letter::run(Arc::clone(&reg))),
         ];
         Broker {
             reg,
@@ -89,6 +91,8 @@ impl Broker {
         self.reg.kick_consumers();
         let reg = Arc::clone(&self.reg);
         let closed = tokio::task::spawn_blocking(move || {
+            // Dead letters still on their way reach their topics (created if need be) first.
+            crate::dead_letter::publish_pending(&reg);
             let persisted = reg.persist_metadata();
             reg.close_queues();
             persisted
@@ -201,6 +205,65 @@ impl Broker {
     /// lock held that publishers to other topics need). The name must be valid.
     pub fn get_or_create_topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
         self.reg.get_or_create_topic(name)
+    }
+
+    /// Apply `changes` (a JSON object of settings: `policy.rs`, `docs/http-queues.md`) to
+    /// `topic`'s settings, which are also its channels' defaults; the topic is created if
+    /// needed (blocking). All or nothing: a bad key or value changes (and creates) nothing.
+    pub fn configure_topic(
+        &self,
+        topic: &str,
+        changes: &serde_json::Value,
+    ) -> Result<Policy, BrokerError> {
+        check_name(topic)?;
+        Policy::default().patch(changes, &Limits::of(self.config(), topic))?;
+        self.reg.get_or_create_topic(topic)?.configure(changes)
+    }
+
+    /// Apply `changes` to the settings of `channel` of `topic`, both created if needed
+    /// (blocking). All or nothing, as [`Broker::configure_topic`].
+    pub fn configure_channel(
+        &self,
+        topic: &str,
+        channel: &str,
+        changes: &serde_json::Value,
+    ) -> Result<Policy, BrokerError> {
+        check_name(topic)?;
+        check_name(channel)?;
+        Policy::default().patch(changes, &Limits::of(self.config(), topic))?;
+        let t = self.reg.get_or_create_topic(topic)?;
+        t.get_or_create_channel(channel)?;
+        t.configure_channel(channel, changes)
+    }
+
+    /// Replace `topic`'s settings (created if needed; blocking).
+    pub fn set_topic_policy(&self, topic: &str, policy: &Policy) -> Result<(), BrokerError> {
+        check_name(topic)?;
+        let p = Policy::from_json(
+            &policy.to_json().into_value(),
+            &Limits::of(self.config(), topic),
+        )?;
+        self.reg.get_or_create_topic(topic)?.set_policy(p);
+        Ok(())
+    }
+
+    /// Replace the settings of `channel` of `topic` (both created if needed; blocking).
+    pub fn set_channel_policy(
+        &self,
+        topic: &str,
+        channel: &str,
+        policy: &Policy,
+    ) -> Result<(), BrokerError> {
+        check_name(topic)?;
+        check_name(channel)?;
+        let p = Policy::from_json(
+            &policy.to_json().into_value(),
+            &Limits::of(self.config(), topic),
+        )?;
+        let t = self.reg.get_or_create_topic(topic)?;
+        let ch = t.get_or_create_channel(channel)?;
+        t.set_channel_policy(&ch, p);
+        Ok(())
     }
 
     /// Every topic's name, in order.

@@ -4,6 +4,11 @@
 //! a consumer takes up to its free RDY in one go. Consumers that found the queue empty are
 //! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
+//!
+//! A channel's settings (`policy.rs`: delivery limit, dead letters, order, time to live) are
+//! applied by `channel/rules.rs`; with none set and no message carrying attributes, a message's
+//! path does not look at them (`ChannelState::checks` is false). Answers by receipt (HTTP
+//! consumers) are in `channel/settle.rs`.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Weak};
@@ -12,16 +17,20 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::attrs::DeadLetterReason;
 use crate::config::BrokerConfig;
 use crate::consumer::Consumer;
+use crate::dead_letter::DeadLetter;
 use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
+use crate::ordered::Ordered;
+use crate::policy::{Effective, Policy};
 use crate::registry::Shared;
 use crate::spill_queue::{Put, SpillQueue};
-use crate::stats::{ChannelStats, ConsumerStats};
+use crate::stats::{ChannelStats, ConsumerStats, DeadLetterStats};
 
 /// A consumer as its channel sees it.
 struct Member {
@@ -30,7 +39,6 @@ struct Member {
     waiting: bool,
 }
 
-#[derive(Default)]
 struct ChannelState {
     /// Memory, then disk (`spill_queue.rs`).
     ready: SpillQueue,
@@ -38,10 +46,25 @@ struct ChannelState {
     deferred: DeferredQueue,
     consumers: Vec<Member>,
     paused: bool,
-    /// The earliest in-flight deadline or deferred due time, which the broker's timer
-    /// (`timers.rs`) will wake the channel for (None: nothing to wait for).
+    /// The earliest in-flight deadline, deferred due time or expiry sweep, which the broker's
+    /// timer (`timers.rs`) will wake the channel for (None: nothing to wait for).
     timer_at: Option<Instant>,
     next_wake: usize,
+    /// The settings set on this channel.
+    own: Policy,
+    /// What it runs with: its own settings, else its topic's, else the broker's.
+    eff: Effective,
+    /// Messages must be looked at before delivery (a limit, a time to live, order, or a
+    /// message with attributes arrived). False: the plain path of nsqd.
+    checks: bool,
+    /// A message with attributes (a TTL, an ordering key) reached the channel.
+    attrs_seen: bool,
+    /// Per-key order, when `eff.ordered`.
+    ordered: Option<Box<Ordered>>,
+    /// Deliveries so far; each delivery is known by its number (receipts).
+    deliveries: u64,
+    /// When the head of the queue is next checked for expired messages (`rules.rs`).
+    sweep_at: Option<Instant>,
 }
 
 impl ChannelState {
@@ -75,6 +98,16 @@ impl ChannelState {
             .iter_mut()
             .find(|c| c.consumer.id() == consumer_id)
     }
+
+    /// The next message to deliver on the plain path.
+    fn pop_plain(&mut self) -> Option<Message> {
+        self.ready.pop_front()
+    }
+
+    /// Messages waiting to be delivered, memory and disk, those held for order included.
+    fn depth(&self) -> i64 {
+        self.ready.depth() + self.ordered.as_ref().map_or(0, |o| o.held() as i64)
+    }
 }
 
 /// One channel of a topic: its own copy of every message the topic gets, shared by the
@@ -82,6 +115,8 @@ impl ChannelState {
 pub struct Channel {
     name: String,
     topic_name: String,
+    /// The names again, shared by the channel's dead-letter records.
+    names: (Arc<str>, Arc<str>),
     ephemeral: bool,
     /// End-to-end latency, when percentiles are configured.
     e2e: Option<E2eStream>,
@@ -93,30 +128,61 @@ pub struct Channel {
     message_count: AtomicU64,
     requeue_count: AtomicU64,
     timeout_count: AtomicU64,
+    /// Dead letters sent, by reason (`DeadLetterReason::index`).
+    dead_letter_counts: [AtomicU64; 3],
+    /// Expired messages dropped (`"expired": "drop"`).
+    expired_dropped: AtomicU64,
 }
 
 impl Channel {
-    /// A new channel of `topic_name`, its disk queue opened (and recovered): blocking IO, so
-    /// callers hold no lock other publishers need.
-    pub(crate) fn open(topic_name: &str, name: &str, shared: Arc<Shared>) -> Arc<Channel> {
+    /// A new channel of `topic_name` with its settings, its disk queue opened (and recovered):
+    /// blocking IO, so callers hold no lock other publishers need.
+    pub(crate) fn open(
+        topic_name: &str,
+        name: &str,
+        shared: Arc<Shared>,
+        own: Policy,
+        topic_policy: &Policy,
+    ) -> Arc<Channel> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let ready = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral);
+        let eff = Effective::resolve(topic_name, &own, topic_policy, &shared.cfg);
+        let (ready, head) = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral, &eff);
         let ch = Arc::new_cyclic(|me| Channel {
             name: name.to_string(),
             topic_name: topic_name.to_string(),
+            names: (Arc::from(topic_name), Arc::from(name)),
             ephemeral,
             e2e: E2eStream::for_config(&shared.cfg),
             shared,
             me: me.clone(),
             state: Mutex::new(ChannelState {
                 ready,
-                ..ChannelState::default()
+                in_flight: InFlightTable::default(),
+                deferred: DeferredQueue::default(),
+                consumers: Vec::new(),
+                paused: false,
+                timer_at: None,
+                next_wake: 0,
+                own,
+                eff,
+                checks: false,
+                attrs_seen: false,
+                ordered: None,
+                deliveries: 0,
+                sweep_at: None,
             }),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
             requeue_count: AtomicU64::new(0),
             timeout_count: AtomicU64::new(0),
+            dead_letter_counts: Default::default(),
+            expired_dropped: AtomicU64::new(0),
         });
+        {
+            let mut st = ch.state.lock();
+            ch.apply_rules(&mut st);
+            ch.place_head(&mut st, head);
+        }
         disk::attach(&ch);
         ch
     }
@@ -141,16 +207,32 @@ impl Channel {
         self.deleted.load(Relaxed)
     }
 
+    fn cfg(&self) -> &BrokerConfig {
+        &self.shared.cfg
+    }
+
     /// Append messages to the ready queue (memory, or disk past `--mem-queue-size`) and wake
     /// waiting consumers. The ticket completes when they are durable (strict mode).
     pub fn put(&self, msgs: impl IntoIterator<Item = Message>) -> Result<Ticket, BrokerError> {
         let msgs: Vec<Message> = msgs.into_iter().collect();
-        self.enqueue(|ready| ready.put(msgs, None))
+        let attrs = msgs.iter().any(|m| m.attributes().is_some());
+        self.put_marked(msgs, attrs)
+    }
+
+    /// [`Channel::put`] when the caller knows whether any message carries attributes.
+    pub(crate) fn put_marked(
+        &self,
+        msgs: Vec<Message>,
+        attrs: bool,
+    ) -> Result<Ticket, BrokerError> {
+        self.enqueue(attrs, |ready| ready.put(msgs, None))
     }
 
     /// Queue a whole publish (one run in memory).
     pub fn put_published(&self, p: &Published) -> Result<Ticket, BrokerError> {
-        self.enqueue(|ready| ready.put_published(p, None))
+        self.enqueue(p.attributes().is_some(), |ready| {
+            ready.put_published(p, None)
+        })
     }
 
     /// Messages `range` of `p`, kept as one run like [`Channel::put_published`] (a topic
@@ -160,12 +242,15 @@ impl Channel {
         p: &Published,
         range: std::ops::Range<usize>,
     ) -> Result<Ticket, BrokerError> {
-        self.enqueue(|ready| ready.put_run(p, range, None))
+        self.enqueue(p.attributes().is_some(), |ready| {
+            ready.put_run(p, range, None)
+        })
     }
 
     /// Apply `put` to the ready queue, count what it took and wake as many waiting consumers.
     fn enqueue(
         &self,
+        attrs: bool,
         put: impl FnOnce(&mut SpillQueue) -> Result<Put, BrokerError>,
     ) -> Result<Ticket, BrokerError> {
         let mut st = self.state.lock();
@@ -173,6 +258,9 @@ impl Channel {
         let put = put(&mut st.ready)?;
         let added = st.ready.len() - before;
         self.message_count.fetch_add(put.accepted as u64, Relaxed);
+        if attrs || st.checks {
+            self.arrived(&mut st, attrs);
+        }
         st.wake_waiting(added);
         Ok(put.ticket)
     }
@@ -185,8 +273,12 @@ impl Channel {
         due: Instant,
     ) -> Result<Ticket, BrokerError> {
         let msgs: Vec<Message> = msgs.into_iter().collect();
+        let attrs = msgs.iter().any(|m| m.attributes().is_some());
         let mut st = self.state.lock();
         let n = msgs.len() as u64;
+        if attrs {
+            self.arrived(&mut st, true);
+        }
         if st.ready.is_strict() {
             let put = st.ready.put(msgs, Some(disk::unix_due(due)))?;
             self.message_count.fetch_add(n, Relaxed);
@@ -208,22 +300,27 @@ impl Channel {
         }
     }
 
-    /// The broker's timer reached `at`: expire in-flight messages and release due deferred
-    /// ones, then ask to be woken at the next deadline. A wake-up that is no longer the
-    /// channel's deadline (an earlier one was asked for since) is ignored.
+    /// The broker's timer reached `at`: expire in-flight messages, release due deferred ones
+    /// and sweep expired messages off the queue's head, then ask to be woken at the next
+    /// deadline. A wake-up that is no longer the channel's deadline (an earlier one was asked
+    /// for since) is ignored.
     pub(crate) fn on_timer(&self, at: Instant, now: Instant, timers: &crate::timers::Timers) {
         if self.is_deleted() {
             return;
         }
-        let mut st = self.state.lock();
-        if st.timer_at != Some(at) {
-            return;
+        let mut dead = Vec::new();
+        {
+            let mut st = self.state.lock();
+            if st.timer_at != Some(at) {
+                return;
+            }
+            let next = self.process_timers(&mut st, now, &mut dead);
+            st.timer_at = next;
+            if let Some(next) = next {
+                timers.wake_at(next, self.me.clone());
+            }
         }
-        let next = self.process_timers(&mut st, now);
-        st.timer_at = next;
-        if let Some(next) = next {
-            timers.wake_at(next, self.me.clone());
-        }
+        self.send_dead(dead);
     }
 
     /// Take up to `max` ready messages for `consumer`, mark them in flight and pass each to
@@ -237,41 +334,69 @@ impl Channel {
         rng: &mut u64,
         mut emit: impl FnMut(&Message),
     ) -> usize {
-        let mut st = self.state.lock();
-        if st.paused || self.is_deleted() {
-            return 0;
-        }
-        let timeout = consumer.msg_timeout();
-        let now = Instant::now();
-        let deadline = now + timeout;
-        let mut sent = 0;
-        while sent < max {
-            let Some(mut msg) = st.ready.pop_front() else {
-                break;
-            };
-            if sample_rate > 0 && (xorshift(rng) % 100) as i32 > sample_rate {
-                st.ready.finished(msg.id.0);
-                continue;
+        self.deliver_numbered(consumer, max, sample_rate, rng, |m, _| emit(m))
+    }
+
+    /// [`Channel::deliver`], passing each message's delivery number too (what a receipt
+    /// names: [`Channel::settle`]).
+    pub fn deliver_numbered(
+        &self,
+        consumer: &Consumer,
+        max: usize,
+        sample_rate: i32,
+        rng: &mut u64,
+        mut emit: impl FnMut(&Message, u64),
+    ) -> usize {
+        let mut dead = Vec::new();
+        let sent = {
+            let mut st = self.state.lock();
+            if st.paused || self.is_deleted() {
+                return 0;
             }
-            msg.attempts = msg.attempts.wrapping_add(1);
-            emit(&msg);
-            st.in_flight.insert(InFlight {
-                msg,
-                consumer_id: consumer.id(),
-                deadline,
-                delivered_at: now,
-            });
-            sent += 1;
-        }
-        if sent < max {
-            if let Some(c) = st.member(consumer.id()) {
-                c.waiting = true;
+            let timeout = Self::timeout_for(&st.eff, consumer);
+            let checked = st.checks;
+            let now = Instant::now();
+            let now_ns = if checked { crate::now_unix_nanos() } else { 0 };
+            let deadline = now + timeout;
+            let mut sent = 0;
+            while sent < max {
+                let next = if checked {
+                    self.pop_checked(&mut st, now_ns, &mut dead)
+                } else {
+                    st.pop_plain()
+                };
+                let Some(mut msg) = next else {
+                    break;
+                };
+                if sample_rate > 0 && (xorshift(rng) % 100) as i32 > sample_rate {
+                    self.done_with(&mut st, &msg);
+                    continue;
+                }
+                msg.attempts = msg.attempts.wrapping_add(1);
+                st.deliveries += 1;
+                let delivery = st.deliveries;
+                emit(&msg, delivery);
+                st.in_flight.insert(InFlight {
+                    msg,
+                    consumer_id: consumer.id(),
+                    deadline,
+                    delivered_at: now,
+                    delivery,
+                });
+                sent += 1;
             }
-        }
-        if sent > 0 {
-            consumer.delivered(sent);
-            self.schedule(&mut st, deadline);
-        }
+            if sent < max {
+                if let Some(c) = st.member(consumer.id()) {
+                    c.waiting = true;
+                }
+            }
+            if sent > 0 {
+                consumer.delivered(sent);
+                self.schedule(&mut st, deadline);
+            }
+            sent
+        };
+        self.send_dead(dead);
         sent
     }
 
@@ -303,10 +428,10 @@ impl Channel {
                 match st.in_flight.take(consumer.id(), id) {
                     Ok(f) => {
                         ok += 1;
-                        st.ready.finished(id);
                         if let Some(r) = &mut e2e {
                             r.record(f.msg.timestamp());
                         }
+                        self.done_with(&mut st, &f.msg);
                     }
                     Err(e) => on_error(i, e),
                 }
@@ -315,39 +440,38 @@ impl Channel {
         consumer.finished(ok);
     }
 
-    /// REQ: back to the queue now (delay 0) or after `delay`.
+    /// REQ: back to the queue now (delay 0) or after `delay`. A message that has had its
+    /// `max_attempts` deliveries becomes a dead letter instead.
     pub fn requeue(
         &self,
         consumer: &Consumer,
         id: u64,
         delay: Duration,
     ) -> Result<(), BrokerError> {
-        let mut st = self.state.lock();
-        let f = st.in_flight.take(consumer.id(), id)?;
-        consumer.requeued();
-        self.requeue_count.fetch_add(1, Relaxed);
-        if delay.is_zero() {
-            st.ready.push_back(f.msg);
-            st.wake_waiting(1);
-        } else {
-            let due = Instant::now() + delay;
-            st.deferred.push(due, f.msg.detached());
-            self.schedule(&mut st, due);
+        let mut dead = Vec::new();
+        {
+            let mut st = self.state.lock();
+            let f = st.in_flight.take(consumer.id(), id)?;
+            consumer.requeued();
+            self.requeue_count.fetch_add(1, Relaxed);
+            self.put_back(&mut st, f.msg, delay, &mut dead);
+            if delay.is_zero() {
+                st.wake_waiting(1);
+            }
         }
+        self.send_dead(dead);
         Ok(())
     }
 
     /// TOUCH: a fresh timeout, but never past delivery + max-msg-timeout.
     pub fn touch(&self, consumer: &Consumer, id: u64) -> Result<(), BrokerError> {
-        let timeout = consumer.msg_timeout();
         let max = self.shared.cfg.max_msg_timeout;
         let now = Instant::now();
-        self.state
-            .lock()
-            .in_flight
-            .set_deadline(consumer.id(), id, |f| {
-                (now + timeout).min(f.delivered_at + max)
-            })
+        let mut st = self.state.lock();
+        let timeout = Self::timeout_for(&st.eff, consumer);
+        st.in_flight.set_deadline(consumer.id(), id, |f| {
+            (now + timeout).min(f.delivered_at + max)
+        })
     }
 
     /// A consumer joins (nsqd's SUB). Fails when the channel is gone or has
@@ -383,12 +507,16 @@ impl Channel {
         st.consumers.len()
     }
 
-    /// A consumer's in-flight messages, back to the front of the queue in their order.
+    /// A consumer's in-flight messages, back to the front of the queue (of their key, on an
+    /// ordered channel) in their order.
     fn take_back(st: &mut ChannelState, consumer_id: u64) {
         let back = st.in_flight.take_consumer(consumer_id);
         let n = back.len();
         for f in back.into_iter().rev() {
-            st.ready.push_front(f.msg);
+            match st.ordered.as_mut() {
+                Some(o) => o.put_back(f.msg),
+                None => st.ready.push_front(f.msg),
+            }
         }
         st.wake_waiting(n);
     }
@@ -438,6 +566,9 @@ impl Channel {
         st.ready.empty();
         st.in_flight.drain();
         st.deferred.drain();
+        if let Some(o) = st.ordered.as_mut() {
+            o.clear();
+        }
         for c in st.consumers.iter_mut() {
             c.consumer.reset_in_flight();
             c.waiting = false;
@@ -452,6 +583,9 @@ impl Channel {
         let disk = st.ready.delete();
         st.in_flight.drain();
         st.deferred.drain();
+        if let Some(o) = st.ordered.as_mut() {
+            o.clear();
+        }
         for c in st.consumers.drain(..) {
             c.consumer.kick();
         }
@@ -466,16 +600,25 @@ impl Channel {
     /// Every message the channel holds in memory: ready, in flight and deferred.
     pub fn messages_in_memory(&self) -> usize {
         let st = self.state.lock();
-        st.ready.len() + st.in_flight.len() + st.deferred.len()
+        st.ready.len()
+            + st.in_flight.len()
+            + st.deferred.len()
+            + st.ordered.as_ref().map_or(0, |o| o.held())
     }
 
     /// Messages waiting to be delivered (not in flight, not deferred), memory and disk.
     pub fn depth(&self) -> usize {
-        self.state.lock().ready.depth() as usize
+        usize::try_from(self.state.lock().depth()).unwrap_or(0)
     }
 
-    /// Expire in-flight messages and release due deferred ones; returns the next deadline.
-    fn process_timers(&self, st: &mut ChannelState, now: Instant) -> Option<Instant> {
+    /// Expire in-flight messages, release due deferred ones and sweep the head of the queue
+    /// for expired messages; returns the next deadline.
+    fn process_timers(
+        &self,
+        st: &mut ChannelState,
+        now: Instant,
+        dead: &mut Vec<DeadLetter>,
+    ) -> Option<Instant> {
         let expired = st.in_flight.pop_expired(now);
         let mut moved = expired.len();
         self.timeout_count.fetch_add(moved as u64, Relaxed);
@@ -484,24 +627,34 @@ impl Channel {
                 owner.lost_one();
                 owner.wake();
             }
-            st.ready.push_back(f.msg);
+            self.put_back(st, f.msg, Duration::ZERO, dead);
         }
         let due = st.deferred.pop_due(now);
         moved += due.len();
-        st.ready.extend(due);
-        st.wake_waiting(moved);
-        match (st.in_flight.next_deadline(), st.deferred.next_due()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
+        for m in due {
+            self.release_deferred(st, m);
         }
+        if st.sweep_at.is_some_and(|at| at <= now) {
+            self.sweep(st, now, dead);
+        }
+        st.wake_waiting(moved);
+        [
+            st.in_flight.next_deadline(),
+            st.deferred.next_due(),
+            st.sweep_at,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     /// A snapshot of its counters; with `include_consumers`, each consumer's too.
     pub fn stats(&self, include_consumers: bool) -> ChannelStats {
         let st = self.state.lock();
+        let dead = self.dead_letter_stats(&st);
         ChannelStats {
             channel_name: self.name.clone(),
-            depth: st.ready.depth(),
+            depth: st.depth(),
             backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),
             deferred_count: st.deferred.len(),
@@ -518,7 +671,23 @@ impl Channel {
             paused: st.paused,
             e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
             disk_queue: st.ready.disk_stats(),
+            config: (!st.own.is_empty()).then(|| st.own.clone()),
+            dead_letters: dead,
         }
+    }
+
+    /// Dead-letter counters, when there is anything to show (settings or counts).
+    fn dead_letter_stats(&self, st: &ChannelState) -> Option<DeadLetterStats> {
+        let counts: [u64; 3] = std::array::from_fn(|i| self.dead_letter_counts[i].load(Relaxed));
+        let dropped = self.expired_dropped.load(Relaxed);
+        let any = counts.iter().any(|n| *n > 0) || dropped > 0;
+        (any || st.eff.checks_messages()).then(|| DeadLetterStats {
+            topic: st.eff.dead_letter_topic.clone(),
+            delivery_limit: counts[DeadLetterReason::DeliveryLimit.index()],
+            rejected: counts[DeadLetterReason::Rejected.index()],
+            expired: counts[DeadLetterReason::Expired.index()],
+            expired_dropped: dropped,
+        })
     }
 }
 
@@ -541,7 +710,10 @@ fn xorshift(s: &mut u64) -> u64 {
 }
 
 mod disk;
+mod rules;
+mod settle;
 pub(crate) use disk::{instant_of, unix_due};
+pub use settle::Settle;
 
 #[cfg(test)]
 mod tests;

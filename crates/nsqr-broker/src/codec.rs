@@ -13,6 +13,7 @@ pub(crate) fn record_len(body_len: usize) -> u64 {
     diskqueue::LENGTH_PREFIX_LEN + u64::from(MESSAGE_HEADER_LEN) + body_len as u64
 }
 
+#[inline(always)]
 pub(crate) fn encode(m: &Message, out: &mut Vec<u8>) {
     out.extend_from_slice(&m.timestamp().to_be_bytes());
     out.extend_from_slice(&m.attempts.to_be_bytes());
@@ -29,6 +30,19 @@ pub(crate) fn decode_chunk(chunk: Chunk, mut place: impl FnMut(Option<Message>))
         let body = payload.start + MESSAGE_HEADER_LEN as usize..payload.end;
         place(header.and_then(|(id, attempts)| batch.message(id, attempts, body)));
     }
+}
+
+/// One record's payload as a message with a buffer of its own (side files: `head_store.rs`).
+pub(crate) fn decode_one(payload: &[u8]) -> Option<Message> {
+    let (id, attempts) = header(payload)?;
+    let ts: [u8; 8] = payload.get(..8)?.try_into().ok()?;
+    let body = payload.get(MESSAGE_HEADER_LEN as usize..)?;
+    Message::new(
+        id,
+        i64::from_be_bytes(ts),
+        attempts,
+        bytes::Bytes::copy_from_slice(body),
+    )
 }
 
 /// Id and attempts of a record's payload (its timestamp stays in the buffer, see

@@ -86,11 +86,14 @@ pub struct Consumer {
     finish_count: AtomicU64,
     requeue_count: AtomicU64,
     msg_timeout_ms: AtomicU64,
+    /// It asked for its own timeout (else a channel's `msg_timeout` setting applies).
+    own_timeout: AtomicBool,
 }
 
 impl Consumer {
     pub(crate) fn new(id: u64, info: ConsumerInfo, default_timeout: Duration) -> Consumer {
         let timeout = info.msg_timeout.unwrap_or(default_timeout);
+        let own = info.msg_timeout.is_some();
         Consumer {
             id,
             info,
@@ -102,6 +105,7 @@ impl Consumer {
             finish_count: AtomicU64::new(0),
             requeue_count: AtomicU64::new(0),
             msg_timeout_ms: AtomicU64::new(duration_ms(timeout)),
+            own_timeout: AtomicBool::new(own),
         }
     }
 
@@ -192,8 +196,15 @@ impl Consumer {
     }
 
     /// Change its in-flight timeout (IDENTIFY's `msg_timeout`); applies to later deliveries.
+    /// A consumer that set one keeps it on a channel with a `msg_timeout` setting.
     pub fn set_msg_timeout(&self, timeout: Duration) {
         self.msg_timeout_ms.store(duration_ms(timeout), Relaxed);
+        self.own_timeout.store(true, Relaxed);
+    }
+
+    /// True when it asked for its own in-flight timeout.
+    pub fn has_own_msg_timeout(&self) -> bool {
+        self.own_timeout.load(Relaxed)
     }
 
     pub(crate) fn delivered(&self, n: usize) {

@@ -84,15 +84,19 @@ pub(crate) fn save(
     if n == 0 {
         return remove(dir, queue);
     }
-    let tmp = dir.join(format!(
-        "{queue}.nsqr.deferred.dat.{}.tmp",
-        std::process::id()
-    ));
+    write_atomically(dir, &p, text.as_bytes())
+}
+
+/// Replace `file` (in `dir`) with `data`: a temporary file, fsync, rename, fsync of `dir`.
+pub(crate) fn write_atomically(dir: &Path, file: &Path, data: &[u8]) -> std::io::Result<()> {
+    let mut tmp = file.as_os_str().to_owned();
+    tmp.push(format!(".{}.tmp", std::process::id()));
+    let tmp = PathBuf::from(tmp);
     let write = || -> std::io::Result<()> {
         let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
+        f.write_all(data)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, &p)?;
+        std::fs::rename(&tmp, file)?;
         std::fs::File::open(dir)?.sync_all()
     };
     write().inspect_err(|_| {

@@ -19,18 +19,20 @@ use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, Payload, MESSAGE_HE
 pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
 
+use crate::attrs_store::{self, AttrMap};
 use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
 use crate::config::BrokerConfig;
 use crate::deferred_store;
 use crate::durability::{DiskError, Promise, Ticket};
+use crate::head_store::{self, SkipMap};
 use crate::link::Opened;
 use crate::message::Message;
 use crate::spill_queue::SpillQueue;
 use crate::stats::DiskStats;
 
 /// A message on its way to disk, with its due time (Unix ns) if deferred.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Outgoing {
     pub msg: Message,
     pub due: Option<i64>,
@@ -128,10 +130,39 @@ struct IoState {
 }
 
 /// What shutdown writes, collected under the owner's lock once the writer is idle.
+#[derive(Default)]
 pub(crate) struct Final {
     pub writes: Vec<Outgoing>,
     pub promises: Vec<Promise>,
     pub dues: Vec<(u64, i64)>,
+    /// Attributes of messages already on disk (those of `writes` are added).
+    pub attrs: AttrMap,
+    /// An ordered channel's head, in order (also in `writes`: `head_store.rs`).
+    pub head: Vec<Outgoing>,
+    /// Copies of earlier head messages still unread in the queue.
+    pub skip: SkipMap,
+}
+
+impl Final {
+    /// The side files' contents: attributes of everything on disk, the head with the copies
+    /// to skip (one more for each head message, written to the queue now).
+    fn side_files(&mut self) -> (AttrMap, Vec<(Message, Option<i64>)>, SkipMap) {
+        let mut attrs = std::mem::take(&mut self.attrs);
+        for o in &self.writes {
+            if let Some(a) = o.msg.attributes() {
+                attrs.insert(o.msg.id.0, Arc::clone(a));
+            }
+        }
+        let mut skip = std::mem::take(&mut self.skip);
+        let head: Vec<(Message, Option<i64>)> = std::mem::take(&mut self.head)
+            .into_iter()
+            .map(|o| {
+                *skip.entry(o.msg.id.0).or_default() += 1;
+                (o.msg, o.due)
+            })
+            .collect();
+        (attrs, head, skip)
+    }
 }
 
 pub(crate) struct DiskWriter {
@@ -221,6 +252,8 @@ impl DiskWriter {
                 opened.bytes = st.dq.disk_bytes();
                 opened.stats.absorb(&state_of(&st));
                 opened.dues = deferred_store::load(dir, name);
+                opened.attrs = attrs_store::load(dir, name);
+                opened.head = head_store::take(dir, name);
                 *writer.io.lock() = Some(st);
             }
             Err(e) => {
@@ -323,11 +356,22 @@ impl DiskWriter {
                 tracing::error!("DISKQUEUE({}): failed to delete - {e}", self.name);
             }
         }
-        if let Err(e) = deferred_store::remove(&self.dir, &self.name) {
-            tracing::error!(
-                "DISKQUEUE({}): failed to remove deferred file - {e}",
-                self.name
-            );
+        self.remove_side_files();
+    }
+
+    /// The queue is gone or emptied: so are its side files.
+    fn remove_side_files(&self) {
+        for (what, r) in [
+            ("deferred", deferred_store::remove(&self.dir, &self.name)),
+            ("attributes", attrs_store::remove(&self.dir, &self.name)),
+            ("head", head_store::remove(&self.dir, &self.name)),
+        ] {
+            if let Err(e) = r {
+                tracing::error!(
+                    "DISKQUEUE({}): failed to remove {what} file - {e}",
+                    self.name
+                );
+            }
         }
     }
 
@@ -355,12 +399,7 @@ impl DiskWriter {
                 tracing::error!("DISKQUEUE({}): failed to empty - {e}", self.name);
             }
             st.read_seq = 0;
-            if let Err(e) = deferred_store::remove(&self.dir, &self.name) {
-                tracing::error!(
-                    "DISKQUEUE({}): failed to remove deferred file - {e}",
-                    self.name
-                );
-            }
+            self.remove_side_files();
         }
         done.first_seq = st.read_seq;
         if !w.writes.is_empty() {
@@ -478,8 +517,9 @@ impl DiskWriter {
     /// messages and close the queue.
     pub(crate) fn close(&self, collect: &mut dyn FnMut() -> Final) {
         let mut io = self.io.lock();
-        let fin = collect();
+        let mut fin = collect();
         let n = fin.writes.len();
+        let (attrs, head, skip) = fin.side_files();
         let result = match io.take() {
             None => Err(not_open(&self.name)),
             Some(mut st) => {
@@ -494,6 +534,18 @@ impl DiskWriter {
                 if let Err(e) = deferred_store::save(&self.dir, &self.name, fin.dues) {
                     tracing::error!(
                         "DISKQUEUE({}): failed to save deferred due times - {e}",
+                        self.name
+                    );
+                }
+                if let Err(e) = attrs_store::save(&self.dir, &self.name, attrs) {
+                    tracing::error!(
+                        "DISKQUEUE({}): failed to save message attributes - {e}",
+                        self.name
+                    );
+                }
+                if let Err(e) = head_store::save(&self.dir, &self.name, &head, &skip) {
+                    tracing::error!(
+                        "DISKQUEUE({}): failed to save the head of the queue - {e}",
                         self.name
                     );
                 }

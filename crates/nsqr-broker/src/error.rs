@@ -13,6 +13,13 @@ pub enum BrokerError {
     /// FIN / REQ / TOUCH of a message another consumer holds.
     #[error("client does not own message")]
     NotOwner,
+    /// An answer by receipt to an earlier delivery of a message that was delivered again
+    /// since (its in-flight timeout passed, or it was requeued).
+    #[error("stale receipt: the message was delivered again since")]
+    Redelivered,
+    /// Settings that cannot be applied (`/topic/config`, `/channel/config`).
+    #[error("{0}")]
+    Policy(#[from] crate::policy::PolicyError),
     /// The broker is shutting down, or the topic or channel was deleted meanwhile.
     #[error("exiting")]
     Exiting,

@@ -23,6 +23,9 @@ pub struct InFlight {
     pub consumer_id: u64,
     pub deadline: Instant,
     pub delivered_at: Instant,
+    /// The channel's number for this delivery: a receipt names it, so a receipt from an
+    /// earlier delivery of the same message is refused.
+    pub delivery: u64,
 }
 
 #[derive(Debug, Default)]
@@ -79,19 +82,42 @@ impl InFlightTable {
         }
     }
 
-    /// Remove a message the consumer owns.
+    /// Remove a message the consumer owns (the FIN path: one lookup, nothing else).
     pub fn take(&mut self, consumer_id: u64, id: u64) -> Result<InFlight, BrokerError> {
-        let f = self.map.remove(&id).ok_or(BrokerError::NotInFlight)?;
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.remove(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
         if f.consumer_id != consumer_id {
             self.map.insert(id, f);
             return Err(BrokerError::NotOwner);
         }
+        self.taken(id);
+        Ok(f)
+    }
+
+    /// Remove the message if it is in flight as delivery number `delivery`.
+    pub fn take_delivery(&mut self, id: u64, delivery: u64) -> Result<InFlight, BrokerError> {
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.remove(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
+        if f.delivery != delivery {
+            self.map.insert(id, f);
+            return Err(BrokerError::Redelivered);
+        }
+        self.taken(id);
+        Ok(f)
+    }
+
+    /// `id` left the map: drop its deadline entry if it is the ring's front.
+    #[inline]
+    fn taken(&mut self, id: u64) {
         // FINs mostly come in delivery order: the finished entry is usually the ring's front.
         if self.ring.front().is_some_and(|&(_, front)| front == id) {
             self.ring.pop_front();
         }
         self.compact_if_mostly_stale();
-        Ok(f)
     }
 
     /// Move a message's deadline (TOUCH).
@@ -101,10 +127,41 @@ impl InFlightTable {
         id: u64,
         deadline: impl FnOnce(&InFlight) -> Instant,
     ) -> Result<(), BrokerError> {
-        let f = self.map.get_mut(&id).ok_or(BrokerError::NotInFlight)?;
-        if f.consumer_id != consumer_id {
-            return Err(BrokerError::NotOwner);
-        }
+        self.set_deadline_if(id, deadline, |f| {
+            if f.consumer_id == consumer_id {
+                Ok(())
+            } else {
+                Err(BrokerError::NotOwner)
+            }
+        })
+    }
+
+    /// Move the deadline of delivery number `delivery` of a message (a TOUCH by receipt).
+    pub fn set_deadline_of_delivery(
+        &mut self,
+        id: u64,
+        delivery: u64,
+        deadline: impl FnOnce(&InFlight) -> Instant,
+    ) -> Result<(), BrokerError> {
+        self.set_deadline_if(id, deadline, |f| same_delivery(f, delivery))
+    }
+
+    /// The entry of a message in flight, if any.
+    pub fn get(&self, id: u64) -> Option<&InFlight> {
+        self.map.get(&id)
+    }
+
+    fn set_deadline_if(
+        &mut self,
+        id: u64,
+        deadline: impl FnOnce(&InFlight) -> Instant,
+        check: impl FnOnce(&InFlight) -> Result<(), BrokerError>,
+    ) -> Result<(), BrokerError> {
+        // Not `ok_or`: the error would be built (and dropped) on every call.
+        let Some(f) = self.map.get_mut(&id) else {
+            return Err(BrokerError::NotInFlight);
+        };
+        check(f)?;
         let new = deadline(f);
         f.deadline = new;
         self.index_deadline(new, id);
@@ -176,6 +233,14 @@ impl InFlightTable {
     }
 }
 
+fn same_delivery(f: &InFlight, delivery: u64) -> Result<(), BrokerError> {
+    if f.delivery == delivery {
+        Ok(())
+    } else {
+        Err(BrokerError::Redelivered)
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct DeferredQueue {
     by_due: BTreeMap<(Instant, u64), Message>,
@@ -242,6 +307,7 @@ mod tests {
                 consumer_id: 7,
                 deadline: now + Duration::from_secs(id),
                 delivered_at: now,
+                delivery: id,
             });
         }
         assert_eq!(t.take(8, 1).err(), Some(BrokerError::NotOwner));
@@ -270,6 +336,7 @@ mod tests {
                 consumer_id: 1,
                 deadline: at(secs),
                 delivered_at: now,
+                delivery: id,
             });
         }
         // 3 went to the irregular set; the earliest deadline is still found.
@@ -296,6 +363,7 @@ mod tests {
                 consumer_id: 1,
                 deadline: now + Duration::from_nanos(id),
                 delivered_at: now,
+                delivery: id,
             });
             // finish out of order: every other message one step late
             if id % 2 == 1 {

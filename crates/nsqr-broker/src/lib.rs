@@ -46,6 +46,8 @@
 #![warn(missing_docs)]
 
 mod ack_window;
+pub mod attrs;
+mod attrs_store;
 mod block_deque;
 mod broker;
 mod channel;
@@ -53,17 +55,21 @@ mod chunk_pool;
 mod codec;
 mod config;
 mod consumer;
+mod dead_letter;
 mod deferred_store;
 mod disk_writer;
 mod durability;
 mod e2e;
 mod error;
 mod events;
+mod head_store;
 mod health;
 mod inflight;
 mod link;
 mod message;
 mod metadata;
+mod ordered;
+pub mod policy;
 mod publisher;
 mod registry;
 mod run_queue;
@@ -73,8 +79,9 @@ mod subscription;
 mod timers;
 mod topic;
 
+pub use attrs::{Attributes, DeadLetterInfo, DeadLetterReason};
 pub use broker::Broker;
-pub use channel::Channel;
+pub use channel::{Channel, Settle};
 pub use config::{BrokerConfig, DiskFaults};
 pub use consumer::{Consumer, ConsumerInfo, ConsumerKind};
 pub use durability::{DiskError, Durability, Ticket};
@@ -84,9 +91,10 @@ pub use health::Health;
 pub use message::Message;
 pub use metadata::MetadataError;
 pub use nsq_wire::MessageId;
+pub use policy::{Effective, ExpiredAction, Policy, PolicyError};
 pub use publisher::Publisher;
 pub use subscription::{Delivery, SubscribeOptions, Subscription};
-pub use topic::Topic;
+pub use topic::{PutOptions, Topic};
 
 /// The nsqd version nsqrd reports on the wire, in /info, /stats and nsqd.dat: clients and
 /// tools (nsqadmin, go-nsq) gate features on it, so it names the protocol level implemented.

@@ -64,9 +64,11 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::ack_window::AckWindow;
+use crate::attrs_store::AttrMap;
 use crate::disk_writer::{record_len, DiskWriter, Done, Outgoing, Work};
 use crate::durability::{promise, DiskError, Promise, Ticket};
 use crate::error::BrokerError;
+use crate::head_store::{Head, SkipMap};
 use crate::message::Message;
 use crate::stats::DiskStats;
 
@@ -78,6 +80,9 @@ const READ_AHEAD: usize = 256;
 const MAX_LOAD: usize = 4096;
 /// Finished records that make a strict channel wake its writer to acknowledge them.
 const ACK_KICK: usize = 1024;
+/// The most messages on disk whose attributes (`attrs.rs`) a queue keeps beside it in memory;
+/// beyond, further messages are written without them (counted: memory stays bounded).
+pub(crate) const MAX_SIDE_ATTRS: usize = 1_000_000;
 
 /// Whether the disk writer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -210,6 +215,13 @@ pub(crate) struct DiskLink {
     window: Option<AckWindow>,
     /// Due times (Unix ns) of deferred messages that are on disk.
     pub dues: FxHashMap<u64, i64>,
+    /// Attributes of messages that are on disk (`attrs_store.rs`).
+    attrs: AttrMap,
+    /// Copies of an ordered channel's head messages still unread on disk (`head_store.rs`).
+    skip: SkipMap,
+    skip_total: u64,
+    /// [`MAX_SIDE_ATTRS`] (smaller in tests).
+    side_attrs_limit: usize,
     stats: DiskStats,
 }
 
@@ -219,6 +231,10 @@ pub(crate) struct Opened {
     pub unread: u64,
     pub bytes: u64,
     pub dues: FxHashMap<u64, i64>,
+    pub attrs: AttrMap,
+    /// The head file of an ordered channel (its messages go to the owner, its skip map to the
+    /// link).
+    pub head: Head,
     pub stats: DiskStats,
 }
 
@@ -230,6 +246,7 @@ impl DiskLink {
         max_disk_bytes: u64,
         opened: Opened,
     ) -> DiskLink {
+        let skip_total = opened.head.skip.values().map(|n| u64::from(*n)).sum();
         DiskLink {
             window: (strict && !topic).then(AckWindow::default),
             writer,
@@ -250,6 +267,10 @@ impl DiskLink {
             orders: Orders::default(),
             epoch: 0,
             dues: opened.dues,
+            attrs: opened.attrs,
+            skip: opened.head.skip,
+            skip_total,
+            side_attrs_limit: MAX_SIDE_ATTRS,
             stats: opened.stats,
         }
     }
@@ -265,7 +286,8 @@ impl DiskLink {
     }
 
     pub fn backend_depth(&self) -> i64 {
-        (self.unread + self.in_transit as u64 + self.outbox.len() as u64) as i64
+        (self.unread + self.in_transit as u64 + self.outbox.len() as u64)
+            .saturating_sub(self.skip_total) as i64
     }
 
     pub fn stats(&self) -> Option<DiskStats> {
@@ -309,6 +331,11 @@ impl DiskLink {
         if let Some(due) = due {
             for m in &msgs {
                 self.dues.insert(m.id.0, due);
+            }
+        }
+        for m in &msgs {
+            if let Some(a) = m.attributes() {
+                self.keep_attrs(m.id.0, a);
             }
         }
         let ticket = self.outbox.push(msgs, due, needed);
@@ -359,6 +386,7 @@ impl DiskLink {
         self.outbox.discard();
         self.unread = 0;
         self.dues.clear();
+        self.forget_side_state();
         self.starved = false;
         if let Some(w) = self.window.as_mut() {
             w.reset(0);
@@ -373,6 +401,39 @@ impl DiskLink {
         self.outbox.discard();
         self.unread = 0;
         self.dues.clear();
+        self.forget_side_state();
+    }
+
+    /// Keep a message's attributes while it is on disk, within [`MAX_SIDE_ATTRS`].
+    fn keep_attrs(&mut self, id: u64, a: &Arc<crate::attrs::Attributes>) {
+        if self.attrs.len() < self.side_attrs_limit || self.attrs.contains_key(&id) {
+            self.attrs.insert(id, Arc::clone(a));
+            return;
+        }
+        if self.stats.attributes_dropped == 0 {
+            tracing::warn!(
+                "DISKQUEUE({}): {} messages with attributes on disk; further ones lose their expiry, ordering key or dead-letter record",
+                self.writer.name,
+                self.side_attrs_limit
+            );
+        }
+        self.stats.attributes_dropped += 1;
+    }
+
+    fn forget_side_state(&mut self) {
+        self.attrs.clear();
+        self.skip.clear();
+        self.skip_total = 0;
+    }
+
+    /// Shutdown: the attributes of messages still on disk and the copies of head messages
+    /// still to skip, for the side files.
+    pub fn take_side_state(&mut self) -> (AttrMap, SkipMap) {
+        self.skip_total = 0;
+        (
+            std::mem::take(&mut self.attrs),
+            std::mem::take(&mut self.skip),
+        )
     }
 
     /// The `--sync-timeout` tick: retry failed writes, read again after a backoff, sync if
@@ -547,6 +608,22 @@ impl DiskLink {
         retry
     }
 
+    /// True (and one copy fewer to skip) if this record is a copy of a head message.
+    fn skip_copy(&mut self, id: u64) -> bool {
+        if self.skip.is_empty() {
+            return false;
+        }
+        let Some(n) = self.skip.get_mut(&id) else {
+            return false;
+        };
+        *n -= 1;
+        if *n == 0 {
+            self.skip.remove(&id);
+        }
+        self.skip_total = self.skip_total.saturating_sub(1);
+        true
+    }
+
     /// Records kept at write time or read, in log order: tracked in the acknowledgement window
     /// (strict channels) and given their due time if deferred.
     fn track_records(
@@ -564,13 +641,23 @@ impl DiskLink {
                 continue;
             };
             let id = o.msg.id.0;
+            if self.skip_copy(id) {
+                if let Some(w) = self.window.as_mut() {
+                    w.skip(seq);
+                }
+                continue;
+            }
             if let Some(w) = self.window.as_mut() {
                 if !w.track(seq, id) {
                     continue;
                 }
             }
             let stored = self.dues.remove(&id);
-            out.push((o.msg, o.due.or(stored)));
+            let msg = match self.attrs.remove(&id) {
+                Some(a) if o.msg.attributes().is_none() => o.msg.with_attributes(Some(a)),
+                _ => o.msg,
+            };
+            out.push((msg, o.due.or(stored)));
         }
     }
 }

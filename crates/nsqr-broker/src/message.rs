@@ -17,6 +17,8 @@ use bytes::Bytes;
 use nsq_wire::bodies::PrefixWalk;
 use nsq_wire::{Bodies, MessageId};
 
+use crate::attrs::Attributes;
+
 /// What the messages of one publish share.
 #[derive(Debug)]
 struct Batch {
@@ -25,6 +27,24 @@ struct Batch {
     data: Bytes,
     /// Each message's id and range, for runs.
     index: Index,
+}
+
+impl Batch {
+    /// Where its messages are (past the attributes, if any).
+    #[inline]
+    fn index(&self) -> &Index {
+        match &self.index {
+            Index::Attributed(a) => &a.index,
+            i => i,
+        }
+    }
+
+    fn attrs(&self) -> Option<&Arc<Attributes>> {
+        match &self.index {
+            Index::Attributed(a) => Some(&a.attrs),
+            _ => None,
+        }
+    }
 }
 
 /// Where the messages of a batch are. A single PUB (the whole buffer, one id) and a TCP MPUB
@@ -46,6 +66,29 @@ enum Index {
     },
     /// The first id, and how many bodies, each after its big-endian u32 length.
     Prefixed { first: MessageId, count: u32 },
+    /// A batch whose messages carry attributes (`attrs.rs`): boxed, so the batches of plain
+    /// publishes stay as small as before.
+    Attributed(Box<Attributed>),
+}
+
+#[derive(Debug)]
+struct Attributed {
+    /// Never `Attributed` itself.
+    index: Index,
+    attrs: Arc<Attributes>,
+}
+
+impl Index {
+    fn with_attrs(self, attrs: Option<Arc<Attributes>>) -> Index {
+        match (attrs, self) {
+            (Some(attrs), Index::Attributed(a)) => Index::Attributed(Box::new(Attributed {
+                index: a.index,
+                attrs,
+            })),
+            (Some(attrs), index) => Index::Attributed(Box::new(Attributed { index, attrs })),
+            (None, index) => index,
+        }
+    }
 }
 
 /// One message as a channel holds it: its id and attempts on this channel, and a reference to
@@ -88,7 +131,7 @@ impl Message {
             batch: Arc::new(Batch {
                 timestamp: self.timestamp(),
                 data: Bytes::copy_from_slice(self.body()),
-                index: Index::Own,
+                index: Index::Own.with_attrs(self.batch.attrs().cloned()),
             }),
             start: 0,
             end: self.end - self.start,
@@ -118,10 +161,39 @@ impl Message {
     }
 
     /// Unix nanoseconds at publish.
+    #[inline]
     pub fn timestamp(&self) -> i64 {
+        // Records read from disk are never `Attributed` (a message that gets attributes back
+        // gets a batch of its own), so the outer index says it.
         match self.batch.index {
             Index::Records => crate::codec::timestamp_before(&self.batch.data, self.start as usize),
             _ => self.batch.timestamp,
+        }
+    }
+
+    /// Its attributes (expiry, ordering key, dead-letter record), if it has any.
+    pub fn attributes(&self) -> Option<&Arc<Attributes>> {
+        self.batch.attrs()
+    }
+
+    /// Its ordering key, if it has one.
+    pub fn ordering_key(&self) -> Option<&str> {
+        self.batch.attrs()?.ordering_key.as_deref()
+    }
+
+    /// The same message (id, timestamp, attempts, body: the same buffer, not a copy) with
+    /// `attrs` instead of its own (a message read back from disk gets them from the side file).
+    pub fn with_attributes(&self, attrs: Option<Arc<Attributes>>) -> Message {
+        Message {
+            id: self.id,
+            batch: Arc::new(Batch {
+                timestamp: self.timestamp(),
+                data: self.body_bytes(),
+                index: Index::Own.with_attrs(attrs),
+            }),
+            start: 0,
+            end: self.end - self.start,
+            attempts: self.attempts,
         }
     }
 }
@@ -172,6 +244,16 @@ impl Published {
     /// Stamp `bodies` with `timestamp` and the ids `first`, `first.nth_after(1)`, ... (as
     /// [`nsq_wire::message::IdGenerator::next_n`] hands them out).
     pub fn new(bodies: &Bodies, timestamp: i64, first: MessageId) -> Published {
+        Published::with_attributes(bodies, timestamp, first, None)
+    }
+
+    /// As [`Published::new`], every message carrying `attrs`.
+    pub fn with_attributes(
+        bodies: &Bodies,
+        timestamp: i64,
+        first: MessageId,
+        attrs: Option<Arc<Attributes>>,
+    ) -> Published {
         let data = bodies.data().clone();
         let whole = bodies.len() == 1 && bodies.ranges().next() == Some((0, data.len() as u32));
         let index = match bodies.prefixed_count() {
@@ -185,13 +267,18 @@ impl Published {
         Published(Arc::new(Batch {
             timestamp,
             data,
-            index,
+            index: index.with_attrs(attrs),
         }))
     }
 
+    /// The attributes its messages share, if any.
+    pub fn attributes(&self) -> Option<&Arc<Attributes>> {
+        self.0.attrs()
+    }
+
     pub fn len(&self) -> usize {
-        match &self.0.index {
-            Index::Own | Index::Records | Index::Whole(_) => 1,
+        match self.0.index() {
+            Index::Own | Index::Records | Index::Whole(_) | Index::Attributed(_) => 1,
             Index::Many { ranges, .. } => ranges.len(),
             Index::Prefixed { count, .. } => *count as usize,
         }
@@ -204,7 +291,7 @@ impl Published {
     /// Where message `i` is found, for [`Published::message_at`]: a byte offset into a
     /// length-prefixed batch (found by walking, O(i)), 0 for the others.
     pub fn cursor(&self, i: usize) -> u32 {
-        match &self.0.index {
+        match self.0.index() {
             Index::Prefixed { count, .. } => {
                 let mut walk = PrefixWalk::new(&self.0.data, 0, *count);
                 for _ in 0..i.min(*count as usize) {
@@ -220,6 +307,8 @@ impl Published {
     /// Message `i`, whose cursor is `at` ([`Published::cursor`] of `i`), and the cursor of
     /// message `i + 1`; None past the end.
     pub fn message_at(&self, i: usize, at: u32) -> Option<(Message, u32)> {
+        // The plain arms are `locate`'s, written out here so a plain batch pays nothing for
+        // the attributed case (one more arm of the same jump table, handled out of line).
         let (id, start, end, next) = match &self.0.index {
             // The buffer of a `Bodies` is at most u32::MAX bytes.
             Index::Whole(id) if i == 0 => (*id, 0, self.0.data.len() as u32, 0),
@@ -236,6 +325,7 @@ impl Published {
                 prefetch_ahead(&self.0.data, at as usize, next);
                 (first.nth_after(i as u64), start, end, next as u32)
             }
+            Index::Attributed(a) => locate_attributed(&a.index, &self.0.data, i, at)?,
         };
         let m = Message {
             id,
@@ -261,6 +351,42 @@ impl Published {
             Some(m)
         })
     }
+}
+
+/// Where message `i` of a batch with `index` and `data` is, given its cursor `at`: its id,
+/// start, end and the next message's cursor (None past the end, or for an `Attributed` index,
+/// which the caller unwraps first). [`Published::message_at`] has the same arms inline.
+#[inline(always)]
+fn locate(index: &Index, data: &Bytes, i: usize, at: u32) -> Option<(MessageId, u32, u32, u32)> {
+    Some(match index {
+        // The buffer of a `Bodies` is at most u32::MAX bytes.
+        Index::Whole(id) if i == 0 => (*id, 0, data.len() as u32, 0),
+        Index::Own | Index::Records | Index::Whole(_) | Index::Attributed(_) => return None,
+        Index::Many { first, ranges } => {
+            let (start, end) = *ranges.get(i)?;
+            (first.nth_after(i as u64), start, end, 0)
+        }
+        Index::Prefixed { first, count } => {
+            let left = count.checked_sub(u32::try_from(i).ok()?)?;
+            let mut walk = PrefixWalk::new(data, at as usize, left);
+            let (start, end) = walk.next()?;
+            let next = walk.offset();
+            prefetch_ahead(data, at as usize, next);
+            (first.nth_after(i as u64), start, end, next as u32)
+        }
+    })
+}
+
+/// [`locate`] for the inner index of an attributed batch (kept out of line).
+#[cold]
+#[inline(never)]
+fn locate_attributed(
+    index: &Index,
+    data: &Bytes,
+    i: usize,
+    at: u32,
+) -> Option<(MessageId, u32, u32, u32)> {
+    locate(index, data, i, at)
 }
 
 /// How far ahead of the message being taken a length-prefixed batch is prefetched.
@@ -412,6 +538,32 @@ mod tests {
         assert!(p.message_at(sizes.len(), at).is_none());
         prefetch_ahead(&[1, 2, 3], 0, 3);
         prefetch(&[], 0);
+    }
+
+    #[test]
+    fn attributes_cost_plain_batches_nothing_and_travel_with_their_messages() {
+        // The attributes live behind a box inside the index: no bigger than before.
+        assert_eq!(std::mem::size_of::<Index>(), 32);
+        let attrs = Attributes {
+            expires_at: 9,
+            ordering_key: Some("k".into()),
+            dead_letter: None,
+        }
+        .into_shared();
+        let bodies = Bodies::concat([&b"a"[..], b"b"]).expect("small");
+        let p = Published::with_attributes(&bodies, 1, MessageId(5), attrs.clone());
+        let msgs: Vec<Message> = p.messages(0, 2).collect();
+        assert_eq!(msgs[1].body(), b"b");
+        assert_eq!(msgs[1].ordering_key(), Some("k"));
+        assert_eq!(msgs[0].detached().attributes(), attrs.as_ref());
+        let plain = Message::new(MessageId(1), 3, 2, Bytes::from_static(b"x")).expect("small");
+        assert!(plain.attributes().is_none());
+        let with = plain.with_attributes(attrs.clone());
+        assert_eq!(
+            (with.id, with.timestamp(), with.attempts, with.body()),
+            (MessageId(1), 3, 2, &b"x"[..])
+        );
+        assert_eq!(with.attributes(), attrs.as_ref());
     }
 
     #[test]

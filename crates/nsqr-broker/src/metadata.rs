@@ -2,6 +2,11 @@
 //! data directory moves between nsqd and nsqrd. Written atomically (tmp file, fsync, rename)
 //! after non-ephemeral creates and deletes (by a background writer), immediately on pause and
 //! unpause, and at shutdown; read once at startup.
+//!
+//! Topic and channel settings (`policy.rs`) ride along as an extra `nsqr_config` object on
+//! their entry, written only when something is set: nsqd's reader ignores fields it does not
+//! know (Go's `encoding/json`), so it still reads the file (and drops the settings when it
+//! writes it again).
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -26,6 +31,13 @@ pub(crate) struct TopicMeta {
     /// `null` for a topic without channels, as nsqd writes it.
     #[serde(default)]
     pub channels: Option<Vec<ChannelMeta>>,
+    /// nsqr's settings of the topic, when any are set.
+    #[serde(
+        default,
+        rename = "nsqr_config",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub config: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -33,6 +45,13 @@ pub(crate) struct ChannelMeta {
     pub name: String,
     #[serde(default)]
     pub paused: bool,
+    /// nsqr's settings of the channel, when any are set.
+    #[serde(
+        default,
+        rename = "nsqr_config",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub config: Option<serde_json::Value>,
 }
 
 /// Why `nsqd.dat` could not be read or written.
@@ -134,6 +153,7 @@ mod tests {
                     name: "a".into(),
                     paused: true,
                     channels: None,
+                    config: None,
                 },
                 TopicMeta {
                     name: "b".into(),
@@ -141,7 +161,9 @@ mod tests {
                     channels: Some(vec![ChannelMeta {
                         name: "c".into(),
                         paused: true,
+                        config: Some(serde_json::json!({"max_attempts": 3})),
                     }]),
+                    config: None,
                 },
             ],
             version: "1.3.0".into(),
@@ -150,7 +172,7 @@ mod tests {
         let raw = std::fs::read_to_string(metadata_path(&dir)).expect("read");
         assert_eq!(
             raw,
-            r#"{"topics":[{"name":"a","paused":true,"channels":null},{"name":"b","paused":false,"channels":[{"name":"c","paused":true}]}],"version":"1.3.0"}"#
+            r#"{"topics":[{"name":"a","paused":true,"channels":null},{"name":"b","paused":false,"channels":[{"name":"c","paused":true,"nsqr_config":{"max_attempts":3}}]}],"version":"1.3.0"}"#
         );
         assert_eq!(load(&dir).expect("load"), Some(md));
         std::fs::write(metadata_path(&dir), b"{nope").expect("write");

@@ -16,7 +16,7 @@ use parking_lot::Mutex;
 use crate::durability::Ticket;
 use crate::error::BrokerError;
 use crate::registry::Registry;
-use crate::topic::Topic;
+use crate::topic::{PutOptions, Topic};
 
 /// Publishes to one topic; from [`Broker::publisher`](crate::Broker::publisher). Cheap to
 /// share between tasks (`Arc<Publisher>`); a topic deleted meanwhile is created again on the
@@ -72,6 +72,16 @@ impl Publisher {
         self.put(&[b], delay.min(self.reg.cfg().max_req_timeout))
     }
 
+    /// Publish one message with a delay, a time to live or an ordering key.
+    pub fn publish_with(
+        &self,
+        body: impl Into<Bytes>,
+        options: &PutOptions,
+    ) -> Result<Ticket, BrokerError> {
+        let b = self.bodies(body.into())?;
+        self.put_with(&[b], options)
+    }
+
     fn bodies(&self, body: Bytes) -> Result<Bodies, BrokerError> {
         let size = body.len();
         let max = self.reg.cfg().max_msg_size;
@@ -82,12 +92,16 @@ impl Publisher {
     }
 
     fn put(&self, bodies: &[Bodies], defer: Duration) -> Result<Ticket, BrokerError> {
+        self.put_with(bodies, &PutOptions::default().defer(defer))
+    }
+
+    fn put_with(&self, bodies: &[Bodies], options: &PutOptions) -> Result<Ticket, BrokerError> {
         let topic = Arc::clone(&self.topic.lock());
-        match topic.put(bodies, defer) {
+        match topic.put_with(bodies, options) {
             Err(BrokerError::Exiting) if topic.is_deleted() && !self.reg.is_exiting() => {
                 let fresh = self.reg.get_or_create_topic(topic.name())?;
                 *self.topic.lock() = Arc::clone(&fresh);
-                fresh.put(bodies, defer)
+                fresh.put_with(bodies, options)
             }
             r => r,
         }

@@ -16,9 +16,11 @@ use tokio::sync::Notify;
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerInfo};
+use crate::dead_letter::DeadLetterBox;
 use crate::error::BrokerError;
 use crate::events::EventBus;
 use crate::metadata::{self, ChannelMeta, Metadata, MetadataError, TopicMeta};
+use crate::policy::{Limits, Policy};
 use crate::timers::Timers;
 use crate::topic::Topic;
 
@@ -30,6 +32,8 @@ pub(crate) struct Shared {
     pub meta_dirty: Notify,
     pub events: Arc<EventBus>,
     pub timers: Arc<Timers>,
+    /// Dead letters on their way to their topics (`dead_letter.rs`).
+    pub dead_letters: DeadLetterBox,
     /// Set when the queues start closing (shutdown): publishing fails from then on, as it
     /// does in nsqd once a topic's exit flag is set.
     pub closing: AtomicBool,
@@ -56,6 +60,7 @@ impl Registry {
                 meta_dirty: Notify::new(),
                 events: Arc::new(EventBus::default()),
                 timers: Arc::new(Timers::default()),
+                dead_letters: DeadLetterBox::default(),
                 closing: AtomicBool::new(false),
             }),
             topics: RwLock::new(BTreeMap::new()),
@@ -94,6 +99,16 @@ impl Registry {
     /// The topic, created if needed (blocking: may open its disk queue). The name must
     /// already be valid.
     pub fn get_or_create_topic(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        self.topic_or_create(name, false)
+    }
+
+    /// [`Registry::get_or_create_topic`] for the broker's own use (dead letters), which may
+    /// still create a topic while shutting down, until the queues close.
+    pub fn get_or_create_topic_internal(&self, name: &str) -> Result<Arc<Topic>, BrokerError> {
+        self.topic_or_create(name, true)
+    }
+
+    fn topic_or_create(&self, name: &str, internal: bool) -> Result<Arc<Topic>, BrokerError> {
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
@@ -101,7 +116,12 @@ impl Registry {
         if let Some(t) = self.topic(name) {
             return Ok(t);
         }
-        if self.is_exiting() {
+        let refused = if internal {
+            self.shared.closing.load(Relaxed)
+        } else {
+            self.is_exiting()
+        };
+        if refused {
             return Err(BrokerError::Exiting);
         }
         let held = self.shared.events.holds_new_topics();
@@ -195,12 +215,14 @@ impl Registry {
                         .map(|c| ChannelMeta {
                             name: c.name().to_string(),
                             paused: c.is_paused(),
+                            config: settings_json(&c.policy()),
                         })
                         .collect();
                     TopicMeta {
                         name: t.name().to_string(),
                         paused: t.is_paused(),
                         channels: (!channels.is_empty()).then_some(channels),
+                        config: settings_json(&t.policy()),
                     }
                 })
                 .collect(),
@@ -234,13 +256,22 @@ impl Registry {
             let Ok(t) = self.get_or_create_topic(&tm.name) else {
                 continue;
             };
+            let limits = Limits::of(self.cfg(), &tm.name);
+            if let Some(v) = &tm.config {
+                let what = format!("TOPIC({})", tm.name);
+                t.set_policy(Policy::from_json_lenient(v, &limits, &what));
+            }
             t.set_paused(tm.paused);
             for cm in tm.channels.unwrap_or_default() {
                 if !nsq_wire::names::is_valid_name(cm.name.as_bytes()) {
                     tracing::warn!("skipping creation of invalid channel {}", cm.name);
                     continue;
                 }
-                if let Ok(c) = t.get_or_create_channel(&cm.name) {
+                let own = cm.config.as_ref().map(|v| {
+                    let what = format!("TOPIC({}) CHANNEL({})", tm.name, cm.name);
+                    Policy::from_json_lenient(v, &limits, &what)
+                });
+                if let Ok(c) = t.get_or_create_channel_with(&cm.name, own) {
                     c.set_paused(cm.paused);
                 }
             }
@@ -275,4 +306,9 @@ impl Registry {
             t.close_queues();
         }
     }
+}
+
+/// Settings as `nsqd.dat` keeps them (None when there are none, so nothing is written).
+fn settings_json(p: &Policy) -> Option<serde_json::Value> {
+    (!p.is_empty()).then(|| p.to_json().into_value())
 }

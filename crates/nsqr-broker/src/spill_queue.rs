@@ -171,10 +171,6 @@ impl SpillQueue {
         self.mem.push_front(m);
     }
 
-    pub fn extend(&mut self, msgs: impl IntoIterator<Item = Message>) {
-        self.mem.extend(msgs);
-    }
-
     /// The next message in memory; refills from disk below the low-water mark.
     pub fn pop_front(&mut self) -> Option<Message> {
         let m = self.mem.pop_front();
@@ -286,6 +282,22 @@ impl SpillQueue {
         let d = self.disk.as_deref_mut()?;
         let (outbox, promises) = d.close();
         Some((std::sync::Arc::clone(&d.writer), outbox, promises))
+    }
+
+    /// Change the memory bound (a `mem_queue_size` setting); what is in memory stays.
+    pub fn set_cap(&mut self, cap: usize) {
+        self.cap = cap;
+    }
+
+    /// Shutdown: attributes of messages on disk and copies of head messages to skip
+    /// (`link.rs`), for the side files.
+    pub(crate) fn take_side_state(
+        &mut self,
+    ) -> (crate::attrs_store::AttrMap, crate::head_store::SkipMap) {
+        self.disk
+            .as_deref_mut()
+            .map(|d| d.take_side_state())
+            .unwrap_or_default()
     }
 
     /// Due times of deferred messages still on disk (for the deferred file at shutdown).

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use crate::consumer::{Consumer, ConsumerKind};
+use crate::policy::Policy;
 
 /// One topic and its channels.
 #[derive(Debug, Clone)]
@@ -28,6 +29,8 @@ pub struct TopicStats {
     pub e2e_processing_latency: E2eLatency,
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
+    /// Its settings, when any are set.
+    pub config: Option<Policy>,
 }
 
 /// One channel.
@@ -59,6 +62,33 @@ pub struct ChannelStats {
     pub e2e_processing_latency: E2eLatency,
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
+    /// Its own settings, when any are set.
+    pub config: Option<Policy>,
+    /// Dead letters, when it has settings that make them or has made some.
+    pub dead_letters: Option<DeadLetterStats>,
+}
+
+/// What a channel sent to its dead-letter topic, by reason, and the expired messages it
+/// dropped.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DeadLetterStats {
+    /// Where they go.
+    pub topic: String,
+    /// Delivered `max_attempts` times.
+    pub delivery_limit: u64,
+    /// Given up on by a consumer.
+    pub rejected: u64,
+    /// Expired before delivery.
+    pub expired: u64,
+    /// Expired and dropped (`"expired": "drop"`).
+    pub expired_dropped: u64,
+}
+
+impl DeadLetterStats {
+    /// Dead letters sent, every reason.
+    pub fn total(&self) -> u64 {
+        self.delivery_limit + self.rejected + self.expired
+    }
 }
 
 /// One consumer of a channel.
@@ -132,6 +162,9 @@ pub struct DiskStats {
     pub undecodable_records: u64,
     /// Failed disk writes.
     pub write_errors: u64,
+    /// Messages written to disk without their attributes (more than `MAX_SIDE_ATTRS` with
+    /// attributes were on disk).
+    pub attributes_dropped: u64,
     /// The last corruption met, described.
     pub last_corruption: Option<String>,
     /// The last failed write, described.

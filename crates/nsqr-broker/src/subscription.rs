@@ -15,7 +15,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use nsq_wire::MessageId;
 
-use crate::channel::Channel;
+use crate::attrs::Attributes;
+use crate::channel::{Channel, Settle};
 use crate::consumer::Consumer;
 use crate::error::BrokerError;
 use crate::registry::Registry;
@@ -82,6 +83,8 @@ struct Delivered {
     attempts: u16,
     timestamp: i64,
     body: Bytes,
+    delivery: u64,
+    attrs: Option<Arc<Attributes>>,
 }
 
 impl Subscription {
@@ -126,6 +129,8 @@ impl Subscription {
             attempts: d.attempts,
             timestamp: d.timestamp,
             body: d.body,
+            delivery: d.delivery,
+            attrs: d.attrs,
             member: Arc::clone(&self.member),
         })
     }
@@ -143,12 +148,14 @@ impl Subscription {
         let want = usize::try_from(free).unwrap_or(usize::MAX).min(1024);
         let taken = &mut self.taken;
         m.channel
-            .deliver(&m.consumer, want, 0, &mut self.rng, |msg| {
+            .deliver_numbered(&m.consumer, want, 0, &mut self.rng, |msg, delivery| {
                 taken.push_back(Delivered {
                     id: msg.id,
                     attempts: msg.attempts,
                     timestamp: msg.timestamp(),
                     body: msg.body_bytes(),
+                    delivery,
+                    attrs: msg.attributes().cloned(),
                 })
             });
     }
@@ -206,6 +213,8 @@ pub struct Delivery {
     attempts: u16,
     timestamp: i64,
     body: Bytes,
+    delivery: u64,
+    attrs: Option<Arc<Attributes>>,
     member: Arc<Member>,
 }
 
@@ -228,6 +237,35 @@ impl Delivery {
     /// Unix nanoseconds when it was published.
     pub fn timestamp(&self) -> i64 {
         self.timestamp
+    }
+
+    /// Its expiry time, ordering key and, in a dead-letter topic, where it came from and why.
+    pub fn attributes(&self) -> Option<&Arc<Attributes>> {
+        self.attrs.as_ref()
+    }
+
+    /// Give up on it: it goes to the channel's dead-letter topic (reason `rejected`).
+    pub fn term(self) -> Result<(), BrokerError> {
+        self.settle(Settle::Term)
+    }
+
+    /// Deliver it again after `delay` without counting this delivery as an attempt.
+    pub fn req_without_attempt(self, delay: Duration) -> Result<(), BrokerError> {
+        self.settle(Settle::Req {
+            delay,
+            count_attempt: false,
+        })
+    }
+
+    fn settle(self, action: Settle) -> Result<(), BrokerError> {
+        let m = &self.member;
+        let mut failed = None;
+        m.channel
+            .settle(&[(self.id.0, self.delivery)], action, |_, r| {
+                failed = r.err()
+            });
+        m.room_made();
+        failed.map_or(Ok(()), Err)
     }
 
     /// Done with it (nsqd's FIN).

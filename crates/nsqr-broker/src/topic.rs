@@ -15,6 +15,7 @@ use nsq_wire::Bodies;
 use parking_lot::Mutex;
 use tokio::time::Instant;
 
+use crate::attrs::Attributes;
 use crate::channel::Channel;
 use crate::config::BrokerConfig;
 use crate::durability::Ticket;
@@ -22,6 +23,7 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::Event;
 use crate::message::{Message, Published};
+use crate::policy::{Effective, Limits, Policy};
 use crate::registry::Shared;
 use crate::run_queue::Span;
 use crate::spill_queue::SpillQueue;
@@ -38,6 +40,67 @@ struct TopicState {
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
     deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
+    /// The topic's settings: its backlog's, and its channels' defaults (`policy.rs`).
+    policy: Policy,
+}
+
+/// How a publish is made: a delay, a time to live, an ordering key.
+#[derive(Debug, Clone, Default)]
+pub struct PutOptions {
+    defer: Duration,
+    ttl: Option<Duration>,
+    ordering_key: Option<Arc<str>>,
+    pub(crate) attrs: Option<Arc<Attributes>>,
+}
+
+impl PutOptions {
+    /// Deliverable only after `delay` (nsqd's DPUB).
+    pub fn defer(mut self, delay: Duration) -> PutOptions {
+        self.defer = delay;
+        self
+    }
+
+    /// Never delivered once `ttl` has passed since the publish (it becomes a dead letter,
+    /// reason `expired`, or is dropped, as each channel's settings say).
+    pub fn ttl(mut self, ttl: Duration) -> PutOptions {
+        self.ttl = (!ttl.is_zero()).then_some(ttl);
+        self
+    }
+
+    /// Delivered in order with the other messages of `key` on ordered channels (at most
+    /// [`MAX_ORDERING_KEY_LEN`](crate::attrs::MAX_ORDERING_KEY_LEN) bytes: longer keys are
+    /// cut).
+    pub fn ordering_key(mut self, key: &str) -> PutOptions {
+        let mut end = key.len().min(crate::attrs::MAX_ORDERING_KEY_LEN);
+        while !key.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.ordering_key = Some(Arc::from(&key[..end]));
+        self
+    }
+
+    /// A publish whose messages carry exactly `attrs` (dead letters).
+    pub(crate) fn with_attributes(attrs: Option<Arc<Attributes>>) -> PutOptions {
+        PutOptions {
+            attrs,
+            ..PutOptions::default()
+        }
+    }
+
+    /// The attributes the messages of a publish made at `now_ns` carry.
+    fn attributes(&self, now_ns: i64) -> Option<Arc<Attributes>> {
+        if self.attrs.is_some() {
+            return self.attrs.clone();
+        }
+        Attributes {
+            expires_at: self.ttl.map_or(0, |t| {
+                now_ns.saturating_add(i64::try_from(t.as_nanos()).unwrap_or(i64::MAX))
+            }),
+            ordering_key: self.ordering_key.clone(),
+            dead_letter: None,
+        }
+        .into_shared()
+    }
 }
 
 /// A topic: what publishers publish to; every channel of it gets every message.
@@ -71,6 +134,7 @@ impl Topic {
                 backlog: disk::backlog_queue(&cfg, name, ephemeral),
                 deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
+                policy: Policy::default(),
             }),
             cfg,
             shared,
@@ -102,7 +166,14 @@ impl Topic {
     /// The ticket completes once the batch is durable (at once unless `--durability=strict`).
     /// Several publishes at once (pipelined PUBs) keep their own buffers.
     pub fn put(&self, publishes: &[Bodies], defer: Duration) -> Result<Ticket, BrokerError> {
+        self.put_with(publishes, &PutOptions::default().defer(defer))
+    }
+
+    /// Publish as [`Topic::put`] does, with a time to live or an ordering key.
+    pub fn put_with(&self, publishes: &[Bodies], opts: &PutOptions) -> Result<Ticket, BrokerError> {
+        let defer = opts.defer.min(self.cfg.max_req_timeout);
         let now_ns = crate::now_unix_nanos();
+        let attrs = opts.attributes(now_ns);
         let bytes: usize = publishes.iter().map(Bodies::total_bytes).sum();
         let n: usize = publishes.iter().map(Bodies::len).sum();
         let due = (!defer.is_zero()).then(|| Instant::now() + defer);
@@ -113,7 +184,10 @@ impl Topic {
         let ids = &mut st.ids;
         let published: Vec<Published> = publishes
             .iter()
-            .map(|b| Published::new(b, now_ns, ids.next_n(now_ns, b.len() as u64)))
+            .map(|b| {
+                let first = ids.next_n(now_ns, b.len() as u64);
+                Published::with_attributes(b, now_ns, first, attrs.clone())
+            })
             .collect();
         // One publish (an MPUB, a PUB) stays one run in every queue; pipelined PUBs and
         // deferred messages go message by message (all or nothing, as one put).
@@ -178,6 +252,16 @@ impl Topic {
     /// meanwhile; in async code use [`Broker::open_channel`](crate::Broker::open_channel).
     /// The name must already be valid.
     pub fn get_or_create_channel(&self, name: &str) -> Result<Arc<Channel>, BrokerError> {
+        self.get_or_create_channel_with(name, None)
+    }
+
+    /// [`Topic::get_or_create_channel`]; a channel created here starts with settings `own`
+    /// (loading `nsqd.dat`: an ordered channel must know it is one when its queue opens).
+    pub(crate) fn get_or_create_channel_with(
+        &self,
+        name: &str,
+        own: Option<Policy>,
+    ) -> Result<Arc<Channel>, BrokerError> {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
         }
@@ -185,12 +269,22 @@ impl Topic {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
         }
-        let ch = Channel::open(&self.name, name, Arc::clone(&self.shared));
+        let topic_policy = self.state.lock().policy.clone();
+        let ch = Channel::open(
+            &self.name,
+            name,
+            Arc::clone(&self.shared),
+            own.unwrap_or_default(),
+            &topic_policy,
+        );
         let mut st = self.state.lock();
         if self.is_deleted() {
             drop(st);
             ch.delete();
             return Err(BrokerError::Exiting);
+        }
+        if st.policy != topic_policy {
+            ch.inherit(&st.policy);
         }
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         if !st.paused && !st.held {
@@ -308,7 +402,7 @@ impl Topic {
 
     /// A snapshot of its counters and its channels' (only `channel` if given).
     pub fn stats(&self, channel: Option<&str>, include_consumers: bool) -> TopicStats {
-        let (all, paused, depth, backend_depth, disk_queue) = {
+        let (all, paused, depth, backend_depth, disk_queue, config) = {
             let st = self.state.lock();
             let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
             (
@@ -317,6 +411,7 @@ impl Topic {
                 st.backlog.depth() + st.deferred.len() as i64,
                 st.backlog.backend_depth(),
                 st.backlog.disk_stats(),
+                (!st.policy.is_empty()).then(|| st.policy.clone()),
             )
         };
         let channels: Vec<&Arc<Channel>> = all
@@ -336,6 +431,81 @@ impl Topic {
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
+            config,
+        }
+    }
+
+    /// The topic's own settings.
+    pub fn policy(&self) -> Policy {
+        self.state.lock().policy.clone()
+    }
+
+    /// What a channel of this topic without settings of its own runs with.
+    pub fn effective_policy(&self) -> Effective {
+        let p = self.policy();
+        Effective::resolve(&self.name, &Policy::default(), &p, &self.cfg)
+    }
+
+    /// Apply `changes` (a JSON object, `policy.rs`) to the topic's settings; every channel
+    /// follows. All or nothing: a bad key or value changes nothing.
+    pub fn configure(&self, changes: &serde_json::Value) -> Result<Policy, BrokerError> {
+        let mut st = self.state.lock();
+        let p = st
+            .policy
+            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
+        self.replace_policy(&mut st, p.clone());
+        Ok(p)
+    }
+
+    /// Replace the topic's settings (loading `nsqd.dat`, the config file).
+    pub(crate) fn set_policy(&self, p: Policy) {
+        let mut st = self.state.lock();
+        self.replace_policy(&mut st, p);
+    }
+
+    fn replace_policy(&self, st: &mut TopicState, p: Policy) {
+        let changed = st.policy != p;
+        st.backlog
+            .set_cap(p.mem_queue_size.unwrap_or(self.cfg.mem_queue_size));
+        for ch in st.channels.values() {
+            ch.inherit(&p);
+        }
+        st.policy = p;
+        if changed && !self.ephemeral {
+            self.shared.meta_dirty.notify_one();
+        }
+    }
+
+    /// Apply `changes` to the settings of channel `name` (which must exist).
+    pub fn configure_channel(
+        &self,
+        name: &str,
+        changes: &serde_json::Value,
+    ) -> Result<Policy, BrokerError> {
+        let st = self.state.lock();
+        let ch = st
+            .channels
+            .get(name)
+            .cloned()
+            .ok_or(BrokerError::ChannelNotFound)?;
+        let p = ch
+            .policy()
+            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
+        self.replace_channel_policy(&st, &ch, p.clone());
+        Ok(p)
+    }
+
+    /// Replace the settings of a channel of this topic.
+    pub(crate) fn set_channel_policy(&self, ch: &Channel, p: Policy) {
+        let st = self.state.lock();
+        self.replace_channel_policy(&st, ch, p);
+    }
+
+    fn replace_channel_policy(&self, st: &TopicState, ch: &Channel, p: Policy) {
+        let changed = ch.policy() != p;
+        ch.set_policy(p, &st.policy);
+        if changed && !self.ephemeral && !ch.is_ephemeral() {
+            self.shared.meta_dirty.notify_one();
         }
     }
 }
@@ -363,6 +533,8 @@ fn fan_out<'a>(
     due: Option<Instant>,
 ) -> Result<Ticket, BrokerError> {
     let last = channels.len().saturating_sub(1);
+    // Looked at once here rather than by every channel.
+    let attrs = msgs.iter().any(|m| m.attributes().is_some());
     let mut msgs = Some(msgs);
     merge_puts(channels.enumerate().map(|(i, ch)| {
         let batch = if i == last {
@@ -372,7 +544,7 @@ fn fan_out<'a>(
         };
         match due {
             Some(at) => ch.put_deferred(batch, at),
-            None => ch.put(batch),
+            None => ch.put_marked(batch, attrs),
         }
     }))
 }

@@ -50,6 +50,15 @@ pub enum Mode {
     /// The keyspace (or any Redis-protocol server) at --kv-address: redis-benchmark SET/GET,
     /// nubmq's workload, expiry lateness, RSS per key (--kv-phases).
     Kv,
+    /// nsqrd's HTTP queues: pre-fill (TCP, --count), then --http-consumers long-polling
+    /// /channel/receive for --http-batch messages each and acknowledging by receipt.
+    HttpConsume,
+    /// nsqrd's HTTP queues: pre-fill (TCP, --count), then one /channel/stream (server-sent
+    /// events, --rdy in flight) acknowledged by receipt.
+    Sse,
+    /// nsqrd's ordered channels: --count messages over --keys ordering keys (HTTP /mpub), then
+    /// an ordered and a plain channel each consumed over TCP; per-key order checked.
+    Ordered,
 }
 
 impl Mode {
@@ -64,6 +73,9 @@ impl Mode {
             Mode::Inproc => "inproc",
             Mode::Cluster => "cluster",
             Mode::Kv => "kv",
+            Mode::HttpConsume => "http-consume",
+            Mode::Sse => "sse",
+            Mode::Ordered => "ordered",
         }
     }
 }
@@ -76,6 +88,22 @@ pub struct BenchArgs {
     /// <addr>:<port> of the server's TCP listener (not used by compare).
     #[arg(long, default_value = "127.0.0.1:4150")]
     pub nsqd_tcp_address: String,
+
+    /// <addr>:<port> of the server's HTTP listener (http-consume, sse, ordered).
+    #[arg(long, default_value = "127.0.0.1:4151")]
+    pub nsqd_http_address: String,
+
+    /// http-consume: long-polling HTTP consumers.
+    #[arg(long, default_value_t = 100)]
+    pub http_consumers: usize,
+
+    /// http-consume: messages per receive; ordered: messages per /mpub (one key each).
+    #[arg(long, default_value_t = 10)]
+    pub http_batch: usize,
+
+    /// ordered: ordering keys.
+    #[arg(long, default_value_t = 1000)]
+    pub keys: usize,
 
     /// How long to publish, Go-style (3s, 500ms, 1m).
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
@@ -396,6 +424,15 @@ impl BenchArgs {
         }
         if self.batch_size == 0 {
             return Err("--batch-size must be at least 1".into());
+        }
+        if !(1..=1000).contains(&self.http_batch) {
+            return Err("--http-batch must be 1..=1000".into());
+        }
+        if !(1..=10_000).contains(&self.http_consumers) {
+            return Err("--http-consumers must be 1..=10000".into());
+        }
+        if self.keys == 0 {
+            return Err("--keys must be at least 1".into());
         }
         for (name, n) in [
             ("publishing", self.pub_connections()),

@@ -15,6 +15,7 @@ mod modes;
 mod procstat;
 mod progress;
 mod publisher;
+mod queues;
 mod report;
 mod server;
 mod subscriber;
@@ -87,6 +88,18 @@ async fn bench(args: BenchArgs) -> ExitCode {
             inproc(&args).await
         } else if args.mode == Mode::Cluster {
             cluster::run(&args).await
+        } else if matches!(args.mode, Mode::HttpConsume | Mode::Sse | Mode::Ordered) {
+            queues::run(args.mode, &args).await.map(|r| {
+                if args.json {
+                    match serde_json::to_string_pretty(&r) {
+                        Ok(s) => println!("{s}"),
+                        Err(e) => eprintln!("nsqr bench: {e}"),
+                    }
+                } else {
+                    r.print_human();
+                }
+                r.ok()
+            })
         } else {
             modes::run(args.mode, &args).await.map(|r| {
                 if args.json {

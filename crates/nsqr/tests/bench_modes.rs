@@ -36,6 +36,7 @@ fn nsqrd_bin() -> PathBuf {
 struct Server {
     child: Child,
     tcp: String,
+    http: String,
     dir: PathBuf,
 }
 
@@ -61,19 +62,33 @@ impl Server {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if let Some(i) = line.find("TCP: listening on ") {
-                    let _ = tx.send(line[i + 18..].trim().to_string());
+                for (kind, marker) in [
+                    ("tcp", "TCP: listening on "),
+                    ("http", "HTTP: listening on "),
+                ] {
+                    if let Some(i) = line.find(marker) {
+                        let _ = tx.send((kind, line[i + marker.len()..].trim().to_string()));
+                    }
                 }
             }
         });
-        let tcp = match rx.recv_timeout(Duration::from_secs(15)) {
-            Ok(a) => a,
-            Err(_) => {
-                let _ = child.kill();
-                panic!("nsqrd did not report its TCP address");
+        let (mut tcp, mut http) = (None, None);
+        while tcp.is_none() || http.is_none() {
+            match rx.recv_timeout(Duration::from_secs(15)) {
+                Ok(("tcp", a)) => tcp = Some(a),
+                Ok((_, a)) => http = Some(a),
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!("nsqrd did not report its addresses");
+                }
             }
-        };
-        Server { child, tcp, dir }
+        }
+        Server {
+            child,
+            tcp: tcp.unwrap_or_default(),
+            http: http.unwrap_or_default(),
+            dir,
+        }
     }
 }
 
@@ -238,6 +253,44 @@ fn matrix_mode_receives_everything_at_every_size() {
         u(&rows[3], &["publish", "batch_size"]) <= 79,
         "64 KB batches fit 5 MiB"
     );
+}
+
+/// The HTTP queue modes (nsqrd only): exact counts, order kept on the ordered channel.
+#[test]
+fn queue_modes_count_exactly() {
+    let s = Server::start();
+    let addrs = ["--nsqd-tcp-address", &s.tcp, "--nsqd-http-address", &s.http];
+    let run = |mode: &str, extra: &[&str]| {
+        let mut args = vec![mode];
+        args.extend_from_slice(&addrs);
+        args.extend_from_slice(extra);
+        let (code, v) = bench(&args);
+        assert_eq!(code, 0, "{mode}: {v:#}");
+        v
+    };
+    for (mode, extra) in [
+        (
+            "http-consume",
+            &["--count", "3001", "--http-consumers", "10"][..],
+        ),
+        ("sse", &["--count", "3001", "--rdy", "100"][..]),
+    ] {
+        let v = run(mode, extra);
+        assert_eq!(u(&v, &["publish", "acked"]), 3001, "{v:#}");
+        for k in ["received", "acknowledged", "unique"] {
+            assert_eq!(u(&v, &["consume", k]), 3001, "{mode} {k}: {v:#}");
+        }
+        assert_eq!(u(&v, &["consume", "lost"]), 0, "{v:#}");
+        assert_eq!(u(&v, &["consume", "duplicates"]), 0, "{v:#}");
+    }
+    let v = run("ordered", &["--count", "3001", "--keys", "50"]);
+    assert_eq!(u(&v, &["count"]), 3001, "{v:#}");
+    for ch in ["plain", "ordered"] {
+        assert_eq!(u(&v, &[ch, "unique"]), 3001, "{ch}: {v:#}");
+        assert_eq!(u(&v, &[ch, "lost"]), 0, "{ch}: {v:#}");
+        assert_eq!(u(&v, &[ch, "out_of_order"]), 0, "{ch}: {v:#}");
+    }
+    assert!(v["ratio"].as_f64().unwrap() > 0.0);
 }
 
 #[test]

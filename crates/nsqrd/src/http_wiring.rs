@@ -10,6 +10,7 @@ use nsqr_broker::Broker;
 use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 
+use crate::http::consumers::HttpConsumers;
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
 use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
@@ -168,8 +169,14 @@ pub fn start(
         lookupd,
     } = served;
     let config: Arc<dyn ConfigStore> = Arc::new(OptionsStore::new(live, lookupd));
+    let consumers = Arc::new(HttpConsumers::default());
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut tasks = Vec::new();
+    tokio::spawn(crate::http::consumers::run_sweeper(
+        Arc::clone(&consumers),
+        Arc::clone(&broker),
+        wait(stop_rx.clone()),
+    ));
     if let Some(l) = http {
         let state = Arc::new(HttpState {
             broker: Arc::clone(&broker),
@@ -179,6 +186,7 @@ pub fn start(
                 ..settings.clone()
             },
             config: Arc::clone(&config),
+            consumers: Arc::clone(&consumers),
         });
         tasks.push(tokio::spawn(http::serve(
             l,
@@ -193,6 +201,7 @@ pub fn start(
             clients: Arc::clone(&clients),
             settings,
             config,
+            consumers: Arc::clone(&consumers),
         });
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         tasks.push(tokio::spawn(http::serve(
@@ -204,6 +213,8 @@ pub fn start(
     }
     tokio::spawn(async move {
         shutdown.await;
+        // Long polls and streams end now rather than holding their connections open.
+        consumers.close();
         let _ = stop_tx.send(true);
     });
     tasks

@@ -20,6 +20,7 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
+mod queue_settings;
 mod resp;
 mod rlimit;
 mod server;

@@ -45,6 +45,14 @@ impl Query {
         }
     }
 
+    /// Every value given for `key`, in request order.
+    pub fn get_all<'a>(&'a self, key: &'a str) -> impl Iterator<Item = &'a str> + 'a {
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The decoded pairs, in request order (repeated keys included).
     pub fn pairs(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
         self.pairs.iter().map(|(k, v)| (k.as_str(), v.as_str()))

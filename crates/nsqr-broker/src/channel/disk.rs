@@ -9,20 +9,24 @@ use super::*;
 use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
 use crate::link::DiskLink;
+use crate::policy::Effective;
 
-/// The ready queue for a channel: memory only for `#ephemeral` channels (dropping beyond
-/// `--mem-queue-size`) and without a data path; memory + disk otherwise.
+/// The ready queue for a channel: memory only for `#ephemeral` channels (dropping beyond its
+/// memory bound) and without a data path; memory + disk otherwise. Also returns the messages
+/// an ordered channel kept for the head of its queue at the last shutdown (`head_store.rs`).
 pub(super) fn ready_queue(
     cfg: &BrokerConfig,
     topic: &str,
     name: &str,
     ephemeral: bool,
-) -> SpillQueue {
+    eff: &Effective,
+) -> (SpillQueue, Vec<(Message, Option<i64>)>) {
+    let cap = eff.mem_queue_size;
     if ephemeral {
-        return SpillQueue::memory(cfg.mem_queue_size, true);
+        return (SpillQueue::memory(cap, true), Vec::new());
     }
     let Some(dir) = &cfg.data_path else {
-        return SpillQueue::memory(cfg.mem_queue_size, false);
+        return (SpillQueue::memory(cap, false), Vec::new());
     };
     let strict = cfg.durability == Durability::Strict;
     let policy = if strict {
@@ -30,9 +34,18 @@ pub(super) fn ready_queue(
     } else {
         AckPolicy::OnAccept
     };
-    let (writer, opened) = DiskWriter::open(dir, &format!("{topic}:{name}"), cfg, strict, policy);
+    let (writer, mut opened) =
+        DiskWriter::open(dir, &format!("{topic}:{name}"), cfg, strict, policy);
+    // Head messages get their attributes back (their copies in the queue are skipped).
+    let head = std::mem::take(&mut opened.head.msgs)
+        .into_iter()
+        .map(|(m, due)| match opened.attrs.remove(&m.id.0) {
+            Some(a) => (m.with_attributes(Some(a)), due),
+            None => (m, due),
+        })
+        .collect();
     let link = DiskLink::new(writer, strict, false, cfg.max_disk_bytes, opened);
-    SpillQueue::with_disk(cfg.mem_queue_size, link)
+    (SpillQueue::with_disk(cap, link), head)
 }
 
 /// Let the disk writer reach the channel.
@@ -71,6 +84,9 @@ impl QueueOwner for Channel {
         let (now_ns, now) = (crate::now_unix_nanos(), Instant::now());
         let mut ready = 0;
         let mut earliest: Option<Instant> = None;
+        if placed.iter().any(|(m, _)| m.attributes().is_some()) {
+            self.arrived(&mut st, true);
+        }
         for (m, due) in placed {
             match due.and_then(|d| instant_of(d, now_ns, now)) {
                 Some(at) => {
@@ -101,33 +117,82 @@ impl Channel {
         };
         let mut first = Some((outbox, promises));
         writer.close(&mut || {
-            let (mut writes, promises) = first.take().unwrap_or_default();
+            let (writes, promises) = first.take().unwrap_or_default();
             let mut st = self.state.lock();
-            writes.extend(
-                st.ready
-                    .drain_mem()
-                    .into_iter()
-                    .map(|msg| Outgoing { msg, due: None }),
-            );
-            let mut in_flight: Vec<Message> =
-                st.in_flight.drain().into_iter().map(|f| f.msg).collect();
-            in_flight.sort_by_key(|m| m.id.0);
-            writes.extend(in_flight.into_iter().map(|msg| Outgoing { msg, due: None }));
-            let mut dues = st.ready.take_dues();
-            for (at, msg) in st.deferred.drain_with_due() {
-                let due = unix_due(at);
-                dues.push((msg.id.0, due));
-                writes.push(Outgoing {
-                    msg,
-                    due: Some(due),
-                });
-            }
-            Final {
+            let (attrs, skip) = st.ready.take_side_state();
+            let mut fin = Final {
                 writes,
                 promises,
-                dues,
+                dues: st.ready.take_dues(),
+                attrs,
+                skip,
+                ..Final::default()
+            };
+            if st.ordered.is_some() {
+                Self::flush_ordered(&mut st, &mut fin);
+            } else {
+                Self::flush_plain(&mut st, &mut fin);
             }
+            fin
         });
+    }
+
+    /// nsqd's order: memory, in flight (attempts kept), deferred (due times kept).
+    fn flush_plain(st: &mut ChannelState, fin: &mut Final) {
+        fin.writes.extend(
+            st.ready
+                .drain_mem()
+                .into_iter()
+                .map(|msg| Outgoing { msg, due: None }),
+        );
+        fin.writes.extend(
+            Self::drain_in_flight(st)
+                .into_iter()
+                .map(|msg| Outgoing { msg, due: None }),
+        );
+        for (at, msg) in st.deferred.drain_with_due() {
+            let due = unix_due(at);
+            fin.dues.push((msg.id.0, due));
+            fin.writes.push(Outgoing {
+                msg,
+                due: Some(due),
+            });
+        }
+    }
+
+    /// An ordered channel: oldest first (in flight and deferred, each the head of its key;
+    /// the keys' queues; memory), to the queue and to the head file.
+    fn flush_ordered(st: &mut ChannelState, fin: &mut Final) {
+        let mut head: Vec<Outgoing> = Self::drain_in_flight(st)
+            .into_iter()
+            .map(|msg| Outgoing { msg, due: None })
+            .collect();
+        for (at, msg) in st.deferred.drain_with_due() {
+            let due = unix_due(at);
+            fin.dues.push((msg.id.0, due));
+            head.push(Outgoing {
+                msg,
+                due: Some(due),
+            });
+        }
+        if let Some(o) = st.ordered.as_mut() {
+            head.extend(o.drain().into_iter().map(|msg| Outgoing { msg, due: None }));
+        }
+        head.extend(
+            st.ready
+                .drain_mem()
+                .into_iter()
+                .map(|msg| Outgoing { msg, due: None }),
+        );
+        fin.writes.extend(head.iter().cloned());
+        fin.head = head;
+    }
+
+    /// Every message in flight, in id order.
+    fn drain_in_flight(st: &mut ChannelState) -> Vec<Message> {
+        let mut in_flight: Vec<Message> = st.in_flight.drain().into_iter().map(|f| f.msg).collect();
+        in_flight.sort_by_key(|m| m.id.0);
+        in_flight
     }
 
     /// The `--sync-timeout` tick.

@@ -221,7 +221,7 @@ fn shutdown_writes_what_is_left_and_a_reopened_queue_has_it() {
         Final {
             writes,
             promises,
-            dues: Vec::new(),
+            ..Final::default()
         }
     });
     assert!(

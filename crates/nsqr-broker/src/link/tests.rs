@@ -366,3 +366,41 @@ fn the_tick_syncs_what_changed() {
     l.tick();
     assert!(l.take_work(0, 0).unwrap().sync);
 }
+
+#[test]
+fn attributes_beside_the_disk_are_bounded_and_come_back_with_their_records() {
+    let (_d, mut l) = link(false, false);
+    l.side_attrs_limit = 2;
+    let attrs = crate::attrs::Attributes {
+        expires_at: 7,
+        ..crate::attrs::Attributes::default()
+    }
+    .into_shared();
+    let with: Vec<Message> = msgs(1..4)
+        .into_iter()
+        .map(|m| m.with_attributes(attrs.clone()))
+        .collect();
+    l.enqueue(with, None).unwrap();
+    assert_eq!(l.attrs.len(), 2);
+    assert_eq!(l.stats().map(|s| s.attributes_dropped), Some(1));
+    // records 1 and 2 read back from disk get their attributes again; 3 comes back plain
+    let mut w = l.take_work(0, 10).unwrap();
+    let mut done = wrote(&w, 0);
+    done.records = std::mem::take(&mut w.writes)
+        .into_iter()
+        .map(|o| {
+            Some(Outgoing {
+                msg: Message::new(o.msg.id, 0, 0, Bytes::from_static(b"x")).unwrap(),
+                due: None,
+            })
+        })
+        .collect();
+    done.loaded = 3;
+    let placed = l.apply(done, true).unwrap();
+    let kept: Vec<bool> = placed
+        .iter()
+        .map(|(m, _)| m.attributes().is_some_and(|a| a.expires_at == 7))
+        .collect();
+    assert_eq!(kept, [true, true, false]);
+    assert!(l.attrs.is_empty());
+}

@@ -112,10 +112,13 @@ impl Topic {
                     due: Some(due),
                 });
             }
+            let (attrs, _) = st.backlog.take_side_state();
             Final {
                 writes,
                 promises,
                 dues,
+                attrs,
+                ..Final::default()
             }
         });
     }

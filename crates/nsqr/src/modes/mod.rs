@@ -158,7 +158,13 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
             report.latency = Some(l);
         }
         Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare | Mode::Cluster | Mode::Inproc | Mode::Kv => {
+        Mode::Compare
+        | Mode::Cluster
+        | Mode::Inproc
+        | Mode::Kv
+        | Mode::HttpConsume
+        | Mode::Sse
+        | Mode::Ordered => {
             return Err(crate::client::err(format!(
                 "{} is not a single-server mode",
                 mode.name()

@@ -167,6 +167,53 @@ fn e2e_samples(f: &mut Family<'_>, name: &str, labels: &[(&str, &str)], e: &E2eL
     }
 }
 
+/// Dead letters by reason and dropped expired messages, for the channels that have dead-letter
+/// settings or counts (nothing when none do).
+fn dead_letters(out: &mut String, topics: &[TopicStats]) {
+    let with: Vec<(&str, &ChannelStats)> = topics
+        .iter()
+        .flat_map(|t| t.channels.iter().map(move |c| (t.topic_name.as_str(), c)))
+        .filter(|(_, c)| c.dead_letters.is_some())
+        .collect();
+    if with.is_empty() {
+        return;
+    }
+    let name = "nsq_channel_dead_letters_total";
+    let mut f = Family::new(
+        out,
+        name,
+        "counter",
+        "Messages sent to the dead-letter topic, by reason (delivery_limit, rejected, expired).",
+    );
+    for (topic, c) in &with {
+        let Some(d) = &c.dead_letters else { continue };
+        for (reason, n) in [
+            ("delivery_limit", d.delivery_limit),
+            ("rejected", d.rejected),
+            ("expired", d.expired),
+        ] {
+            let labels = [
+                ("topic", *topic),
+                ("channel", c.channel_name.as_str()),
+                ("reason", reason),
+            ];
+            f.sample(name, &labels, n as f64);
+        }
+    }
+    let name = "nsq_channel_expired_dropped_total";
+    let mut f = Family::new(
+        out,
+        name,
+        "counter",
+        "Expired messages dropped (channels set to drop rather than dead-letter them).",
+    );
+    for (topic, c) in &with {
+        let Some(d) = &c.dead_letters else { continue };
+        let labels = [("topic", *topic), ("channel", c.channel_name.as_str())];
+        f.sample(name, &labels, d.expired_dropped as f64);
+    }
+}
+
 /// Process figures from `/proc/self` (absent where it is unavailable).
 fn process(out: &mut String, start_time: i64) {
     const PAGE: f64 = 4096.0;
@@ -258,6 +305,13 @@ pub fn render(state: &HttpState) -> String {
         "Open TCP client connections (producers and consumers).",
     )
     .sample("nsq_tcp_connections", &[], state.clients.count() as f64);
+    Family::new(
+        &mut out,
+        "nsq_http_consumers",
+        "gauge",
+        "HTTP consumers (long polls, streams, and those still holding messages).",
+    )
+    .sample("nsq_http_consumers", &[], state.consumers.count() as f64);
     Family::new(&mut out, "nsq_topics", "gauge", "Topics on this node.").sample(
         "nsq_topics",
         &[],
@@ -287,6 +341,7 @@ pub fn render(state: &HttpState) -> String {
             }
         }
     }
+    dead_letters(&mut out, topics);
     let configured = topics
         .iter()
         .flat_map(|t| &t.channels)

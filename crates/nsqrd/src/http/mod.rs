@@ -9,15 +9,21 @@
 
 mod body;
 pub mod config;
+mod consume;
+pub mod consumers;
 mod info;
 mod metrics;
 mod publish;
 mod query;
+mod queue_config;
+mod receipt;
 mod router;
 mod server;
 mod service;
+mod settle;
 mod stats;
 mod stats_text;
+mod stream;
 mod topics;
 
 #[cfg(test)]
@@ -40,7 +46,18 @@ pub struct HttpState {
     pub clients: Arc<crate::tcp::client::Clients>,
     pub settings: HttpSettings,
     pub config: Arc<dyn ConfigStore>,
+    /// HTTP consumers and their receipt key (shared by the HTTP and HTTPS listeners).
+    pub consumers: Arc<consumers::HttpConsumers>,
 }
+
+/// A response body: a whole one (every nsqd route), or a stream of server-sent events
+/// (`/channel/stream`).
+pub type HttpBody = http_body_util::Either<nsq_common::http::response::Body, stream::EventBody>;
+
+/// The peer of the connection a request came on (a request extension; absent on a unix
+/// socket).
+#[derive(Debug, Clone, Copy)]
+pub struct Peer(pub std::net::SocketAddr);
 
 /// The option values the HTTP API reads, copied from the daemon's options at startup (none of
 /// them can change at runtime).

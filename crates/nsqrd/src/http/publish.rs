@@ -4,6 +4,10 @@
 //!   (created here) -> defer.
 //! - `/mpub`: Content-Length vs max-body-size -> topic (created here) -> body, either text
 //!   (one message per `\n`-terminated line) or binary (the TCP MPUB body layout).
+//!
+//! nsqr adds, after nsqd's checks: `ttl` (a Go duration or integer milliseconds: the message
+//! is never delivered after it) and `ordering_key` (order per key on ordered channels), on
+//! both routes (`docs/http-queues.md`).
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -15,7 +19,7 @@ use nsq_common::http::query::Query;
 use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::bodies::TooLarge;
 use nsq_wire::{Bodies, Code, Limits};
-use nsqr_broker::{BrokerError, DiskError, Topic};
+use nsqr_broker::{BrokerError, DiskError, PutOptions, Topic};
 
 use super::body::{content_length, read_body};
 use super::query::nsq_bool;
@@ -42,7 +46,8 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
         Some(v) => parse_defer(v, state.settings.max_req_timeout)
             .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
     };
-    put(state, &topic, Bodies::one(body), defer).await?;
+    let opts = queue_options(&query)?.defer(defer);
+    put(state, &topic, Bodies::one(body), &opts).await?;
     Ok(Reply::ok())
 }
 
@@ -53,6 +58,7 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
     let (query, topic) = topic_from_query(state, req.uri().query())?;
+    let opts = queue_options(&query)?;
     // Unknown values mean binary (nsqd logs them as deprecated).
     let binary = query
         .get("binary")
@@ -70,13 +76,7 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
         (body, ranges)
     };
     if !ranges.is_empty() {
-        put(
-            state,
-            &topic,
-            Bodies::from_ranges(body, ranges),
-            Duration::ZERO,
-        )
-        .await?;
+        put(state, &topic, Bodies::from_ranges(body, ranges), &opts).await?;
     }
     Ok(Reply::ok())
 }
@@ -107,7 +107,7 @@ async fn put(
     state: &HttpState,
     topic: &Topic,
     bodies: Result<Bodies, TooLarge>,
-    defer: Duration,
+    opts: &PutOptions,
 ) -> Result<(), ApiError> {
     if state.broker.is_exiting() {
         return Err(ApiError::exiting());
@@ -115,7 +115,7 @@ async fn put(
     // Only a body over 4 GiB (with --max-body-size raised that far) does not fit.
     let bodies = bodies.map_err(|_| ApiError::too_large("BODY_TOO_BIG"))?;
     let ticket = topic
-        .put(std::slice::from_ref(&bodies), defer)
+        .put_with(std::slice::from_ref(&bodies), opts)
         .map_err(|e| match e {
             BrokerError::Disk(d) => disk_error(&d),
             _ => ApiError::exiting(),
@@ -131,6 +131,32 @@ fn disk_error(e: &DiskError) -> ApiError {
         hyper::StatusCode::INTERNAL_SERVER_ERROR,
         format!("PUB_FAILED: {e}"),
     )
+}
+
+/// nsqr's publish options: `ttl` and `ordering_key` (absent: a plain nsqd publish).
+fn queue_options(q: &Query) -> Result<PutOptions, ApiError> {
+    let mut opts = PutOptions::default();
+    if let Some(v) = q.get("ttl") {
+        opts = opts.ttl(parse_ttl(v).ok_or(ApiError::bad_request("INVALID_TTL"))?);
+    }
+    if let Some(k) = q.get("ordering_key") {
+        if k.is_empty() || k.len() > nsqr_broker::attrs::MAX_ORDERING_KEY_LEN {
+            return Err(ApiError::bad_request("INVALID_ORDERING_KEY"));
+        }
+        opts = opts.ordering_key(k);
+    }
+    Ok(opts)
+}
+
+/// A time to live: a Go duration (`90s`, `1h`) or integer milliseconds, more than zero and at
+/// most a year.
+pub(crate) fn parse_ttl(v: &str) -> Option<Duration> {
+    let d = if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        Duration::from_millis(v.parse().ok()?)
+    } else {
+        nsq_common::duration::parse(v).ok()?
+    };
+    (!d.is_zero() && d <= nsqr_broker::policy::MAX_MESSAGE_TTL).then_some(d)
 }
 
 /// `defer` in milliseconds: a Go `ParseInt`, then `0 <= d <= max-req-timeout`. The
@@ -228,6 +254,25 @@ mod tests {
     fn err(r: Result<Vec<Range<usize>>, ApiError>) -> (u16, String) {
         let e = r.unwrap_err();
         (e.status.as_u16(), e.message.into_owned())
+    }
+
+    #[test]
+    fn ttl_values() {
+        assert_eq!(parse_ttl("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(parse_ttl("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_ttl("8760h"), Some(Duration::from_secs(8760 * 3600)));
+        for v in [
+            "",
+            "0",
+            "0s",
+            "-1s",
+            "8761h",
+            "soon",
+            "1.5",
+            "99999999999999999999",
+        ] {
+            assert_eq!(parse_ttl(v), None, "{v:?}");
+        }
     }
 
     #[test]

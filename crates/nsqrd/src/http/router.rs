@@ -26,9 +26,21 @@ pub enum Endpoint {
     ConfigPut,
     /// Not in nsqd: Prometheus' text format (`metrics.rs`).
     Metrics,
+    /// Not in nsqd: topic and channel settings (`queue_config.rs`).
+    TopicConfigGet,
+    TopicConfigSet,
+    ChannelConfigGet,
+    ChannelConfigSet,
+    /// Not in nsqd: consuming over HTTP (`consume.rs`, `stream.rs`, `settle.rs`).
+    ChannelReceive,
+    ChannelStream,
+    MessageFin,
+    MessageReq,
+    MessageTouch,
+    MessageTerm,
 }
 
-/// nsqd's 17 API routes, and `/metrics`. The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
+/// nsqd's 17 API routes, `/metrics`, and nsqr's HTTP queue routes (settings, consuming). The Go-only debug routes (`/debug/pprof/*`, `/debug/setblockrate`,
 /// `/debug/freememory`) are not served.
 const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/ping", Endpoint::Ping),
@@ -49,6 +61,16 @@ const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/config/:opt", Endpoint::ConfigGet),
     route("PUT", "/config/:opt", Endpoint::ConfigPut),
     route("GET", "/metrics", Endpoint::Metrics),
+    route("GET", "/topic/config", Endpoint::TopicConfigGet),
+    route("POST", "/topic/config", Endpoint::TopicConfigSet),
+    route("GET", "/channel/config", Endpoint::ChannelConfigGet),
+    route("POST", "/channel/config", Endpoint::ChannelConfigSet),
+    route("POST", "/channel/receive", Endpoint::ChannelReceive),
+    route("GET", "/channel/stream", Endpoint::ChannelStream),
+    route("POST", "/message/fin", Endpoint::MessageFin),
+    route("POST", "/message/req", Endpoint::MessageReq),
+    route("POST", "/message/touch", Endpoint::MessageTouch),
+    route("POST", "/message/term", Endpoint::MessageTerm),
 ];
 
 /// What the router decided for a request.

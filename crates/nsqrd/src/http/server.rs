@@ -32,14 +32,16 @@ pub async fn serve(
         tracing::debug!("HTTP: connection from {}", accepted.remote_address());
         let (state, stop) = (Arc::clone(&state), conns.stop_signal());
         match (accepted, &tls) {
-            (Accepted::Tcp(s, _), None) => conns.spawn(serve_connection(s, state, stop)),
-            (Accepted::Unix(s), None) => conns.spawn(serve_connection(s, state, stop)),
+            (Accepted::Tcp(s, peer), None) => {
+                conns.spawn(serve_connection(s, state, stop, Some(peer)))
+            }
+            (Accepted::Unix(s), None) => conns.spawn(serve_connection(s, state, stop, None)),
             (Accepted::Tcp(s, peer), Some(acceptor)) => {
                 let acceptor = acceptor.clone();
                 conns.spawn(async move {
                     let hs = tokio::time::timeout(TLS_HANDSHAKE_TIMEOUT, acceptor.accept(s));
                     match hs.await {
-                        Ok(Ok(tls)) => serve_connection(tls, state, stop).await,
+                        Ok(Ok(tls)) => serve_connection(tls, state, stop, Some(peer)).await,
                         Ok(Err(e)) => {
                             tracing::debug!("HTTPS: TLS handshake with {peer} failed - {e}")
                         }
@@ -72,13 +74,22 @@ pub async fn serve(
 }
 
 /// Serve one connection (plain TCP, or a TLS stream for an HTTPS listener) until the client
-/// closes it or the listener stops.
-async fn serve_connection<I>(io: I, state: Arc<HttpState>, stop: StopSignal)
-where
+/// closes it or the listener stops. Each request carries the peer's address (`Peer`).
+async fn serve_connection<I>(
+    io: I,
+    state: Arc<HttpState>,
+    stop: StopSignal,
+    peer: Option<std::net::SocketAddr>,
+) where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let timeouts = state.settings.timeouts;
-    let handler = move |req| handle(Arc::clone(&state), req);
+    let handler = move |mut req: hyper::Request<hyper::body::Incoming>| {
+        if let Some(p) = peer {
+            req.extensions_mut().insert(super::Peer(p));
+        }
+        handle(Arc::clone(&state), req)
+    };
     if let Err(e) = server::serve_connection(io, handler, stop, timeouts).await {
         tracing::debug!("HTTP: connection error: {e}");
     }

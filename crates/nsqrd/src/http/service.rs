@@ -11,40 +11,61 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CONTENT_TYPE, LOCATION};
-use hyper::{Method, Request, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use nsq_common::http::path;
 use nsq_common::http::response::{
     self, with_allow, ApiError, Body, Resp, JSON_CT, NSQ_CONTENT_TYPE, NSQ_V1,
 };
 
 use super::router::{self, Endpoint, Routed};
+use super::settle::Answer;
 use super::topics::{self, ChannelAction, TopicAction};
-use super::{config, info, metrics, publish, stats, HttpState};
+use super::{
+    config, consume, info, metrics, publish, queue_config, settle, stats, stream, HttpBody,
+    HttpState,
+};
 
 /// Answer one request.
-pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Resp {
+pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Response<HttpBody> {
     if let Some(port) = state.settings.tls_required_https_port {
-        return tls_required(port);
+        return whole(tls_required(port));
     }
     if req.method() == Method::OPTIONS && req.uri().path() == "*" {
-        return response::empty(StatusCode::OK);
+        return whole(response::empty(StatusCode::OK));
     }
     let Some(path) = path::decode(req.uri().path()) else {
-        return response::plain(StatusCode::BAD_REQUEST, "400 Bad Request");
+        return whole(response::plain(StatusCode::BAD_REQUEST, "400 Bad Request"));
     };
     let routed = router::route_request(req.method().as_str(), &path, req.uri().query());
     match routed {
+        Routed::Handle {
+            endpoint: Endpoint::ChannelStream,
+            ..
+        } => stream::open(state, req).await,
         Routed::Handle { endpoint, param } => {
             let method = req.method().clone();
             match CatchUnwind(Box::pin(dispatch(state, endpoint, param, req))).await {
-                Ok(r) => r,
+                Ok(r) => whole(r),
                 Err(_) => {
                     tracing::error!("HTTP: panic in handler for {method} {path}");
-                    response::v1(Err(ApiError::internal()))
+                    whole(response::v1(Err(ApiError::internal())))
                 }
             }
         }
-        Routed::Redirect { status, location } => redirect(req.method(), status, &location),
+        other => whole(answer_routed(req.method(), other)),
+    }
+}
+
+/// A whole (not streamed) response.
+fn whole(r: Resp) -> Response<HttpBody> {
+    r.map(HttpBody::Left)
+}
+
+/// The router's own answers.
+fn answer_routed(method: &Method, routed: Routed) -> Resp {
+    match routed {
+        Routed::Handle { .. } => response::v1(Err(ApiError::internal())),
+        Routed::Redirect { status, location } => redirect(method, status, &location),
         Routed::Options { allow } => with_allow(response::empty(StatusCode::OK), &allow),
         Routed::MethodNotAllowed { allow } => with_allow(
             response::v1(Err(ApiError::new(
@@ -85,6 +106,17 @@ async fn dispatch(
         Endpoint::ChannelUnpause => topics::channel_action(s, q, ChannelAction::Unpause),
         Endpoint::ConfigGet => config::get(s, opt),
         Endpoint::ConfigPut => config::put(s, opt, req).await,
+        Endpoint::TopicConfigGet => queue_config::get_topic(s, q),
+        Endpoint::TopicConfigSet => queue_config::set_topic(s, req).await,
+        Endpoint::ChannelConfigGet => queue_config::get_channel(s, q),
+        Endpoint::ChannelConfigSet => queue_config::set_channel(s, req).await,
+        Endpoint::ChannelReceive => return consume::receive(s, req).await,
+        Endpoint::MessageFin => return settle::settle(s, req, Answer::Fin).await,
+        Endpoint::MessageReq => return settle::settle(s, req, Answer::Req).await,
+        Endpoint::MessageTouch => return settle::settle(s, req, Answer::Touch).await,
+        Endpoint::MessageTerm => return settle::settle(s, req, Answer::Term).await,
+        // Streams are answered before dispatch (their body is not a whole one).
+        Endpoint::ChannelStream => Err(ApiError::internal()),
     };
     response::v1(result)
 }

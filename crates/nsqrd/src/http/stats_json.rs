@@ -22,6 +22,9 @@ pub struct TopicStats {
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
+    /// nsqr only, and only when any are set: the topic's settings (`/topic/config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<nsqr_broker::policy::Settings>,
 }
 
 /// One channel as nsqd reports it.
@@ -42,6 +45,23 @@ pub struct ChannelStats {
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
+    /// nsqr only, and only when any are set: the channel's own settings (`/channel/config`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<nsqr_broker::policy::Settings>,
+    /// nsqr only: dead letters by reason, when the channel's settings can make them or it
+    /// has made some.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letters: Option<DeadLetters>,
+}
+
+/// What a channel sent to its dead-letter topic (nsqr only).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct DeadLetters {
+    pub topic: String,
+    pub delivery_limit: u64,
+    pub rejected: u64,
+    pub expired: u64,
+    pub expired_dropped: u64,
 }
 
 /// Disk queue anomalies (nsqr only).
@@ -54,6 +74,9 @@ pub struct DiskStats {
     pub metadata_rebuilds: u64,
     pub undecodable_records: u64,
     pub write_errors: u64,
+    /// Messages written to disk without their attributes (nsqr's HTTP queues); shown when any.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub attributes_dropped: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_corruption: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -90,6 +113,10 @@ fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 pub struct PubCount {
     pub topic: String,
     pub count: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -173,6 +200,7 @@ impl From<&engine::TopicStats> for TopicStats {
             paused: t.paused,
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
             disk_queue: t.disk_queue.as_ref().map(DiskStats::from),
+            config: t.config.as_ref().map(nsqr_broker::Policy::to_json),
         }
     }
 }
@@ -196,6 +224,14 @@ impl From<&engine::ChannelStats> for ChannelStats {
             paused: c.paused,
             e2e_processing_latency: E2eLatency::from(&c.e2e_processing_latency),
             disk_queue: c.disk_queue.as_ref().map(DiskStats::from),
+            config: c.config.as_ref().map(nsqr_broker::Policy::to_json),
+            dead_letters: c.dead_letters.as_ref().map(|d| DeadLetters {
+                topic: d.topic.clone(),
+                delivery_limit: d.delivery_limit,
+                rejected: d.rejected,
+                expired: d.expired,
+                expired_dropped: d.expired_dropped,
+            }),
         }
     }
 }
@@ -226,6 +262,7 @@ impl From<&engine::DiskStats> for DiskStats {
             metadata_rebuilds: d.metadata_rebuilds,
             undecodable_records: d.undecodable_records,
             write_errors: d.write_errors,
+            attributes_dropped: d.attributes_dropped,
             last_corruption: d.last_corruption.clone(),
             last_write_error: d.last_write_error.clone(),
             last_read_error: d.last_read_error.clone(),

@@ -241,6 +241,8 @@ mod tests {
                 }]),
             },
             disk_queue: None,
+            config: None,
+            dead_letters: None,
         }
     }
 
@@ -255,6 +257,7 @@ mod tests {
             paused: false,
             e2e_processing_latency: E2eLatency::default(),
             disk_queue: None,
+            config: None,
         }
     }
 

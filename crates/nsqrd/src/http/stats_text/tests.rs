@@ -93,6 +93,8 @@ fn channel(name: &str, paused: bool, clients: Option<Vec<ClientStats>>) -> Chann
         paused,
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,
+        config: None,
+        dead_letters: None,
     }
 }
 
@@ -107,6 +109,7 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
         paused,
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,
+        config: None,
     }
 }
 

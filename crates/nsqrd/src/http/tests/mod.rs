@@ -113,6 +113,7 @@ impl TestServer {
             clients: Arc::default(),
             settings,
             config: Arc::new(MemConfig::new()),
+            consumers: Arc::default(),
         });
         let (tx, rx) = oneshot::channel::<()>();
         let listener = crate::listener::Listener::Tcp(listener);

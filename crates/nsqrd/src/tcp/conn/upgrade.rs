@@ -61,7 +61,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.read_deadline = n.heartbeat.map(|h| Instant::now() + 2 * h);
             self.output_buffer_size = n.output_buffer_size;
             self.sample_rate = n.sample_rate;
-            self.client.set_msg_timeout(n.msg_timeout);
+            // A timeout other than --msg-timeout is the client's own; otherwise a channel's
+            // msg_timeout setting applies (http-queues.md).
+            if n.msg_timeout != self.shared.settings.msg_timeout {
+                self.client.set_msg_timeout(n.msg_timeout);
+            }
         }
         if n.feature_negotiation {
             let resp = identify::response(&n, &self.shared.settings);

@@ -1,0 +1,290 @@
+//! `POST /channel/receive` (nsqr only): consume over HTTP with a long poll.
+//!
+//! `?topic=T&channel=C[&max=N][&wait=D][&timeout=D]` takes up to `max` messages (default 1, at
+//! most 1000), waiting up to `wait` (default 0, at most 30 s) for the first one, and answers as
+//! soon as it has any: `{"messages": [...]}` (empty when the wait ended with nothing), each
+//! message `{"id", "receipt", "attempts", "timestamp", "body"}` (body in base64) plus its
+//! `ordering_key`, `expires_at` and `dead_letter` record when it has them. Each is in flight
+//! for `timeout` (default: the channel's `msg_timeout` setting, else `--msg-timeout`; at most
+//! `--max-msg-timeout`) until answered with its receipt (`settle.rs`). With
+//! `Accept: application/octet-stream` and `max=1` the answer is the raw body with the message's
+//! facts in `X-NSQ-*` headers, and 204 when there is nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::engine::general_purpose::STANDARD;
+use base64::Engine;
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use hyper::{Request, StatusCode};
+use nsq_common::http::query::Query;
+use nsq_common::http::response::{self, ApiError, Body, Reply, Resp};
+use nsqr_broker::{BrokerError, Channel, Consumer, DeadLetterInfo, Message};
+use serde::Serialize;
+
+use super::consumers::HttpClient;
+use super::queue_config::name_arg;
+use super::receipt::Receipt;
+use super::HttpState;
+
+/// The most messages one poll may ask for.
+pub const MAX_RECEIVE: usize = 1000;
+/// The longest a poll may wait.
+pub const MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// One delivered message as HTTP consumers see it (`/channel/receive`, `/channel/stream`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Delivered {
+    pub id: String,
+    pub receipt: String,
+    pub attempts: u16,
+    pub timestamp: i64,
+    /// Base64 (standard alphabet, padded) in JSON.
+    #[serde(serialize_with = "base64_body")]
+    pub body: Bytes,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ordering_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dead_letter: Option<DeadLetterInfo>,
+}
+
+fn base64_body<S: serde::Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(&STANDARD.encode(b))
+}
+
+impl Delivered {
+    /// `msg`, delivery number `delivery` of `ch`, handed to `consumer`.
+    pub fn of(
+        state: &HttpState,
+        ch: &Channel,
+        consumer: &Consumer,
+        msg: &Message,
+        delivery: u64,
+    ) -> Delivered {
+        let receipt = state.consumers.receipts.issue(&Receipt {
+            topic: ch.topic_name().to_string(),
+            channel: ch.name().to_string(),
+            id: msg.id.0,
+            delivery,
+            consumer: consumer.id(),
+        });
+        let attrs = msg.attributes();
+        Delivered {
+            id: String::from_utf8_lossy(&msg.id.to_hex()).into_owned(),
+            receipt,
+            attempts: msg.attempts,
+            timestamp: msg.timestamp(),
+            body: msg.body_bytes(),
+            ordering_key: attrs.and_then(|a| a.ordering_key.as_deref().map(str::to_string)),
+            expires_at: attrs.map(|a| a.expires_at).filter(|e| *e != 0),
+            dead_letter: attrs.and_then(|a| a.dead_letter.clone()),
+        }
+    }
+}
+
+/// A poll's arguments.
+#[derive(Debug, Clone, PartialEq)]
+struct Poll {
+    topic: String,
+    channel: String,
+    max: usize,
+    wait: Duration,
+    timeout: Option<Duration>,
+    raw: bool,
+}
+
+/// A duration argument: Go text (`250ms`, `2s`) or integer milliseconds.
+pub(crate) fn duration_arg(v: &str) -> Option<Duration> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        v.parse().ok().map(Duration::from_millis)
+    } else {
+        nsq_common::duration::parse(v).ok()
+    }
+}
+
+fn parse(state: &HttpState, req: &Request<Incoming>) -> Result<Poll, ApiError> {
+    let q =
+        Query::parse(req.uri().query()).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))?;
+    let topic = name_arg(&q, "topic", "MISSING_ARG_TOPIC", "INVALID_TOPIC")?.to_string();
+    let channel = name_arg(&q, "channel", "MISSING_ARG_CHANNEL", "INVALID_CHANNEL")?.to_string();
+    let max = match q.get("max") {
+        None => 1,
+        Some(v) => v
+            .parse::<usize>()
+            .ok()
+            .filter(|n| (1..=MAX_RECEIVE).contains(n))
+            .ok_or(ApiError::bad_request("INVALID_MAX"))?,
+    };
+    let wait = match q.get("wait") {
+        None => Duration::ZERO,
+        Some(v) => duration_arg(v)
+            .filter(|d| *d <= MAX_WAIT)
+            .ok_or(ApiError::bad_request("INVALID_WAIT"))?,
+    };
+    let max_timeout = state.broker.config().max_msg_timeout;
+    let timeout = match q.get("timeout") {
+        None => None,
+        Some(v) => Some(
+            duration_arg(v)
+                .filter(|d| !d.is_zero() && *d <= max_timeout)
+                .ok_or(ApiError::bad_request("INVALID_TIMEOUT"))?,
+        ),
+    };
+    let raw = req
+        .headers()
+        .get(ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.split(',')
+                .any(|t| t.trim().starts_with("application/octet-stream"))
+        });
+    if raw && max != 1 {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "INVALID_MAX: a raw body (Accept: application/octet-stream) needs max=1",
+        ));
+    }
+    Ok(Poll {
+        topic,
+        channel,
+        max,
+        wait,
+        timeout,
+        raw,
+    })
+}
+
+/// `POST /channel/receive`.
+pub async fn receive(state: &HttpState, req: Request<Incoming>) -> Resp {
+    let poll = match parse(state, &req) {
+        Ok(p) => p,
+        Err(e) => return response::v1(Err(e)),
+    };
+    let who = HttpClient::of(&req);
+    drop(req);
+    match take(state, &poll, who).await {
+        Ok(got) if poll.raw => raw_answer(got.into_iter().next()),
+        Ok(got) => response::v1(Reply::json(&Messages { messages: got })),
+        Err(e) => response::v1(Err(e)),
+    }
+}
+
+#[derive(Serialize)]
+struct Messages {
+    messages: Vec<Delivered>,
+}
+
+/// Join, take what is there (waiting up to `wait` for a first message), and stop taking.
+async fn take(state: &HttpState, poll: &Poll, who: HttpClient) -> Result<Vec<Delivered>, ApiError> {
+    if state.broker.is_exiting() || state.consumers.is_closed() {
+        return Err(ApiError::exiting());
+    }
+    let (ch, consumer) = state
+        .consumers
+        .join(
+            &state.broker,
+            &poll.topic,
+            &poll.channel,
+            who,
+            poll.max as i64,
+            poll.timeout,
+        )
+        .await
+        .map_err(|e| match e {
+            e @ BrokerError::TooManyConsumers { .. } => ApiError::new(
+                StatusCode::SERVICE_UNAVAILABLE,
+                format!("TOO_MANY_CONSUMERS: {e}"),
+            ),
+            _ => ApiError::exiting(),
+        })?;
+    // Whatever happens to this request (the client goes away mid-wait), the consumer stops
+    // taking and leaves once it holds nothing.
+    let _done = Finish {
+        state,
+        consumer: Arc::clone(&consumer),
+    };
+    let deadline = tokio::time::Instant::now() + poll.wait;
+    let mut got = Vec::new();
+    let mut rng = consumer.id() | 1;
+    loop {
+        let want = poll.max - got.len();
+        ch.deliver_numbered(&consumer, want, 0, &mut rng, |m, n| {
+            got.push(Delivered::of(state, &ch, &consumer, m, n))
+        });
+        if !got.is_empty() || consumer.is_kicked() || ch.is_deleted() {
+            break;
+        }
+        tokio::select! {
+            _ = consumer.notified() => {}
+            _ = tokio::time::sleep_until(deadline) => break,
+        }
+    }
+    Ok(got)
+}
+
+/// Ends a poll when dropped: see [`super::consumers::HttpConsumers::finished`].
+struct Finish<'a> {
+    state: &'a HttpState,
+    consumer: Arc<Consumer>,
+}
+
+impl Drop for Finish<'_> {
+    fn drop(&mut self) {
+        self.state
+            .consumers
+            .finished(&self.state.broker, &self.consumer);
+    }
+}
+
+/// The raw answer: 200 with the body and `X-NSQ-*` headers, or 204.
+fn raw_answer(m: Option<Delivered>) -> Resp {
+    let Some(m) = m else {
+        return response::empty(StatusCode::NO_CONTENT);
+    };
+    let mut r = hyper::Response::new(Body::new(m.body.clone()));
+    let h = r.headers_mut();
+    h.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("application/octet-stream"),
+    );
+    let mut put = |name: &'static str, v: String| {
+        if let Ok(v) = HeaderValue::from_str(&v) {
+            h.insert(HeaderName::from_static(name), v);
+        }
+    };
+    put("x-nsq-message-id", m.id);
+    put("x-nsq-attempts", m.attempts.to_string());
+    put("x-nsq-receipt", m.receipt);
+    put("x-nsq-timestamp", m.timestamp.to_string());
+    if let Some(k) = m.ordering_key {
+        put("x-nsq-ordering-key", k);
+    }
+    if let Some(e) = m.expires_at {
+        put("x-nsq-expires-at", e.to_string());
+    }
+    if let Some(d) = m.dead_letter {
+        if let Ok(json) = serde_json::to_string(&d) {
+            put("x-nsq-dead-letter", json);
+        }
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(duration_arg("1500"), Some(Duration::from_millis(1500)));
+        assert_eq!(duration_arg("2s"), Some(Duration::from_secs(2)));
+        assert_eq!(duration_arg("0"), Some(Duration::ZERO));
+        for v in ["", "-1s", "1.5", "soon", "99999999999999999999999"] {
+            assert_eq!(duration_arg(v), None, "{v:?}");
+        }
+    }
+}
