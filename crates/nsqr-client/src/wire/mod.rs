@@ -1,0 +1,67 @@
+//! Connections to nsqd over TCP or a unix socket: the socket ([`stream`]), frames and
+//! compression over it ([`framed`]), the opening handshake ([`handshake`]), and the writing
+//! task every connection runs ([`write_loop`]) with the queue other tasks put commands in
+//! ([`commands`]).
+//!
+//! A connection is two tasks: its reader decodes frames and hands them on (messages to the
+//! consumer, responses to waiting publishers); its writer sleeps until something is queued
+//! and then writes everything queued in one go, so many FINs or publishes cost one syscall.
+
+pub(crate) mod commands;
+pub(crate) mod framed;
+pub(crate) mod handshake;
+pub(crate) mod stream;
+
+use std::time::Duration;
+
+use bytes::BytesMut;
+use tokio::sync::Notify;
+
+use crate::error::Error;
+use framed::Writer;
+
+/// What the writer finds when it looks at its queue.
+pub(crate) enum Flow {
+    /// Commands were moved into the output buffer: write them.
+    Write,
+    /// Nothing queued: sleep until woken.
+    Idle,
+    /// Nothing queued and nothing more will be: close the writing direction.
+    Close,
+}
+
+/// The queue a writer task drains.
+pub(crate) trait Outgoing: Send + Sync + 'static {
+    /// Move queued commands into `out` (empty when called), encoded.
+    fn take(&self, out: &mut BytesMut) -> Flow;
+    /// Woken when something is queued or the queue closes.
+    fn wakeup(&self) -> &Notify;
+}
+
+/// Output buffers larger than this are dropped after use rather than kept.
+const KEEP_OUT: usize = 4 << 20;
+
+/// Write whatever `src` queues until it closes or a write fails.
+pub(crate) async fn write_loop<S: Outgoing>(
+    mut w: Writer,
+    src: &S,
+    timeout: Duration,
+) -> Result<(), Error> {
+    let mut out = BytesMut::with_capacity(64 << 10);
+    loop {
+        match src.take(&mut out) {
+            Flow::Write => {
+                w.write(&out, timeout).await?;
+                out.clear();
+                if out.capacity() > KEEP_OUT {
+                    out = BytesMut::with_capacity(64 << 10);
+                }
+            }
+            Flow::Idle => src.wakeup().notified().await,
+            Flow::Close => {
+                w.shutdown().await;
+                return Ok(());
+            }
+        }
+    }
+}
