@@ -262,6 +262,12 @@ async fn read_loop(mut r: Reader, p: &Shared) -> Result<(), Error> {
                 let close = s.stopping && s.pending.is_empty() && s.ops.is_empty();
                 (front, close)
             };
+            // nsqd closes the connection after any error a publish can get: nothing more
+            // is sent on it (what was queued goes out on the next connection).
+            let fatal = result
+                .as_ref()
+                .err()
+                .map(|e| Error::Closed(format!("{} after {e}", p.name)));
             match front {
                 Some(w) => w.complete(result),
                 None => {
@@ -270,6 +276,9 @@ async fn read_loop(mut r: Reader, p: &Shared) -> Result<(), Error> {
                         p.name
                     )))
                 }
+            }
+            if let Some(e) = fatal {
+                return Err(e);
             }
             if close {
                 p.wake.notify_one();
