@@ -44,7 +44,9 @@ async fn round_trip(addr: &str, cfg: Config) {
     want.extend((0..200).map(|i| format!("p{i}")));
     let mut got = BTreeSet::new();
     while got.len() < want.len() {
-        let m = within("messages", consumer.next()).await.expect("a message");
+        let m = within("messages", consumer.next())
+            .await
+            .expect("a message");
         assert_eq!(m.attempts(), 1);
         assert!(got.insert(String::from_utf8(m.body().to_vec()).unwrap()));
         m.finish().unwrap();
@@ -88,7 +90,11 @@ async fn inproc_round_trip_shares_the_published_buffer() {
     let body = Bytes::from(vec![7u8; 64 << 10]);
     producer.publish("zc", body.clone()).await.unwrap();
     let m = within("message", consumer.next()).await.unwrap();
-    assert_eq!(m.body().as_ptr(), body.as_ptr(), "the same buffer, not a copy");
+    assert_eq!(
+        m.body().as_ptr(),
+        body.as_ptr(),
+        "the same buffer, not a copy"
+    );
     assert_eq!(m.source(), "inproc://");
     m.finish().unwrap();
     consumer.stop().await;
@@ -109,11 +115,18 @@ async fn errors_carry_the_protocol_code() {
     // Too big for this server: E_BAD_MESSAGE, with nsqd's text.
     let e = producer.publish("t", vec![b'x'; 200]).await.unwrap_err();
     assert_eq!(e.code(), Some(ErrorCode::BadMessage), "{e}");
-    assert!(e.to_string().starts_with("E_BAD_MESSAGE PUB message too big"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("E_BAD_MESSAGE PUB message too big"),
+        "{e}"
+    );
     // The server closed that connection; the next publish reconnects.
     producer.publish("t", "fine").await.unwrap();
     producer.stop().await;
-    assert!(matches!(producer.publish("t", "x").await, Err(Error::Stopped)));
+    assert!(matches!(
+        producer.publish("t", "x").await,
+        Err(Error::Stopped)
+    ));
 
     // Nothing listening: a connect error, promptly.
     let dead = format!("tcp://{}", nsqd.tcp);

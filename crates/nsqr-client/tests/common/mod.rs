@@ -60,8 +60,14 @@ impl Daemon {
             .expect("spawn daemon");
         let (tx, rx) = mpsc::channel::<String>();
         for pipe in [
-            child.stderr.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child.stdout.take().map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn Read + Send>),
         ]
         .into_iter()
         .flatten()
