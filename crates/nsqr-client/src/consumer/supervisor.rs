@@ -59,8 +59,11 @@ pub(crate) async fn connect_nsqd(sh: &Arc<Shared>, name: &str) -> Result<(), Err
         .live
         .insert(name.to_string(), Arc::clone(&conn));
     conn::spawn(Arc::clone(&conn), opened.reader, opened.writer);
-    // Every connection's share just shrank.
-    for c in sh.live_conns() {
+    // Every connection's share just shrank: lower the largest first, so the room they
+    // give up is there when the new one (RDY 0, last) asks for its share.
+    let mut conns = sh.live_conns();
+    conns.sort_by_key(|c| std::cmp::Reverse(c.rdy.load(std::sync::atomic::Ordering::Relaxed)));
+    for c in conns {
         sh.rdy.maybe_update(sh, &c);
     }
     Ok(())
