@@ -7,6 +7,7 @@ mod consumer;
 mod error;
 pub mod lookupd;
 mod message;
+pub mod patterns;
 mod producer;
 pub mod tls;
 mod wire;
