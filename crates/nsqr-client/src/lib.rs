@@ -16,5 +16,5 @@ pub use address::Address;
 pub use config::{BackoffStrategy, Compression, Config, TlsConfig};
 pub use consumer::{handler_fn, Consumer, FnHandler, Handler, HandlerError, Stats, Stopper};
 pub use error::{Error, ErrorCode, Result};
-pub use message::Message;
+pub use message::{Message, MessageRef, Reply};
 pub use producer::{Producer, Publish};

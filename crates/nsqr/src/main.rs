@@ -4,9 +4,9 @@
 
 mod body;
 mod cli;
-mod client;
 mod cluster;
 mod compare;
+mod fail;
 mod floor;
 mod lookupd;
 mod machine;
@@ -110,7 +110,7 @@ async fn bench(args: BenchArgs) -> ExitCode {
 }
 
 /// `nsqr bench inproc`: the embedded broker, printed as a table or JSON.
-async fn inproc(args: &BenchArgs) -> client::Result<bool> {
+async fn inproc(args: &BenchArgs) -> fail::Result<bool> {
     let rows = modes::inproc::run(
         &args.sizes,
         args.count,

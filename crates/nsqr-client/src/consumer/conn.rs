@@ -1,8 +1,7 @@
-//! One of a consumer's connections: to an nsqd (a reader task that turns frames into
-//! [`Message`]s for the consumer's inbox, a writer task for RDY / FIN / REQ / TOUCH / NOP /
-//! CLS), or the in-process subscription standing in for one (its RDY is the subscription's
-//! max-in-flight). The RDY bookkeeping of go-nsq's `Conn` lives here; the decisions are
-//! `rdy.rs`'s.
+//! One of a consumer's connections: to an nsqd (read by the consumer itself, see
+//! `readers.rs`; written by a task of its own: RDY / FIN / REQ / TOUCH / NOP / CLS), or the
+//! in-process subscription standing in for one (its RDY is the subscription's max-in-flight).
+//! The RDY bookkeeping of go-nsq's `Conn` lives here; the decisions are `rdy.rs`'s.
 //!
 //! Closing follows go-nsq: after CLS the server answers `CLOSE_WAIT`; the connection then
 //! waits for its messages in flight to be answered, and closes its writing side once they
@@ -13,6 +12,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64};
 use std::sync::Arc;
 use std::time::Instant;
 
+use std::collections::VecDeque;
+
 use bytes::BytesMut;
 use nsq_wire::client::{put_cls, put_nop, put_rdy, EncodeError, Frame};
 use tokio::sync::Notify;
@@ -20,10 +21,28 @@ use tokio::sync::Notify;
 use super::shared::Shared;
 use crate::config::Config;
 use crate::error::Error;
-use crate::message::{Message, Origin};
+use crate::message::Message;
 use crate::wire::commands::Commands;
-use crate::wire::framed::Reader;
 use crate::wire::write_loop;
+
+/// A frame from the server that is not a message.
+pub(crate) enum Other {
+    Heartbeat,
+    CloseWait,
+    Error(Error),
+    Ignored,
+}
+
+/// What a batch of messages lent in place came to.
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    pub(crate) messages: u64,
+    pub(crate) finished: u64,
+    pub(crate) requeued: u64,
+    /// Requeues with backoff.
+    pub(crate) backoffs: u64,
+    pub(crate) given_up: u64,
+}
 
 /// How RDY reaches the server.
 pub(crate) enum Transport {
@@ -51,6 +70,8 @@ pub(crate) struct Conn {
     closing: AtomicBool,
     /// The server said `CLOSE_WAIT` (or will send nothing more).
     close_wait: AtomicBool,
+    /// Reported gone to the consumer.
+    gone: AtomicBool,
 }
 
 impl Conn {
@@ -71,6 +92,7 @@ impl Conn {
             last_msg_at: AtomicU64::new(0),
             closing: AtomicBool::new(false),
             close_wait: AtomicBool::new(false),
+            gone: AtomicBool::new(false),
         }
     }
 
@@ -177,80 +199,125 @@ impl Conn {
     }
 }
 
-/// Run a socket connection: its writer and reader tasks. When the reader ends (the server
-/// closed, an error, a timeout) the connection is removed from the consumer.
-pub(crate) fn spawn(conn: Arc<Conn>, reader: Reader, writer: crate::wire::framed::Writer) {
+/// Start a socket connection's writer task. Besides what is queued it sends a NOP whenever
+/// nothing was written for a heartbeat interval, so the server keeps the connection while the
+/// program is busy elsewhere and not reading (nsqd drops a client silent for two intervals).
+pub(crate) fn spawn_writer(conn: Arc<Conn>, writer: crate::wire::framed::Writer) {
     let timeout = conn.consumer.cfg.write_timeout;
-    let w = Arc::clone(&conn);
+    let keepalive = conn.consumer.cfg.heartbeat_interval;
     tokio::spawn(async move {
-        if let Transport::Wire(cmds) = &w.transport {
-            if let Err(e) = write_loop(writer, cmds, timeout).await {
-                tracing::warn!("nsqr-client: writing to {}: {e}", w.name);
-                w.close_writer();
+        if let Transport::Wire(cmds) = &conn.transport {
+            if let Err(e) = write_loop(writer, cmds, timeout, keepalive).await {
+                conn.lost(&e);
             }
         }
-    });
-    tokio::spawn(async move {
-        let r = read_loop(&conn, reader).await;
-        if let Err(e) = &r {
-            if !conn.is_closing() {
-                tracing::warn!("nsqr-client: reading from {}: {e}", conn.name);
-            }
-        }
-        conn.close_wait.store(true, Release);
-        conn.close_writer();
-        conn.consumer.conn_closed(&conn);
     });
 }
 
-/// Turn frames into messages for the consumer, a read at a time.
-async fn read_loop(conn: &Arc<Conn>, mut r: Reader) -> Result<(), Error> {
-    let mut batch: Vec<Message> = Vec::with_capacity(256);
-    loop {
-        while let Some(frame) = r.next_frame()? {
-            match frame {
-                Frame::Message {
-                    timestamp,
-                    attempts,
-                    id,
-                    body,
-                } => batch.push(Message {
-                    id,
-                    attempts,
-                    timestamp,
-                    body,
-                    origin: Some(Origin::Wire(Arc::clone(conn))),
-                }),
-                Frame::Response(b) if b == "_heartbeat_" => {
-                    let _ = conn.command(|b| {
-                        put_nop(b);
-                        Ok(())
-                    });
-                }
-                Frame::Response(b) if b == "CLOSE_WAIT" => {
-                    conn.close_wait.store(true, Release);
-                    if conn.in_flight.load(Acquire) <= 0 {
-                        conn.close_writer();
-                    }
-                }
-                Frame::Response(_) => {}
-                Frame::Error(e) => {
-                    let e = Error::from_frame(&e);
-                    match e.code() {
-                        Some(c) if !c.is_fatal() => {
-                            tracing::debug!("nsqr-client: {}: {e}", conn.name)
-                        }
-                        _ => tracing::warn!("nsqr-client: {}: {e}", conn.name),
-                    }
+impl Conn {
+    /// A frame from the server; messages go to `out`.
+    pub(crate) fn on_frame(self: &Arc<Self>, frame: Frame, out: &mut VecDeque<Message>) {
+        match frame {
+            Frame::Message {
+                timestamp,
+                attempts,
+                id,
+                body,
+            } => out.push_back(Message::wire(
+                id,
+                attempts,
+                timestamp,
+                body,
+                Arc::clone(self),
+            )),
+            Frame::Response(b) if b == "_heartbeat_" => self.on_other(Other::Heartbeat),
+            Frame::Response(b) if b == "CLOSE_WAIT" => self.on_other(Other::CloseWait),
+            Frame::Response(_) => {}
+            Frame::Error(e) => self.on_other(Other::Error(Error::from_frame(&e))),
+        }
+    }
+
+    /// A frame other than a message: answer a heartbeat, close after CLOSE_WAIT once
+    /// nothing is in flight, log an error (FIN / REQ / TOUCH failures quietly).
+    pub(crate) fn on_other(&self, other: Other) {
+        match other {
+            Other::Heartbeat => {
+                let _ = self.command(|b| {
+                    put_nop(b);
+                    Ok(())
+                });
+            }
+            Other::CloseWait => {
+                self.close_wait.store(true, Release);
+                if self.in_flight.load(Acquire) <= 0 {
+                    self.close_writer();
                 }
             }
+            Other::Error(e) => match e.code() {
+                Some(c) if !c.is_fatal() => tracing::debug!("nsqr-client: {}: {e}", self.name),
+                _ => tracing::warn!("nsqr-client: {}: {e}", self.name),
+            },
+            Other::Ignored => {}
         }
-        if !batch.is_empty() {
-            let n = batch.len() as i64;
-            conn.in_flight.fetch_add(n, AcqRel);
-            conn.last_msg_at.store(conn.now_ns(), Relaxed);
-            conn.consumer.deliver(&mut batch);
+    }
+
+    /// `n` messages were just received: their answers will follow shortly (cork).
+    pub(crate) fn received(&self, n: usize) {
+        self.in_flight.fetch_add(n as i64, AcqRel);
+        self.last_msg_at.store(self.now_ns(), Relaxed);
+        if let Transport::Wire(cmds) = &self.transport {
+            cmds.cork();
         }
-        r.fill(conn.consumer.cfg.read_timeout).await?;
+    }
+
+    /// Answers to messages lent in place (`Readers::lend`): queued in one go, and counted.
+    pub(crate) fn lent(self: &Arc<Self>, answers: &[u8], t: &Tally) {
+        if t.messages == 0 {
+            return;
+        }
+        let _ = self.command(|b| {
+            b.extend_from_slice(answers);
+            Ok(())
+        });
+        let c = &self.consumer.counters;
+        c.received.fetch_add(t.messages, Relaxed);
+        c.finished.fetch_add(t.finished, Relaxed);
+        if t.requeued > 0 {
+            c.requeued.fetch_add(t.requeued, Relaxed);
+        }
+        if t.given_up > 0 {
+            c.given_up.fetch_add(t.given_up, Relaxed);
+        }
+        self.last_msg_at.store(self.now_ns(), Relaxed);
+        let rdy = &self.consumer.rdy;
+        for _ in 0..t.backoffs {
+            rdy.on_failure(self);
+        }
+        if rdy.backoff_level() > 0 {
+            for _ in 0..t.finished {
+                rdy.on_success(self);
+            }
+        }
+    }
+
+    /// The messages received so far were handed out: send their answers.
+    pub(crate) fn uncork(&self) {
+        if let Transport::Wire(cmds) = &self.transport {
+            cmds.uncork();
+        }
+    }
+
+    /// The connection is gone (end of stream, an error, a timeout): no more commands, and
+    /// the consumer forgets it.
+    pub(crate) fn lost(self: &Arc<Self>, why: &Error) {
+        if self.gone.swap(true, AcqRel) {
+            return;
+        }
+        if !self.is_closing() {
+            tracing::warn!("nsqr-client: {}: {why}", self.name);
+        }
+        self.close_wait.store(true, Release);
+        self.close_writer();
+        self.consumer.conn_closed(self);
     }
 }

@@ -12,7 +12,7 @@ use nsqr_broker::{Broker, Delivery, SubscribeOptions, Subscription};
 use super::conn::{Conn, Transport};
 use super::shared::Shared;
 use crate::error::Error;
-use crate::message::{Message, Origin};
+use crate::message::Message;
 
 /// Address of the in-process "connection".
 pub(crate) const INPROC: &str = "inproc://";
@@ -69,7 +69,7 @@ impl Source {
             if want <= 0 {
                 tokio::select! {
                     _ = rdy_changed.notified() => {}
-                    _ = sh.arrived.notified() => {}
+                    _ = sh.wake.notified() => {}
                 }
                 continue;
             }
@@ -82,29 +82,31 @@ impl Source {
                     None => return None,
                 },
                 _ = rdy_changed.notified() => {}
-                _ = sh.arrived.notified() => {}
+                _ = sh.wake.notified() => {}
             }
         }
+    }
+
+    /// A delivery that can be had without waiting (RDY permitting).
+    pub(crate) fn try_next(&mut self) -> Option<Message> {
+        if self.conn.rdy.load(Relaxed) <= 0 {
+            return None;
+        }
+        let d = self.sub.try_next()?;
+        Some(self.message(d))
     }
 
     fn message(&self, d: Delivery) -> Message {
         let c = &self.conn;
         c.in_flight.fetch_add(1, Relaxed);
         c.consumer.counters.received.fetch_add(1, Relaxed);
-        Message {
-            id: d.id().to_hex(),
-            attempts: d.attempts(),
-            timestamp: d.timestamp(),
-            body: d.body().clone(),
-            origin: Some(Origin::Inproc(d, Arc::clone(c))),
-        }
+        Message::inproc(d, Arc::clone(c))
     }
 
     /// Leave the channel (messages it held go back at once) and forget the connection.
     pub(crate) fn close(self) {
         let Source { sub, conn, .. } = self;
         drop(sub);
-        conn.close_writer();
-        conn.consumer.conn_closed(&conn);
+        conn.lost(&Error::Stopped);
     }
 }

@@ -9,6 +9,7 @@ pub(crate) mod conn;
 mod handler;
 mod inproc;
 mod rdy;
+mod readers;
 mod shared;
 mod supervisor;
 
@@ -24,16 +25,20 @@ use tokio::task::{JoinHandle, JoinSet};
 use crate::address::Address;
 use crate::config::Config;
 use crate::error::Error;
-use crate::message::Message;
+use crate::message::{Message, MessageRef, Reply};
 pub use handler::{handler_fn, FnHandler, Handler, HandlerError};
 pub use shared::Stats;
 use shared::{Event, Shared};
 
+/// Most owned messages [`Consumer::next_batch`] lends in one call.
+const MAX_LENT: usize = 1024;
+
 /// Reads one channel of one topic.
 pub struct Consumer {
     shared: Arc<Shared>,
-    /// Messages taken from the inbox, not yet handed out.
+    /// Messages read, not yet handed out.
     local: VecDeque<Message>,
+    readers: readers::Readers,
     inproc: Option<inproc::Source>,
     supervisor: JoinHandle<()>,
 }
@@ -75,11 +80,19 @@ impl Consumer {
             return Err(Error::Config("Consumer::new needs a tokio runtime".into()));
         }
         let (tx, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::new(topic.into(), channel.into(), config, tx));
+        let (conns_tx, conns_rx) = mpsc::unbounded_channel();
+        let shared = Arc::new(Shared::new(
+            topic.into(),
+            channel.into(),
+            config,
+            tx,
+            conns_tx,
+        ));
         let supervisor = tokio::spawn(supervisor::supervise(Arc::clone(&shared), rx));
         Ok(Consumer {
             shared,
             local: VecDeque::new(),
+            readers: readers::Readers::new(conns_rx),
             inproc: None,
             supervisor,
         })
@@ -162,7 +175,10 @@ impl Consumer {
     /// `max_attempts` times are finished and skipped (counted in [`Stats::given_up`]).
     pub async fn next(&mut self) -> Option<Message> {
         loop {
-            let m = self.next_delivered().await?;
+            let m = match self.local.pop_front() {
+                Some(m) if !self.shared.is_stopping() => m,
+                _ => self.next_delivered().await?,
+            };
             if !self.over_attempts(&m) {
                 return Some(m);
             }
@@ -176,13 +192,85 @@ impl Consumer {
         }
     }
 
+    /// Wait for messages, then lend every one already received to `f`, in order, and answer
+    /// each by what `f` returns; the number handled (None once stopped, as
+    /// [`Consumer::next`]). Nothing is copied or reference counted per message and the
+    /// answers of one read go out together: the fastest way to consume, for handlers that
+    /// answer at once.
+    pub async fn next_batch(
+        &mut self,
+        mut f: impl FnMut(MessageRef<'_>) -> Reply,
+    ) -> Option<usize> {
+        if self.inproc.is_some() || !self.local.is_empty() {
+            // Owned messages first (left by `next`), or the in-process subscription's.
+            let first = self.next().await?;
+            let mut n = 1;
+            let _ = first.lend(&mut f);
+            while n < MAX_LENT {
+                let Some(m) = self.ready_now() else { break };
+                let _ = m.lend(&mut f);
+                n += 1;
+            }
+            return Some(n);
+        }
+        loop {
+            if self.shared.is_stopping() {
+                return None;
+            }
+            let n = self.readers.lend(&mut f, &self.shared);
+            if n > 0 {
+                return Some(n);
+            }
+            self.readers.wait(&self.shared).await;
+        }
+    }
+
+    /// A message that can be had without waiting.
+    fn ready_now(&mut self) -> Option<Message> {
+        loop {
+            if self.shared.is_stopping() {
+                return None;
+            }
+            let m = match self.local.pop_front() {
+                Some(m) => m,
+                None => self.inproc.as_mut()?.try_next()?,
+            };
+            if !self.over_attempts(&m) {
+                return Some(m);
+            }
+            self.give_up(m, |m| {
+                tracing::warn!(
+                    "nsqr-client: message {} attempted {} times, giving up",
+                    m.id_str(),
+                    m.attempts()
+                )
+            });
+        }
+    }
+
+    /// Messages read and not yet handed out.
+    pub fn buffered(&self) -> usize {
+        self.local.len()
+    }
+
     /// Hand every message to `handler`, up to `handler_concurrency` at once, until the
     /// consumer is stopped (through a [`Stopper`]); then stop it cleanly.
     pub async fn run<H: Handler>(&mut self, handler: H) -> Result<(), Error> {
         let handler = Arc::new(handler);
         let limit = self.shared.cfg.handler_concurrency.max(1);
         let mut running = JoinSet::new();
-        while let Some(m) = self.next_delivered().await {
+        loop {
+            if running.len() >= limit {
+                // Keep reading (heartbeats, CLOSE_WAIT) while every handler is busy.
+                tokio::select! {
+                    _ = running.join_next() => {}
+                    _ = self.pump() => {}
+                }
+                continue;
+            }
+            let Some(m) = self.next_delivered().await else {
+                break;
+            };
             if self.over_attempts(&m) {
                 self.give_up(m, |m| handler.failed(m));
                 continue;
@@ -190,9 +278,6 @@ impl Consumer {
             if limit == 1 {
                 handler::handle_one(&*handler, m).await;
                 continue;
-            }
-            while running.len() >= limit {
-                running.join_next().await;
             }
             let h = Arc::clone(&handler);
             running.spawn(async move { handler::handle_one(&*h, m).await });
@@ -225,10 +310,21 @@ impl Consumer {
             if let Some(m) = self.local.pop_front() {
                 return Some(m);
             }
-            self.shared.take_inbox(&mut self.local);
-            if self.local.is_empty() {
-                self.shared.arrived.notified().await;
+            self.readers.uncork();
+            if !self.readers.decode(&mut self.local) {
+                self.readers.wait(&self.shared).await;
             }
+        }
+    }
+
+    /// Read what arrives without handing messages out (they wait in `local`); cancel-safe.
+    async fn pump(&mut self) {
+        if self.inproc.is_some() {
+            return std::future::pending().await;
+        }
+        self.readers.uncork();
+        if !self.readers.decode(&mut self.local) {
+            self.readers.wait(&self.shared).await;
         }
     }
 
@@ -249,21 +345,24 @@ impl Consumer {
         if let Some(src) = self.inproc.take() {
             src.close();
         }
+        // Read on until every connection is closed (messages still arriving go back at
+        // once), or the drain timeout.
         let deadline = tokio::time::Instant::now() + sh.cfg.drain_timeout;
-        loop {
-            let gone = sh.conn_gone.notified();
-            tokio::pin!(gone);
-            gone.as_mut().enable();
-            if sh.conns.lock().live.is_empty() {
-                break;
-            }
-            if tokio::time::timeout_at(deadline, gone).await.is_err() {
-                for c in sh.live_conns() {
-                    c.close_writer();
+        let drained = tokio::time::timeout_at(deadline, async {
+            while !self.readers.is_empty() {
+                self.readers.decode(&mut self.local);
+                self.local.clear();
+                if self.readers.is_empty() {
+                    break;
                 }
-                break;
+                self.readers.wait(&sh).await;
             }
+        })
+        .await;
+        if drained.is_err() {
+            tracing::warn!("nsqr-client: messages still in flight after the drain timeout");
         }
+        self.readers.close_all();
         self.supervisor.abort();
     }
 
@@ -322,9 +421,7 @@ impl Drop for Consumer {
         if let Some(src) = self.inproc.take() {
             src.close();
         }
-        for c in self.shared.live_conns() {
-            c.close_writer();
-        }
+        self.readers.close_all();
         self.supervisor.abort();
     }
 }

@@ -1,9 +1,8 @@
-//! What a consumer's connections, its supervisor and its handle share: the inbox messages wait
-//! in until `next` takes them, the connections by address, the counters, the stop flag.
-//! Connections add to the inbox a read at a time (one lock per read, not per message) and
-//! `next` takes the whole inbox at once.
+//! What a consumer's connections, its supervisor and its handle share: the connections by
+//! address, the channel new connections reach the reading side through, the counters, the
+//! stop flag.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::Ordering::{AcqRel, Acquire, Relaxed};
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -14,8 +13,8 @@ use tokio::sync::{mpsc, Notify};
 
 use super::conn::Conn;
 use super::rdy::Rdy;
+use super::readers::ConnReader;
 use crate::config::Config;
-use crate::message::Message;
 
 /// What the supervisor is told.
 pub(crate) enum Event {
@@ -66,9 +65,10 @@ pub(crate) struct Shared {
     pub(crate) channel: String,
     pub(crate) cfg: Config,
     pub(crate) started: Instant,
-    inbox: Mutex<VecDeque<Message>>,
-    /// Told when the inbox gets messages or the consumer stops.
-    pub(crate) arrived: Notify,
+    /// Where new connections go to be read.
+    pub(crate) new_conns: mpsc::UnboundedSender<ConnReader>,
+    /// Told when the consumer stops (a reader waiting in `next` returns).
+    pub(crate) wake: Notify,
     pub(crate) conns: Mutex<Conns>,
     pub(crate) rdy: Rdy,
     pub(crate) counters: Counters,
@@ -84,6 +84,7 @@ impl Shared {
         channel: String,
         cfg: Config,
         events: mpsc::UnboundedSender<Event>,
+        new_conns: mpsc::UnboundedSender<ConnReader>,
     ) -> Shared {
         let rdy = Rdy::new(cfg.max_in_flight);
         Shared {
@@ -91,8 +92,8 @@ impl Shared {
             channel,
             cfg,
             started: Instant::now(),
-            inbox: Mutex::new(VecDeque::new()),
-            arrived: Notify::new(),
+            new_conns,
+            wake: Notify::new(),
             conns: Mutex::new(Conns::default()),
             rdy,
             counters: Counters::default(),
@@ -104,31 +105,6 @@ impl Shared {
 
     pub(crate) fn is_stopping(&self) -> bool {
         self.stopping.load(Acquire)
-    }
-
-    /// Messages from one read of a connection. While stopping they go back at once.
-    pub(crate) fn deliver(&self, batch: &mut Vec<Message>) {
-        self.counters
-            .received
-            .fetch_add(batch.len() as u64, Relaxed);
-        if self.is_stopping() {
-            batch.clear(); // dropped unanswered: requeued
-            return;
-        }
-        self.inbox.lock().extend(batch.drain(..));
-        self.arrived.notify_one();
-    }
-
-    /// Move everything in the inbox to `into` (which is empty).
-    pub(crate) fn take_inbox(&self, into: &mut VecDeque<Message>) {
-        let mut inbox = self.inbox.lock();
-        std::mem::swap(&mut *inbox, into);
-    }
-
-    /// Requeue what waits in the inbox (stopping).
-    pub(crate) fn clear_inbox(&self) {
-        let waiting = std::mem::take(&mut *self.inbox.lock());
-        drop(waiting);
     }
 
     /// A message was answered on `conn`.
@@ -170,7 +146,7 @@ impl Shared {
         }
     }
 
-    /// Stop: no more RDY, CLS on every connection, requeue what waits in the inbox.
+    /// Stop: no more RDY, CLS on every connection, and a reader waiting in `next` returns.
     pub(crate) fn begin_stop(&self) {
         if self.stopping.swap(true, AcqRel) {
             return;
@@ -178,9 +154,8 @@ impl Shared {
         for c in self.live_conns() {
             c.start_close();
         }
-        self.clear_inbox();
-        self.arrived.notify_waiters();
-        self.arrived.notify_one();
+        self.wake.notify_waiters();
+        self.wake.notify_one();
     }
 
     pub(crate) fn stats(&self) -> Stats {

@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 use tokio::time::{interval_at, Instant, MissedTickBehavior};
 
 use super::conn::{self, Conn, Transport};
+use super::readers::ConnReader;
 use super::shared::{Event, Shared};
 use crate::address::Address;
 use crate::error::Error;
@@ -58,7 +59,10 @@ pub(crate) async fn connect_nsqd(sh: &Arc<Shared>, name: &str) -> Result<(), Err
         .lock()
         .live
         .insert(name.to_string(), Arc::clone(&conn));
-    conn::spawn(Arc::clone(&conn), opened.reader, opened.writer);
+    conn::spawn_writer(Arc::clone(&conn), opened.writer);
+    let _ = sh
+        .new_conns
+        .send(ConnReader::new(Arc::clone(&conn), opened.reader));
     // Every connection's share just shrank: lower the largest first, so the room they
     // give up is there when the new one (RDY 0, last) asks for its share.
     let mut conns = sh.live_conns();

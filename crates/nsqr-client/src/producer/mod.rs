@@ -99,7 +99,7 @@ impl Producer {
                     return Ok(());
                 }
                 let (tx, rx) = oneshot::channel();
-                w.enqueue(Op::Probe(Some(tx))).map_err(|(e, _)| e)?;
+                w.enqueue(Op::Probe(Some(tx)));
                 rx.await.unwrap_or(Err(Error::Stopped))
             }
         }
@@ -213,14 +213,9 @@ impl Producer {
             Err(e) => return Publish::ready(Err(e)),
         };
         let (tx, rx) = oneshot::channel();
-        match w.enqueue(make(topic, Some(tx))) {
-            Ok(()) => Publish {
-                state: State::Wire(rx),
-            },
-            Err((e, op)) => {
-                wire::fail(op, Error::Stopped);
-                Publish::ready(Err(e))
-            }
+        w.enqueue(make(topic, Some(tx)));
+        Publish {
+            state: State::Wire(rx),
         }
     }
 

@@ -121,11 +121,11 @@ impl Shared {
         shared
     }
 
-    /// Queue a command.
-    pub(crate) fn enqueue(&self, op: Op) -> Result<(), (Error, Op)> {
+    /// Queue a command. Once stopped it is dropped (its waiter sees the producer stopped).
+    pub(crate) fn enqueue(&self, op: Op) {
         let mut s = self.state.lock();
         if s.stopping {
-            return Err((Error::Stopped, op));
+            return;
         }
         let was_empty = s.ops.is_empty();
         s.ops.push_back(op);
@@ -133,7 +133,6 @@ impl Shared {
         if was_empty {
             self.wake.notify_one();
         }
-        Ok(())
     }
 
     /// True while a connection is up.
@@ -218,7 +217,7 @@ async fn drive(p: Arc<Shared>) {
             Ok(conn) => {
                 p.state.lock().up = true;
                 let reading = read_loop(conn.reader, &p);
-                let writing = write_loop(conn.writer, &*p, p.cfg.write_timeout);
+                let writing = write_loop(conn.writer, &*p, p.cfg.write_timeout, None);
                 let e = tokio::select! {
                     r = reading => r.err(),
                     r = writing => r.err(),

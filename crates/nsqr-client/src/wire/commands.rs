@@ -2,8 +2,15 @@
 //! straight into a shared buffer by whichever task answers a message, and written by the
 //! connection's writer in one go. Two buffers swap places, so neither side allocates once
 //! they have grown to the traffic.
+//!
+//! While the consumer works through the messages of one read it corks the queue: the writer
+//! then waits (at most a millisecond) for the rest of that read's FINs and sends them in one
+//! write, as a client answering in the reading task would, instead of a write (and a wakeup
+//! of the server) per few messages.
 
 use bytes::BytesMut;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
@@ -18,6 +25,8 @@ struct State {
 pub(crate) struct Commands {
     state: Mutex<State>,
     wake: Notify,
+    corked: AtomicBool,
+    uncorked: Notify,
 }
 
 impl Commands {
@@ -28,6 +37,20 @@ impl Commands {
                 closed: false,
             }),
             wake: Notify::new(),
+            corked: AtomicBool::new(false),
+            uncorked: Notify::new(),
+        }
+    }
+
+    /// More commands are coming soon: let the writer wait for them.
+    pub(crate) fn cork(&self) {
+        self.corked.store(true, Ordering::Release);
+    }
+
+    /// Write what is queued now.
+    pub(crate) fn uncork(&self) {
+        if self.corked.swap(false, Ordering::AcqRel) {
+            self.uncorked.notify_one();
         }
     }
 
@@ -68,6 +91,12 @@ impl Outgoing for Commands {
 
     fn wakeup(&self) -> &Notify {
         &self.wake
+    }
+
+    fn corked(&self) -> Option<&Notify> {
+        self.corked
+            .load(Ordering::Acquire)
+            .then_some(&self.uncorked)
     }
 }
 

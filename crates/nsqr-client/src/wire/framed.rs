@@ -8,7 +8,7 @@
 //! (and the server never blocks on a full socket towards it).
 
 use bytes::BytesMut;
-use nsq_wire::client::{Frame, FrameDecoder};
+use nsq_wire::client::{Frame, FrameDecoder, FrameRef};
 use nsq_wire::compress::Codec;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 
@@ -218,6 +218,29 @@ impl Reader {
     /// The next buffered frame, without reading.
     pub(crate) fn next_frame(&mut self) -> Result<Option<Frame>, Error> {
         self.st.next_frame(&self.addr)
+    }
+
+    /// The next buffered frame lent to `f` in place, without reading.
+    pub(crate) fn with_next_frame<R>(
+        &mut self,
+        f: impl FnOnce(FrameRef<'_>) -> R,
+    ) -> Result<Option<R>, Error> {
+        self.st
+            .frames
+            .with_next_frame(f)
+            .map_err(|source| Error::Frame {
+                addr: self.addr.clone(),
+                source,
+            })
+    }
+
+    /// Read more from the socket (no time limit; cancel-safe); Err(Closed) at end of stream.
+    pub(crate) async fn fill_untimed(&mut self) -> Result<(), Error> {
+        match self.st.fill(&mut self.io).await {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(Error::Closed(self.addr.clone())),
+            Err(e) => Err(at(&self.addr, e)),
+        }
     }
 
     /// Read more from the socket; Err(Closed) at end of stream, Err(Timeout) after

@@ -262,11 +262,13 @@ mod tests {
 
     #[test]
     fn identify_body_follows_the_config() {
-        let mut cfg = Config::default();
-        cfg.compression = Compression::Deflate(3);
-        cfg.heartbeat_interval = None;
-        cfg.output_buffer_timeout = Some(Duration::from_millis(25));
-        cfg.msg_timeout = Some(Duration::from_secs(5));
+        let cfg = Config {
+            compression: Compression::Deflate(3),
+            heartbeat_interval: None,
+            output_buffer_timeout: Some(Duration::from_millis(25)),
+            msg_timeout: Some(Duration::from_secs(5)),
+            ..Config::default()
+        };
         let r = identify_request(&cfg);
         assert_eq!(r.feature_negotiation, Some(true));
         assert_eq!(r.deflate, Some(true));

@@ -36,16 +36,27 @@ pub(crate) trait Outgoing: Send + Sync + 'static {
     fn take(&self, out: &mut BytesMut) -> Flow;
     /// Woken when something is queued or the queue closes.
     fn wakeup(&self) -> &Notify;
+
+    /// While the queue is corked (more commands are about to come: a consumer working
+    /// through a read's messages), what tells the writer it is uncorked.
+    fn corked(&self) -> Option<&Notify> {
+        None
+    }
 }
+
+/// How long a woken writer waits for a corked queue to be uncorked.
+const CORK_MAX: Duration = Duration::from_millis(1);
 
 /// Output buffers larger than this are dropped after use rather than kept.
 const KEEP_OUT: usize = 4 << 20;
 
-/// Write whatever `src` queues until it closes or a write fails.
+/// Write whatever `src` queues until it closes or a write fails; with `keepalive`, a NOP
+/// after that long without a write.
 pub(crate) async fn write_loop<S: Outgoing>(
     mut w: Writer,
     src: &S,
     timeout: Duration,
+    keepalive: Option<Duration>,
 ) -> Result<(), Error> {
     let mut out = BytesMut::with_capacity(64 << 10);
     loop {
@@ -57,7 +68,21 @@ pub(crate) async fn write_loop<S: Outgoing>(
                     out = BytesMut::with_capacity(64 << 10);
                 }
             }
-            Flow::Idle => src.wakeup().notified().await,
+            Flow::Idle => {
+                match keepalive {
+                    None => src.wakeup().notified().await,
+                    Some(every) => {
+                        let woken = tokio::time::timeout(every, src.wakeup().notified()).await;
+                        if woken.is_err() {
+                            w.write(b"NOP\n", timeout).await?;
+                            continue;
+                        }
+                    }
+                }
+                if let Some(uncorked) = src.corked() {
+                    let _ = tokio::time::timeout(CORK_MAX, uncorked.notified()).await;
+                }
+            }
             Flow::Close => {
                 w.shutdown().await;
                 return Ok(());
