@@ -12,7 +12,7 @@ use std::time::Duration;
 use common::{config, eventually, within, Daemon};
 use nsqr_broker::{Broker, BrokerConfig};
 use nsqr_client::{
-    handler_fn, Config, Consumer, Handler, HandlerError, Message, Producer, Stopper,
+    handler_fn, Config, Consumer, Handler, HandlerError, Message, Producer, Reply, Stopper,
 };
 
 /// The ready count nsqd reports for the channel's one client.
@@ -253,4 +253,85 @@ async fn a_plain_function_handles_in_process() {
     .unwrap();
     assert_eq!(*got.lock().unwrap(), ["a", "b", "c"]);
     broker.shutdown().await.unwrap();
+}
+
+async fn lent_in_place(addr: &str, cfg: Config) {
+    let mut cfg = cfg;
+    cfg.max_in_flight = 50;
+    cfg.max_attempts = 2;
+    let producer = Producer::connect(addr, cfg.clone()).await.unwrap();
+    producer
+        .multi_publish("lend", (0..40).map(|i| format!("m{i}")))
+        .await
+        .unwrap();
+    let mut consumer = Consumer::new("lend", "c", cfg).unwrap();
+    consumer.connect(addr).await.unwrap();
+    // "m0" is requeued (without backoff) every time: after two attempts it is given up on.
+    let mut seen = std::collections::BTreeMap::<String, u16>::new();
+    while consumer.stats().finished < 40 {
+        within(
+            "a batch",
+            consumer.next_batch(|m| {
+                let body = String::from_utf8(m.body().to_vec()).unwrap();
+                let n = seen.entry(body.clone()).or_default();
+                *n = (*n).max(m.attempts());
+                if body == "m0" {
+                    Reply::RequeueWithoutBackoff(Some(Duration::ZERO))
+                } else {
+                    Reply::Finish
+                }
+            }),
+        )
+        .await
+        .unwrap();
+    }
+    assert_eq!(seen.len(), 40);
+    assert_eq!(seen["m0"], 2, "lent twice, then given up");
+    assert!(seen.iter().all(|(b, a)| b == "m0" || *a == 1));
+    let s = consumer.stats();
+    assert_eq!((s.requeued, s.given_up), (2, 1));
+    consumer.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn next_batch_lends_messages_in_place() {
+    let nsqd = Daemon::nsqd(&[]);
+    lent_in_place(&nsqd.url(), config()).await;
+    eventually("all answered", || {
+        nsqd.channel_stat("lend", "c", "depth") == Some(0)
+            && nsqd.channel_stat("lend", "c", "in_flight_count") == Some(0)
+    })
+    .await;
+    let broker = Broker::start(BrokerConfig::default()).await.unwrap();
+    lent_in_place("inproc://", Config::inproc(broker.clone())).await;
+    broker.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_held_long_without_reading_can_still_be_finished() {
+    let nsqd = Daemon::nsqd(&[]);
+    let mut cfg = config();
+    cfg.heartbeat_interval = Some(Duration::from_secs(1));
+    cfg.read_timeout = Duration::from_secs(3);
+    let producer = Producer::connect(&nsqd.url(), cfg.clone()).await.unwrap();
+    producer.publish("held", "slow work").await.unwrap();
+    let mut consumer = Consumer::new("held", "c", cfg).unwrap();
+    consumer.connect(&nsqd.url()).await.unwrap();
+    let m = within("message", consumer.next()).await.unwrap();
+    // Not reading for three heartbeat intervals: the writer's NOPs keep the connection.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    m.finish().unwrap();
+    eventually("finished at the server", || {
+        nsqd.channel_stat("held", "c", "in_flight_count") == Some(0)
+            && nsqd.channel_stat("held", "c", "requeue_count") == Some(0)
+            && nsqd.channel_stat("held", "c", "depth") == Some(0)
+    })
+    .await;
+    // And the connection is the same one.
+    producer.publish("held", "next").await.unwrap();
+    let m = within("message", consumer.next()).await.unwrap();
+    assert_eq!(m.attempts(), 1);
+    assert_eq!(m.body().as_ref(), b"next");
+    m.finish().unwrap();
+    consumer.stop().await;
 }
