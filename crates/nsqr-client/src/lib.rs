@@ -5,6 +5,7 @@ mod address;
 mod config;
 mod consumer;
 mod error;
+pub mod http;
 pub mod lookupd;
 mod message;
 pub mod patterns;

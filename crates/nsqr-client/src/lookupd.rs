@@ -5,18 +5,9 @@
 
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{ACCEPT, AUTHORIZATION, HOST};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
 use serde::Deserialize;
-use tokio::net::TcpStream;
 
 use crate::error::Error;
-
-/// The largest `/lookup` answer read.
-const MAX_BODY: usize = 4 << 20;
 
 /// One nsqd that has the topic, as lookupd lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -107,50 +98,26 @@ pub async fn lookup(
     bearer: Option<&str>,
 ) -> Result<Vec<Producer>, Error> {
     let (hostport, path) = parse_lookupd_address(addr)?;
-    let bad = |why: String| Error::Lookupd {
-        addr: addr.to_string(),
-        why,
-    };
-    let request = async {
-        let stream = TcpStream::connect(hostport.as_str())
-            .await
-            .map_err(|e| bad(e.to_string()))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| bad(e.to_string()))?;
-        let driver = tokio::spawn(conn);
-        // Topic names are [.a-zA-Z0-9_-]+ (plus `#ephemeral`): only `#` needs encoding.
-        let sep = if path.contains('?') { '&' } else { '?' };
-        let uri = format!("{path}{sep}topic={}", topic.replace('#', "%23"));
-        let mut req = Request::get(uri)
-            .header(HOST, hostport.as_str())
-            .header(ACCEPT, "application/vnd.nsq; version=1.0");
-        if let Some(secret) = bearer {
-            req = req.header(AUTHORIZATION, format!("Bearer {secret}"));
-        }
-        let req = req
-            .body(Empty::<Bytes>::new())
-            .map_err(|e| bad(e.to_string()))?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| bad(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| bad(e.to_string()))?
-            .to_bytes();
-        driver.abort();
-        match status {
-            200 => parse_lookup(addr, &body),
-            404 => Ok(Vec::new()),
-            s => Err(bad(format!("/lookup answered {s}"))),
-        }
-    };
-    tokio::time::timeout(timeout, request)
+    // Topic names are [.a-zA-Z0-9_-]+ (plus `#ephemeral`): only `#` needs encoding.
+    let sep = if path.contains('?') { '&' } else { '?' };
+    let uri = format!("{path}{sep}topic={}", topic.replace('#', "%23"));
+    let (status, body) = crate::http::get(&hostport, &uri, timeout, bearer)
         .await
-        .map_err(|_| Error::Timeout(format!("lookupd {addr}")))?
+        .map_err(|e| match e {
+            Error::Lookupd { why, .. } => Error::Lookupd {
+                addr: addr.to_string(),
+                why,
+            },
+            e => e,
+        })?;
+    match status {
+        200 => parse_lookup(addr, &body),
+        404 => Ok(Vec::new()),
+        s => Err(Error::Lookupd {
+            addr: addr.to_string(),
+            why: format!("/lookup answered {s}"),
+        }),
+    }
 }
 
 #[cfg(test)]
