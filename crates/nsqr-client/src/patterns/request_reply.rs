@@ -8,6 +8,38 @@
 //! where the requester subscribed. A reply that comes after its request timed out is
 //! dropped; a request whose responder fails is requeued for another (NSQ's at-least-once
 //! delivery), so a handler should be idempotent.
+//!
+//! ```
+//! use std::time::Duration;
+//! use bytes::Bytes;
+//! use nsqr_broker::{Broker, BrokerConfig};
+//! use nsqr_client::patterns::{Requester, Responder};
+//! use nsqr_client::Config;
+//!
+//! # #[tokio::main]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let broker = Broker::start(BrokerConfig::default()).await?;
+//! let config = Config::inproc(broker.clone());
+//!
+//! let mut server = Responder::connect("inproc://", "upper", "servers", config.clone()).await?;
+//! let stop = server.stopper();
+//! let serving = tokio::spawn(async move {
+//!     server
+//!         .serve(|p: Bytes| async move { Ok::<_, String>(p.to_ascii_uppercase().into()) })
+//!         .await
+//! });
+//!
+//! let client = Requester::connect("inproc://", config).await?;
+//! let reply = client.request("upper", b"hello", Duration::from_secs(5)).await?;
+//! assert_eq!(&reply[..], b"HELLO");
+//!
+//! stop.stop();
+//! serving.await??;
+//! client.close().await;
+//! # broker.shutdown().await?;
+//! # Ok(())
+//! # }
+//! ```
 
 use std::collections::HashMap;
 use std::future::Future;
