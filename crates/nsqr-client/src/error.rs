@@ -98,6 +98,14 @@ pub enum Error {
     /// An in-process publish was accepted but could not be written to disk.
     #[error("{0}")]
     Disk(#[from] nsqr_broker::DiskError),
+    /// An HTTP request to nsqd or nsqlookupd failed ([`http::get`](crate::http::get)).
+    #[error("HTTP {addr}: {why}")]
+    Http {
+        /// The `host:port` asked.
+        addr: String,
+        /// What went wrong.
+        why: String,
+    },
     /// nsqlookupd could not be asked, or answered something unusable.
     #[error("lookupd {addr}: {why}")]
     Lookupd {
@@ -157,6 +165,10 @@ impl Error {
             Error::Stopped => Error::Stopped,
             Error::Broker(e) => Error::Broker(e.clone()),
             Error::Disk(e) => Error::Disk(e.clone()),
+            Error::Http { addr, why } => Error::Http {
+                addr: addr.clone(),
+                why: why.clone(),
+            },
             Error::Lookupd { addr, why } => Error::Lookupd {
                 addr: addr.clone(),
                 why: why.clone(),

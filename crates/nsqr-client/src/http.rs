@@ -17,7 +17,7 @@ use crate::error::Error;
 const MAX_BODY: usize = 16 << 20;
 
 /// `GET path_and_query` on `hostport` within `timeout`: the status and the body. `bearer` is
-/// sent as `Authorization: Bearer <secret>`. Errors are [`Error::Lookupd`] (connecting,
+/// sent as `Authorization: Bearer <secret>`. Errors are [`Error::Http`] (connecting,
 /// protocol) or [`Error::Timeout`].
 pub async fn get(
     hostport: &str,
@@ -25,7 +25,7 @@ pub async fn get(
     timeout: Duration,
     bearer: Option<&str>,
 ) -> Result<(u16, Bytes), Error> {
-    let bad = |why: String| Error::Lookupd {
+    let bad = |why: String| Error::Http {
         addr: hostport.to_string(),
         why,
     };

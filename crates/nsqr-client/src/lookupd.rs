@@ -104,7 +104,7 @@ pub async fn lookup(
     let (status, body) = crate::http::get(&hostport, &uri, timeout, bearer)
         .await
         .map_err(|e| match e {
-            Error::Lookupd { why, .. } => Error::Lookupd {
+            Error::Http { why, .. } => Error::Lookupd {
                 addr: addr.to_string(),
                 why,
             },
