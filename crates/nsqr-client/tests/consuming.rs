@@ -87,7 +87,7 @@ async fn backoff_pauses_then_lets_one_through_then_resumes() {
     let nsqd = Daemon::nsqd(&[]);
     let mut cfg = config();
     cfg.max_in_flight = 10;
-    cfg.backoff_multiplier = Duration::from_millis(500); // level 1: 1 s
+    cfg.backoff_multiplier = Duration::from_secs(1); // level 1: 2 s of RDY 0
     cfg.rdy_redistribute_interval = Duration::from_secs(5);
     let producer = Producer::connect(&nsqd.url(), cfg.clone()).await.unwrap();
     for i in 0..3 {
