@@ -1,7 +1,8 @@
 //! Consuming: a [`Consumer`] reads one topic's channel from any number of nsqd (given, or
 //! found through nsqlookupd) or from the in-process broker, as go-nsq's `Consumer` does. Take
-//! messages one at a time with [`Consumer::next`] (a stream) or hand them to a [`Handler`]
-//! with [`Consumer::run`]; either way max-in-flight is spread over the connections, failures
+//! messages one at a time with [`Consumer::next`] (a stream), hand them to a [`Handler`]
+//! with [`Consumer::run`], or have each read's messages lent in place with
+//! [`Consumer::next_batch`]; either way max-in-flight is spread over the connections, failures
 //! back off, messages delivered too often are given up on, and dropped connections come
 //! back.
 

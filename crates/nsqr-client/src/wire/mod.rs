@@ -3,9 +3,10 @@
 //! task every connection runs ([`write_loop`]) with the queue other tasks put commands in
 //! ([`commands`]).
 //!
-//! A connection is two tasks: its reader decodes frames and hands them on (messages to the
-//! consumer, responses to waiting publishers); its writer sleeps until something is queued
-//! and then writes everything queued in one go, so many FINs or publishes cost one syscall.
+//! A connection is split in two after its handshake. Its reader decodes frames (a producer's
+//! in a task of the connection, matching answers to publishes; a consumer's in the consumer's
+//! own task). Its writer is a task that sleeps until something is queued and then writes
+//! everything queued in one go, so many FINs or publishes cost one syscall.
 
 pub(crate) mod commands;
 pub(crate) mod framed;
