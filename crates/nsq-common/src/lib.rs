@@ -1,5 +1,5 @@
 //! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the `nsqr` bench CLI share, written once:
-//! Go duration text and Go's JSON escaping, and (behind features) nsqd-style log lines, the
+//! Go duration text and Go's JSON escaping, UTC calendar dates, and (behind features) nsqd-style log lines, the
 //! accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
 //! the TOML config-file reading, and faulting fresh memory in with one call (`prefault`).
 //!
@@ -7,6 +7,7 @@
 //! answer differently (error texts, log wording, header sets) stays in the daemon, so both keep
 //! behaving byte for byte like their upstream counterpart.
 
+pub mod civil;
 pub mod duration;
 pub mod goflag;
 pub mod json;

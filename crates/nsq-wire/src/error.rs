@@ -53,9 +53,48 @@ impl Code {
         }
     }
 
+    /// Every code, in declaration order.
+    pub const ALL: [Code; 19] = [
+        Code::Invalid,
+        Code::BadBody,
+        Code::BadTopic,
+        Code::BadChannel,
+        Code::BadMessage,
+        Code::PubFailed,
+        Code::MpubFailed,
+        Code::DpubFailed,
+        Code::FinFailed,
+        Code::ReqFailed,
+        Code::TouchFailed,
+        Code::SubFailed,
+        Code::IdentifyFailed,
+        Code::AuthFailed,
+        Code::AuthFirst,
+        Code::AuthDisabled,
+        Code::Unauthorized,
+        Code::AuthError,
+        Code::BadProtocol,
+    ];
+
+    /// The code an error frame's text starts with (`E_INVALID cannot ...` -> `Invalid`), as a
+    /// client reads it; None for a code this crate does not know.
+    pub fn of_frame(text: &[u8]) -> Option<Code> {
+        let end = text.iter().position(|&b| b == b' ').unwrap_or(text.len());
+        let word = &text[..end];
+        Code::ALL
+            .into_iter()
+            .find(|c| c.as_str().as_bytes() == word)
+    }
+
     /// nsqd keeps the connection open only after these.
     pub fn is_fatal(self) -> bool {
         !matches!(self, Code::FinFailed | Code::ReqFailed | Code::TouchFailed)
+    }
+}
+
+impl fmt::Display for Code {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -116,5 +155,22 @@ pub enum ParseError {
 impl From<ProtocolError> for ParseError {
     fn from(e: ProtocolError) -> Self {
         ParseError::Protocol(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_read_back_from_frames() {
+        for c in Code::ALL {
+            let frame = ProtocolError::new(c, "some text").frame_text();
+            assert_eq!(Code::of_frame(frame.as_bytes()), Some(c));
+            assert_eq!(Code::of_frame(c.as_str().as_bytes()), Some(c));
+            assert_eq!(c.to_string(), c.as_str());
+        }
+        assert_eq!(Code::of_frame(b"E_NEW_THING text"), None);
+        assert_eq!(Code::of_frame(b""), None);
     }
 }

@@ -48,7 +48,8 @@ pub fn max_batch_for(size: usize) -> usize {
 }
 
 /// A ready-to-send `MPUB` command for up to `capacity` messages of one size; stamping rewrites
-/// only the headers, so sending a batch costs one `write` and no allocation.
+/// only the headers (the tests of the floor server and the tracker feed it raw MPUBs).
+#[cfg(test)]
 pub struct MpubBatch {
     buf: Vec<u8>,
     /// Offset of the `[i32 body size][i32 count]` words.
@@ -57,6 +58,7 @@ pub struct MpubBatch {
     capacity: usize,
 }
 
+#[cfg(test)]
 impl MpubBatch {
     pub fn new(topic: &str, size: usize, capacity: usize) -> Self {
         let size = size.max(HEADER_LEN);
@@ -78,10 +80,6 @@ impl MpubBatch {
             size,
             capacity,
         }
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.capacity
     }
 
     /// Stamp the first `n` messages with sequence numbers `first_seq..first_seq+n` and the send
@@ -107,6 +105,44 @@ impl MpubBatch {
             self.buf[off + 8..off + 16].copy_from_slice(&ts);
         }
         &self.buf[..at + 4 + body_size]
+    }
+}
+
+/// Bodies of one size for [`nsqr_client::Producer::multi_publish`]: each batch is stamped
+/// into one fresh buffer (the publish hands it to the connection) and split into a `Bytes`
+/// per message, which share it.
+pub struct BodyBatch {
+    size: usize,
+    filler: Vec<u8>,
+}
+
+impl BodyBatch {
+    pub fn new(size: usize) -> BodyBatch {
+        let size = size.max(HEADER_LEN);
+        BodyBatch {
+            size,
+            filler: vec![b'x'; size - HEADER_LEN],
+        }
+    }
+
+    /// `n` bodies with sequence numbers `first_seq..first_seq+n` and the send time.
+    pub fn stamp(
+        &self,
+        n: usize,
+        tag: u16,
+        publisher: u8,
+        first_seq: u64,
+        sent_ns: u64,
+    ) -> Vec<bytes::Bytes> {
+        use bytes::BufMut;
+        let mut buf = bytes::BytesMut::with_capacity(n * self.size);
+        for i in 0..n {
+            buf.put_u64(seq_word(tag, publisher, first_seq + i as u64));
+            buf.put_u64(sent_ns);
+            buf.put_slice(&self.filler);
+        }
+        let mut all = buf.freeze();
+        (0..n).map(|_| all.split_to(self.size)).collect()
     }
 }
 
@@ -136,6 +172,16 @@ mod tests {
             })
         );
         assert_eq!(&second[16..], b"xxxx");
+    }
+
+    #[test]
+    fn body_batches_match_mpub_batches() {
+        let mut raw = MpubBatch::new("t", 20, 3);
+        let wire = raw.stamp(3, 7, 3, 100, 555).to_vec();
+        let bodies = BodyBatch::new(20).stamp(3, 7, 3, 100, 555);
+        let mut expect = Vec::new();
+        nsq_wire::client::put_mpub(&mut expect, "t", &bodies).unwrap();
+        assert_eq!(wire, expect);
     }
 
     #[test]

@@ -9,7 +9,7 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 #[command(
     name = "nsqr",
     version,
-    about = "nsqr tools: benchmarks for nsqd-compatible servers"
+    about = "nsqr tools: publish, tail, watch and save topics; benchmark nsqd-compatible servers"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -18,6 +18,14 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Publish lines (or whole files) from stdin or files to a topic, like NSQ's to_nsq.
+    Pub(crate::tools::publish::PubArgs),
+    /// Print a topic's messages, like NSQ's nsq_tail.
+    Tail(crate::tools::tail::TailArgs),
+    /// A live per-interval view of a channel's rates and depths, like NSQ's nsq_stat.
+    Stat(crate::tools::stat::StatArgs),
+    /// Write topics to rolling files, like NSQ's nsq_to_file.
+    ToFile(crate::tools::to_file::ToFileArgs),
     /// Measure an nsqd-compatible server (nsqrd or nsqd) over its TCP protocol.
     Bench(Box<BenchArgs>),
     /// Serve publishes and keep their bytes, doing no broker work: the floor of any server's
@@ -576,7 +584,7 @@ impl BenchArgs {
 
 /// A Go duration (`3s`, `500ms`, `1m30s`, `1.5h`, `250us`), as nsq's tools take them; surrounding
 /// spaces are ignored and negative durations refused.
-fn parse_duration(s: &str) -> Result<Duration, String> {
+pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
     nsq_common::duration::parse(s.trim())
         .map_err(|_| format!("invalid duration {s:?} (examples: 3s, 500ms, 1m30s)"))
 }
@@ -612,7 +620,7 @@ mod tests {
         v.extend_from_slice(args);
         match Cli::try_parse_from(v).unwrap().command {
             Command::Bench(b) => *b,
-            Command::Floor(_) => panic!("parsed as floor"),
+            other => panic!("parsed as {other:?}"),
         }
     }
 
@@ -629,7 +637,7 @@ mod tests {
         ];
         match Cli::try_parse_from(v).unwrap().command {
             Command::Floor(f) => assert_eq!(f.tcp_address, "127.0.0.1:0"),
-            Command::Bench(_) => panic!("parsed as bench"),
+            other => panic!("parsed as {other:?}"),
         }
         assert!(Cli::try_parse_from(["nsqr", "floor", "--no-such-flag"]).is_err());
     }

@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use crate::cli::BenchArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::report::size_label;
 use crate::server::{find_nsqrd, version};

@@ -1,12 +1,14 @@
-//! `nsqr`: command-line tools for nsqr. `nsqr bench <mode>` measures an nsqd-compatible server
-//! (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs nsqrd against a reference;
-//! `nsqr floor` is the do-nothing publish server that shows the machine's limit.
+//! `nsqr`: command-line tools for nsqr. `nsqr pub`, `tail`, `stat` and `to-file` are NSQ's
+//! to_nsq, nsq_tail, nsq_stat and nsq_to_file on nsqr-client; `nsqr bench <mode>` measures an
+//! nsqd-compatible server (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs
+//! nsqrd against a reference; `nsqr floor` is the do-nothing publish server that shows the
+//! machine's limit.
 
 mod body;
 mod cli;
-mod client;
 mod cluster;
 mod compare;
+mod fail;
 mod floor;
 mod kv;
 mod lookupd;
@@ -19,6 +21,7 @@ mod queues;
 mod report;
 mod server;
 mod subscriber;
+mod tools;
 mod tracker;
 
 use std::process::ExitCode;
@@ -35,6 +38,10 @@ fn main() -> ExitCode {
     let args = match command {
         Command::Bench(args) => *args,
         Command::Floor(args) => return floor_main(&args),
+        Command::Pub(a) => return tools::run("pub", tools::publish::run(a)),
+        Command::Tail(a) => return tools::run("tail", tools::tail::run(a)),
+        Command::Stat(a) => return tools::run("stat", tools::stat::run(a)),
+        Command::ToFile(a) => return tools::run("to-file", tools::to_file::run(a)),
     };
     if let Err(e) = args.validate() {
         eprintln!("nsqr bench: {e}");
@@ -134,7 +141,7 @@ async fn bench(args: BenchArgs) -> ExitCode {
 }
 
 /// `nsqr bench inproc`: the embedded broker, printed as a table or JSON.
-async fn inproc(args: &BenchArgs) -> client::Result<bool> {
+async fn inproc(args: &BenchArgs) -> fail::Result<bool> {
     let rows = modes::inproc::run(
         &args.sizes,
         args.count,

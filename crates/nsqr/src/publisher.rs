@@ -1,4 +1,4 @@
-//! Publishing connections: each sends MPUB batches (one write per batch) and counts a batch as
+//! Publishing connections, each an `nsqr_client::Producer`: MPUB batches, a batch counted as
 //! acknowledged when its `OK` arrives. Like nsq's bench_writer a connection waits for each `OK`
 //! before the next batch unless `pipeline` > 1 allows that many batches in flight.
 
@@ -7,12 +7,12 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use tokio::io::AsyncWriteExt;
+use nsqr_client::{Config, Producer, Publish};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::body::MpubBatch;
-use crate::client::{err, Conn, Result};
+use crate::body::BodyBatch;
+use crate::fail::{err, Result, IO_TIMEOUT};
 use crate::progress::Counters;
 
 /// When publishing stops.
@@ -49,11 +49,16 @@ pub struct PubOutcome {
     pub elapsed: Duration,
 }
 
-pub const IDENTIFY_JSON: &str = concat!(
-    r#"{"client_id":"nsqr-bench","hostname":"nsqr-bench","user_agent":"nsqr-bench/"#,
-    env!("CARGO_PKG_VERSION"),
-    r#""}"#
-);
+/// The client configuration of the benchmark's connections.
+pub fn bench_config() -> Config {
+    let mut c = Config::default();
+    c.client_id = "nsqr-bench".into();
+    c.hostname = "nsqr-bench".into();
+    c.user_agent = concat!("nsqr-bench/", env!("CARGO_PKG_VERSION")).into();
+    c.dial_timeout = IO_TIMEOUT;
+    c.write_timeout = IO_TIMEOUT;
+    c
+}
 
 /// Connect every publisher, start them together, and wait for all of them.
 pub async fn run(spec: &PubSpec, counters: &Arc<Counters>) -> Result<PubOutcome> {
@@ -76,9 +81,10 @@ impl PubGroup {
         let n = spec.connections.max(1);
         let mut conns = Vec::with_capacity(n);
         for _ in 0..n {
-            let mut c = Conn::connect(&spec.addr).await?;
-            c.identify(IDENTIFY_JSON).await?;
-            conns.push(c);
+            let p = Producer::connect(&spec.addr, bench_config())
+                .await
+                .map_err(|e| err(format!("publishing to {}: {e}", spec.addr)))?;
+            conns.push(p);
         }
         let (go_tx, go_rx) = watch::channel(None::<Instant>);
         let mut tasks = Vec::with_capacity(n);
@@ -144,14 +150,15 @@ impl PubGroup {
 
 /// One connection's loop; returns (sent, acknowledged).
 async fn publish(
-    mut conn: Conn,
+    conn: Producer,
     spec: &PubSpec,
     idx: u8,
     quota: Option<u64>,
     counters: &Counters,
     mut go: watch::Receiver<Option<Instant>>,
 ) -> Result<(u64, u64)> {
-    let mut batch = MpubBatch::new(&spec.topic, spec.size, spec.batch_size);
+    let batch = BodyBatch::new(spec.size);
+    let capacity = spec.batch_size.max(1) as u64;
     let start = *go
         .wait_for(Option::is_some)
         .await
@@ -163,7 +170,7 @@ async fn publish(
     };
     let rate = spec.rate.map(|r| r / spec.connections.max(1) as f64);
     let pipeline = spec.pipeline.max(1);
-    let mut in_flight: VecDeque<u64> = VecDeque::with_capacity(pipeline);
+    let mut in_flight: VecDeque<(u64, Publish)> = VecDeque::with_capacity(pipeline);
     let (mut sent, mut acked) = (0u64, 0u64);
     loop {
         let now = Instant::now();
@@ -174,7 +181,7 @@ async fn publish(
         if timed_out || quota.is_some_and(|q| sent >= q) {
             break;
         }
-        let mut n = batch.capacity() as u64;
+        let mut n = capacity;
         if let Some(q) = quota {
             n = n.min(q - sent);
         }
@@ -188,22 +195,30 @@ async fn publish(
             n = n.min(due - sent);
         }
         let sent_ns = spec.t0.elapsed().as_nanos() as u64;
-        let bytes = batch.stamp(n as usize, spec.tag, idx, sent, sent_ns);
-        conn.stream.write_all(bytes).await?;
+        let bodies = batch.stamp(n as usize, spec.tag, idx, sent, sent_ns);
+        in_flight.push_back((n, conn.multi_publish_async(&spec.topic, bodies)));
         sent += n;
         counters.sent.fetch_add(n, Relaxed);
-        in_flight.push_back(n);
         if in_flight.len() >= pipeline {
-            conn.expect_response("MPUB").await?;
-            let k = in_flight.pop_front().unwrap_or(0);
-            acked += k;
-            counters.acked.fetch_add(k, Relaxed);
+            acked += answer(&mut in_flight, counters).await?;
         }
     }
-    while let Some(k) = in_flight.pop_front() {
-        conn.expect_response("MPUB").await?;
-        acked += k;
-        counters.acked.fetch_add(k, Relaxed);
+    while !in_flight.is_empty() {
+        acked += answer(&mut in_flight, counters).await?;
     }
+    conn.stop().await;
     Ok((sent, acked))
+}
+
+/// Wait for the oldest batch's answer; its message count.
+async fn answer(in_flight: &mut VecDeque<(u64, Publish)>, counters: &Counters) -> Result<u64> {
+    let Some((k, answer)) = in_flight.pop_front() else {
+        return Ok(0);
+    };
+    tokio::time::timeout(IO_TIMEOUT, answer)
+        .await
+        .map_err(|_| err(format!("MPUB: no response within {IO_TIMEOUT:?}")))?
+        .map_err(|e| err(format!("MPUB: {e}")))?;
+    counters.acked.fetch_add(k, Relaxed);
+    Ok(k)
 }

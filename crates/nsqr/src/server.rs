@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 
 const LOG_LINES_KEPT: usize = 40;
 const START_TIMEOUT: Duration = Duration::from_secs(15);

@@ -1,15 +1,16 @@
-//! Consuming connections: SUB, RDY, and a FIN for every message. Each read is parsed in place
-//! and all the FINs it calls for go out in one write. Every body is checked off in a per-
-//! connection [`Tracker`]; the trackers are merged at the end for exact loss/duplicate counts.
+//! Consuming connections, each an `nsqr_client::Consumer` of one nsqd: SUB, RDY on the start
+//! signal, and a FIN for every message. Every body is checked off in a per-connection
+//! [`Tracker`]; the trackers are merged at the end for exact loss/duplicate counts.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use nsqr_client::{Config, Consumer, Reply, Stopper};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
-use crate::client::{err, put_fin, put_nop, put_rdy, put_sub, Conn, Frame, Result};
+use crate::fail::{err, Result};
 use crate::progress::Counters;
 use crate::tracker::Tracker;
 
@@ -20,12 +21,24 @@ pub struct SubSpec {
     pub channel: String,
     pub connections: usize,
     pub rdy: u32,
-    /// IDENTIFY body sent before SUB.
-    pub identify: String,
+    /// The consumers' client settings (IDENTIFY).
+    pub config: Config,
     pub tag: u16,
     pub t0: Instant,
     /// Keep every message's publish-to-receive latency.
     pub record_latency: bool,
+}
+/// Create `topic` and its `channel` on the nsqd at `addr` as bench.sh does: a SUB (with RDY
+/// 0), then the connection is closed; the channel stays.
+pub async fn create_channel(addr: &str, topic: &str, channel: &str, config: &Config) -> Result<()> {
+    let mut config = config.clone();
+    config.max_in_flight = 0;
+    let mut c = Consumer::new(topic, channel, config).map_err(|e| err(e.to_string()))?;
+    c.connect(addr)
+        .await
+        .map_err(|e| err(format!("SUB {topic} {channel} on {addr}: {e}")))?;
+    c.stop().await;
+    Ok(())
 }
 
 /// What the consumers saw, merged over all connections.
@@ -47,7 +60,7 @@ pub struct SubOutcome {
 pub struct SubGroup {
     tasks: Vec<JoinHandle<Result<SubOutcome>>>,
     go_tx: watch::Sender<bool>,
-    stop_tx: watch::Sender<bool>,
+    stoppers: Vec<Stopper>,
     counters: Arc<Counters>,
 }
 
@@ -66,7 +79,7 @@ impl SubGroup {
         SubGroup {
             tasks: Vec::new(),
             go_tx: watch::channel(false).0,
-            stop_tx: watch::channel(false).0,
+            stoppers: Vec::new(),
             counters: Arc::clone(counters),
         }
     }
@@ -74,15 +87,19 @@ impl SubGroup {
     /// One more connection to `spec.addr`: connected, identified and subscribed, waiting for
     /// [`SubGroup::go`] (`spec.connections` is not used here).
     pub async fn add(&mut self, spec: &SubSpec) -> Result<()> {
-        let mut c = Conn::connect(&spec.addr).await?;
-        c.identify(&spec.identify).await?;
-        put_sub(&mut c.wbuf, &spec.topic, &spec.channel);
-        c.flush().await?;
-        c.expect_response("SUB").await?;
+        // RDY 0 until the start signal.
+        let mut config = spec.config.clone();
+        config.max_in_flight = 0;
+        let mut c =
+            Consumer::new(&spec.topic, &spec.channel, config).map_err(|e| err(e.to_string()))?;
+        c.connect(&spec.addr)
+            .await
+            .map_err(|e| err(format!("consuming from {}: {e}", spec.addr)))?;
+        self.stoppers.push(c.stopper());
         let (spec, counters) = (spec.clone(), Arc::clone(&self.counters));
-        let (go, stop) = (self.go_tx.subscribe(), self.stop_tx.subscribe());
+        let go = self.go_tx.subscribe();
         self.tasks.push(tokio::spawn(async move {
-            consume(c, &spec, &counters, go, stop).await
+            consume(c, &spec, &counters, go).await
         }));
         Ok(())
     }
@@ -109,7 +126,9 @@ impl SubGroup {
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        self.stop_tx.send_replace(true);
+        for s in &self.stoppers {
+            s.stop();
+        }
         let mut all = SubOutcome::default();
         let mut first_err = None;
         for t in self.tasks {
@@ -147,65 +166,48 @@ fn min_opt(a: Option<Instant>, b: Option<Instant>) -> Option<Instant> {
 }
 
 async fn consume(
-    mut conn: Conn,
+    mut consumer: Consumer,
     spec: &SubSpec,
     counters: &Counters,
     mut go: watch::Receiver<bool>,
-    mut stop: watch::Receiver<bool>,
 ) -> Result<SubOutcome> {
     let mut out = SubOutcome {
         tracker: Tracker::new(spec.tag),
         ..Default::default()
     };
-    tokio::select! {
-        r = go.wait_for(|g| *g) => { r.map_err(|_| err("start signal lost"))?; }
-        _ = stop.wait_for(|s| *s) => return Ok(out),
+    // Stopped before the start: next() returns None at once.
+    let started = tokio::select! {
+        r = go.wait_for(|g| *g) => r.is_ok(),
+        m = consumer.next() => { drop(m); false }
+    };
+    if started {
+        consumer.change_max_in_flight(spec.rdy);
     }
-    put_rdy(&mut conn.wbuf, spec.rdy);
-    conn.flush().await?;
+    // Each read's messages are handled in place and timed together, as they arrived.
     loop {
-        tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => break,
-            r = conn.reader.fill(&mut conn.stream) => r?,
-        }
-        let now = Instant::now();
-        let now_ns = if spec.record_latency {
-            now.duration_since(spec.t0).as_nanos() as u64
-        } else {
-            0
-        };
-        let mut n = 0u64;
-        while let Some(frame) = conn.reader.next_frame()? {
-            match frame {
-                Frame::Message(m) => {
-                    n += 1;
-                    out.redelivered += u64::from(m.attempts > 1);
-                    let sent_ns = out.tracker.record(m.body);
-                    if let (true, Some(s)) = (spec.record_latency, sent_ns) {
-                        out.latencies_ns.push(now_ns.saturating_sub(s));
-                    }
-                    put_fin(&mut conn.wbuf, m.id);
-                }
-                Frame::Response(b"_heartbeat_") => put_nop(&mut conn.wbuf),
-                Frame::Response(_) => {}
-                Frame::Error(e) if e.starts_with(b"E_FIN_FAILED") => out.fin_errors += 1,
-                Frame::Error(e) => {
-                    return Err(err(format!("server error: {}", String::from_utf8_lossy(e))))
-                }
+        let (tracker, latencies) = (&mut out.tracker, &mut out.latencies_ns);
+        let mut redelivered = 0;
+        let mut arrived_ns = None;
+        let handled = consumer.next_batch(|m| {
+            redelivered += u64::from(m.attempts() > 1);
+            let sent_ns = tracker.record(m.body());
+            if let (true, Some(s)) = (spec.record_latency, sent_ns) {
+                let now_ns = *arrived_ns.get_or_insert_with(|| spec.t0.elapsed().as_nanos() as u64);
+                latencies.push(now_ns.saturating_sub(s));
             }
-        }
-        if n > 0 {
-            out.first_recv.get_or_insert(now);
-            out.last_recv = Some(now);
-            out.received += n;
-            counters.received.fetch_add(n, Relaxed);
-        }
-        conn.flush().await?;
-        if n > 0 {
-            out.finned += n;
-            counters.finned.fetch_add(n, Relaxed);
-        }
+            Reply::Finish
+        });
+        let Some(n) = handled.await else { break };
+        let n = n as u64;
+        let now = Instant::now();
+        out.first_recv.get_or_insert(now);
+        out.last_recv = Some(now);
+        out.redelivered += redelivered;
+        out.received += n;
+        out.finned += n;
+        counters.received.fetch_add(n, Relaxed);
+        counters.finned.fetch_add(n, Relaxed);
     }
+    consumer.stop().await;
     Ok(out)
 }

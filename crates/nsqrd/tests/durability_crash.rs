@@ -97,8 +97,10 @@ fn publisher(addr: SocketAddr, topic: &str, window: usize, next: &AtomicU64, ack
     }
 }
 
-/// Consumes and FINs until the connection breaks, nothing arrives for `idle`, or `stop`;
-/// records every delivery.
+/// Consumes (an nsqr-client consumer, max in flight 200) and FINs until the connection
+/// breaks, nothing arrives for `idle`, or `stop`; records every delivery. (nsqd may deliver
+/// a message read twice after a crash while the first copy is in flight: both carry one id,
+/// so the second FIN fails, which the client takes quietly.)
 fn consumer(
     addr: SocketAddr,
     topic: &str,
@@ -107,36 +109,35 @@ fn consumer(
     stop: &AtomicBool,
     idle: Duration,
 ) {
-    let Ok(mut sock) = TcpStream::connect(addr) else {
-        return;
-    };
-    let _ = sock.set_read_timeout(Some(idle));
-    let sub = format!("  V2SUB {topic} {channel}\nRDY 200\n");
-    if sock.write_all(sub.as_bytes()).is_err() {
-        return;
-    }
-    let mut reader = sock.try_clone().expect("clone");
-    while !stop.load(Ordering::Relaxed) {
-        match read_frame(&mut reader) {
-            Some((2, data)) => {
-                let body = String::from_utf8_lossy(&data[26..]).into_owned();
-                let seq: u64 = body[4..14].parse().expect("body");
-                got.lock().unwrap().push(seq);
-                let mut fin = b"FIN ".to_vec();
-                fin.extend_from_slice(&data[10..26]);
-                fin.push(b'\n');
-                if sock.write_all(&fin).is_err() {
-                    return;
-                }
-            }
-            // nsqd may deliver a message read twice after a crash while the first copy is
-            // in flight: both carry one id, so the second FIN finds nothing (not fatal).
-            Some((1, data)) if data.starts_with(b"E_FIN_FAILED") => {}
-            Some((1, data)) => panic!("consumer error: {}", String::from_utf8_lossy(&data)),
-            Some(_) => {}
-            None => return,
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let mut cfg = nsqr_client::Config::default();
+        cfg.max_in_flight = 200;
+        let Ok(mut c) = nsqr_client::Consumer::new(topic, channel, cfg) else {
+            return;
+        };
+        if c.connect(&addr.to_string()).await.is_err() {
+            return;
         }
-    }
+        let mut heard = Instant::now();
+        while !stop.load(Ordering::Relaxed) {
+            match tokio::time::timeout(Duration::from_millis(100), c.next()).await {
+                Ok(Some(m)) => {
+                    let body = String::from_utf8_lossy(m.body()).into_owned();
+                    let seq: u64 = body[4..14].parse().expect("body");
+                    got.lock().unwrap().push(seq);
+                    let _ = m.finish();
+                    heard = Instant::now();
+                }
+                Ok(None) => return,
+                Err(_) if c.stats().connections == 0 || heard.elapsed() >= idle => return,
+                Err(_) => {}
+            }
+        }
+    });
 }
 
 fn read_frame(r: &mut TcpStream) -> Option<(i32, Vec<u8>)> {

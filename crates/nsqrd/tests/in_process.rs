@@ -1,12 +1,12 @@
 //! nsqrd as a library: the whole server started in this process (`nsqrd::Server`), an NSQ
-//! TCP publisher on one side and an in-process subscription on the other, through one engine.
+//! TCP publisher (nsqr-client) on one side and an in-process subscription on the other,
+//! through one engine.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
 
 use nsqr_broker::SubscribeOptions;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use nsqr_client::{Config, Producer};
 
 fn options(data: &std::path::Path) -> nsqrd::Options {
     nsqrd::Options::parse(
@@ -21,17 +21,6 @@ fn options(data: &std::path::Path) -> nsqrd::Options {
     .unwrap()
 }
 
-/// Read one NSQ frame: (type, body).
-async fn read_frame(s: &mut TcpStream) -> (u32, Vec<u8>) {
-    let mut head = [0u8; 8];
-    s.read_exact(&mut head).await.unwrap();
-    let size = u32::from_be_bytes(head[..4].try_into().unwrap()) as usize;
-    let kind = u32::from_be_bytes(head[4..].try_into().unwrap());
-    let mut body = vec![0u8; size - 4];
-    s.read_exact(&mut body).await.unwrap();
-    (kind, body)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_tcp_publish_reaches_an_in_process_subscriber() {
     let dir = std::env::temp_dir().join(format!("nsqrd-inproc-{}", std::process::id()));
@@ -44,13 +33,9 @@ async fn a_tcp_publish_reaches_an_in_process_subscriber() {
         .await
         .unwrap();
 
-    let mut tcp = TcpStream::connect(server.tcp_addr().unwrap())
-        .await
-        .unwrap();
-    tcp.write_all(b"  V2PUB events\n\x00\x00\x00\x05hello")
-        .await
-        .unwrap();
-    assert_eq!(read_frame(&mut tcp).await, (0, b"OK".to_vec()));
+    let addr = format!("tcp://{}", server.tcp_addr().unwrap());
+    let producer = Producer::connect(&addr, Config::default()).await.unwrap();
+    producer.publish("events", "hello").await.unwrap();
 
     let d = tokio::time::timeout(Duration::from_secs(30), sub.next())
         .await
@@ -71,7 +56,7 @@ async fn a_tcp_publish_reaches_an_in_process_subscriber() {
     assert_eq!(clients[0]["finish_count"], 1);
 
     drop(sub);
-    drop(tcp);
+    producer.stop().await;
     server.shutdown().await.unwrap();
     assert!(dir.join("nsqd.dat").exists());
     let _ = std::fs::remove_dir_all(&dir);

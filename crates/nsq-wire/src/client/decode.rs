@@ -34,6 +34,27 @@ pub enum Frame {
     },
 }
 
+/// One frame from the server, lent where it lies in the decoder's buffer
+/// ([`FrameDecoder::with_next_frame`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FrameRef<'a> {
+    /// `OK`, `CLOSE_WAIT`, `_heartbeat_`, or IDENTIFY's JSON.
+    Response(&'a [u8]),
+    /// An error: `E_<CODE> text`.
+    Error(&'a [u8]),
+    /// A delivered message.
+    Message {
+        /// When it was published, in Unix nanoseconds.
+        timestamp: i64,
+        /// How many times it has been delivered, this time included.
+        attempts: u16,
+        /// Its id.
+        id: IdToken,
+        /// The body.
+        body: &'a [u8],
+    },
+}
+
 /// A stream that is not NSQ frames. The stream cannot be resynchronised after one: the
 /// connection must be closed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -114,6 +135,55 @@ impl FrameDecoder {
     /// The next complete frame, Ok(None) while more bytes are needed, or the error that makes
     /// the stream unreadable (returned again on every later call).
     pub fn next_frame(&mut self) -> Result<Option<Frame>, FrameError> {
+        let Some((size, frame_type)) = self.front_frame()? else {
+            return Ok(None);
+        };
+        if frame_type == FrameType::Message as i32 {
+            return Ok(Some(self.message(size - 4)));
+        }
+        self.buf.advance(8);
+        let data = self.buf.split_to(size - 4).freeze();
+        Ok(Some(match frame_type {
+            t if t == FrameType::Response as i32 => Frame::Response(data),
+            _ => Frame::Error(data),
+        }))
+    }
+
+    /// Like [`next_frame`](FrameDecoder::next_frame), but the frame is lent to `f` where it
+    /// lies in the buffer (nothing is split off or reference counted), then consumed; `f`'s
+    /// result comes back. For a client that handles each message before reading the next.
+    pub fn with_next_frame<R>(
+        &mut self,
+        f: impl FnOnce(FrameRef<'_>) -> R,
+    ) -> Result<Option<R>, FrameError> {
+        let Some((size, frame_type)) = self.front_frame()? else {
+            return Ok(None);
+        };
+        let data = &self.buf[8..4 + size];
+        let frame = match frame_type {
+            t if t == FrameType::Response as i32 => FrameRef::Response(data),
+            t if t == FrameType::Error as i32 => FrameRef::Error(data),
+            _ => {
+                let (head, body) = data.split_at(MESSAGE_HEADER_LEN);
+                let mut ts = [0u8; 8];
+                ts.copy_from_slice(&head[..8]);
+                let mut id = [0u8; 16];
+                id.copy_from_slice(&head[10..26]);
+                FrameRef::Message {
+                    timestamp: i64::from_be_bytes(ts),
+                    attempts: u16::from_be_bytes([head[8], head[9]]),
+                    id,
+                    body,
+                }
+            }
+        };
+        let r = f(frame);
+        self.buf.advance(4 + size);
+        Ok(Some(r))
+    }
+
+    /// The size and type of the complete, valid frame at the front; None while incomplete.
+    fn front_frame(&self) -> Result<Option<(usize, i32)>, FrameError> {
         let size = match self.front_size() {
             None => return Ok(None),
             Some(size) => size?,
@@ -129,13 +199,27 @@ impl FrameDecoder {
         if !known.iter().any(|&t| t as i32 == frame_type) {
             return Err(FrameError::UnknownType(frame_type));
         }
-        self.buf.advance(8);
-        let data = self.buf.split_to(size - 4).freeze();
-        Ok(Some(match frame_type {
-            t if t == FrameType::Response as i32 => Frame::Response(data),
-            t if t == FrameType::Error as i32 => Frame::Error(data),
-            _ => message(data),
-        }))
+        Ok(Some((size, frame_type)))
+    }
+
+    /// The message frame at the front, whose data (`len` bytes, at least a header) is all
+    /// buffered: the header is read in place and only the body is split off, so a message
+    /// costs one reference to the buffer, not three.
+    fn message(&mut self, len: usize) -> Frame {
+        let h = &self.buf[8..8 + MESSAGE_HEADER_LEN];
+        let mut ts = [0u8; 8];
+        ts.copy_from_slice(&h[..8]);
+        let mut id = [0u8; 16];
+        id.copy_from_slice(&h[10..26]);
+        let attempts = u16::from_be_bytes([h[8], h[9]]);
+        self.buf.advance(8 + MESSAGE_HEADER_LEN);
+        let body = self.buf.split_to(len - MESSAGE_HEADER_LEN).freeze();
+        Frame::Message {
+            timestamp: i64::from_be_bytes(ts),
+            attempts,
+            id,
+            body,
+        }
     }
 
     /// The size field of the frame at the front, checked; None until its 4 bytes are here.
@@ -151,19 +235,5 @@ impl FrameDecoder {
             }),
             Ok(s) => Ok(s),
         })
-    }
-}
-
-/// A message frame's data (at least a header long): timestamp, attempts, id, body.
-fn message(data: Bytes) -> Frame {
-    let mut ts = [0u8; 8];
-    ts.copy_from_slice(&data[..8]);
-    let mut id = [0u8; 16];
-    id.copy_from_slice(&data[10..26]);
-    Frame::Message {
-        timestamp: i64::from_be_bytes(ts),
-        attempts: u16::from_be_bytes([data[8], data[9]]),
-        id,
-        body: data.slice(MESSAGE_HEADER_LEN..),
     }
 }

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::nodes::Node;
-use crate::client::{err, put_sub, Conn, Result};
+use crate::fail::{err, Result};
 use crate::lookupd::wait_for_producers;
 use crate::modes::Workload;
 use crate::progress::Counters;
@@ -61,11 +61,7 @@ pub struct Phase<T> {
 pub async fn create_channels(nodes: &[Node], plan: &Plan, w: &Workload) -> Result<()> {
     for n in nodes {
         for topic in &plan.topics {
-            let mut c = Conn::connect(&n.tcp).await?;
-            c.identify(&w.sub_identify).await?;
-            put_sub(&mut c.wbuf, topic, &w.channel);
-            c.flush().await?;
-            c.expect_response("SUB").await?;
+            crate::subscriber::create_channel(&n.tcp, topic, &w.channel, &w.sub_config).await?;
         }
     }
     Ok(())

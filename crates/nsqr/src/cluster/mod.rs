@@ -19,7 +19,7 @@ mod report;
 use std::collections::BTreeMap;
 
 use crate::cli::{BenchArgs, ClusterMode};
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::modes::Workload;
 use crate::procstat::cpu_time;

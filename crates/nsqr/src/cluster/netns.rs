@@ -16,7 +16,7 @@
 
 use std::process::Command;
 
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 
 /// One node's link.
 #[derive(Debug, Clone)]

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use super::netns::Netns;
 use crate::cli::BenchArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::procstat::{cpu_time, status_bytes};
 use crate::server::{find_binary, find_nsqrd, nsqd_flags, temp_dir, version, Launch, Server};
 
@@ -176,7 +176,7 @@ impl Cluster {
     }
 
     /// An error with the log tail of any started process that has exited.
-    pub fn explain(&mut self, e: crate::client::Error) -> crate::client::Error {
+    pub fn explain(&mut self, e: crate::fail::Error) -> crate::fail::Error {
         let mut msg = e.to_string();
         let procs = self
             .servers

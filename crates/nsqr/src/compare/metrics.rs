@@ -370,7 +370,7 @@ mod tests {
             v.extend_from_slice(extra);
             match crate::cli::Cli::try_parse_from(v).unwrap().command {
                 crate::cli::Command::Bench(b) => rows_for(&b),
-                crate::cli::Command::Floor(_) => panic!("floor"),
+                other => panic!("{other:?}"),
             }
         };
         let plain = parse(&[]);

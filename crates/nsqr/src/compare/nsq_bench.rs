@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use super::Metrics;
 use crate::cli::BenchArgs;
-use crate::client::{err, put_sub, Conn, Result};
+use crate::fail::{err, Result};
 use crate::procstat::cpu_time;
 use crate::server::Server;
 
@@ -116,11 +116,8 @@ async fn run_tool(dir: &Path, name: &str, args: &[String], limit: Duration) -> R
 
 /// Create the topic and channel as bench.sh does before publishing.
 async fn create_channel(addr: &str) -> Result<()> {
-    let mut c = Conn::connect(addr).await?;
-    c.identify(r#"{"client_id":"nsqr-bench"}"#).await?;
-    put_sub(&mut c.wbuf, TOPIC, CHANNEL);
-    c.flush().await?;
-    c.expect_response("SUB").await
+    let config = crate::publisher::bench_config();
+    crate::subscriber::create_channel(addr, TOPIC, CHANNEL, &config).await
 }
 
 /// bench_writer then bench_reader against `srv`, with the server's CPU around each.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use super::metrics::{latency_values, matrix_values};
 use super::{nsq_bench, Metrics};
 use crate::cli::BenchArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::modes::{self, topic_name, Workload};
 use crate::procstat::{cpu_time, status_bytes};
 use crate::progress::Counters;

@@ -259,19 +259,17 @@ mod tests {
         let (n, bytes) = f.fill(&run);
         assert_eq!(n, 3);
         assert_eq!(bytes.len(), 3 * (FRAME_HEAD + 20));
-        let mut r = crate::client::FrameReader::new();
-        let mut src: &[u8] = bytes;
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap();
-        rt.block_on(r.fill(&mut src)).unwrap();
+        let mut r = nsq_wire::FrameDecoder::default();
+        r.feed(bytes);
         for seq in 40..43 {
             match r.next_frame().unwrap() {
-                Some(crate::client::Frame::Message(m)) => {
-                    assert_eq!(m.attempts, 1);
-                    assert_eq!(m.id, b"0000000000000000");
-                    assert_eq!(m.body.len(), 20);
-                    let h = decode(m.body).unwrap();
+                Some(nsq_wire::Frame::Message {
+                    attempts, id, body, ..
+                }) => {
+                    assert_eq!(attempts, 1);
+                    assert_eq!(&id, b"0000000000000000");
+                    assert_eq!(body.len(), 20);
+                    let h = decode(&body).unwrap();
                     assert_eq!((h.tag, h.publisher, h.seq, h.sent_ns), (9, 1, seq, 7));
                 }
                 other => panic!("{other:?}"),

@@ -14,7 +14,7 @@ use super::conn::RespConn;
 use super::phases::{Metrics, Spec, Target};
 use super::{cell, measure, Phase, ROWS};
 use crate::cli::BenchArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::server::{find_nsqrd, version, Server};
 

@@ -7,7 +7,7 @@ use resp_wire::Frame;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 
 /// How long one reply may take.
 const IO_TIMEOUT: Duration = Duration::from_secs(60);

@@ -9,7 +9,7 @@ mod phases;
 use clap::ValueEnum;
 
 use crate::cli::BenchArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 pub use compare::run as compare;
 use phases::{Metrics, Spec, Target};
 

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use resp_wire::Frame;
 
 use super::conn::RespConn;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::procstat;
 
 pub type Metrics = BTreeMap<String, f64>;
@@ -143,7 +143,7 @@ pub async fn nubmq(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
                         }
                     }
                 }
-                Ok::<(), crate::client::Error>(())
+                Ok::<(), crate::fail::Error>(())
             })
         })
         .collect();

@@ -10,7 +10,7 @@ use bytes::Bytes;
 use nsqr_broker::{Broker, BrokerConfig, SubscribeOptions};
 use serde::Serialize;
 
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 
 /// Messages per size when `--count` is not given: ten times ServerLink's cells, so a run
 /// lasts long enough to time on a busy machine.
@@ -124,7 +124,7 @@ async fn round(size: usize, n: u64, batch: usize, rdy: u32) -> Result<Round> {
             // Let the consumer run between batches on a busy runtime.
             tokio::task::yield_now().await;
         }
-        Ok::<(), crate::client::Error>(())
+        Ok::<(), crate::fail::Error>(())
     });
     let mut got = 0u64;
     let mut zero_copy = true;

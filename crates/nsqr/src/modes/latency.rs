@@ -2,7 +2,7 @@
 //! time, so the consumer measures publish-to-deliver latency of every message.
 
 use super::Workload;
-use crate::client::Result;
+use crate::fail::Result;
 use crate::progress::{Counters, Progress};
 use crate::publisher::{self, Stop};
 use crate::report::{LatencyStats, PubStats, SubStats};

@@ -3,7 +3,7 @@
 //! nsqd's default 5 MiB body limit.
 
 use super::{pubsub, Workload};
-use crate::client::Result;
+use crate::fail::Result;
 use crate::report::MatrixRow;
 
 pub async fn run(w: &Workload, topic: &str) -> Result<Vec<MatrixRow>> {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::body::max_batch_for;
 use crate::cli::{BenchArgs, Mode};
-use crate::client::Result;
+use crate::fail::Result;
 use crate::publisher::{self, PubSpec, Stop};
 use crate::report::Report;
 use crate::subscriber::SubSpec;
@@ -33,8 +33,8 @@ pub struct Workload {
     pub rate: f64,
     pub drain_timeout: Duration,
     pub sizes: Vec<usize>,
-    /// IDENTIFY body for consumers.
-    pub sub_identify: String,
+    /// The consumers' client settings (IDENTIFY).
+    pub sub_config: nsqr_client::Config,
     pub progress: bool,
     /// Marks this run's messages (see `body`).
     pub tag: u16,
@@ -43,16 +43,12 @@ pub struct Workload {
 
 impl Workload {
     pub fn from_args(a: &BenchArgs, addr: &str) -> Workload {
-        let mut identify = serde_json::json!({
-            "client_id": "nsqr-bench",
-            "hostname": "nsqr-bench",
-            "user_agent": concat!("nsqr-bench/", env!("CARGO_PKG_VERSION")),
-        });
+        let mut sub_config = crate::publisher::bench_config();
         if let Some(v) = a.output_buffer_size {
-            identify["output_buffer_size"] = v.into();
+            sub_config.output_buffer_size = (v >= 0).then_some(v as u32);
         }
         if let Some(v) = a.output_buffer_timeout {
-            identify["output_buffer_timeout"] = v.into();
+            sub_config.output_buffer_timeout = (v >= 0).then(|| Duration::from_millis(v as u64));
         }
         Workload {
             addr: addr.to_string(),
@@ -68,7 +64,7 @@ impl Workload {
             rate: a.rate,
             drain_timeout: a.drain_timeout,
             sizes: a.sizes.clone(),
-            sub_identify: identify.to_string(),
+            sub_config,
             progress: true,
             tag: run_tag(),
             t0: Instant::now(),
@@ -102,7 +98,7 @@ impl Workload {
             channel: self.channel.clone(),
             connections: self.sub_connections,
             rdy: self.rdy,
-            identify: self.sub_identify.clone(),
+            config: self.sub_config.clone(),
             tag: self.tag,
             t0: self.t0,
             record_latency,
@@ -165,7 +161,7 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
         | Mode::HttpConsume
         | Mode::Sse
         | Mode::Ordered => {
-            return Err(crate::client::err(format!(
+            return Err(crate::fail::err(format!(
                 "{} is not a single-server mode",
                 mode.name()
             )))

@@ -1,7 +1,7 @@
 //! `nsqr bench pub`: MPUB batches for `--duration`, like nsq's bench_writer.
 
 use super::{publish_phase, Workload};
-use crate::client::Result;
+use crate::fail::Result;
 use crate::publisher::{PubOutcome, Stop};
 use crate::report::PubStats;
 

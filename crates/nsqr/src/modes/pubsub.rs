@@ -2,7 +2,7 @@
 //! consumers drain what was acknowledged. Consuming is timed at the receiver.
 
 use super::Workload;
-use crate::client::Result;
+use crate::fail::Result;
 use crate::progress::{Counters, Progress};
 use crate::publisher::{self, Stop};
 use crate::report::{PubStats, SubStats};

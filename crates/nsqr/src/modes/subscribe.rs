@@ -2,7 +2,7 @@
 //! bench_reader, timed at the receiver from RDY to the last message.
 
 use super::{publish_phase, Workload};
-use crate::client::Result;
+use crate::fail::Result;
 use crate::progress::{Counters, Progress};
 use crate::publisher::{PubOutcome, Stop};
 use crate::report::{PubStats, SubStats};

@@ -23,7 +23,7 @@ use tokio::sync::mpsc;
 
 use super::http::HttpConn;
 use super::QueueArgs;
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::modes::{publish_phase, Workload};
 use crate::publisher::{PubOutcome, Stop};
 use crate::report::{rate, PubStats};
@@ -162,7 +162,7 @@ pub async fn http_consume(
                 totals.acked.fetch_add(n, Relaxed);
                 done_at = Some(Instant::now());
             }
-            Ok::<_, crate::client::Error>((t, done_at))
+            Ok::<_, crate::fail::Error>((t, done_at))
         }));
     }
     let mut tracker = Tracker::new(w.tag);
@@ -209,7 +209,7 @@ pub async fn sse(w: &Workload, q: &QueueArgs, topic: &str) -> Result<(PubStats, 
                 totals.requests.fetch_add(1, Relaxed);
                 totals.acked.fetch_add(n, Relaxed);
             }
-            Ok::<_, crate::client::Error>(Instant::now())
+            Ok::<_, crate::fail::Error>(Instant::now())
         }));
     }
     let mut stream = HttpConn::connect(&q.http_address).await?;

@@ -9,7 +9,7 @@ use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpStream;
 
-use crate::client::{err, Result, IO_TIMEOUT};
+use crate::fail::{err, Result, IO_TIMEOUT};
 
 /// One HTTP connection to `addr` (`host:port`).
 pub struct HttpConn {
@@ -69,7 +69,7 @@ impl HttpConn {
                 .await
                 .map_err(|e| err(format!("{path}: {e}")))?
                 .to_bytes();
-            Ok::<_, crate::client::Error>((status, bytes))
+            Ok::<_, crate::fail::Error>((status, bytes))
         })
         .await
         .map_err(|_| err(format!("{path}: no answer within {IO_TIMEOUT:?}")))??;

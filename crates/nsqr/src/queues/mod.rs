@@ -10,7 +10,7 @@ mod ordered;
 use serde::Serialize;
 
 use crate::cli::{BenchArgs, Mode};
-use crate::client::{err, Result};
+use crate::fail::{err, Result};
 use crate::modes::{topic_name, Workload};
 use crate::progress::group;
 use crate::report::PubStats;

@@ -14,11 +14,12 @@ use serde::Serialize;
 use super::http::HttpConn;
 use super::QueueArgs;
 use crate::body::{self, HEADER_LEN};
-use crate::client::{err, put_fin, put_nop, put_rdy, put_sub, Conn, Frame, Result};
+use crate::fail::{err, Result};
 use crate::modes::Workload;
 use crate::publisher::PubOutcome;
 use crate::report::rate;
 use crate::tracker::Tracker;
+use nsqr_client::{Consumer, Reply};
 
 /// Publishing tasks for the pre-fill; each owns the keys `p, p + PUBLISHERS, ...`.
 const PUBLISHERS: usize = 4;
@@ -93,7 +94,7 @@ async fn prefill(w: &Workload, q: &QueueArgs, topic: &str, count: u64) -> Result
                 c.call("POST", &path, binary_batch(&w, p, seq, n)).await?;
                 seq += n as u64;
             }
-            Ok::<u64, crate::client::Error>(seq)
+            Ok::<u64, crate::fail::Error>(seq)
         }));
     }
     let mut acked_by_publisher = Vec::new();
@@ -117,45 +118,34 @@ async fn consume(
     channel: &str,
     published: &PubOutcome,
 ) -> Result<ChannelRun> {
-    let mut c = Conn::connect(&w.addr).await?;
-    c.identify(&w.sub_identify).await?;
-    put_sub(&mut c.wbuf, topic, channel);
-    c.flush().await?;
-    c.expect_response("SUB").await?;
+    let mut config = w.sub_config.clone();
+    config.max_in_flight = w.rdy;
+    let mut c = Consumer::new(topic, channel, config).map_err(|e| err(e.to_string()))?;
+    c.connect(&w.addr)
+        .await
+        .map_err(|e| err(format!("consuming from {}: {e}", w.addr)))?;
     let start = Instant::now();
-    put_rdy(&mut c.wbuf, w.rdy);
-    c.flush().await?;
     let mut t = Tracker::new(w.tag);
     let (mut received, mut out_of_order) = (0u64, 0u64);
     let mut last_seq: HashMap<usize, u64> = HashMap::new();
     let mut last = start;
     while received < published.acked {
-        match tokio::time::timeout(w.drain_timeout, c.reader.fill(&mut c.stream)).await {
-            Ok(r) => r?,
-            Err(_) => break,
-        }
-        while let Some(frame) = c.reader.next_frame()? {
-            match frame {
-                Frame::Message(m) => {
-                    received += 1;
-                    t.record(m.body);
-                    if let Some(h) = body::decode(m.body).filter(|h| h.tag == w.tag) {
-                        let k = key_of(h.publisher as usize, h.seq, q.batch, q.keys);
-                        let prev = last_seq.insert(k, h.seq);
-                        out_of_order += u64::from(prev.is_some_and(|p| p > h.seq));
-                    }
-                    put_fin(&mut c.wbuf, m.id);
-                    last = Instant::now();
-                }
-                Frame::Response(b"_heartbeat_") => put_nop(&mut c.wbuf),
-                Frame::Response(_) => {}
-                Frame::Error(e) => {
-                    return Err(err(format!("server error: {}", String::from_utf8_lossy(e))))
-                }
+        let batch = c.next_batch(|m| {
+            received += 1;
+            t.record(m.body());
+            if let Some(h) = body::decode(m.body()).filter(|h| h.tag == w.tag) {
+                let k = key_of(h.publisher as usize, h.seq, q.batch, q.keys);
+                let prev = last_seq.insert(k, h.seq);
+                out_of_order += u64::from(prev.is_some_and(|p| p > h.seq));
             }
+            Reply::Finish
+        });
+        match tokio::time::timeout(w.drain_timeout, batch).await {
+            Ok(Some(_)) => last = Instant::now(),
+            Ok(None) | Err(_) => break,
         }
-        c.flush().await?;
     }
+    c.stop().await;
     let secs = last.saturating_duration_since(start).as_secs_f64();
     Ok(ChannelRun {
         channel: channel.to_string(),

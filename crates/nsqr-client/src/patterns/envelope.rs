@@ -1,0 +1,99 @@
+//! The few bytes request-reply puts in front of a body, since NSQ messages have no headers:
+//!
+//! ```text
+//! request: [0x01][u64 correlation id][u8 n][reply topic, n bytes][payload]
+//! reply:   [0x02][u64 correlation id][payload]          (0x03: the payload is an error text)
+//! ```
+//!
+//! Built in one buffer the payload is written into (no second copy), and read back as slices
+//! of the received body.
+
+use bytes::{BufMut, Bytes, BytesMut};
+
+const REQUEST: u8 = 1;
+const REPLY: u8 = 2;
+const FAILURE: u8 = 3;
+
+/// Bytes before a reply's payload.
+pub(crate) const REPLY_HEADER: usize = 9;
+
+/// A request's header, `len` bytes of payload room after it (to fill).
+pub(crate) fn request(correlation: u64, reply_to: &str, len: usize) -> (BytesMut, usize) {
+    let header = 10 + reply_to.len();
+    let mut b = BytesMut::with_capacity(header + len);
+    b.put_u8(REQUEST);
+    b.put_u64(correlation);
+    // Topic names are at most 64 bytes.
+    b.put_u8(reply_to.len() as u8);
+    b.put_slice(reply_to.as_bytes());
+    b.resize(header + len, 0);
+    (b, header)
+}
+
+/// A reply's header and `len` bytes of room (`ok` false: the payload is an error's text).
+pub(crate) fn reply(correlation: u64, ok: bool, len: usize) -> BytesMut {
+    let mut b = BytesMut::with_capacity(REPLY_HEADER + len);
+    b.put_u8(if ok { REPLY } else { FAILURE });
+    b.put_u64(correlation);
+    b.resize(REPLY_HEADER + len, 0);
+    b
+}
+
+/// A decoded request: correlation id, reply topic, payload.
+pub(crate) fn open_request(body: &Bytes) -> Option<(u64, String, Bytes)> {
+    if *body.first()? != REQUEST || body.len() < 10 {
+        return None;
+    }
+    let correlation = u64::from_be_bytes(body.get(1..9)?.try_into().ok()?);
+    let n = usize::from(body[9]);
+    let topic = std::str::from_utf8(body.get(10..10 + n)?).ok()?.to_string();
+    Some((correlation, topic, body.slice(10 + n..)))
+}
+
+/// A decoded reply: correlation id, and the payload or the error text.
+pub(crate) fn open_reply(body: &Bytes) -> Option<(u64, Result<Bytes, String>)> {
+    let kind = *body.first()?;
+    let correlation = u64::from_be_bytes(body.get(1..REPLY_HEADER)?.try_into().ok()?);
+    let payload = body.slice(REPLY_HEADER..);
+    match kind {
+        REPLY => Some((correlation, Ok(payload))),
+        FAILURE => Some((
+            correlation,
+            Err(String::from_utf8_lossy(&payload).into_owned()),
+        )),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips() {
+        let (mut b, at) = request(7, "reply.x#ephemeral", 3);
+        b[at..].copy_from_slice(b"abc");
+        let (c, t, p) = open_request(&b.freeze()).unwrap();
+        assert_eq!(
+            (c, t.as_str(), &p[..]),
+            (7, "reply.x#ephemeral", &b"abc"[..])
+        );
+        let mut r = reply(9, true, 2);
+        r[REPLY_HEADER..].copy_from_slice(b"ok");
+        assert_eq!(open_reply(&r.freeze()), Some((9, Ok(Bytes::from("ok")))));
+        let mut r = reply(9, false, 4);
+        r[REPLY_HEADER..].copy_from_slice(b"oops");
+        assert_eq!(open_reply(&r.freeze()), Some((9, Err("oops".into()))));
+        for junk in [
+            &b""[..],
+            b"\x01",
+            b"\x02abc",
+            b"\x09123456789",
+            b"\x01\0\0\0\0\0\0\0\x01\x05ab",
+        ] {
+            let j = Bytes::copy_from_slice(junk);
+            assert!(open_request(&j).is_none(), "{junk:?}");
+            assert!(open_reply(&j).is_none(), "{junk:?}");
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Publishing: a [`Producer`] sends to one nsqd (or the in-process broker), as go-nsq's
+//! `Producer` does. Every publish is answered by the server; [`Producer::publish`] waits for
+//! that answer, [`Producer::publish_async`] returns it as a future so a caller can keep many
+//! publishes in flight (their answers come back in order over one connection).
+
+mod inproc;
+mod wire;
+
+use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use nsq_wire::client::EncodeError;
+use nsq_wire::names::is_valid_name;
+use nsqr_broker::{DiskError, Ticket};
+use parking_lot::Mutex;
+use tokio::sync::oneshot;
+
+use crate::address::Address;
+use crate::config::Config;
+use crate::error::Error;
+use wire::Op;
+
+/// Publishes to one nsqd, or to the broker of [`Config::inproc`]. Cheap to clone; clones
+/// share the connection. The connection is made on [`Producer::connect`] or the first
+/// publish, and again after it drops.
+#[derive(Clone)]
+pub struct Producer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Backend,
+    addr: Address,
+    /// Topic names already checked, shared with queued commands.
+    topics: Mutex<HashSet<Arc<str>>>,
+}
+
+enum Backend {
+    Wire(Arc<wire::Shared>),
+    Inproc(inproc::Inproc),
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Backend::Wire(w) = &self.backend {
+            w.stop_soon();
+        }
+    }
+}
+
+impl Producer {
+    /// A producer for `addr` (`tcp://host:port`, `unix:///path`, `inproc://` or
+    /// `host:port`) that connects on its first publish. Must be called within a tokio
+    /// runtime (its connection task runs there).
+    pub fn new(addr: &str, config: Config) -> Result<Producer, Error> {
+        config.validate()?;
+        let addr = Address::parse(addr)?;
+        let backend = match &addr {
+            Address::Inproc => {
+                let broker = config.broker.clone().ok_or(Error::NoBroker)?;
+                Backend::Inproc(inproc::Inproc::new(broker))
+            }
+            _ => {
+                if tokio::runtime::Handle::try_current().is_err() {
+                    return Err(Error::Config("Producer::new needs a tokio runtime".into()));
+                }
+                Backend::Wire(wire::Shared::start(addr.clone(), config))
+            }
+        };
+        Ok(Producer {
+            inner: Arc::new(Inner {
+                backend,
+                addr,
+                topics: Mutex::new(HashSet::new()),
+            }),
+        })
+    }
+
+    /// A producer for `addr`, connected (the connection's handshake succeeded), or the
+    /// error that prevented it.
+    pub async fn connect(addr: &str, config: Config) -> Result<Producer, Error> {
+        let p = Producer::new(addr, config)?;
+        p.ping().await?;
+        Ok(p)
+    }
+
+    /// Connect now if not connected: resolves once the handshake (IDENTIFY, upgrades, AUTH)
+    /// has succeeded, or with why it failed. In process there is nothing to connect.
+    pub async fn ping(&self) -> Result<(), Error> {
+        match &self.inner.backend {
+            Backend::Inproc(_) => Ok(()),
+            Backend::Wire(w) => {
+                if w.is_connected() {
+                    return Ok(());
+                }
+                let (tx, rx) = oneshot::channel();
+                w.enqueue(Op::Probe(Some(tx)));
+                rx.await.unwrap_or(Err(Error::Stopped))
+            }
+        }
+    }
+
+    /// The address it publishes to.
+    pub fn address(&self) -> &Address {
+        &self.inner.addr
+    }
+
+    /// Publish one message and wait for the server's answer.
+    pub async fn publish(&self, topic: &str, body: impl Into<Bytes>) -> Result<(), Error> {
+        self.publish_async(topic, body).await
+    }
+
+    /// Publish several messages in one command (MPUB) and wait for the answer.
+    pub async fn multi_publish<I>(&self, topic: &str, bodies: I) -> Result<(), Error>
+    where
+        I: IntoIterator,
+        I::Item: Into<Bytes>,
+    {
+        self.multi_publish_async(topic, bodies).await
+    }
+
+    /// Publish one message that is delivered after `delay` (DPUB), and wait for the answer.
+    pub async fn deferred_publish(
+        &self,
+        topic: &str,
+        delay: Duration,
+        body: impl Into<Bytes>,
+    ) -> Result<(), Error> {
+        self.deferred_publish_async(topic, delay, body).await
+    }
+
+    /// Queue one message now; the returned future resolves with the server's answer.
+    /// Dropping it does not cancel the publish.
+    pub fn publish_async(&self, topic: &str, body: impl Into<Bytes>) -> Publish {
+        let body = body.into();
+        if body.is_empty() {
+            return Publish::ready(Err(Error::EmptyBody));
+        }
+        match &self.inner.backend {
+            Backend::Inproc(p) => Publish::ticket(p.publish(topic, body)),
+            Backend::Wire(w) => self.send(w, topic, |topic, waiter| Op::Pub {
+                topic,
+                body,
+                waiter,
+            }),
+        }
+    }
+
+    /// [`Producer::multi_publish`] without waiting: the answer comes as a future.
+    pub fn multi_publish_async<I>(&self, topic: &str, bodies: I) -> Publish
+    where
+        I: IntoIterator,
+        I::Item: Into<Bytes>,
+    {
+        let bodies: Vec<Bytes> = bodies.into_iter().map(Into::into).collect();
+        if bodies.is_empty() || bodies.iter().any(Bytes::is_empty) {
+            return Publish::ready(Err(Error::EmptyBody));
+        }
+        match &self.inner.backend {
+            Backend::Inproc(p) => Publish::ticket(p.publish_batch(topic, bodies)),
+            Backend::Wire(w) => self.send(w, topic, |topic, waiter| Op::Mpub {
+                topic,
+                bodies,
+                waiter,
+            }),
+        }
+    }
+
+    /// [`Producer::deferred_publish`] without waiting: the answer comes as a future.
+    pub fn deferred_publish_async(
+        &self,
+        topic: &str,
+        delay: Duration,
+        body: impl Into<Bytes>,
+    ) -> Publish {
+        let body = body.into();
+        if body.is_empty() {
+            return Publish::ready(Err(Error::EmptyBody));
+        }
+        match &self.inner.backend {
+            Backend::Inproc(p) => Publish::ticket(p.publish_deferred(topic, body, delay)),
+            Backend::Wire(w) => self.send(w, topic, |topic, waiter| Op::Dpub {
+                topic,
+                delay,
+                body,
+                waiter,
+            }),
+        }
+    }
+
+    /// Stop: no more publishes are taken; resolves once every queued publish was answered
+    /// (or failed) and the connection is closed. Other clones are stopped too.
+    pub async fn stop(&self) {
+        if let Backend::Wire(w) = &self.inner.backend {
+            w.stop().await;
+        }
+    }
+
+    /// Queue a command for `topic`, checking the name once per topic.
+    fn send(
+        &self,
+        w: &wire::Shared,
+        topic: &str,
+        make: impl FnOnce(Arc<str>, wire::Waiter) -> Op,
+    ) -> Publish {
+        let topic = match self.topic(topic) {
+            Ok(t) => t,
+            Err(e) => return Publish::ready(Err(e)),
+        };
+        let (tx, rx) = oneshot::channel();
+        w.enqueue(make(topic, Some(tx)));
+        Publish {
+            state: State::Wire(rx),
+        }
+    }
+
+    fn topic(&self, name: &str) -> Result<Arc<str>, Error> {
+        let mut topics = self.inner.topics.lock();
+        if let Some(t) = topics.get(name) {
+            return Ok(Arc::clone(t));
+        }
+        if !is_valid_name(name.as_bytes()) {
+            return Err(EncodeError::BadName {
+                what: "topic",
+                name: name.to_string(),
+            }
+            .into());
+        }
+        let t: Arc<str> = Arc::from(name);
+        topics.insert(Arc::clone(&t));
+        Ok(t)
+    }
+}
+
+impl std::fmt::Debug for Producer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Producer")
+            .field("addr", &self.inner.addr.to_string())
+            .finish()
+    }
+}
+
+/// The answer to a publish: a future that resolves once the server (or the broker) has
+/// accepted the message, or with why not.
+#[must_use = "a publish's answer says whether the message was accepted"]
+pub struct Publish {
+    state: State,
+}
+
+enum State {
+    Ready(Option<Result<(), Error>>),
+    Wire(oneshot::Receiver<Result<(), Error>>),
+    /// An in-process publish still waiting for the disk (strict durability).
+    Disk(Pin<Box<dyn Future<Output = Result<(), DiskError>> + Send>>),
+}
+
+impl Publish {
+    fn ready(r: Result<(), Error>) -> Publish {
+        Publish {
+            state: State::Ready(Some(r)),
+        }
+    }
+
+    fn ticket(t: Result<Ticket, Error>) -> Publish {
+        match t {
+            Err(e) => Publish::ready(Err(e)),
+            Ok(mut t) => match t.try_result() {
+                Some(r) => Publish::ready(r.map_err(Error::from)),
+                None => Publish {
+                    state: State::Disk(Box::pin(t.wait())),
+                },
+            },
+        }
+    }
+}
+
+impl Future for Publish {
+    type Output = Result<(), Error>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<(), Error>> {
+        match &mut self.state {
+            State::Ready(r) => Poll::Ready(r.take().unwrap_or(Err(Error::Stopped))),
+            State::Wire(rx) => Pin::new(rx)
+                .poll(cx)
+                .map(|r| r.unwrap_or(Err(Error::Stopped))),
+            State::Disk(f) => f.as_mut().poll(cx).map(|r| r.map_err(Error::from)),
+        }
+    }
+}

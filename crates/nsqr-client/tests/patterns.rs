@@ -1,0 +1,154 @@
+//! The three patterns over TCP (nsqrd, or `NSQD_BIN`) and in process: publish-subscribe
+//! (every channel gets every message), work queue (the consumers of one channel share its
+//! messages, each exactly once here), request-reply (replies matched to requests, errors and
+//! timeouts, two responders sharing the requests).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{config, within, Daemon};
+use nsqr_broker::{Broker, BrokerConfig};
+use nsqr_client::patterns::{Requester, Responder};
+use nsqr_client::{Config, Consumer, Error, Producer};
+
+async fn consumer(addr: &str, cfg: &Config, topic: &str, channel: &str) -> Consumer {
+    let mut c = Consumer::new(topic, channel, cfg.clone()).unwrap();
+    c.connect(addr).await.unwrap();
+    c.change_max_in_flight(100);
+    c
+}
+
+/// Bodies taken from `c` until `n` were seen (finishing each).
+async fn take(c: &mut Consumer, n: usize) -> Vec<String> {
+    let mut v = Vec::new();
+    while v.len() < n {
+        let m = within("messages", c.next()).await.unwrap();
+        v.push(String::from_utf8(m.body().to_vec()).unwrap());
+        m.finish().unwrap();
+    }
+    v
+}
+
+async fn pubsub_and_work_queue(addr: &str, cfg: Config) {
+    let all: BTreeSet<String> = (0..100).map(|i| format!("m{i}")).collect();
+    // Publish-subscribe: two channels, each gets everything.
+    let mut a = consumer(addr, &cfg, "ps", "a").await;
+    let mut b = consumer(addr, &cfg, "ps", "b#ephemeral").await;
+    let p = Producer::connect(addr, cfg.clone()).await.unwrap();
+    p.multi_publish("ps", all.iter().cloned()).await.unwrap();
+    let got_a: BTreeSet<String> = take(&mut a, 100).await.into_iter().collect();
+    let got_b: BTreeSet<String> = take(&mut b, 100).await.into_iter().collect();
+    assert_eq!((&got_a, &got_b), (&all, &all));
+    a.stop().await;
+    b.stop().await;
+
+    // Work queue: two workers on one channel; each message goes to one of them.
+    let mut w1 = consumer(addr, &cfg, "wq", "workers").await;
+    let mut w2 = consumer(addr, &cfg, "wq", "workers").await;
+    w1.change_max_in_flight(5);
+    w2.change_max_in_flight(5);
+    for m in &all {
+        p.publish("wq", m.clone()).await.unwrap();
+    }
+    let mut got = Vec::new();
+    let (mut n1, mut n2) = (0, 0);
+    while got.len() < 100 {
+        tokio::select! {
+            Some(m) = w1.next() => { n1 += 1; got.push(m.body().clone()); m.finish().unwrap(); }
+            Some(m) = w2.next() => { n2 += 1; got.push(m.body().clone()); m.finish().unwrap(); }
+            _ = tokio::time::sleep(Duration::from_secs(20)) => panic!("work queue stalled"),
+        }
+    }
+    let distinct: BTreeSet<String> = got
+        .iter()
+        .map(|b| String::from_utf8(b.to_vec()).unwrap())
+        .collect();
+    assert_eq!(distinct, all, "every message once");
+    assert!(n1 > 0 && n2 > 0, "both workers got work: {n1} / {n2}");
+    w1.stop().await;
+    w2.stop().await;
+    p.stop().await;
+}
+
+async fn request_reply(addr: &str, cfg: Config) {
+    let requester = Requester::connect(addr, cfg.clone()).await.unwrap();
+    assert!(requester.reply_topic().ends_with("#ephemeral"));
+    // Nobody serves yet: a timeout, not a hang.
+    let e = requester
+        .request("echo", b"anyone?", Duration::from_millis(300))
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::Timeout(_)), "{e}");
+
+    let mut servers = Vec::new();
+    for name in ["one", "two"] {
+        let mut r = Responder::connect(addr, "echo", "servers", cfg.clone())
+            .await
+            .unwrap();
+        let stop = r.stopper();
+        let task = tokio::spawn(async move {
+            r.serve(|p: Bytes| async move {
+                if p.as_ref() == b"fail" {
+                    Err(format!("{name} refuses"))
+                } else {
+                    let mut v = name.as_bytes().to_vec();
+                    v.push(b':');
+                    v.extend_from_slice(&p);
+                    Ok(Bytes::from(v))
+                }
+            })
+            .await
+            .unwrap();
+            r.close().await;
+        });
+        servers.push((stop, task));
+    }
+    // The stale request above may be served now; it is dropped, not delivered to another.
+    let pending: Vec<_> = (0..50)
+        .map(|i| {
+            let body = format!("q{i}");
+            requester.send_with("echo", body.len(), |b| b.copy_from_slice(body.as_bytes()))
+        })
+        .collect();
+    let mut by = BTreeSet::new();
+    for (i, p) in pending.into_iter().enumerate() {
+        let reply = p.wait(Duration::from_secs(20)).await.unwrap();
+        let text = String::from_utf8(reply.to_vec()).unwrap();
+        let (server, echoed) = text.split_once(':').unwrap();
+        assert_eq!(echoed, format!("q{i}"), "the reply to this request");
+        by.insert(server.to_string());
+    }
+    assert!(!by.is_empty());
+    let e = requester
+        .request("echo", b"fail", Duration::from_secs(20))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, Error::Remote(ref t) if t.ends_with("refuses")),
+        "{e}"
+    );
+    for (stop, task) in servers {
+        stop.stop();
+        within("responder stops", task).await.unwrap();
+    }
+    requester.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patterns_over_tcp() {
+    let nsqd = Daemon::nsqd(&[]);
+    pubsub_and_work_queue(&nsqd.url(), config()).await;
+    request_reply(&nsqd.url(), config()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn patterns_in_process() {
+    let broker = Broker::start(BrokerConfig::default()).await.unwrap();
+    pubsub_and_work_queue("inproc://", Config::inproc(broker.clone())).await;
+    request_reply("inproc://", Config::inproc(broker.clone())).await;
+    broker.shutdown().await.unwrap();
+}
