@@ -29,7 +29,8 @@ pub enum Command {
     /// Measure an nsqd-compatible server (nsqrd or nsqd) over its TCP protocol.
     Bench(Box<BenchArgs>),
     /// Serve publishes and keep their bytes, doing no broker work: the floor of any server's
-    /// CPU per published message on this machine (`nsqr bench compare --floor` runs it).
+    /// CPU per published message on this machine (`nsqr bench compare --floor` runs it); with
+    /// `--http-address`, the same for HTTP requests.
     Floor(crate::floor::FloorArgs),
 }
 

@@ -17,6 +17,9 @@
 //!   from where it was read, and each FIN read opens room for one more. FINs are counted, not
 //!   matched; nothing is ever redelivered; every `SUB` to a topic shares one queue, whatever
 //!   the channel.
+//! - HTTP (`http`, with `--http-address`): every HTTP/1.1 request on a keep-alive connection
+//!   answered `200 OK` as nsqd's `/pub` answers, with no parsing beyond where it ends: the
+//!   floor of an HTTP publish (MinMQ's `wrk` load test against `/pub`).
 //!
 //! `nsqr bench compare --floor` measures it beside nsqrd and the reference, so the report says
 //! how far from the machine's limit each server is.
@@ -27,6 +30,7 @@ use std::sync::Arc;
 use clap::Args;
 use tokio::net::TcpListener;
 
+mod http;
 mod publish;
 mod subscribe;
 mod topics;
@@ -48,8 +52,9 @@ pub struct FloorArgs {
     /// <addr>:<port> to listen on for TCP clients (port 0: any free port).
     #[arg(long, default_value = "127.0.0.1:4150")]
     pub tcp_address: String,
-    /// Ignored (nsqd's flag, so compare can pass it).
-    #[arg(long, hide = true)]
+    /// <addr>:<port> to answer HTTP requests on (every one `200 OK`, nothing else done);
+    /// empty or absent: no HTTP listener.
+    #[arg(long)]
     pub http_address: Option<String>,
     /// Ignored.
     #[arg(long, hide = true)]
@@ -75,6 +80,11 @@ pub struct Floor {
 pub async fn run(args: &FloorArgs) -> io::Result<()> {
     let listener = TcpListener::bind(&args.tcp_address).await?;
     eprintln!("[nsqr floor] TCP: listening on {}", listener.local_addr()?);
+    if let Some(address) = args.http_address.as_deref().filter(|a| !a.is_empty()) {
+        let http = TcpListener::bind(address).await?;
+        eprintln!("[nsqr floor] HTTP: listening on {}", http.local_addr()?);
+        tokio::spawn(http::serve(http));
+    }
     serve(listener, Arc::new(Floor::default())).await
 }
 
