@@ -57,6 +57,11 @@ impl Codec {
     /// Decode what `input` holds into `out` (consuming what was decoded), stopping once about
     /// `max` bytes were produced (at most one block more). An incomplete tail stays in
     /// `input`. On error `out` holds only what was decoded before the corrupt piece.
+    ///
+    /// All plaintext whose compressed form has been given is produced without waiting for more
+    /// input: a call that stops at `max` leaves the rest to the next call, which produces it
+    /// even if `input` is then empty. So a call that produces nothing means more input is
+    /// needed, and only then should the caller wait for the peer.
     pub fn decode(
         &mut self,
         input: &mut BytesMut,

@@ -1,6 +1,7 @@
 //! What IDENTIFY negotiates, checked against nsqd (nsqrd, or `NSQD_BIN`): TLS (with and
 //! without a client certificate, and required by the server), snappy, deflate, TLS with
-//! compression, AUTH against an auth server, and heartbeats keeping an idle connection open.
+//! compression, large compressible bodies through compression, AUTH against an auth server,
+//! and heartbeats keeping an idle connection open.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -46,6 +47,59 @@ async fn exchange(nsqd: &Daemon, cfg: Config, topic: &str) {
     assert_eq!(got, want);
     consumer.stop().await;
     producer.stop().await;
+}
+
+/// Large compressible bodies over a compressed connection, each published and consumed before
+/// the next is sent, so nothing follows one on either connection that could push the end of
+/// its plaintext out of a decompressor: the server must decode each PUB whole (to answer it),
+/// the consumer each message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_compressible_bodies_arrive_whole() {
+    let nsqd = Daemon::nsqd(&[]);
+    let cases = [
+        ("large_deflate6", Compression::Deflate(6)),
+        ("large_deflate1", Compression::Deflate(1)),
+        ("large_deflate9", Compression::Deflate(9)),
+        ("large_snappy", Compression::Snappy),
+    ];
+    let pattern =
+        |p: &[u8], len: usize| -> Vec<u8> { p.iter().copied().cycle().take(len).collect() };
+    let bodies = [
+        pattern(b"x", 20_000),
+        pattern(b"0123456789", 33_000),
+        pattern(b"the same message body, again and again; ", 70_000),
+        pattern(b"0123456789", 33_000),
+        pattern(b"ab", 65_536),
+        b"small".to_vec(),
+        pattern(b"0123456789", 70_000),
+    ];
+    for (topic, compression) in cases {
+        let mut cfg = config();
+        cfg.compression = compression;
+        let producer = Producer::connect(&nsqd.url(), cfg.clone()).await.unwrap();
+        let mut consumer = Consumer::new(topic, "c", cfg).unwrap();
+        consumer.connect(&nsqd.url()).await.unwrap();
+        for (i, body) in bodies.iter().enumerate() {
+            within(
+                &format!("{topic}: publish body {i}"),
+                producer.publish(topic, body.clone()),
+            )
+            .await
+            .unwrap();
+            let m = within(&format!("{topic}: message {i}"), consumer.next())
+                .await
+                .unwrap();
+            assert!(
+                m.body().as_ref() == &body[..],
+                "{topic}: body {i} ({} B) came back as {} B",
+                body.len(),
+                m.body().len()
+            );
+            m.finish().unwrap();
+        }
+        consumer.stop().await;
+        producer.stop().await;
+    }
 }
 
 /// The negotiated features of the channel's client, as nsqd's /stats shows them.

@@ -15,6 +15,9 @@ pub struct Deflate {
     decompress: Decompress,
     /// The peer sent a final block: nothing may follow.
     ended: bool,
+    /// The last inflate step made progress, so the inflater may still hold plaintext even
+    /// with no input left.
+    pending: bool,
 }
 
 impl Deflate {
@@ -24,10 +27,16 @@ impl Deflate {
             compress: Compress::new(Compression::new(level.clamp(1, 9)), false),
             decompress: Decompress::new(false),
             ended: false,
+            pending: false,
         }
     }
 
-    /// See [`super::Codec::decode`].
+    /// See [`super::Codec::decode`]. The inflater takes in compressed bytes ahead of the
+    /// plaintext it has handed out: it can consume all of `input` and still hold decoded bytes
+    /// (its 32 KiB window wrapped, or our output step filled). So it is called again, with no
+    /// more input if need be, until a call makes no progress: every byte whose compressed form
+    /// has arrived comes out now (or, past `max`, on the next call, even with no new input),
+    /// not when the peer next writes.
     pub fn decode(
         &mut self,
         input: &mut BytesMut,
@@ -35,8 +44,11 @@ impl Deflate {
         max: usize,
     ) -> Result<(), CodecError> {
         let start = out.len();
-        while !input.is_empty() && out.len() - start < max {
+        while out.len() - start < max && (self.pending || !input.is_empty()) {
             if self.ended {
+                if input.is_empty() {
+                    break;
+                }
                 return Err(CodecError::Deflate("data after the final block".into()));
             }
             let at = out.len();
@@ -50,11 +62,17 @@ impl Deflate {
             let produced = (self.decompress.total_out() - out0) as usize;
             out.truncate(at + produced);
             input.advance(consumed);
+            // Progress may leave more inside; none means it needs more input.
+            self.pending = consumed > 0 || produced > 0;
             match status? {
-                Status::StreamEnd => self.ended = true,
+                // Only once all output is out.
+                Status::StreamEnd => {
+                    self.ended = true;
+                    self.pending = false;
+                }
                 Status::Ok | Status::BufError => {
-                    if consumed == 0 && produced == 0 {
-                        break; // needs more input
+                    if !self.pending {
+                        break;
                     }
                 }
             }

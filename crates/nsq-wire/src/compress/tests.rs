@@ -158,3 +158,148 @@ proptest! {
         }
     }
 }
+
+/// Compressible bodies of `len` bytes: one short pattern repeated, as a publisher of uniform
+/// payloads sends them.
+fn repeated(pattern: &[u8], len: usize) -> Vec<u8> {
+    pattern.iter().copied().cycle().take(len).collect()
+}
+
+/// Incompressible bytes (xorshift).
+fn noise(len: usize, mut x: u64) -> Vec<u8> {
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// The writes of a deflate or snappy connection carrying large message bodies: small frames,
+/// 20-70 KB of compressible data, incompressible data, and both in one write.
+fn large_body_writes() -> Vec<Vec<u8>> {
+    let mut mixed = repeated(b"abc", 40_000);
+    mixed.extend_from_slice(&noise(10_000, 7));
+    vec![
+        b"\x00\x00\x00\x06\x00\x00\x00\x00OK".to_vec(),
+        repeated(b"x", 20_000),
+        repeated(b"0123456789", 33_000),
+        repeated(b"the same message body, again and again; ", 70_000),
+        noise(50_000, 1),
+        b"hello".to_vec(),
+        repeated(b"y", 33_000),
+        mixed,
+        repeated(b"z", 65_536 + 1),
+        repeated(b"0123456789", 33_000),
+    ]
+}
+
+/// Each write is encoded (and flushed) on its own and its compressed bytes are fed to the
+/// decoder in pieces cut the way a socket might deliver them. After the last byte of write `k`
+/// has arrived, the decoder -- called as the connections call it: again while it produces or
+/// consumes something -- must have produced all plaintext of writes 1..=k, without waiting for
+/// the peer's next bytes.
+fn every_write_is_decoded_once_received(mut c: Codec, mut d: Codec, max: usize) {
+    let writes = large_body_writes();
+    let pieces = [1460usize, 7, 4096, 65_536, 1, 16_384, 300];
+    let mut input = BytesMut::new();
+    let mut out = BytesMut::new();
+    let mut expected = Vec::new();
+    let mut p = 0;
+    for (k, w) in writes.iter().enumerate() {
+        let mut wire = BytesMut::new();
+        c.encode(w, &mut wire).unwrap();
+        expected.extend_from_slice(w);
+        for piece in wire.chunks(pieces[p % pieces.len()]) {
+            p += 1;
+            input.extend_from_slice(piece);
+            loop {
+                let before = (input.len(), out.len());
+                d.decode(&mut input, &mut out, max).unwrap();
+                if (input.len(), out.len()) == before {
+                    break;
+                }
+            }
+        }
+        assert!(
+            out.len() == expected.len() && out[..] == expected[..],
+            "max {max}: after all {} compressed bytes of write {} ({} B), decoded {} of {} \
+             plaintext bytes ({} B of input left)",
+            wire.len(),
+            k + 1,
+            w.len(),
+            out.len(),
+            expected.len(),
+            input.len(),
+        );
+    }
+}
+
+#[test]
+fn deflate_decodes_each_received_write_whole() {
+    for level in [1, 6, 9] {
+        for max in [64 * 1024, 256 * 1024, 1000, 1] {
+            every_write_is_decoded_once_received(Codec::deflate(level), Codec::deflate(level), max);
+        }
+    }
+}
+
+#[test]
+fn snappy_decodes_each_received_write_whole() {
+    for max in [64 * 1024, 256 * 1024, 1000, 1] {
+        every_write_is_decoded_once_received(Codec::snappy(), Codec::snappy(), max);
+    }
+}
+
+/// A decode bounded by `max` leaves plaintext inside the decoder; calls with no new input must
+/// hand out the rest.
+#[test]
+fn bounded_decode_resumes_without_new_input() {
+    let bodies = [
+        repeated(b"x", 20_000),
+        repeated(b"0123456789", 33_000),
+        repeated(b"the same message body, again and again; ", 70_000),
+        repeated(b"0123456789", 200_000),
+        noise(70_000, 3),
+    ];
+    for body in &bodies {
+        for max in [1, 1000, 4096, 40_000, 64 * 1024] {
+            for (mut c, mut d) in [
+                (Codec::deflate(6), Codec::deflate(6)),
+                (Codec::deflate(1), Codec::deflate(1)),
+                (Codec::snappy(), Codec::snappy()),
+            ] {
+                let mut input = BytesMut::new();
+                c.encode(body, &mut input).unwrap();
+                let mut out = BytesMut::new();
+                let mut calls = 0;
+                while out.len() < body.len() {
+                    let before = out.len();
+                    d.decode(&mut input, &mut out, max).unwrap();
+                    assert!(
+                        out.len() > before,
+                        "{} B body, max {max}, call {calls}: stuck at {} B with {} B of input left",
+                        body.len(),
+                        out.len(),
+                        input.len()
+                    );
+                    calls += 1;
+                }
+                assert_eq!(&out[..], &body[..]);
+                assert!(input.is_empty());
+                // Drained: nothing more comes out, and more input decodes as usual.
+                d.decode(&mut input, &mut out, max).unwrap();
+                assert_eq!(out.len(), body.len());
+                c.encode(b"next", &mut input).unwrap();
+                while out.len() < body.len() + 4 {
+                    let before = out.len();
+                    d.decode(&mut input, &mut out, max).unwrap();
+                    assert!(out.len() > before, "the next write is stuck");
+                }
+                assert_eq!(&out[body.len()..], b"next");
+            }
+        }
+    }
+}
