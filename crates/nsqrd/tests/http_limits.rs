@@ -48,6 +48,7 @@ impl Raw {
         let mut chunk = [0u8; 16384];
         while !pred(&self.buf) {
             match self.s.read(&mut chunk) {
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Ok(0) | Err(_) => return false,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
             }
@@ -83,7 +84,12 @@ impl Raw {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
-                Err(_) => return false,
+                // A signal, or the socket's read timeout: the connection is still open.
+                Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return false
+                }
+                Err(e) => panic!("reading until the server closes: unexpected error {e:?}"),
             }
         }
         false

@@ -296,6 +296,8 @@ impl Conn {
                 Ok(0) => return true,
                 Ok(_) => continue,
                 Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
+                // A signal interrupted the wait (a read with a timeout is not restarted).
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => return false,
             }
         }
