@@ -199,16 +199,28 @@ async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellRe
     Ok(())
 }
 
-/// `k` bodies of `size` bytes numbered from `from`, slices of one buffer.
+/// Bytes per allocation of bodies: small enough for malloc to reuse freed memory (a 1 MiB
+/// buffer per batch would be fresh pages, faulted in, each time), as libzmq's per-message
+/// allocations are.
+const ALLOC_BYTES: usize = 64 << 10;
+
+/// `k` bodies of `size` bytes numbered from `from`, slices of buffers of at most
+/// [`ALLOC_BYTES`] (or one body).
 fn stamped(size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
-    let mut buf = BytesMut::zeroed(size * k);
-    for (i, body) in buf.chunks_mut(size).enumerate() {
-        stamp(body, tag, from + i as u64);
+    let per_alloc = (ALLOC_BYTES / size.max(1)).max(1);
+    let mut out = Vec::with_capacity(k);
+    let mut seq = from;
+    while out.len() < k {
+        let m = (k - out.len()).min(per_alloc);
+        let mut buf = BytesMut::zeroed(size * m);
+        for body in buf.chunks_mut(size) {
+            stamp(body, tag, seq);
+            seq += 1;
+        }
+        let all = buf.freeze();
+        out.extend((0..m).map(|i| all.slice(i * size..(i + 1) * size)));
     }
-    let all = buf.freeze();
-    (0..k)
-        .map(|i| all.slice(i * size..(i + 1) * size))
-        .collect()
+    out
 }
 
 /// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
