@@ -816,6 +816,7 @@ mod tests {
         assert!(bad(&["--reps=0"]).contains("--reps"));
         assert!(bad(&["--scale=0"]).contains("--scale"));
         assert!(bad(&["--fanout-subscribers=2,2"]).contains("distinct"));
+        assert!(bad(&["--transports=unix,unix"]).contains("at most once"));
         assert!(bad(&["--sizes=8"]).contains("out of range"));
         assert!(
             Cli::try_parse_from(["nsqr", "bench", "transports", "--patterns", "nope"]).is_err()

@@ -66,9 +66,11 @@ pub struct TransportsArgs {
 impl TransportsArgs {
     /// Reject values the matrix cannot honour (`sizes`: `--sizes`, already range-checked).
     pub fn validate(&self, sizes: &[usize]) -> Result<(), String> {
-        let dup = |v: &[usize]| v.iter().enumerate().any(|(i, x)| v[..i].contains(x));
         if self.patterns.is_empty() || self.transports.is_empty() {
             return Err("--patterns and --transports need at least one each".into());
+        }
+        if twice(&self.patterns) || twice(&self.transports) {
+            return Err("--patterns and --transports name each at most once".into());
         }
         if !self.counts.is_empty() && self.counts.len() != sizes.len() {
             return Err(format!(
@@ -87,7 +89,7 @@ impl TransportsArgs {
             return Err("--reps must be 1..=1000".into());
         }
         if self.fanout_subscribers.is_empty()
-            || dup(&self.fanout_subscribers)
+            || twice(&self.fanout_subscribers)
             || self
                 .fanout_subscribers
                 .iter()
@@ -104,4 +106,9 @@ impl TransportsArgs {
         }
         Ok(())
     }
+}
+
+/// Whether a list names something twice.
+fn twice<T: PartialEq>(v: &[T]) -> bool {
+    v.iter().enumerate().any(|(i, x)| v[..i].contains(x))
 }
