@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics keyspace cluster queues conformance fuzz clean
+.PHONY: run build test deps lint unit example metrics keyspace cluster queues conformance transports fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -22,7 +22,7 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics keyspace cluster queues conformance
+test: deps lint unit example metrics keyspace cluster queues conformance transports
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -72,6 +72,18 @@ cluster:
 queues:
 	$(CARGO) build -p nsqrd
 	tests/queues/run.sh
+
+# The transport matrix against libzmq (`nsqr bench transports`, docs/benchmarks.md), shown
+# working: nsqr (debug) with the `libzmq` feature, which compiles libzmq 4.3.4 from source once
+# (zeromq-src, cached in target/), runs every cell over tcp and unix (the debug nsqrd) and
+# inproc with tiny counts, once each; any cell without exactly its messages fails. Also
+# checks the feature's lints. Figures from a debug build on tiny counts mean nothing.
+transports:
+	$(CARGO) build -p nsqrd
+	$(CARGO) clippy -p nsqr --all-targets --features libzmq -- -D warnings
+	$(CARGO) build -p nsqr --features libzmq
+	timeout 600 target/debug/nsqr bench transports --nsqrd target/debug/nsqrd \
+		--counts 200,100,50,20 --fanout-count 100 --reps 1 --cell-timeout 60s
 
 # go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
 # combinations), against target/release/nsqrd (see tests/conformance/*.sh).

@@ -135,7 +135,29 @@ async fn request_reply(addr: &str, cfg: Config) {
         stop.stop();
         within("responder stops", task).await.unwrap();
     }
+    one_way(addr, &cfg, &requester).await;
     requester.close().await;
+}
+
+/// Requests that expect no reply: each arrives once and is finished without an answer.
+async fn one_way(addr: &str, cfg: &Config, requester: &Requester) {
+    let mut r = Responder::connect(addr, "oneway", "servers", cfg.clone())
+        .await
+        .unwrap();
+    for i in 0..10u8 {
+        requester
+            .send_one_way_with("oneway", 1, |b| b[0] = i)
+            .await
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 10 {
+        let req = within("one-way requests", r.next()).await.unwrap();
+        got.push(req.payload()[0]);
+        req.finish().unwrap();
+    }
+    assert_eq!(got, (0..10).collect::<Vec<u8>>());
+    r.close().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -68,6 +68,10 @@ pub enum Mode {
     /// nsqrd's ordered channels: --count messages over --keys ordering keys (HTTP /mpub), then
     /// an ordered and a plain channel each consumed over TCP; per-key order checked.
     Ordered,
+    /// The transport matrix against libzmq (ServerLink's method): pubsub, reqrep and fanout
+    /// over tcp and unix (through an nsqrd it starts) and inproc (the embedded broker), each
+    /// of --sizes, --reps times, timed at the receiver, exact counts checked.
+    Transports,
 }
 
 impl Mode {
@@ -85,6 +89,7 @@ impl Mode {
             Mode::HttpConsume => "http-consume",
             Mode::Sse => "sse",
             Mode::Ordered => "ordered",
+            Mode::Transports => "transports",
         }
     }
 }
@@ -305,6 +310,9 @@ pub struct BenchArgs {
 
     #[command(flatten)]
     pub cluster: ClusterArgs,
+
+    #[command(flatten)]
+    pub transports: crate::transports::TransportsArgs,
 }
 
 /// bench.py's two runs: publishing only, or publishing and consuming at once.
@@ -407,10 +415,10 @@ impl BenchArgs {
     /// Reject values the benchmark cannot honour.
     pub fn validate(&self) -> Result<(), String> {
         use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
-        let uses_sizes = matches!(self.mode, Mode::Matrix | Mode::Inproc)
-            || (self.mode == Mode::Compare && self.matrix);
+        let sizes_only = matches!(self.mode, Mode::Matrix | Mode::Inproc | Mode::Transports);
+        let uses_sizes = sizes_only || (self.mode == Mode::Compare && self.matrix);
         // matrix mode uses only --sizes; compare uses --size, and --sizes with --matrix.
-        let mut sizes = if matches!(self.mode, Mode::Matrix | Mode::Inproc) {
+        let mut sizes = if sizes_only {
             Vec::new()
         } else {
             vec![self.size]
@@ -496,6 +504,9 @@ impl BenchArgs {
         }
         if self.mode == Mode::Cluster {
             self.cluster.validate()?;
+        }
+        if self.mode == Mode::Transports {
+            self.transports.validate(&self.sizes)?;
         }
         Ok(())
     }
@@ -786,6 +797,31 @@ mod tests {
             "--nsqd-pids=1,2"
         ])
         .contains("one pid"));
+    }
+
+    #[test]
+    fn transports_flags() {
+        let b = parse(&["transports"]);
+        assert_eq!(b.transports.reps, 5);
+        assert!(b.transports.counts.is_empty());
+        assert!(b.validate().is_ok());
+        let b = parse(&["transports", "--counts", "200,100,50,20", "--reps=1"]);
+        assert_eq!(b.transports.counts, vec![200, 100, 50, 20]);
+        assert!(b.validate().is_ok());
+        let bad = |extra: &[&str]| {
+            let mut v = vec!["transports"];
+            v.extend_from_slice(extra);
+            parse(&v).validate().unwrap_err()
+        };
+        assert!(bad(&["--counts=1,2"]).contains("one count per size"));
+        assert!(bad(&["--reps=0"]).contains("--reps"));
+        assert!(bad(&["--scale=0"]).contains("--scale"));
+        assert!(bad(&["--fanout-subscribers=2,2"]).contains("distinct"));
+        assert!(bad(&["--transports=unix,unix"]).contains("at most once"));
+        assert!(bad(&["--sizes=8"]).contains("out of range"));
+        assert!(
+            Cli::try_parse_from(["nsqr", "bench", "transports", "--patterns", "nope"]).is_err()
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ mod server;
 mod subscriber;
 mod tools;
 mod tracker;
+mod transports;
 
 use std::process::ExitCode;
 
@@ -95,6 +96,8 @@ async fn bench(args: BenchArgs) -> ExitCode {
             inproc(&args).await
         } else if args.mode == Mode::Cluster {
             cluster::run(&args).await
+        } else if args.mode == Mode::Transports {
+            transports::run(&args).await
         } else if matches!(args.mode, Mode::HttpConsume | Mode::Sse | Mode::Ordered) {
             queues::run(args.mode, &args).await.map(|r| {
                 if args.json {

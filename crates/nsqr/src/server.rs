@@ -138,7 +138,9 @@ impl Server {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
             while let Ok(line) = rx.try_recv() {
-                if let Some(addr) = listen_addr(&line, "TCP: listening on ") {
+                if let Some(addr) = listen_addr(&line, "TCP: listening on ")
+                    .or_else(|| listen_path(&line, "TCP: listening on "))
+                {
                     server.tcp = addr;
                 } else if let Some(addr) = listen_addr(&line, "HTTP: listening on ") {
                     server.http = Some(addr);
@@ -202,6 +204,13 @@ fn listen_addr(line: &str, marker: &str) -> Option<String> {
     addr.parse::<std::net::SocketAddr>()
         .ok()
         .map(|a| a.to_string())
+}
+
+/// "... TCP: listening on /tmp/x/nsqd.sock" -> "/tmp/x/nsqd.sock": a unix-socket listener.
+fn listen_path(line: &str, marker: &str) -> Option<String> {
+    let rest = &line[line.find(marker)? + marker.len()..];
+    let path = rest.split_whitespace().next()?;
+    path.starts_with('/').then(|| path.to_string())
 }
 
 /// A new directory under the system's temporary directory, unique to this process.
@@ -281,6 +290,13 @@ mod tests {
             Some("127.0.0.1:41234".into())
         );
         assert_eq!(listen_addr(l, "HTTP: listening on "), None);
+        let u = "[nsqd] INFO: TCP: listening on /tmp/d/nsqd.sock";
+        assert_eq!(listen_addr(u, "TCP: listening on "), None);
+        assert_eq!(
+            listen_path(u, "TCP: listening on "),
+            Some("/tmp/d/nsqd.sock".into())
+        );
+        assert_eq!(listen_path(l, "TCP: listening on "), None);
         assert_eq!(
             listen_addr("TCP: listening on nowhere", "TCP: listening on "),
             None

@@ -141,6 +141,22 @@ impl Requester {
         }
     }
 
+    /// Send a request that expects no reply (ZeroMQ's ROUTER sending to a peer by its
+    /// routing id): the same envelope, its payload of `len` bytes written by `fill`, no
+    /// correlation kept. The future resolves with the server's answer to the publish; a
+    /// responder takes it with [`Responder::next`] and answers it with [`Request::finish`].
+    pub fn send_one_way_with(
+        &self,
+        topic: &str,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> crate::producer::Publish {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let (mut body, at) = envelope::request(id, &self.reply_topic, len);
+        fill(&mut body[at..]);
+        self.producer.publish_async(topic, body.freeze())
+    }
+
     /// Stop: no more replies are read; requests still waiting fail.
     pub async fn close(self) {
         self.stopper.stop();
@@ -310,6 +326,12 @@ impl Request {
         let mut body = envelope::reply(self.correlation, true, len);
         fill(&mut body[envelope::REPLY_HEADER..]);
         self.send(body.freeze()).await
+    }
+
+    /// Finish the request without replying (one sent with
+    /// [`Requester::send_one_way_with`]; a requester waiting for a reply would time out).
+    pub fn finish(self) -> Result<(), Error> {
+        self.message.finish()
     }
 
     /// Reply with an error (the requester gets [`Error::Remote`] with `text`).

@@ -160,7 +160,8 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
         | Mode::Kv
         | Mode::HttpConsume
         | Mode::Sse
-        | Mode::Ordered => {
+        | Mode::Ordered
+        | Mode::Transports => {
             return Err(crate::fail::err(format!(
                 "{} is not a single-server mode",
                 mode.name()

@@ -1,0 +1,308 @@
+//! nsqr's side of the matrix, on nsqr-client: the same code over `tcp://`, `unix://` and
+//! `inproc://`, only the address and the `Config` change.
+//!
+//! - pubsub: a `Consumer` subscribes (its channel exists from then on: that is its
+//!   readiness), the clock starts, a `Producer` publishes N stamped messages; the clock stops
+//!   when the consumer has the last one.
+//! - reqrep: a `Responder` serves the cell's topic; the `Requester` sends a HELLO request and
+//!   the responder's READY reply is the handshake (the clock starts as the responder answers,
+//!   as ServerLink's ROUTER receiver starts it after sending READY); then the requester sends
+//!   N one-way requests addressed to that topic and the responder finishes each.
+//! - fanout: K consumers, each on a channel of its own (each gets every message), all
+//!   subscribed before the clock starts; it stops when the last one has its last message.
+//!
+//! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
+//! idiomatic fast path of an NSQ producer; a requester sends one request per message (its
+//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy)
+//! except the responder, which goes through the request-reply pattern's own `next`. Every
+//! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use nsqr_client::patterns::{Requester, Responder};
+use nsqr_client::{Config, Consumer, Producer, Publish, Reply};
+use tokio::sync::oneshot;
+use tokio::task::JoinSet;
+
+use super::cells::{next_tag, stamp, Cell, Pattern, Sample, Tally};
+use crate::procstat::{own_cpu_time, precise_cpu_time};
+
+/// Messages per MPUB, and bytes at most.
+const BATCH: usize = 256;
+const BATCH_BYTES: usize = 1 << 20;
+/// MPUBs (or requests) in flight before the sender waits for the oldest answer.
+const WINDOW_BATCHES: usize = 8;
+const WINDOW_REQUESTS: usize = 2048;
+/// Consumers' max-in-flight: nsqd's default --max-rdy-count.
+const MAX_IN_FLIGHT: u32 = 2500;
+
+/// Where nsqr's side connects, and whose CPU it counts.
+#[derive(Clone)]
+pub struct Endpoint {
+    /// `tcp://127.0.0.1:port`, `unix:///path` or `inproc://`.
+    pub addr: String,
+    pub config: Config,
+    /// nsqrd's pid (tcp and unix).
+    pub server_pid: Option<u32>,
+}
+
+type CellResult<T> = std::result::Result<T, String>;
+
+/// One repetition of `cell`, bounded by `timeout`.
+pub async fn run(ep: &Endpoint, cell: &Cell, timeout: Duration) -> CellResult<Sample> {
+    let work = async {
+        match cell.pattern {
+            Pattern::Pubsub | Pattern::Fanout => pubsub(ep, cell).await,
+            Pattern::Reqrep => reqrep(ep, cell).await,
+        }
+    };
+    tokio::time::timeout(timeout, work)
+        .await
+        .unwrap_or_else(|_| {
+            Err(format!(
+                "nsqr {} {} {} B: not done within {timeout:?}",
+                cell.pattern.name(),
+                cell.transport.name(),
+                cell.size
+            ))
+        })
+}
+
+/// A topic name no other repetition uses.
+fn fresh_topic(kind: &str) -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "transports_{kind}_{}_{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// CPU of this process and of the server, now.
+struct Clocks {
+    cpu: Duration,
+    server: Option<Duration>,
+}
+
+fn clocks(ep: &Endpoint) -> CellResult<Clocks> {
+    let cpu = own_cpu_time()?;
+    let server = match ep.server_pid {
+        Some(pid) => Some(precise_cpu_time(pid)?),
+        None => None,
+    };
+    Ok(Clocks { cpu, server })
+}
+
+fn sample(ep: &Endpoint, before: &Clocks, secs: f64) -> CellResult<Sample> {
+    let after = clocks(ep)?;
+    Ok(Sample {
+        secs,
+        cpu: after.cpu.saturating_sub(before.cpu),
+        server_cpu: match (after.server, before.server) {
+            (Some(a), Some(b)) => Some(a.saturating_sub(b)),
+            _ => None,
+        },
+    })
+}
+
+async fn subscribe(ep: &Endpoint, topic: &str, channel: &str) -> CellResult<Consumer> {
+    let mut cfg = ep.config.clone();
+    cfg.max_in_flight = MAX_IN_FLIGHT;
+    let mut c = Consumer::new(topic, channel, cfg).map_err(|e| e.to_string())?;
+    c.connect(&ep.addr)
+        .await
+        .map_err(|e| format!("subscribe {topic}/{channel} at {}: {e}", ep.addr))?;
+    Ok(c)
+}
+
+/// pubsub (one receiver) and fanout (several): every channel gets every message.
+async fn pubsub(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
+    let topic = fresh_topic(cell.pattern.name());
+    let tag = next_tag();
+    let mut consumers = Vec::with_capacity(cell.receivers);
+    for i in 0..cell.receivers {
+        consumers.push(subscribe(ep, &topic, &format!("s{i}")).await?);
+    }
+    let producer = Producer::connect(&ep.addr, ep.config.clone())
+        .await
+        .map_err(|e| format!("connect a producer to {}: {e}", ep.addr))?;
+    let before = clocks(ep)?;
+    let start = Instant::now();
+    // A JoinSet: receivers still waiting when a repetition times out are aborted with it.
+    let mut receivers = JoinSet::new();
+    for c in consumers {
+        receivers.spawn(receive(c, cell.count, tag));
+    }
+    let sent = publish_all(&producer, &topic, cell, tag).await;
+    let mut last = start;
+    let mut failure = sent.err();
+    while let Some(r) = receivers.join_next().await {
+        match r {
+            Ok((at, tally)) => {
+                last = last.max(at);
+                if let Err(e) = tally.verdict("a subscriber") {
+                    failure.get_or_insert(e);
+                }
+            }
+            Err(e) => {
+                failure.get_or_insert(format!("a subscriber: {e}"));
+            }
+        }
+    }
+    let s = sample(ep, &before, (last - start).as_secs_f64())?;
+    producer.stop().await;
+    failure.map_or(Ok(s), Err)
+}
+
+/// Take messages until all N arrived; the time of the last one and the tally.
+async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
+    let mut tally = Tally::new(n, tag);
+    let mut last = Instant::now();
+    while !tally.complete() {
+        let got = c
+            .next_batch(|m| {
+                tally.record(m.body());
+                Reply::Finish
+            })
+            .await;
+        last = Instant::now();
+        if got.is_none() {
+            break;
+        }
+    }
+    c.stop().await;
+    (last, tally)
+}
+
+/// N stamped messages in MPUB batches, a window of them in flight.
+async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
+    let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
+    let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
+    let mut seq = 0u64;
+    while seq < cell.count {
+        let k = (cell.count - seq).min(per_batch as u64) as usize;
+        let bodies = stamped(cell.size, tag, seq, k);
+        seq += k as u64;
+        if window.len() == WINDOW_BATCHES {
+            if let Some(oldest) = window.pop_front() {
+                oldest.await.map_err(|e| format!("MPUB: {e}"))?;
+            }
+        }
+        window.push_back(p.multi_publish_async(topic, bodies));
+    }
+    for w in window {
+        w.await.map_err(|e| format!("MPUB: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Bytes per allocation of bodies: small enough for malloc to reuse freed memory (a 1 MiB
+/// buffer per batch would be fresh pages, faulted in, each time), as libzmq's per-message
+/// allocations are.
+const ALLOC_BYTES: usize = 64 << 10;
+
+/// `k` bodies of `size` bytes numbered from `from`, slices of buffers of at most
+/// [`ALLOC_BYTES`] (or one body).
+fn stamped(size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
+    let per_alloc = (ALLOC_BYTES / size.max(1)).max(1);
+    let mut out = Vec::with_capacity(k);
+    let mut seq = from;
+    while out.len() < k {
+        let m = (k - out.len()).min(per_alloc);
+        let mut buf = BytesMut::zeroed(size * m);
+        for body in buf.chunks_mut(size) {
+            stamp(body, tag, seq);
+            seq += 1;
+        }
+        let all = buf.freeze();
+        out.extend((0..m).map(|i| all.slice(i * size..(i + 1) * size)));
+    }
+    out
+}
+
+/// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
+async fn reqrep(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
+    let topic = fresh_topic("reqrep");
+    let tag = next_tag();
+    let mut cfg = ep.config.clone();
+    cfg.max_in_flight = MAX_IN_FLIGHT;
+    let responder = Responder::connect(&ep.addr, &topic, "servers", cfg)
+        .await
+        .map_err(|e| format!("responder at {}: {e}", ep.addr))?;
+    let requester = Requester::connect(&ep.addr, ep.config.clone())
+        .await
+        .map_err(|e| format!("requester at {}: {e}", ep.addr))?;
+    let before = clocks(ep)?;
+    let (started_tx, started_rx) = oneshot::channel();
+    let mut receiving = JoinSet::new();
+    receiving.spawn(serve(responder, cell.count, tag, started_tx));
+    let sent = request_all(&requester, &topic, cell, tag).await;
+    let served = receiving
+        .join_next()
+        .await
+        .ok_or("the responder's task is gone")?
+        .map_err(|e| format!("responder: {e}"))?;
+    let start = started_rx
+        .await
+        .map_err(|_| "the responder never answered HELLO".to_string())?;
+    let (last, tally) = served?;
+    let s = sample(ep, &before, (last - start).as_secs_f64())?;
+    requester.close().await;
+    sent?;
+    tally.verdict("responder")?;
+    Ok(s)
+}
+
+/// The receiver: answer HELLO with READY (the clock starts), then take N requests.
+async fn serve(
+    mut r: Responder,
+    n: u64,
+    tag: u16,
+    started: oneshot::Sender<Instant>,
+) -> CellResult<(Instant, Tally)> {
+    let hello = r.next().await.ok_or("responder stopped before HELLO")?;
+    let start = Instant::now();
+    hello
+        .reply(b"READY")
+        .await
+        .map_err(|e| format!("READY: {e}"))?;
+    let _ = started.send(start);
+    let mut tally = Tally::new(n, tag);
+    let mut last = start;
+    while !tally.complete() {
+        let Some(req) = r.next().await else { break };
+        tally.record(req.payload());
+        last = Instant::now();
+        req.finish().map_err(|e| format!("FIN a request: {e}"))?;
+    }
+    r.close().await;
+    Ok((last, tally))
+}
+
+/// The sender: HELLO and wait for READY, then N stamped one-way requests.
+async fn request_all(req: &Requester, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
+    let hello = req.send_with(topic, 5, |b| b.copy_from_slice(b"HELLO"));
+    let ready = hello
+        .wait(Duration::from_secs(30))
+        .await
+        .map_err(|e| format!("HELLO: {e}"))?;
+    if &ready[..] != b"READY" {
+        return Err(format!("HELLO answered with {ready:?}"));
+    }
+    let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_REQUESTS);
+    for seq in 0..cell.count {
+        if window.len() == WINDOW_REQUESTS {
+            if let Some(oldest) = window.pop_front() {
+                oldest.await.map_err(|e| format!("request: {e}"))?;
+            }
+        }
+        window.push_back(req.send_one_way_with(topic, cell.size, |b| stamp(b, tag, seq)));
+    }
+    for w in window {
+        w.await.map_err(|e| format!("request: {e}"))?;
+    }
+    Ok(())
+}
