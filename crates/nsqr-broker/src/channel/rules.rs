@@ -26,7 +26,7 @@ const MIN_LOOKAHEAD: usize = 1024;
 /// ready queue's compact runs, and a lookahead of a whole large memory queue (a million
 /// messages) spreads them over memory the caches do not hold, for no gain once every key has
 /// a message or two waiting.
-const MAX_LOOKAHEAD: usize = 16_384;
+pub(super) const MAX_LOOKAHEAD: usize = 16_384;
 
 impl Channel {
     /// The settings set on this channel.
