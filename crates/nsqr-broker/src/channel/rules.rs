@@ -22,6 +22,11 @@ const SWEEP_EVERY: Duration = Duration::from_secs(1);
 const SWEEP_MAX: usize = 10_000;
 /// An ordered channel looks at least this many messages ahead for keys that are not busy.
 const MIN_LOOKAHEAD: usize = 1024;
+/// ... and at most this many (else `mem_queue_size`): messages held per key are out of the
+/// ready queue's compact runs, and a lookahead of a whole large memory queue (a million
+/// messages) spreads them over memory the caches do not hold, for no gain once every key has
+/// a message or two waiting.
+pub(super) const MAX_LOOKAHEAD: usize = 16_384;
 
 impl Channel {
     /// The settings set on this channel.
@@ -61,7 +66,7 @@ impl Channel {
     pub(super) fn apply_rules(&self, st: &mut ChannelState) {
         st.checks = st.eff.checks_messages() || st.attrs_seen;
         st.ready.set_cap(st.eff.mem_queue_size);
-        let lookahead = st.eff.mem_queue_size.max(MIN_LOOKAHEAD);
+        let lookahead = st.eff.mem_queue_size.clamp(MIN_LOOKAHEAD, MAX_LOOKAHEAD);
         match (st.eff.ordered, st.ordered.as_mut()) {
             (true, Some(o)) => o.set_lookahead(lookahead),
             (true, None) => st.ordered = Some(Box::new(Ordered::new(lookahead))),
@@ -108,11 +113,16 @@ impl Channel {
         dead: &mut Vec<DeadLetter>,
     ) -> Option<Message> {
         loop {
-            let m = match st.ordered.as_deref_mut() {
-                Some(o) => o.next(&mut st.ready)?,
-                None => st.ready.pop_front()?,
+            // An ordered channel noted the expiry when it took the message from the queue.
+            let (m, expires_at) = match st.ordered.as_deref_mut() {
+                Some(o) => o.next(&mut st.ready).map(|h| (h.msg, h.expires_at))?,
+                None => {
+                    let m = st.ready.pop_front()?;
+                    let expires_at = m.attributes().map_or(0, |a| a.expires_at);
+                    (m, expires_at)
+                }
             };
-            match verdict(&st.eff, &m, now_ns) {
+            match verdict(&st.eff, &m, expires_at, now_ns) {
                 None => return Some(m),
                 Some(reason) => self.leave(st, m, reason, true, dead),
             }
@@ -277,8 +287,8 @@ impl Channel {
 use crate::policy::ExpiredAction;
 
 /// Why a message about to be delivered must leave instead, if it must.
-fn verdict(eff: &Effective, m: &Message, now_ns: i64) -> Option<DeadLetterReason> {
-    if expired(eff, m, now_ns) {
+fn verdict(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> Option<DeadLetterReason> {
+    if expired_at(eff, m, expires_at, now_ns) {
         return Some(DeadLetterReason::Expired);
     }
     if eff.max_attempts > 0 && m.attempts >= eff.max_attempts {
@@ -289,7 +299,12 @@ fn verdict(eff: &Effective, m: &Message, now_ns: i64) -> Option<DeadLetterReason
 
 /// Past its own expiry time, or older than the channel's time to live.
 fn expired(eff: &Effective, m: &Message, now_ns: i64) -> bool {
-    if m.attributes().is_some_and(|a| a.is_expired(now_ns)) {
+    expired_at(eff, m, m.attributes().map_or(0, |a| a.expires_at), now_ns)
+}
+
+/// [`expired`] with the message's own expiry time given (`expires_at`, 0: none).
+fn expired_at(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> bool {
+    if expires_at != 0 && now_ns >= expires_at {
         return true;
     }
     eff.message_ttl.is_some_and(|ttl| {

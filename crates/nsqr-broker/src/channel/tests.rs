@@ -145,3 +145,60 @@ async fn max_channel_consumers_is_enforced() {
         Err(BrokerError::TooManyConsumers { limit: 1, .. })
     ));
 }
+
+fn keyed(id: u64, key: &str) -> Message {
+    let attrs = crate::attrs::Attributes {
+        ordering_key: Some(Arc::from(key)),
+        ..Default::default()
+    };
+    msgs(&[id])[0].with_attributes(attrs.into_shared())
+}
+
+/// A large memory queue still looks ahead at most 16,384 messages: a hot key with more than
+/// that in front holds the others back (documented), and order and counts stay right.
+#[tokio::test]
+async fn ordered_lookahead_is_capped() {
+    let (_b, ch, cl) = setup().await;
+    let own = Policy {
+        ordered: Some(true),
+        mem_queue_size: Some(1_000_000),
+        ..Policy::default()
+    };
+    ch.set_policy(own, &Policy::default());
+    let hot = 20_000u64;
+    let mut all: Vec<Message> = (1..=hot).map(|i| keyed(i, "hot")).collect();
+    all.push(keyed(hot + 1, "cold"));
+    let _ = ch.put(all).expect("put");
+    assert_eq!(
+        take(&ch, &cl, 10),
+        vec![(1, 1)],
+        "one per key; cold is out of reach"
+    );
+    assert_eq!(
+        ch.state.lock().ordered.as_ref().map(|o| o.held()),
+        Some(super::rules::MAX_LOOKAHEAD)
+    );
+    assert_eq!(ch.depth(), hot as usize, "held messages count in the depth");
+    let (mut flying, mut last_hot, mut cold_at) = (vec![1u64], 1u64, None);
+    while !flying.is_empty() {
+        ch.finish(&cl, &flying, |i, e| panic!("fin #{i}: {e}"));
+        flying.clear();
+        for (id, _) in take(&ch, &cl, 10) {
+            if id == hot + 1 {
+                assert!(cold_at.is_none(), "cold once");
+                cold_at = Some(last_hot);
+            } else {
+                assert_eq!(id, last_hot + 1, "hot key in order");
+                last_hot = id;
+            }
+            flying.push(id);
+        }
+    }
+    assert_eq!(last_hot, hot);
+    let cold_at = cold_at.expect("the cold key came");
+    assert!(
+        cold_at < hot,
+        "cold came once within reach, not after the hot key drained"
+    );
+    assert_eq!(ch.depth(), 0);
+}
