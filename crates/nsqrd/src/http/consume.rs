@@ -57,6 +57,51 @@ fn base64_body<S: serde::Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error>
 }
 
 impl Delivered {
+    /// Append `self` as compact JSON, byte for byte what `serde_json` writes for it (a test
+    /// holds the two together). SSE and long polls write one of these per message, so the
+    /// fields that cannot need escaping (the hex id, the base64url receipt, the base64 body)
+    /// are copied as they are and the body is encoded straight into `out`; only the ordering
+    /// key and the dead-letter record go through `serde_json`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        use std::io::Write as _;
+        out.extend_from_slice(b"{\"id\":\"");
+        out.extend_from_slice(self.id.as_bytes());
+        out.extend_from_slice(b"\",\"receipt\":\"");
+        out.extend_from_slice(self.receipt.as_bytes());
+        // Writing to a Vec cannot fail.
+        let _ = write!(
+            out,
+            "\",\"attempts\":{},\"timestamp\":{},\"body\":\"",
+            self.attempts, self.timestamp
+        );
+        let start = out.len();
+        out.resize(start + base64_len(self.body.len()), 0);
+        let written = STANDARD
+            .encode_slice(&self.body, &mut out[start..])
+            .unwrap_or(0);
+        out.truncate(start + written);
+        out.push(b'"');
+        if let Some(k) = &self.ordering_key {
+            out.extend_from_slice(b",\"ordering_key\":");
+            let _ = serde_json::to_writer(&mut *out, k);
+        }
+        if let Some(e) = self.expires_at {
+            let _ = write!(out, ",\"expires_at\":{e}");
+        }
+        if let Some(d) = &self.dead_letter {
+            out.extend_from_slice(b",\"dead_letter\":");
+            let _ = serde_json::to_writer(&mut *out, d);
+        }
+        out.push(b'}');
+    }
+}
+
+/// Padded base64's length for `n` bytes.
+fn base64_len(n: usize) -> usize {
+    n.div_ceil(3) * 4
+}
+
+impl Delivered {
     /// `msg`, delivery number `delivery` of `ch`, handed to `consumer`.
     pub fn of(
         state: &HttpState,
@@ -168,14 +213,23 @@ pub async fn receive(state: &HttpState, req: Request<Incoming>) -> Resp {
     drop(req);
     match take(state, &poll, who).await {
         Ok(got) if poll.raw => raw_answer(got.into_iter().next()),
-        Ok(got) => response::v1(Reply::json(&Messages { messages: got })),
+        Ok(got) => response::v1(Ok(messages_json(&got))),
         Err(e) => response::v1(Err(e)),
     }
 }
 
-#[derive(Serialize)]
-struct Messages {
-    messages: Vec<Delivered>,
+/// `{"messages": [...]}` as `Reply::json` would write it (Go's HTML escaping included).
+fn messages_json(got: &[Delivered]) -> Reply {
+    let mut out = Vec::with_capacity(64 + got.len() * 160);
+    out.extend_from_slice(b"{\"messages\":[");
+    for (i, d) in got.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        d.write_json(&mut out);
+    }
+    out.extend_from_slice(b"]}");
+    Reply::Json(nsq_common::json::go_html_escape(out))
 }
 
 /// Join, take what is there (waiting up to `wait` for a first message), and stop taking.
@@ -277,6 +331,61 @@ fn raw_answer(m: Option<Delivered>) -> Resp {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sample(body: &[u8]) -> Delivered {
+        Delivered {
+            id: "0a1b2c3d4e5f6789".into(),
+            receipt: "AQAAAAAAAAADAAAAAAAAEjQ-_x".into(),
+            attempts: 3,
+            timestamp: 1_700_000_000_123_456_789,
+            body: Bytes::copy_from_slice(body),
+            ordering_key: None,
+            expires_at: None,
+            dead_letter: None,
+        }
+    }
+
+    /// The hand-written JSON is serde's, byte for byte, with and without the optional fields,
+    /// for bodies of every length modulo 3 and keys that need escaping.
+    #[test]
+    fn write_json_is_what_serde_writes() {
+        let mut cases = Vec::new();
+        for n in [0usize, 1, 2, 3, 4, 5, 200, 1000] {
+            let body: Vec<u8> = (0..n).map(|i| (i * 37 % 256) as u8).collect();
+            cases.push(sample(&body));
+        }
+        let mut full = sample(b"<hello & \"world\">");
+        full.ordering_key = Some("k\"ey</script>&\u{e9}\n".into());
+        full.expires_at = Some(-5);
+        full.dead_letter = Some(DeadLetterInfo {
+            reason: nsqr_broker::DeadLetterReason::DeliveryLimit,
+            topic: "t<1>".into(),
+            channel: "c&".into(),
+            id: nsqr_broker::MessageId(0xabc),
+            attempts: 7,
+            timestamp: 1,
+            at: 2,
+        });
+        cases.push(full);
+        for d in &cases {
+            let mut ours = Vec::new();
+            d.write_json(&mut ours);
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&serde_json::to_vec(d).unwrap())
+            );
+        }
+        #[derive(Serialize)]
+        struct Messages<'a> {
+            messages: &'a [Delivered],
+        }
+        for got in [&cases[..0], &cases[..1], &cases[..]] {
+            assert_eq!(
+                messages_json(got),
+                Reply::json(&Messages { messages: got }).unwrap()
+            );
+        }
+    }
 
     #[test]
     fn durations() {
