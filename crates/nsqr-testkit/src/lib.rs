@@ -137,6 +137,26 @@ pub fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
     rest.split_whitespace().next()?.parse().ok()
 }
 
+/// Run `cmd` (stdin closed, stdout and stderr captured) to its end; if it has not ended within
+/// `limit` it is killed and the test fails, naming `what`.
+pub fn output_within(cmd: &mut Command, limit: Duration, what: &str) -> std::process::Output {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {what}: {e}"));
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("wait").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("{what} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
 /// Run `bin` with `args` to completion, killed after 10 s (startup and flag tests):
 /// (exit code, stdout + stderr).
 pub fn run_to_exit(bin: &Path, args: &[&str]) -> (Option<i32>, String) {

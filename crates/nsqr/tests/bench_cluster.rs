@@ -10,8 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -32,38 +32,28 @@ fn sibling(name: &str, env: &str) -> PathBuf {
 fn cluster(args: &[&str]) -> (i32, Value) {
     let nsqrd = sibling("nsqrd", "NSQRD_BIN");
     let lookupd = sibling("nsqrlookupd", "LOOKUPD_BIN");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nsqr"))
-        .args([
-            "bench",
-            "cluster",
-            "--nodes",
-            "2",
-            "--duration",
-            "300ms",
-            "--json",
-        ])
-        .arg("--nsqrd")
-        .arg(&nsqrd)
-        .arg("--lookupd-bin")
-        .arg(&lookupd)
-        // Only a safety net: a debug-build node on a loaded machine may pause for seconds,
-        // which must not be reported as loss.
-        .args(["--drain-timeout", "60s"])
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nsqr");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("nsqr bench cluster {args:?} timed out");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = nsqr_testkit::output_within(
+        Command::new(env!("CARGO_BIN_EXE_nsqr"))
+            .args([
+                "bench",
+                "cluster",
+                "--nodes",
+                "2",
+                "--duration",
+                "300ms",
+                "--json",
+            ])
+            .arg("--nsqrd")
+            .arg(&nsqrd)
+            .arg("--lookupd-bin")
+            .arg(&lookupd)
+            // Only a safety net: a debug-build node on a loaded machine may pause for seconds,
+            // which must not be reported as loss.
+            .args(["--drain-timeout", "60s"])
+            .args(args),
+        Duration::from_secs(120),
+        &format!("nsqr bench cluster {args:?}"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v = serde_json::from_str(&stdout)

@@ -102,27 +102,17 @@ impl Drop for Server {
 
 /// Run `nsqr bench ARGS --json`, bounded in time; returns (exit code, parsed stdout).
 fn bench(args: &[&str]) -> (i32, Value) {
-    let mut child = Command::new(nsqr_bin())
-        .arg("bench")
-        .args(args)
-        .arg("--json")
-        // Only a safety net here: on a loaded CI machine a debug-build server may pause for
-        // seconds, which must not be reported as loss.
-        .args(["--drain-timeout", "60s"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nsqr");
-    let deadline = Instant::now() + Duration::from_secs(120);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("nsqr bench {args:?} timed out");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = nsqr_testkit::output_within(
+        Command::new(nsqr_bin())
+            .arg("bench")
+            .args(args)
+            .arg("--json")
+            // Only a safety net here: on a loaded CI machine a debug-build server may pause for
+            // seconds, which must not be reported as loss.
+            .args(["--drain-timeout", "60s"]),
+        Duration::from_secs(120),
+        &format!("nsqr bench {args:?}"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let v = serde_json::from_str(&stdout)

@@ -10,8 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -24,24 +24,14 @@ fn nsqrd() -> PathBuf {
 /// `nsqr bench transports --nsqrd <debug nsqrd> ARGS`, bounded in time: (exit code, stdout,
 /// stderr).
 fn transports(args: &[&str]) -> (i32, String, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nsqr"))
-        .args(["bench", "transports", "--nsqrd"])
-        .arg(nsqrd())
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start nsqr");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("nsqr bench transports {args:?} timed out");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = nsqr_testkit::output_within(
+        Command::new(env!("CARGO_BIN_EXE_nsqr"))
+            .args(["bench", "transports", "--nsqrd"])
+            .arg(nsqrd())
+            .args(args),
+        Duration::from_secs(300),
+        &format!("nsqr bench transports {args:?}"),
+    );
     (
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
