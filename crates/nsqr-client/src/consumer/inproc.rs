@@ -14,6 +14,10 @@ use super::shared::Shared;
 use crate::error::Error;
 use crate::message::{Message, MessageRef, Reply};
 
+/// FINs settled together at most, and their bodies' bytes.
+const FIN_BATCH: usize = 256;
+const FIN_BATCH_BYTES: usize = 256 << 10;
+
 /// Address of the in-process "connection".
 pub(crate) const INPROC: &str = "inproc://";
 
@@ -114,11 +118,18 @@ impl Source {
     ) -> Option<usize> {
         let mut next = Some(self.next_delivery(sh).await?);
         let mut fins = Vec::new();
+        let mut fin_bytes = 0;
         let mut n = 0;
         while let Some(d) = next {
             n += 1;
             if let Some(d) = self.lend_one(sh, d, f) {
+                fin_bytes += d.body().len();
                 fins.push(d);
+            }
+            if fins.len() >= FIN_BATCH || fin_bytes >= FIN_BATCH_BYTES {
+                // Bodies go back to the allocator while still in the cache.
+                self.finish_all(sh, std::mem::take(&mut fins));
+                fin_bytes = 0;
             }
             next = if n < max && !sh.is_stopping() {
                 self.try_delivery()
