@@ -161,3 +161,20 @@ async fn next_batch_settles_together_within_max_in_flight() {
     assert_eq!(ch.stats(false).in_flight_count, 0);
     c.stop().await;
 }
+
+#[test]
+fn publishing_from_a_thread_outside_the_runtime_and_stopping_sends_everything() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (broker, p) = rt.block_on(setup());
+    let mut s = rt.block_on(sub(&broker, "out"));
+    let futs = std::thread::spawn(move || {
+        let f = p.publish_async("out", "from a thread");
+        (p, f)
+    })
+    .join()
+    .unwrap();
+    let (p, f) = futs;
+    rt.block_on(p.stop());
+    assert_eq!(drain(&mut s), ["from a thread"]);
+    rt.block_on(f).unwrap();
+}

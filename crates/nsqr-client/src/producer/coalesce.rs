@@ -110,9 +110,9 @@ pub(crate) struct Timer {
 
 impl Timer {
     /// A batch began: make sure it is flushed within [`MAX_DELAY`].
-    pub(crate) fn arm<F: Flush>(self: &Arc<Self>, owner: Weak<F>) {
+    pub(crate) fn arm<F: Flush>(self: &Arc<Self>, rt: &tokio::runtime::Handle, owner: Weak<F>) {
         if !self.running.swap(true, Ordering::AcqRel) {
-            tokio::spawn(flusher(Arc::clone(self), owner));
+            rt.spawn(flusher(Arc::clone(self), owner));
         } else if self.idle.swap(false, Ordering::AcqRel) {
             self.wake.notify_one();
         }

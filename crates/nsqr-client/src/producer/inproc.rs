@@ -18,8 +18,9 @@ use crate::error::Error;
 pub(crate) struct Inproc {
     broker: Broker,
     publishers: Mutex<HashMap<Arc<str>, Arc<Publisher>>>,
-    /// Gather `publish_async`s (`coalesce_publishes`, and a tokio runtime for the flusher).
-    coalesce: bool,
+    /// Where the flusher and disk waits run: set when gathering `publish_async`s
+    /// (`coalesce_publishes`, and made within a tokio runtime).
+    rt: Option<tokio::runtime::Handle>,
     pending: Mutex<Option<Batch>>,
     timer: Arc<Timer>,
     me: Weak<Inproc>,
@@ -27,11 +28,13 @@ pub(crate) struct Inproc {
 
 impl Inproc {
     pub(crate) fn new(broker: Broker, coalesce: bool) -> Arc<Inproc> {
-        let coalesce = coalesce && tokio::runtime::Handle::try_current().is_ok();
+        let rt = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|_| coalesce);
         Arc::new_cyclic(|me| Inproc {
             broker,
             publishers: Mutex::new(HashMap::new()),
-            coalesce,
+            rt,
             pending: Mutex::new(None),
             timer: Arc::default(),
             me: me.clone(),
@@ -57,9 +60,9 @@ impl Inproc {
 
     /// Add `body` to the batch of `topic`; the body back when not coalescing (publish it).
     pub(crate) fn gather(&self, topic: &str, body: Bytes) -> Result<Arc<Outcome>, Bytes> {
-        if !self.coalesce {
+        let Some(rt) = &self.rt else {
             return Err(body);
-        }
+        };
         let mut pending = self.pending.lock();
         if pending.as_ref().is_some_and(|b| &*b.topic != topic) {
             self.send(pending.take());
@@ -72,7 +75,7 @@ impl Inproc {
             self.send(pending.take());
         } else if fresh {
             // Only a batch left waiting needs the flusher.
-            self.timer.arm(self.me.clone());
+            self.timer.arm(rt, self.me.clone());
         }
         Ok(outcome)
     }
@@ -93,9 +96,7 @@ impl Inproc {
 
     /// Hand whatever is gathered to the broker; the lock held keeps later publishes behind.
     fn flush_pending(&self) -> Option<parking_lot::MutexGuard<'_, Option<Batch>>> {
-        if !self.coalesce {
-            return None;
-        }
+        self.rt.as_ref()?;
         let mut pending = self.pending.lock();
         self.send(pending.take());
         Some(pending)
@@ -112,15 +113,19 @@ impl Inproc {
             Err(e) => outcome.set(Err(e)),
             Ok(mut t) => match t.try_result() {
                 Some(r) => outcome.set(r.map_err(Error::from)),
-                None => match tokio::runtime::Handle::try_current() {
-                    Ok(rt) => {
+                None => match &self.rt {
+                    Some(rt) => {
                         rt.spawn(async move { outcome.set(t.wait().await.map_err(Error::from)) });
                     }
-                    // Dropped outside a runtime: nobody is left to wait for the disk.
-                    Err(_) => outcome.set(Ok(())),
+                    None => outcome.set(Ok(())),
                 },
             },
         }
+    }
+
+    /// Send what is gathered (the producer stops).
+    pub(crate) fn flush_all(&self) {
+        drop(self.flush_pending());
     }
 
     pub(crate) fn publish_batch(&self, topic: &str, bodies: Vec<Bytes>) -> Result<Ticket, Error> {

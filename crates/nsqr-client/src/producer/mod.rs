@@ -218,8 +218,9 @@ impl Producer {
     /// Stop: no more publishes are taken; resolves once every queued publish was answered
     /// (or failed) and the connection is closed. Other clones are stopped too.
     pub async fn stop(&self) {
-        if let Backend::Wire(w) = &self.inner.backend {
-            w.stop().await;
+        match &self.inner.backend {
+            Backend::Wire(w) => w.stop().await,
+            Backend::Inproc(p) => p.flush_all(),
         }
     }
 
