@@ -2,7 +2,9 @@
 //! and [`Consumer::next`](super::Consumer::next) takes deliveries from it directly (no task,
 //! no queue in between, the body the very buffer that was published). Its RDY, set by the
 //! same rules as a socket's (`rdy.rs`), is the subscription's max-in-flight; RDY 0 (backoff)
-//! means not taking any.
+//! means not taking any. `next_batch` lends deliveries without making a `Message` of each and
+//! FINs the finished ones together, under one channel lock: a FIN's own lock and
+//! bookkeeping were most of what a small message cost the consumer.
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -141,7 +143,7 @@ impl Source {
         Some(n)
     }
 
-    /// Lend one delivery; it back if it is to be finished (by `f`, or given up on).
+    /// Lend one delivery; it is given back if it is to be finished (by `f`, or given up on).
     fn lend_one(
         &self,
         sh: &Shared,
