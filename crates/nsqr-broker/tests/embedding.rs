@@ -442,3 +442,36 @@ async fn opening_channels_with_disk_backlogs_does_not_stall_publishers() {
     b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test]
+async fn fin_all_settles_its_own_deliveries_and_refuses_foreign_ones() {
+    let b = broker().await;
+    let opts = SubscribeOptions::default().max_in_flight(10);
+    let mut mine = b.subscribe("fa", "c", opts.clone()).await.unwrap();
+    let mut other = b.subscribe("fa", "c", opts).await.unwrap();
+    let p = b.publisher("fa").unwrap();
+    p.publish_batch(["a", "b", "c", "d"]).unwrap();
+    let mut own = Vec::new();
+    let mut foreign = Vec::new();
+    while own.len() + foreign.len() < 4 {
+        if let Some(d) = mine.try_next() {
+            own.push(d);
+        } else if let Some(d) = other.try_next() {
+            foreign.push(d);
+        } else {
+            tokio::task::yield_now().await;
+        }
+    }
+    let (n_own, n_foreign) = (own.len(), foreign.len());
+    let mut batch = own;
+    batch.extend(foreign);
+    let errors = mine.fin_all(batch);
+    let refused: Vec<usize> = errors.iter().map(|(i, _)| *i).collect();
+    assert_eq!(refused, (n_own..n_own + n_foreign).collect::<Vec<_>>());
+    let ch = b.topic("fa").unwrap().channel("c").unwrap();
+    // The foreign ones are still in flight with the other subscription.
+    assert_eq!(ch.depth(), 0);
+    drop(other);
+    assert_eq!(ch.depth(), n_foreign);
+    drop(mine);
+}

@@ -130,7 +130,10 @@ pub struct Config {
 
     /// Consecutive publishes to one topic waiting to be written together go out as one MPUB
     /// (true). A batch then succeeds or fails as a whole (each publish's result is the
-    /// batch's) and a failure is reported as `E_MPUB_FAILED` / MPUB's texts.
+    /// batch's) and a failure is reported as `E_MPUB_FAILED` / MPUB's texts. In process,
+    /// consecutive `publish_async`s to one topic share one broker call (flushed when one is
+    /// awaited or dropped, at 256 messages or 64 KiB, before another topic or kind of
+    /// publish, or within about 1 ms).
     pub coalesce_publishes: bool,
     /// Largest frame accepted from the server (64 MiB).
     pub max_frame_size: usize,

@@ -202,6 +202,11 @@ impl Consumer {
         &mut self,
         mut f: impl FnMut(MessageRef<'_>) -> Reply,
     ) -> Option<usize> {
+        if self.local.is_empty() {
+            if let Some(src) = self.inproc.as_mut() {
+                return src.lend_batch(&self.shared, MAX_LENT, &mut f).await;
+            }
+        }
         if self.inproc.is_some() || !self.local.is_empty() {
             // Owned messages first (left by `next`), or the in-process subscription's.
             let first = self.next().await?;

@@ -39,15 +39,16 @@ pub(crate) fn reply(correlation: u64, ok: bool, len: usize) -> BytesMut {
     b
 }
 
-/// A decoded request: correlation id, reply topic, payload.
-pub(crate) fn open_request(body: &Bytes) -> Option<(u64, String, Bytes)> {
+/// A decoded request: correlation id, reply topic (checked to be UTF-8; a slice of the
+/// body, not a copy: most requests are never replied to by name), payload.
+pub(crate) fn open_request(body: &Bytes) -> Option<(u64, Bytes, Bytes)> {
     if *body.first()? != REQUEST || body.len() < 10 {
         return None;
     }
     let correlation = u64::from_be_bytes(body.get(1..9)?.try_into().ok()?);
     let n = usize::from(body[9]);
-    let topic = std::str::from_utf8(body.get(10..10 + n)?).ok()?.to_string();
-    Some((correlation, topic, body.slice(10 + n..)))
+    std::str::from_utf8(body.get(10..10 + n)?).ok()?;
+    Some((correlation, body.slice(10..10 + n), body.slice(10 + n..)))
 }
 
 /// A decoded reply: correlation id, and the payload or the error text.
@@ -75,8 +76,8 @@ mod tests {
         b[at..].copy_from_slice(b"abc");
         let (c, t, p) = open_request(&b.freeze()).unwrap();
         assert_eq!(
-            (c, t.as_str(), &p[..]),
-            (7, "reply.x#ephemeral", &b"abc"[..])
+            (c, &t[..], &p[..]),
+            (7, &b"reply.x#ephemeral"[..], &b"abc"[..])
         );
         let mut r = reply(9, true, 2);
         r[REPLY_HEADER..].copy_from_slice(b"ok");

@@ -228,7 +228,8 @@ pub struct Responder {
 pub struct Request {
     message: Message,
     correlation: u64,
-    reply_to: String,
+    /// The reply topic's name (UTF-8, checked when the request was opened).
+    reply_to: Bytes,
     payload: Bytes,
     producer: Producer,
 }
@@ -342,7 +343,8 @@ impl Request {
     }
 
     async fn send(self, body: Bytes) -> Result<(), Error> {
-        match self.producer.publish(&self.reply_to, body).await {
+        let reply_to = String::from_utf8_lossy(&self.reply_to);
+        match self.producer.publish(&reply_to, body).await {
             Ok(()) => self.message.finish(),
             Err(e) => {
                 // Another responder may get it through.

@@ -1,29 +1,44 @@
 //! A producer on the broker in this process: each publish is a call into the engine with the
 //! caller's `Bytes`, which every channel then shares with its subscribers (no socket, no
 //! copy). One `nsqr_broker::Publisher` per topic is kept, so a publish costs a map lookup and
-//! the engine's own work.
+//! the engine's own work; with `coalesce_publishes`, consecutive `publish_async`s to one topic
+//! share one call (`coalesce.rs`).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use nsqr_broker::{Broker, Publisher, Ticket};
 use parking_lot::Mutex;
 
+use super::coalesce::{Batch, Flush, Outcome, Timer};
 use crate::error::Error;
 
 pub(crate) struct Inproc {
     broker: Broker,
     publishers: Mutex<HashMap<Arc<str>, Arc<Publisher>>>,
+    /// Where the flusher and disk waits run: set when gathering `publish_async`s
+    /// (`coalesce_publishes`, and made within a tokio runtime).
+    rt: Option<tokio::runtime::Handle>,
+    pending: Mutex<Option<Batch>>,
+    timer: Arc<Timer>,
+    me: Weak<Inproc>,
 }
 
 impl Inproc {
-    pub(crate) fn new(broker: Broker) -> Inproc {
-        Inproc {
+    pub(crate) fn new(broker: Broker, coalesce: bool) -> Arc<Inproc> {
+        let rt = tokio::runtime::Handle::try_current()
+            .ok()
+            .filter(|_| coalesce);
+        Arc::new_cyclic(|me| Inproc {
             broker,
             publishers: Mutex::new(HashMap::new()),
-        }
+            rt,
+            pending: Mutex::new(None),
+            timer: Arc::default(),
+            me: me.clone(),
+        })
     }
 
     fn publisher(&self, topic: &str) -> Result<Arc<Publisher>, Error> {
@@ -37,11 +52,84 @@ impl Inproc {
         Ok(p)
     }
 
+    /// Publish now (any gathered publishes go first).
     pub(crate) fn publish(&self, topic: &str, body: Bytes) -> Result<Ticket, Error> {
+        let _order = self.flush_pending();
         Ok(self.publisher(topic)?.publish(body)?)
     }
 
+    /// Add `body` to the batch of `topic`; the body back when not coalescing (publish it).
+    pub(crate) fn gather(&self, topic: &str, body: Bytes) -> Result<Arc<Outcome>, Bytes> {
+        let Some(rt) = &self.rt else {
+            return Err(body);
+        };
+        let mut pending = self.pending.lock();
+        if pending.as_ref().is_some_and(|b| &*b.topic != topic) {
+            self.send(pending.take());
+        }
+        let fresh = pending.is_none();
+        let batch = pending.get_or_insert_with(|| Batch::new(Arc::from(topic)));
+        let full = batch.push(body);
+        let outcome = Arc::clone(&batch.outcome);
+        if full {
+            self.send(pending.take());
+        } else if fresh {
+            // Only a batch left waiting needs the flusher.
+            self.timer.arm(rt, self.me.clone());
+        }
+        Ok(outcome)
+    }
+
+    /// Hand the pending batch to the broker if `outcome` is its.
+    pub(crate) fn flush(&self, outcome: &Arc<Outcome>) {
+        if outcome.is_known() {
+            return;
+        }
+        let mut pending = self.pending.lock();
+        if pending
+            .as_ref()
+            .is_some_and(|b| Arc::ptr_eq(&b.outcome, outcome))
+        {
+            self.send(pending.take());
+        }
+    }
+
+    /// Hand whatever is gathered to the broker; the lock held keeps later publishes behind.
+    fn flush_pending(&self) -> Option<parking_lot::MutexGuard<'_, Option<Batch>>> {
+        self.rt.as_ref()?;
+        let mut pending = self.pending.lock();
+        self.send(pending.take());
+        Some(pending)
+    }
+
+    /// One broker call for a whole batch; its result goes to every publish in it.
+    fn send(&self, batch: Option<Batch>) {
+        let Some(b) = batch else { return };
+        let r = self
+            .publisher(&b.topic)
+            .and_then(|p| Ok(p.publish_batch(b.bodies)?));
+        let outcome = b.outcome;
+        match r {
+            Err(e) => outcome.set(Err(e)),
+            Ok(mut t) => match t.try_result() {
+                Some(r) => outcome.set(r.map_err(Error::from)),
+                None => match &self.rt {
+                    Some(rt) => {
+                        rt.spawn(async move { outcome.set(t.wait().await.map_err(Error::from)) });
+                    }
+                    None => outcome.set(Ok(())),
+                },
+            },
+        }
+    }
+
+    /// Send what is gathered (the producer stops).
+    pub(crate) fn flush_all(&self) {
+        drop(self.flush_pending());
+    }
+
     pub(crate) fn publish_batch(&self, topic: &str, bodies: Vec<Bytes>) -> Result<Ticket, Error> {
+        let _order = self.flush_pending();
         Ok(self.publisher(topic)?.publish_batch(bodies)?)
     }
 
@@ -51,6 +139,28 @@ impl Inproc {
         body: Bytes,
         delay: Duration,
     ) -> Result<Ticket, Error> {
+        let _order = self.flush_pending();
         Ok(self.publisher(topic)?.publish_deferred(body, delay)?)
+    }
+}
+
+impl Flush for Inproc {
+    fn pending_since(&self) -> Option<Instant> {
+        self.pending.lock().as_ref().map(|b| b.started)
+    }
+
+    fn flush_older(&self, started: Instant) {
+        let mut pending = self.pending.lock();
+        if pending.as_ref().is_some_and(|b| b.started <= started) {
+            self.send(pending.take());
+        }
+    }
+}
+
+impl Drop for Inproc {
+    fn drop(&mut self) {
+        let batch = self.pending.get_mut().take();
+        self.send(batch);
+        self.timer.stop();
     }
 }

@@ -3,6 +3,7 @@
 //! that answer, [`Producer::publish_async`] returns it as a future so a caller can keep many
 //! publishes in flight (their answers come back in order over one connection).
 
+mod coalesce;
 mod inproc;
 mod wire;
 
@@ -42,7 +43,7 @@ struct Inner {
 
 enum Backend {
     Wire(Arc<wire::Shared>),
-    Inproc(inproc::Inproc),
+    Inproc(Arc<inproc::Inproc>),
 }
 
 impl Drop for Inner {
@@ -63,7 +64,7 @@ impl Producer {
         let backend = match &addr {
             Address::Inproc => {
                 let broker = config.broker.clone().ok_or(Error::NoBroker)?;
-                Backend::Inproc(inproc::Inproc::new(broker))
+                Backend::Inproc(inproc::Inproc::new(broker, config.coalesce_publishes))
             }
             _ => {
                 if tokio::runtime::Handle::try_current().is_err() {
@@ -112,7 +113,16 @@ impl Producer {
 
     /// Publish one message and wait for the server's answer.
     pub async fn publish(&self, topic: &str, body: impl Into<Bytes>) -> Result<(), Error> {
-        self.publish_async(topic, body).await
+        match &self.inner.backend {
+            Backend::Inproc(p) => {
+                let body = body.into();
+                if body.is_empty() {
+                    return Err(Error::EmptyBody);
+                }
+                Publish::ticket(p.publish(topic, body)).await
+            }
+            Backend::Wire(_) => self.publish_async(topic, body).await,
+        }
     }
 
     /// Publish several messages in one command (MPUB) and wait for the answer.
@@ -135,14 +145,26 @@ impl Producer {
     }
 
     /// Queue one message now; the returned future resolves with the server's answer.
-    /// Dropping it does not cancel the publish.
+    /// Dropping it does not cancel the publish. In process (with `coalesce_publishes`)
+    /// consecutive ones to one topic go to the broker together: when one of them is awaited
+    /// or dropped, at 256, before a publish to another topic or of another kind, or within
+    /// about 1 ms.
     pub fn publish_async(&self, topic: &str, body: impl Into<Bytes>) -> Publish {
         let body = body.into();
         if body.is_empty() {
             return Publish::ready(Err(Error::EmptyBody));
         }
         match &self.inner.backend {
-            Backend::Inproc(p) => Publish::ticket(p.publish(topic, body)),
+            Backend::Inproc(p) => match p.gather(topic, body) {
+                Ok(outcome) => Publish {
+                    state: State::Gathered {
+                        inproc: Arc::clone(p),
+                        outcome,
+                        wait: None,
+                    },
+                },
+                Err(body) => Publish::ticket(p.publish(topic, body)),
+            },
             Backend::Wire(w) => self.send(w, topic, |topic, waiter| Op::Pub {
                 topic,
                 body,
@@ -196,8 +218,9 @@ impl Producer {
     /// Stop: no more publishes are taken; resolves once every queued publish was answered
     /// (or failed) and the connection is closed. Other clones are stopped too.
     pub async fn stop(&self) {
-        if let Backend::Wire(w) = &self.inner.backend {
-            w.stop().await;
+        match &self.inner.backend {
+            Backend::Wire(w) => w.stop().await,
+            Backend::Inproc(p) => p.flush_all(),
         }
     }
 
@@ -252,11 +275,21 @@ pub struct Publish {
     state: State,
 }
 
+/// A gathered publish waiting for the disk.
+type Waiting = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
+
 enum State {
     Ready(Option<Result<(), Error>>),
     Wire(oneshot::Receiver<Result<(), Error>>),
     /// An in-process publish still waiting for the disk (strict durability).
     Disk(Pin<Box<dyn Future<Output = Result<(), DiskError>> + Send>>),
+    /// An in-process publish gathered with others (`coalesce.rs`).
+    Gathered {
+        inproc: Arc<inproc::Inproc>,
+        outcome: Arc<coalesce::Outcome>,
+        /// Waiting for the disk after the batch went out.
+        wait: Option<Waiting>,
+    },
 }
 
 impl Publish {
@@ -289,6 +322,34 @@ impl Future for Publish {
                 .poll(cx)
                 .map(|r| r.unwrap_or(Err(Error::Stopped))),
             State::Disk(f) => f.as_mut().poll(cx).map(|r| r.map_err(Error::from)),
+            State::Gathered {
+                inproc,
+                outcome,
+                wait,
+            } => {
+                if let Some(w) = wait {
+                    return w.as_mut().poll(cx);
+                }
+                inproc.flush(outcome);
+                if let Some(r) = outcome.get() {
+                    return Poll::Ready(r);
+                }
+                let o = Arc::clone(outcome);
+                let w = wait.insert(Box::pin(async move { o.wait().await }));
+                w.as_mut().poll(cx)
+            }
+        }
+    }
+}
+
+impl Drop for Publish {
+    /// A gathered publish whose answer nobody will look at goes out now.
+    fn drop(&mut self) {
+        if let State::Gathered {
+            inproc, outcome, ..
+        } = &self.state
+        {
+            inproc.flush(outcome);
         }
     }
 }

@@ -160,7 +160,6 @@ async fn pubsub(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
 /// Take messages until all N arrived; the time of the last one and the tally.
 async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
     let mut tally = Tally::new(n, tag);
-    let mut last = Instant::now();
     while !tally.complete() {
         let got = c
             .next_batch(|m| {
@@ -168,11 +167,12 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
                 Reply::Finish
             })
             .await;
-        last = Instant::now();
         if got.is_none() {
             break;
         }
     }
+    // The clock is read once, at the end, as libzmq's receivers do.
+    let last = Instant::now();
     c.stop().await;
     (last, tally)
 }
@@ -271,13 +271,13 @@ async fn serve(
         .map_err(|e| format!("READY: {e}"))?;
     let _ = started.send(start);
     let mut tally = Tally::new(n, tag);
-    let mut last = start;
     while !tally.complete() {
         let Some(req) = r.next().await else { break };
         tally.record(req.payload());
-        last = Instant::now();
         req.finish().map_err(|e| format!("FIN a request: {e}"))?;
     }
+    // The clock is read once, at the end, as libzmq's receiver does.
+    let last = Instant::now();
     r.close().await;
     Ok((last, tally))
 }
