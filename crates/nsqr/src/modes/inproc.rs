@@ -15,12 +15,7 @@ use crate::fail::{err, Result};
 /// Messages per size when `--count` is not given: ten times ServerLink's cells, so a run
 /// lasts long enough to time on a busy machine.
 pub fn default_count(size: usize) -> u64 {
-    match size {
-        0..=64 => 1_000_000,
-        65..=1024 => 500_000,
-        1025..=8192 => 100_000,
-        _ => 20_000,
-    }
+    10 * crate::transports::cells::default_count(size)
 }
 
 /// Distinct bodies cycled through (their bytes live in one buffer of at most 64 MiB).

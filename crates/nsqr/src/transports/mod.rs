@@ -13,7 +13,7 @@
 //! without it the matrix runs nsqr's side alone and says that libzmq was not built in.
 
 mod args;
-mod cells;
+pub(crate) mod cells;
 mod nsqr_side;
 mod report;
 #[cfg(feature = "libzmq")]

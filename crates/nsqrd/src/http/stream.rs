@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::Bytes;
 use hyper::body::{Frame, Incoming};
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE};
 use hyper::{Request, Response, StatusCode};
@@ -146,7 +146,7 @@ async fn drive(
         if consumer.is_kicked() || ch.is_deleted() {
             return;
         }
-        let mut buf = BytesMut::new();
+        let mut buf = Vec::new();
         let free = usize::try_from(consumer.capacity()).unwrap_or(0);
         if free > 0 {
             ch.deliver_numbered(&consumer, free, 0, &mut rng, |m, n| {
@@ -154,7 +154,7 @@ async fn drive(
             });
         }
         if !buf.is_empty() {
-            let mut all = buf.freeze();
+            let mut all = Bytes::from(buf);
             while !all.is_empty() {
                 let part = all.split_to(all.len().min(CHUNK));
                 if tx.send(part).await.is_err() {
@@ -175,16 +175,14 @@ async fn drive(
     }
 }
 
-/// One SSE event.
-fn event(buf: &mut BytesMut, delivery: u64, d: &Delivered) {
-    buf.put_slice(b"id: ");
-    buf.put_slice(delivery.to_string().as_bytes());
-    buf.put_slice(b"\nevent: message\ndata: ");
+/// One SSE event, its JSON written in place.
+fn event(buf: &mut Vec<u8>, delivery: u64, d: &Delivered) {
+    buf.extend_from_slice(b"id: ");
+    buf.extend_from_slice(delivery.to_string().as_bytes());
+    buf.extend_from_slice(b"\nevent: message\ndata: ");
     // Compact JSON has no newline.
-    let mut json = Vec::with_capacity(160 + d.body.len() * 4 / 3);
-    d.write_json(&mut json);
-    buf.put_slice(&json);
-    buf.put_slice(b"\n\n");
+    d.write_json(buf);
+    buf.extend_from_slice(b"\n\n");
 }
 
 /// Ends the stream's consumer when the driver stops (see `consumers.rs`).
