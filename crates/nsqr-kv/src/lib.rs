@@ -37,6 +37,7 @@ mod strings;
 pub mod subscriber;
 #[cfg(test)]
 mod test_support;
+mod warm;
 
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;

@@ -198,6 +198,11 @@ impl Shard {
         }
     }
 
+    /// The entry of `key`, live or not, changing nothing (for [`crate::Keyspace::warm`]).
+    pub fn peek(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
+        self.table.find(hash, |e| e.key() == key)
+    }
+
     /// The earliest deadline in the shard.
     pub fn next_deadline(&self) -> Option<u64> {
         self.expiry.keys().next().map(|&(d, _)| d)

@@ -65,6 +65,59 @@ fn pipelined_and_inline_requests_in_one_write() {
     assert_eq!(c.read(), bulk("a b"));
 }
 
+/// A pipeline is looked ahead of in batches to warm the cache for its keys: mixed with
+/// keyless commands, missing and expired keys, a request split across writes, and AUTH in the
+/// middle (nothing is looked up before it), every reply is still the command's own, in order.
+#[test]
+fn long_mixed_pipelines_answer_in_order() {
+    let srv = KvServer::start(&["--kv-password=pw"]);
+    let mut c = srv.client();
+    let mut batch = Vec::new();
+    for i in 0..5 {
+        resp_wire::encode_request(&[&b"GET"[..], format!("k{i}").as_bytes()], &mut batch);
+    }
+    resp_wire::encode_request(&[&b"AUTH"[..], b"pw"], &mut batch);
+    for i in 0..300 {
+        let key = format!("k{i}");
+        resp_wire::encode_request(&[&b"SET"[..], key.as_bytes(), key.as_bytes()], &mut batch);
+        if i % 7 == 0 {
+            resp_wire::encode_request(&[&b"PING"[..]], &mut batch);
+        }
+    }
+    resp_wire::encode_request(&[&b"SET"[..], b"gone", b"x", b"PX", b"1"], &mut batch);
+    c.send_raw(&batch);
+    for _ in 0..5 {
+        assert_eq!(c.read(), err("NOAUTH Authentication required."));
+    }
+    assert_eq!(c.read(), simple("OK"));
+    for i in 0..300 {
+        assert_eq!(c.read(), simple("OK"), "SET k{i}");
+        if i % 7 == 0 {
+            assert_eq!(c.read(), simple("PONG"));
+        }
+    }
+    assert_eq!(c.read(), simple("OK"));
+    std::thread::sleep(Duration::from_millis(20));
+    let mut gets = Vec::new();
+    for i in (0..600).rev() {
+        resp_wire::encode_request(&[&b"GET"[..], format!("k{i}").as_bytes()], &mut gets);
+    }
+    resp_wire::encode_request(&[&b"GET"[..], b"gone"], &mut gets);
+    let (first, second) = gets.split_at(gets.len() / 2 + 3);
+    c.send_raw(first);
+    std::thread::sleep(Duration::from_millis(20));
+    c.send_raw(second);
+    for i in (0..600).rev() {
+        let want = if i < 300 {
+            bulk(&format!("k{i}"))
+        } else {
+            Frame::Null
+        };
+        assert_eq!(c.read(), want, "GET k{i}");
+    }
+    assert_eq!(c.read(), Frame::Null, "an expired key stays expired");
+}
+
 #[test]
 fn unknown_commands_and_wrong_arity_keep_the_connection() {
     let srv = KvServer::start(&[]);

@@ -2,7 +2,8 @@
 //! whole and in pieces, and to the reply decoder, and checks what must hold whatever the
 //! input: no panic, every request consumes bytes that exist, and splitting the input gives the
 //! same requests and the same error (except for a line over 64 KiB, refused before its end
-//! arrives, as Redis refuses it).
+//! arrives, as Redis refuses it); and the look-ahead ([`crate::peek()`]) sees a prefix of what the
+//! parser parses.
 //!
 //! ```text
 //! fuzz_target!(|data: &[u8]| resp_wire::fuzz::check(data));
@@ -68,6 +69,14 @@ pub fn check(data: &[u8]) {
             whole.0.starts_with(&pieces.0),
             "requests before the long line differ"
         );
+    }
+    // The look-ahead (`peek`) sees a prefix of what the parser parses.
+    for (i, p) in crate::peek::peek(data).enumerate() {
+        let Some(args) = whole.0.get(i) else {
+            panic!("peek saw request {i}, which the parser did not parse");
+        };
+        assert_eq!(Some(p.name), args.first().map(Vec::as_slice));
+        assert_eq!(p.first_arg, args.get(1).map(Vec::as_slice));
     }
     let _ = crate::frame::decode(data);
 }

@@ -7,6 +7,7 @@
 //! - [`RequestParser`]: requests (multibulk and inline, pipelined), resumable across reads.
 //! - [`Reply`]: the reply writer for both protocol versions.
 //! - [`Frame`] / [`decode`]: replies as values, for clients.
+//! - [`peek()`]: a look at the pipelined requests ahead, to warm the cache for their keys.
 //! - [`parse_i64`]: Redis's integer rule, for lengths and command arguments alike.
 //! - [`parse`]: one request from a byte slice; [`fuzz::check`]: the fuzz target's body.
 
@@ -15,11 +16,13 @@ pub mod frame;
 pub mod fuzz;
 mod inline;
 pub mod number;
+pub mod peek;
 pub mod reply;
 pub mod request;
 
 pub use error::{DecodeError, ProtocolError};
 pub use frame::{decode, Frame};
 pub use number::{parse_i64, parse_u64};
+pub use peek::{peek, Peeked};
 pub use reply::{format_double, Protocol, Reply};
 pub use request::{encode_request, parse, Args, Limits, OwnedRequest, Parsed, RequestParser};

@@ -14,6 +14,9 @@
 //! - **Pub/sub.** Once subscribed, the client's replies go through its outbox
 //!   (`nsqr_kv::Subscriber`), where publishers add messages; the task wakes on either input
 //!   or new messages, and closes the connection if the outbox was cut off.
+//! - **Pipelines warm the cache first.** Before running a pipelined batch, the keys of its
+//!   next requests (up to [`WARM_BATCH`]) are looked up together (`Keyspace::warm`), so their
+//!   cache misses overlap instead of coming one command at a time.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -25,7 +28,7 @@ use tokio::net::TcpStream;
 use tokio::sync::watch;
 
 use super::session::{Ctx, Session};
-use super::table::dispatch;
+use super::table::{dispatch, lookup};
 use super::Shared;
 
 /// Read buffer size, and how much free room a read gets at least.
@@ -38,6 +41,8 @@ const READ_AHEAD: usize = 4 << 20;
 const QUERY_BUFFER_LIMIT: usize = 1 << 30;
 /// Buffers larger than this are given back once empty.
 const KEEP: usize = 1 << 20;
+/// Requests looked ahead of when warming the cache for a pipeline.
+const WARM_BATCH: usize = 16;
 /// How long, and how much of, the input after a protocol error is drained before closing.
 const DRAIN: Duration = Duration::from_millis(500);
 const DRAIN_BYTES: usize = 4 << 20;
@@ -60,6 +65,8 @@ struct Conn {
     rbuf: Vec<u8>,
     /// Where the unparsed input starts in `rbuf`.
     start: usize,
+    /// Where the requests whose keys were warmed end in `rbuf`.
+    warmed_to: usize,
     parser: RequestParser,
     session: Session,
     out: Reply,
@@ -85,6 +92,7 @@ pub async fn run(
         stream,
         rbuf: Vec::with_capacity(READ_CHUNK),
         start: 0,
+        warmed_to: 0,
         parser: RequestParser::new(limits),
         session: Session::new(id, peer.to_string(), authenticated),
         out: Reply::with_capacity(Protocol::Resp2, READ_CHUNK),
@@ -166,12 +174,16 @@ impl Conn {
             shared,
             rbuf,
             start,
+            warmed_to,
             parser,
             session,
             out,
             ..
         } = self;
         loop {
+            if *start >= *warmed_to {
+                *warmed_to = *start + warm(shared, session, &rbuf[*start..]);
+            }
             let input = &rbuf[*start..];
             match parser.parse(input) {
                 Ok(Parsed::Request(n)) => {
@@ -287,6 +299,7 @@ impl Conn {
 
     /// Drops the parsed input from the front of the read buffer.
     fn compact(&mut self) {
+        self.warmed_to = self.warmed_to.saturating_sub(self.start);
         if self.start == self.rbuf.len() {
             self.rbuf.clear();
             self.start = 0;
@@ -313,4 +326,29 @@ impl Conn {
         }
         Ok(())
     }
+}
+
+/// Warms the cache for the keys of the next [`WARM_BATCH`] requests in `input` when there are
+/// at least two (a pipeline); returns where the requests looked at end. Only for a client that
+/// may run commands: nothing is looked up for one that has not authenticated.
+fn warm(shared: &Shared, session: &Session, input: &[u8]) -> usize {
+    if shared.password.is_some() && !session.authenticated {
+        return 0;
+    }
+    let mut keys: [&[u8]; WARM_BATCH] = [&[]; WARM_BATCH];
+    let (mut requests, mut n, mut end) = (0, 0, 0);
+    for p in resp_wire::peek(input).take(WARM_BATCH) {
+        requests += 1;
+        end = p.end;
+        if let Some(key) = p.first_arg {
+            if lookup(p.name).is_some_and(|c| c.keys.0 == 1) {
+                keys[n] = key;
+                n += 1;
+            }
+        }
+    }
+    if requests >= 2 {
+        shared.ks.warm(&keys[..n]);
+    }
+    end
 }
