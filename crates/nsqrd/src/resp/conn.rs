@@ -335,19 +335,22 @@ fn warm(shared: &Shared, session: &Session, input: &[u8]) -> usize {
     if shared.password.is_some() && !session.authenticated {
         return 0;
     }
-    let mut keys: [&[u8]; WARM_BATCH] = [&[]; WARM_BATCH];
-    let (mut requests, mut n, mut end) = (0, 0, 0);
+    let mut ahead: [(&[u8], &[u8]); WARM_BATCH] = [(&[], &[]); WARM_BATCH];
+    let (mut requests, mut end) = (0, 0);
     for p in resp_wire::peek(input).take(WARM_BATCH) {
+        ahead[requests] = (p.name, p.first_arg.unwrap_or_default());
         requests += 1;
         end = p.end;
-        if let Some(key) = p.first_arg {
-            if lookup(p.name).is_some_and(|c| c.keys.0 == 1) {
+    }
+    if requests >= 2 {
+        let mut keys: [&[u8]; WARM_BATCH] = [&[]; WARM_BATCH];
+        let mut n = 0;
+        for &(name, key) in &ahead[..requests] {
+            if lookup(name).is_some_and(|c| c.keys.0 == 1) {
                 keys[n] = key;
                 n += 1;
             }
         }
-    }
-    if requests >= 2 {
         shared.ks.warm(&keys[..n]);
     }
     end
