@@ -11,12 +11,13 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use bytes::{Buf, Bytes, BytesMut};
 use http_body_util::BodyExt;
+use hyper::body::Incoming;
 use tokio::sync::{mpsc, Mutex};
 
 use super::consume::{prefill, ConsumeStats, Delivered, Totals};
@@ -67,39 +68,45 @@ struct Reader {
     batch: Receipts,
     /// A decoded body (reused).
     body: Vec<u8>,
-    last: Instant,
+    /// Messages received (`totals.received` is brought up to it at each flush).
+    received: u64,
 }
 
 impl Reader {
     /// Take every whole event at the front of `buf`; returns the bytes used.
     fn events(&mut self, buf: &[u8]) -> Result<usize> {
         let mut used = 0;
-        while let Some(end) = event_end(&buf[used..]) {
-            let event = &buf[used..used + end];
-            used += end + 2;
-            for line in event.split(|b| *b == b'\n') {
+        loop {
+            let rest = &buf[used..];
+            // The usual event in one pass: its JSON read in place, its end right after.
+            if let Some((f, len)) = usual_event(rest) {
+                self.message(f.receipt, f.attempts, f.body)?;
+                used += len;
+                continue;
+            }
+            let Some(end) = event_end(rest) else {
+                return Ok(used);
+            };
+            for line in rest[..end].split(|b| *b == b'\n') {
                 if let Some(json) = line.strip_prefix(b"data: ") {
-                    self.message(json)?;
+                    self.any_message(json)?;
                 }
             }
+            used += end + 2;
         }
-        Ok(used)
     }
 
-    /// One message's JSON: count it and queue its receipt.
-    fn message(&mut self, json: &[u8]) -> Result<()> {
-        let owned;
-        let (receipt, attempts, body) = match Fields::parse(json) {
-            Some(f) => (f.receipt, f.attempts, f.body),
-            None => {
-                owned = serde_json::from_slice::<Delivered>(json)?;
-                (
-                    owned.receipt.as_bytes(),
-                    owned.attempts,
-                    owned.body.as_bytes(),
-                )
-            }
-        };
+    /// A message's JSON in whatever form.
+    fn any_message(&mut self, json: &[u8]) -> Result<()> {
+        if let Some(f) = Fields::parse(json).filter(|f| f.end == json.len()) {
+            return self.message(f.receipt, f.attempts, f.body);
+        }
+        let d: Delivered = serde_json::from_slice(json)?;
+        self.message(d.receipt.as_bytes(), d.attempts, d.body.as_bytes())
+    }
+
+    /// One message: count it and queue its receipt.
+    fn message(&mut self, receipt: &[u8], attempts: u16, body: &[u8]) -> Result<()> {
         self.body.clear();
         STANDARD
             .decode_vec(body, &mut self.body)
@@ -111,19 +118,19 @@ impl Reader {
         let receipt =
             std::str::from_utf8(receipt).map_err(|_| err("a receipt that is not UTF-8"))?;
         self.batch.push(receipt);
-        self.totals.received.fetch_add(1, Relaxed);
-        self.last = Instant::now();
+        self.received += 1;
         if self.batch.n >= MAX_BATCH {
             self.flush();
         }
         Ok(())
     }
 
-    /// Hand the batch to the acknowledging tasks.
+    /// Hand the batch to the acknowledging tasks, and publish the count.
     fn flush(&mut self) {
         if self.batch.n > 0 {
             let _ = self.tx.send(std::mem::take(&mut self.batch));
         }
+        self.totals.received.store(self.received, Relaxed);
     }
 }
 
@@ -131,13 +138,26 @@ impl Reader {
 fn event_end(buf: &[u8]) -> Option<usize> {
     let mut from = 0;
     loop {
-        let nl = from + buf.get(from..)?.iter().position(|b| *b == b'\n')?;
+        let nl = from + memchr::memchr(b'\n', buf.get(from..)?)?;
         match buf.get(nl + 1) {
             Some(b'\n') => return Some(nl),
             Some(_) => from = nl + 1,
             None => return None,
         }
     }
+}
+
+/// The event the server writes for a message (`id: N`, `event: message`, `data: {JSON}`),
+/// if `buf` starts with a whole one in its usual form: its fields and its length, blank line
+/// included.
+fn usual_event(buf: &[u8]) -> Option<(Fields<'_>, usize)> {
+    let rest = buf.strip_prefix(b"id: ")?;
+    let (_, rest) = number(rest)?;
+    let json = rest.strip_prefix(b"\nevent: message\ndata: ")?;
+    let f = Fields::parse(json)?;
+    json[f.end..].strip_prefix(b"\n\n")?;
+    let len = buf.len() - json.len() + f.end + 2;
+    Some((f, len))
 }
 
 /// The fields the benchmark needs, read in place from a message's JSON as the server writes
@@ -148,6 +168,8 @@ struct Fields<'a> {
     receipt: &'a [u8],
     attempts: u16,
     body: &'a [u8],
+    /// Where the object ends (just past its closing brace).
+    end: usize,
 }
 
 impl<'a> Fields<'a> {
@@ -163,13 +185,13 @@ impl<'a> Fields<'a> {
         let (_, rest) = number(rest)?;
         let rest = rest.strip_prefix(b",\"body\":\"")?;
         let (body, rest) = string(rest)?;
-        if !matches!(rest.first(), Some(b'}' | b',')) {
-            return None;
-        }
+        // Anything after the body (an ordering key...) is left to `serde_json`.
+        rest.strip_prefix(b"}")?;
         Some(Fields {
             receipt,
             attempts: u16::try_from(attempts).ok()?,
             body,
+            end: json.len() - rest.len() + 1,
         })
     }
 }
@@ -177,7 +199,7 @@ impl<'a> Fields<'a> {
 /// A string's contents up to its closing quote, and what follows the quote; None if it has
 /// an escape (the fields read here never need one).
 fn string(s: &[u8]) -> Option<(&[u8], &[u8])> {
-    let end = s.iter().position(|b| *b == b'"' || *b == b'\\')?;
+    let end = memchr::memchr2(b'"', b'\\', s)?;
     if s[end] != b'"' {
         return None;
     }
@@ -198,6 +220,37 @@ fn number(s: &[u8]) -> Option<(u64, &[u8])> {
         v = v * 10 + u64::from(d - b'0');
     }
     Some((v, &s[end..]))
+}
+
+/// Read the stream until `expected` messages came or none came for `idle`.
+async fn read(mut body: Incoming, mut r: Reader, expected: u64, idle: Duration) -> Result<Reader> {
+    let mut buf = BytesMut::new();
+    let mut last = Instant::now();
+    while r.received < expected && last.elapsed() < idle {
+        let frame = match tokio::time::timeout(idle, body.frame()).await {
+            Ok(Some(f)) => f.map_err(|e| err(e.to_string()))?,
+            Ok(None) => return Err(err("the stream ended")),
+            Err(_) => break,
+        };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        let before = r.received;
+        // Whole events are read where they lie; only a frame's unfinished tail is copied.
+        if buf.is_empty() {
+            let used = r.events(&data)?;
+            buf.extend_from_slice(&data[used..]);
+        } else {
+            buf.extend_from_slice(&data);
+            let used = r.events(&buf)?;
+            buf.advance(used);
+        }
+        r.flush();
+        if r.received > before {
+            last = Instant::now();
+        }
+    }
+    Ok(r)
 }
 
 /// An acknowledging task: post batches of receipts until the reader is done.
@@ -265,36 +318,18 @@ pub async fn sse(w: &Workload, q: &QueueArgs, topic: &str) -> Result<(PubStats, 
     if !resp.status().is_success() {
         return Err(err(format!("{path}: {}", resp.status())));
     }
-    let mut body = resp.into_body();
-    let mut buf = BytesMut::new();
-    let mut r = Reader {
+    let r = Reader {
         tracker: Tracker::new(w.tag),
         totals: Arc::clone(&totals),
         tx,
         batch: Receipts::default(),
         body: Vec::new(),
-        last: Instant::now(),
+        received: 0,
     };
-    while totals.received.load(Relaxed) < expected && r.last.elapsed() < w.drain_timeout {
-        let frame = match tokio::time::timeout(w.drain_timeout, body.frame()).await {
-            Ok(Some(f)) => f.map_err(|e| err(e.to_string()))?,
-            Ok(None) => return Err(err("the stream ended")),
-            Err(_) => break,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        // Whole events are read where they lie; only a frame's unfinished tail is copied.
-        if buf.is_empty() {
-            let used = r.events(&data)?;
-            buf.extend_from_slice(&data[used..]);
-        } else {
-            buf.extend_from_slice(&data);
-            let used = r.events(&buf)?;
-            buf.advance(used);
-        }
-        r.flush();
-    }
+    // A task of its own, so it runs where the connection's task wakes it, not on a thread
+    // that has to be woken.
+    let reading = tokio::spawn(read(resp.into_body(), r, expected, w.drain_timeout));
+    let r = reading.await.map_err(|e| err(e.to_string()))??;
     let Reader { tracker, tx, .. } = r;
     drop(tx);
     let mut end = start;
@@ -320,15 +355,19 @@ mod tests {
                 receipt: b"AQ-_x",
                 attempts: 3,
                 body: b"aGk=",
+                end: json.len(),
             })
         );
         let keyed = br#"{"id":"0a","receipt":"r","attempts":1,"timestamp":-5,"body":"","ordering_key":"k"}"#;
+        assert_eq!(Fields::parse(json).map(|f| f.end), Some(json.len()));
+        let plain = br#"{"id":"0a","receipt":"r","attempts":1,"timestamp":-5,"body":""}"#;
         assert_eq!(
-            Fields::parse(keyed).map(|f| (f.receipt, f.attempts, f.body)),
+            Fields::parse(plain).map(|f| (f.receipt, f.attempts, f.body)),
             Some((&b"r"[..], 1, &b""[..]))
         );
         for other in [
-            &br#"{"receipt":"r","id":"0a","attempts":1,"timestamp":1,"body":""}"#[..],
+            &keyed[..],
+            br#"{"receipt":"r","id":"0a","attempts":1,"timestamp":1,"body":""}"#,
             br#"{"id":"0a","receipt":"r\"","attempts":1,"timestamp":1,"body":""}"#,
             br#"{"id":"0a","receipt":"r","attempts":70000,"timestamp":1,"body":""}"#,
             br#"{"id":"0a","receipt":"r","attempts":,"timestamp":1,"body":""}"#,
@@ -381,7 +420,7 @@ mod tests {
                 tx,
                 batch: Receipts::default(),
                 body: Vec::new(),
-                last: Instant::now(),
+                received: 0,
             };
             let mut buf = BytesMut::new();
             for frame in stream.chunks(cut) {
