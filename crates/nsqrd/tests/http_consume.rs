@@ -168,6 +168,66 @@ fn a_stale_receipt_is_refused_after_a_timeout_and_redelivery() {
     );
 }
 
+/// One request's receipts from several channels: the failures come invalid ones first, then
+/// channel by channel in the order of their (topic, channel) names (`a`/`bc` and `ab`/`c` are
+/// two channels), each channel's in the order given.
+#[test]
+fn receipts_of_several_channels_at_once() {
+    let s = Server::start(&[]);
+    for (t, c) in [("a", "b"), ("a", "bc"), ("ab", "c")] {
+        s.post(&format!("/channel/config?topic={t}&channel={c}"), b"{}");
+    }
+    for t in ["a", "ab"] {
+        pub_ok(&s, t, "m0");
+        pub_ok(&s, t, "m1");
+    }
+    let take = |t: &str, c: &str| -> Vec<String> {
+        let got = receive(&s, &format!("topic={t}&channel={c}&max=2&wait=10s"));
+        assert_eq!(got.len(), 2, "{t}/{c}");
+        got.iter().map(receipt).collect()
+    };
+    let (a_b, a_bc, ab_c) = (take("a", "b"), take("a", "bc"), take("ab", "c"));
+    let pre = format!("{}\n{}\n{}\n", ab_c[0], ab_c[1], a_b[1]);
+    let r = s.post("/message/fin", pre.as_bytes());
+    assert_eq!((r.status, r.json()), (200, json!({"settled": 3})));
+    let batch = [
+        &ab_c[1][..],
+        &a_b[1],
+        "AQAAAAAAAAAB",
+        &ab_c[0],
+        &a_b[0],
+        &a_bc[0],
+        &a_bc[1],
+    ];
+    let r = s.post("/message/fin", batch.join("\n").as_bytes());
+    assert_eq!(r.status, 400, "{}", r.text());
+    let j = r.json();
+    assert_eq!(j["settled"], 3);
+    assert!(j["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("INVALID_RECEIPT: not a receipt issued by this server"));
+    let failed: Vec<(String, String)> = j["failed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap().to_string();
+            (s("receipt"), s("error"))
+        })
+        .collect();
+    let want = |r: &str, e: &str| (r.to_string(), e.to_string());
+    assert_eq!(
+        failed,
+        [
+            want("AQAAAAAAAAAB", "INVALID_RECEIPT"),
+            want(&a_b[1], "NOT_IN_FLIGHT"),
+            want(&ab_c[1], "NOT_IN_FLIGHT"),
+            want(&ab_c[0], "NOT_IN_FLIGHT"),
+        ]
+    );
+}
+
 #[test]
 fn bad_receipts_and_arguments() {
     let s = Server::start(&["--max-msg-size=100"]);

@@ -6,7 +6,7 @@
 //!   long-polling `/channel/receive` for `--http-batch` (10) messages and answering them
 //!   with one `/message/fin` carrying all their receipts.
 //! - `sse`: one `/channel/stream` with `max_in_flight` = `--rdy`, its receipts acknowledged
-//!   in batches by four tasks on their own connections.
+//!   in batches by four tasks on their own connections (`sse.rs`).
 //!
 //! Timed from the first receive to the last acknowledgement.
 
@@ -16,10 +16,8 @@ use std::time::{Duration, Instant};
 
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
-use bytes::{Bytes, BytesMut};
-use http_body_util::BodyExt;
+use bytes::Bytes;
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
 
 use super::http::HttpConn;
 use super::QueueArgs;
@@ -49,7 +47,12 @@ pub struct ConsumeStats {
 }
 
 impl ConsumeStats {
-    fn new(t: &Tracker, published: &PubOutcome, n: &Totals, elapsed: Duration) -> ConsumeStats {
+    pub(super) fn new(
+        t: &Tracker,
+        published: &PubOutcome,
+        n: &Totals,
+        elapsed: Duration,
+    ) -> ConsumeStats {
         let secs = elapsed.as_secs_f64();
         ConsumeStats {
             expected: published.acked,
@@ -69,19 +72,19 @@ impl ConsumeStats {
 }
 
 #[derive(Default)]
-struct Totals {
-    received: AtomicU64,
-    acked: AtomicU64,
-    redelivered: AtomicU64,
-    requests: AtomicU64,
+pub(super) struct Totals {
+    pub(super) received: AtomicU64,
+    pub(super) acked: AtomicU64,
+    pub(super) redelivered: AtomicU64,
+    pub(super) requests: AtomicU64,
 }
 
 /// One message as `/channel/receive` and `/channel/stream` give it.
 #[derive(Deserialize)]
-struct Delivered {
-    receipt: String,
-    attempts: u16,
-    body: String,
+pub(super) struct Delivered {
+    pub(super) receipt: String,
+    pub(super) attempts: u16,
+    pub(super) body: String,
 }
 
 #[derive(Deserialize)]
@@ -90,7 +93,7 @@ struct Messages {
 }
 
 /// Create the channel (so the pre-fill reaches it), then pre-fill it over TCP.
-async fn prefill(
+pub(super) async fn prefill(
     w: &Workload,
     q: &QueueArgs,
     topic: &str,
@@ -175,86 +178,5 @@ pub async fn http_consume(
     let mut s = ConsumeStats::new(&tracker, &published, &totals, end - start);
     s.consumers = q.consumers;
     s.batch = q.batch;
-    Ok((p, s))
-}
-
-/// `nsqr bench sse`.
-pub async fn sse(w: &Workload, q: &QueueArgs, topic: &str) -> Result<(PubStats, ConsumeStats)> {
-    let (p, published) = prefill(w, q, topic, q.count(200_000)).await?;
-    let totals = Arc::new(Totals::default());
-    let expected = published.acked;
-    let (tx, rx) = mpsc::unbounded_channel::<String>();
-    let rx = Arc::new(tokio::sync::Mutex::new(rx));
-    let mut ackers = Vec::new();
-    for _ in 0..4 {
-        let mut conn = HttpConn::connect(&q.http_address).await?;
-        let (rx, totals) = (Arc::clone(&rx), Arc::clone(&totals));
-        ackers.push(tokio::spawn(async move {
-            loop {
-                let mut batch = Vec::new();
-                {
-                    let mut rx = rx.lock().await;
-                    let Some(first) = rx.recv().await else { break };
-                    batch.push(first);
-                    while batch.len() < 1000 {
-                        match rx.try_recv() {
-                            Ok(r) => batch.push(r),
-                            Err(_) => break,
-                        }
-                    }
-                }
-                let n = batch.len() as u64;
-                let body = Bytes::from(batch.join("\n"));
-                conn.call("POST", "/message/fin", body).await?;
-                totals.requests.fetch_add(1, Relaxed);
-                totals.acked.fetch_add(n, Relaxed);
-            }
-            Ok::<_, crate::fail::Error>(Instant::now())
-        }));
-    }
-    let mut stream = HttpConn::connect(&q.http_address).await?;
-    let path = format!(
-        "/channel/stream?topic={topic}&channel={}&max_in_flight={}&heartbeat=1s",
-        w.channel, w.rdy
-    );
-    let start = Instant::now();
-    let resp = stream.send("GET", &path, Bytes::new()).await?;
-    if !resp.status().is_success() {
-        return Err(err(format!("{path}: {}", resp.status())));
-    }
-    let mut body = resp.into_body();
-    let mut buf = BytesMut::new();
-    let mut tracker = Tracker::new(w.tag);
-    let mut last = Instant::now();
-    while totals.received.load(Relaxed) < expected && last.elapsed() < w.drain_timeout {
-        let frame = match tokio::time::timeout(w.drain_timeout, body.frame()).await {
-            Ok(Some(f)) => f.map_err(|e| err(e.to_string()))?,
-            Ok(None) => return Err(err("the stream ended")),
-            Err(_) => break,
-        };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        buf.extend_from_slice(&data);
-        while let Some(end) = buf.windows(2).position(|w| w == b"\n\n") {
-            let event = buf.split_to(end + 2);
-            for line in event[..].split(|b| *b == b'\n') {
-                if let Some(json) = line.strip_prefix(b"data: ") {
-                    let d: Delivered = serde_json::from_slice(json)?;
-                    totals.received.fetch_add(1, Relaxed);
-                    last = Instant::now();
-                    let _ = tx.send(record(&mut tracker, &totals, d)?);
-                }
-            }
-        }
-    }
-    drop(tx);
-    let mut end = start;
-    for a in ackers {
-        end = end.max(a.await.map_err(|e| err(e.to_string()))??);
-    }
-    let mut s = ConsumeStats::new(&tracker, &published, &totals, end - start);
-    s.consumers = 1;
-    s.batch = w.rdy as usize;
     Ok((p, s))
 }

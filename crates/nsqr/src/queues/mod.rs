@@ -6,6 +6,7 @@
 mod consume;
 mod http;
 mod ordered;
+mod sse;
 
 use serde::Serialize;
 
@@ -146,7 +147,7 @@ pub async fn run(mode: Mode, args: &BenchArgs) -> Result<QueueReport> {
             })
         }
         Mode::Sse => {
-            let (publish, consume) = consume::sse(&w, &q, &topic).await?;
+            let (publish, consume) = sse::sse(&w, &q, &topic).await?;
             Ok(QueueReport::Consume {
                 mode: mode.name().to_string(),
                 publish,

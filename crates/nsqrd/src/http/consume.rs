@@ -58,50 +58,23 @@ fn base64_body<S: serde::Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error>
 
 impl Delivered {
     /// Append `self` as compact JSON, byte for byte what `serde_json` writes for it (a test
-    /// holds the two together). SSE and long polls write one of these per message, so the
-    /// fields that cannot need escaping (the hex id, the base64url receipt, the base64 body)
-    /// are copied as they are and the body is encoded straight into `out`; only the ordering
-    /// key and the dead-letter record go through `serde_json`.
+    /// holds the two together). Long polls write one of these per message, so the fields
+    /// that cannot need escaping (the hex id, the base64url receipt, the base64 body) are
+    /// copied as they are and the body is encoded straight into `out`; only the ordering key
+    /// and the dead-letter record go through `serde_json`.
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        use std::io::Write as _;
-        out.extend_from_slice(b"{\"id\":\"");
-        out.extend_from_slice(self.id.as_bytes());
-        out.extend_from_slice(b"\",\"receipt\":\"");
-        out.extend_from_slice(self.receipt.as_bytes());
-        // Writing to a Vec cannot fail.
-        let _ = write!(
-            out,
-            "\",\"attempts\":{},\"timestamp\":{},\"body\":\"",
-            self.attempts, self.timestamp
-        );
-        let start = out.len();
-        out.resize(start + base64_len(self.body.len()), 0);
-        let written = STANDARD
-            .encode_slice(&self.body, &mut out[start..])
-            .unwrap_or(0);
-        out.truncate(start + written);
-        out.push(b'"');
-        if let Some(k) = &self.ordering_key {
-            out.extend_from_slice(b",\"ordering_key\":");
-            let _ = serde_json::to_writer(&mut *out, k);
+        Fields {
+            id: self.id.as_bytes(),
+            attempts: self.attempts,
+            timestamp: self.timestamp,
+            body: &self.body,
+            ordering_key: self.ordering_key.as_deref(),
+            expires_at: self.expires_at,
+            dead_letter: self.dead_letter.as_ref(),
         }
-        if let Some(e) = self.expires_at {
-            let _ = write!(out, ",\"expires_at\":{e}");
-        }
-        if let Some(d) = &self.dead_letter {
-            out.extend_from_slice(b",\"dead_letter\":");
-            let _ = serde_json::to_writer(&mut *out, d);
-        }
-        out.push(b'}');
+        .write(out, |out| out.extend_from_slice(self.receipt.as_bytes()));
     }
-}
 
-/// Padded base64's length for `n` bytes.
-fn base64_len(n: usize) -> usize {
-    n.div_ceil(3) * 4
-}
-
-impl Delivered {
     /// `msg`, delivery number `delivery` of `ch`, handed to `consumer`.
     pub fn of(
         state: &HttpState,
@@ -129,6 +102,113 @@ impl Delivered {
             dead_letter: attrs.and_then(|a| a.dead_letter.clone()),
         }
     }
+}
+
+/// Append the JSON of `msg`, delivery number `delivery` of `ch`, handed to `consumer`: what
+/// `Delivered::of(..).write_json(out)` writes (a test holds the two together), without the
+/// `Delivered` and its strings. SSE writes one per message.
+pub fn write_delivery(
+    state: &HttpState,
+    ch: &Channel,
+    consumer: &Consumer,
+    msg: &Message,
+    delivery: u64,
+    out: &mut Vec<u8>,
+) {
+    let attrs = msg.attributes();
+    Fields {
+        id: &msg.id.to_hex(),
+        attempts: msg.attempts,
+        timestamp: msg.timestamp(),
+        body: msg.body(),
+        ordering_key: attrs.and_then(|a| a.ordering_key.as_deref()),
+        expires_at: attrs.map(|a| a.expires_at).filter(|e| *e != 0),
+        dead_letter: attrs.and_then(|a| a.dead_letter.as_ref()),
+    }
+    .write(out, |out| {
+        state.consumers.receipts.issue_into(
+            ch.topic_name(),
+            ch.name(),
+            msg.id.0,
+            delivery,
+            consumer.id(),
+            out,
+        )
+    });
+}
+
+/// A delivery's fields, borrowed from a `Delivered` or from the message itself.
+struct Fields<'a> {
+    id: &'a [u8],
+    attempts: u16,
+    timestamp: i64,
+    body: &'a [u8],
+    ordering_key: Option<&'a str>,
+    expires_at: Option<i64>,
+    dead_letter: Option<&'a DeadLetterInfo>,
+}
+
+impl Fields<'_> {
+    /// The compact JSON, the receipt written by `receipt`.
+    fn write(&self, out: &mut Vec<u8>, receipt: impl FnOnce(&mut Vec<u8>)) {
+        out.extend_from_slice(b"{\"id\":\"");
+        out.extend_from_slice(self.id);
+        out.extend_from_slice(b"\",\"receipt\":\"");
+        receipt(out);
+        out.extend_from_slice(b"\",\"attempts\":");
+        push_u64(out, u64::from(self.attempts));
+        out.extend_from_slice(b",\"timestamp\":");
+        push_i64(out, self.timestamp);
+        out.extend_from_slice(b",\"body\":\"");
+        let start = out.len();
+        out.resize(start + base64_len(self.body.len()), 0);
+        let written = STANDARD
+            .encode_slice(self.body, &mut out[start..])
+            .unwrap_or(0);
+        out.truncate(start + written);
+        out.push(b'"');
+        if let Some(k) = self.ordering_key {
+            out.extend_from_slice(b",\"ordering_key\":");
+            let _ = serde_json::to_writer(&mut *out, k);
+        }
+        if let Some(e) = self.expires_at {
+            out.extend_from_slice(b",\"expires_at\":");
+            push_i64(out, e);
+        }
+        if let Some(d) = self.dead_letter {
+            out.extend_from_slice(b",\"dead_letter\":");
+            let _ = serde_json::to_writer(&mut *out, d);
+        }
+        out.push(b'}');
+    }
+}
+
+/// Append `n` in decimal (what `Display` writes), without going through `fmt`.
+pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// Append `n` in decimal, as [`push_u64`].
+fn push_i64(out: &mut Vec<u8>, n: i64) {
+    if n < 0 {
+        out.push(b'-');
+    }
+    push_u64(out, n.unsigned_abs());
+}
+
+/// Padded base64's length for `n` bytes.
+fn base64_len(n: usize) -> usize {
+    n.div_ceil(3) * 4
 }
 
 /// A poll's arguments.
@@ -385,6 +465,63 @@ mod tests {
                 Reply::json(&Messages { messages: got }).unwrap()
             );
         }
+    }
+
+    /// What SSE writes per message is what a long poll's `Delivered` writes, receipt
+    /// included, for plain messages and ones with an expiry and an ordering key.
+    #[tokio::test]
+    async fn write_delivery_is_delivered_json() {
+        use nsqr_broker::{Broker, BrokerConfig, PutOptions};
+        let broker = Arc::new(Broker::start(BrokerConfig::default()).await.unwrap());
+        let state = HttpState {
+            broker: Arc::clone(&broker),
+            clients: Arc::default(),
+            settings: super::super::HttpSettings::default(),
+            config: Arc::new(super::super::tests::MemConfig::new()),
+            consumers: Arc::default(),
+        };
+        let who = HttpClient {
+            remote_address: "127.0.0.1:1".into(),
+            user_agent: "test".into(),
+        };
+        let (ch, consumer) = state
+            .consumers
+            .join(&broker, "sse#ephemeral", "c", who, 100, None)
+            .await
+            .unwrap();
+        let p = broker.publisher("sse#ephemeral").unwrap();
+        for n in [1usize, 2, 3, 200] {
+            p.publish(vec![b'x'; n]).unwrap();
+        }
+        let keyed = PutOptions::default()
+            .ttl(Duration::from_secs(60))
+            .ordering_key("k\"<&>\u{e9}");
+        p.publish_with(&b"keyed"[..], &keyed).unwrap();
+        let mut rng = 1;
+        let mut seen = 0;
+        ch.deliver_numbered(&consumer, 100, 0, &mut rng, |m, n| {
+            let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+            write_delivery(&state, &ch, &consumer, m, n, &mut ours);
+            Delivered::of(&state, &ch, &consumer, m, n).write_json(&mut theirs);
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&theirs)
+            );
+            seen += 1;
+        });
+        assert_eq!(seen, 5);
+    }
+
+    #[test]
+    fn integers_as_display_writes_them() {
+        for n in [0i64, 1, 9, 10, 99, 12345, i64::MAX, i64::MIN, -1, -10] {
+            let mut out = Vec::new();
+            push_i64(&mut out, n);
+            assert_eq!(String::from_utf8_lossy(&out), n.to_string());
+        }
+        let mut out = Vec::new();
+        push_u64(&mut out, u64::MAX);
+        assert_eq!(String::from_utf8_lossy(&out), u64::MAX.to_string());
     }
 
     #[test]

@@ -10,7 +10,6 @@
 //! failure's error as the message. A receipt of an earlier delivery of a message that was
 //! delivered again since is `STALE_RECEIPT`.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -25,7 +24,7 @@ use serde::Serialize;
 use super::body::{content_length, read_body};
 use super::consume::duration_arg;
 use super::query::nsq_bool;
-use super::receipt::{Receipt, ReceiptError};
+use super::receipt::{RawReceipt, ReceiptError};
 use super::HttpState;
 
 /// The most receipts one request may carry.
@@ -54,7 +53,7 @@ async fn run(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Resul
     let q =
         Query::parse(req.uri().query()).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))?;
     let action = action(state, &q, answer)?;
-    let mut receipts: Vec<String> = q.get_all("receipt").map(str::to_string).collect();
+    let mut receipts: Vec<&str> = q.get_all("receipt").collect();
     if content_length(req.body()).is_some_and(|n| n > MAX_BODY as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
@@ -62,13 +61,8 @@ async fn run(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Resul
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
-    receipts.extend(
-        String::from_utf8_lossy(&body)
-            .lines()
-            .map(str::trim)
-            .filter(|l| !l.is_empty())
-            .map(str::to_string),
-    );
+    let text = String::from_utf8_lossy(&body);
+    receipts.extend(text.lines().map(str::trim).filter(|l| !l.is_empty()));
     if receipts.is_empty() {
         return Err(ApiError::bad_request("MISSING_ARG_RECEIPT"));
     }
@@ -136,28 +130,36 @@ fn detail(error: &str) -> &'static str {
     }
 }
 
-/// Apply `action` to every receipt, a channel at a time.
-fn apply(state: &HttpState, receipts: &[String], action: Settle) -> Resp {
+/// Apply `action` to every receipt, a channel at a time (channels in the order of their
+/// (topic, channel) names, each channel's receipts in the order given).
+fn apply(state: &HttpState, receipts: &[&str], action: Settle) -> Resp {
     let mut failed: Vec<Failed> = Vec::new();
-    let mut by_channel: BTreeMap<(String, String), Vec<(usize, Receipt)>> = BTreeMap::new();
+    // Every receipt decoded into one buffer; grouped by sorting, not by a map of names.
+    let mut buf = Vec::with_capacity(receipts.len() * 64);
+    let mut read: Vec<(usize, RawReceipt)> = Vec::with_capacity(receipts.len());
     for (i, text) in receipts.iter().enumerate() {
-        match state.consumers.receipts.read(text) {
-            Ok(r) => by_channel
-                .entry((r.topic.clone(), r.channel.clone()))
-                .or_default()
-                .push((i, r)),
+        match state.consumers.receipts.read_into(text, &mut buf) {
+            Ok(r) => read.push((i, r)),
             Err(ReceiptError::Malformed | ReceiptError::Forged) => failed.push(Failed {
-                receipt: text.clone(),
+                receipt: text.to_string(),
                 error: "INVALID_RECEIPT",
             }),
         }
     }
+    let names = |r: &RawReceipt| (r.topic(&buf), r.channel(&buf));
+    // Stable: a channel's receipts stay in their order.
+    read.sort_by(|a, b| names(&a.1).cmp(&names(&b.1)));
     let mut settled = 0;
     let mut consumers = Vec::new();
-    for ((topic, channel), rs) in by_channel {
-        let Some(ch) = state.broker.topic(&topic).and_then(|t| t.channel(&channel)) else {
+    for rs in read.chunk_by(|a, b| names(&a.1) == names(&b.1)) {
+        let (topic, channel) = names(&rs[0].1);
+        let ch = std::str::from_utf8(topic)
+            .ok()
+            .zip(std::str::from_utf8(channel).ok())
+            .and_then(|(t, c)| state.broker.topic(t).and_then(|t| t.channel(c)));
+        let Some(ch) = ch else {
             failed.extend(rs.iter().map(|(i, _)| Failed {
-                receipt: receipts[*i].clone(),
+                receipt: receipts[*i].to_string(),
                 error: "NOT_IN_FLIGHT",
             }));
             continue;
@@ -166,7 +168,7 @@ fn apply(state: &HttpState, receipts: &[String], action: Settle) -> Resp {
         ch.settle(&deliveries, action, |k, r| match r {
             Ok(()) => settled += 1,
             Err(e) => failed.push(Failed {
-                receipt: receipts[rs[k].0].clone(),
+                receipt: receipts[rs[k].0].to_string(),
                 error: error_name(&e),
             }),
         });

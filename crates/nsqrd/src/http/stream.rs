@@ -23,7 +23,7 @@ use nsq_common::http::response::{self, ApiError};
 use nsqr_broker::{Channel, Consumer};
 use tokio::sync::mpsc;
 
-use super::consume::{duration_arg, Delivered};
+use super::consume::{duration_arg, push_u64, write_delivery};
 use super::consumers::HttpClient;
 use super::queue_config::name_arg;
 use super::{HttpBody, HttpState};
@@ -38,6 +38,11 @@ const MAX_HEARTBEAT: Duration = Duration::from_secs(60);
 const BUFFERED_CHUNKS: usize = 8;
 /// A write is cut into chunks of about this size.
 const CHUNK: usize = 64 * 1024;
+/// An event's bytes besides its body's base64, about (a receipt with short names, the id,
+/// the other fields).
+const EVENT_EXTRA: usize = 256;
+/// The most a batch reserves up front (beyond it the buffer grows as it must).
+const MAX_RESERVE: usize = 1 << 20;
 
 struct Params {
     topic: String,
@@ -150,7 +155,14 @@ async fn drive(
         let free = usize::try_from(consumer.capacity()).unwrap_or(0);
         if free > 0 {
             ch.deliver_numbered(&consumer, free, 0, &mut rng, |m, n| {
-                event(&mut buf, n, &Delivered::of(&state, &ch, &consumer, m, n))
+                if buf.is_empty() {
+                    // Most of a batch's events are alike: room for all of them at once.
+                    let each = EVENT_EXTRA + m.body().len() * 4 / 3;
+                    buf.reserve(free.saturating_mul(each).min(MAX_RESERVE));
+                }
+                event(&mut buf, n, |out| {
+                    write_delivery(&state, &ch, &consumer, m, n, out)
+                })
             });
         }
         if !buf.is_empty() {
@@ -175,13 +187,13 @@ async fn drive(
     }
 }
 
-/// One SSE event, its JSON written in place.
-fn event(buf: &mut Vec<u8>, delivery: u64, d: &Delivered) {
+/// One SSE event, its JSON written in place by `json`.
+fn event(buf: &mut Vec<u8>, delivery: u64, json: impl FnOnce(&mut Vec<u8>)) {
     buf.extend_from_slice(b"id: ");
-    buf.extend_from_slice(delivery.to_string().as_bytes());
+    push_u64(buf, delivery);
     buf.extend_from_slice(b"\nevent: message\ndata: ");
     // Compact JSON has no newline.
-    d.write_json(buf);
+    json(buf);
     buf.extend_from_slice(b"\n\n");
 }
 
