@@ -7,11 +7,7 @@
 /// Go's HTML escaping of serialized JSON. Those bytes can only occur inside JSON strings, so a
 /// byte-level rewrite of serde's output is exact.
 pub fn go_html_escape(json: Vec<u8>) -> Vec<u8> {
-    let needs = json.iter().any(|&c| matches!(c, b'<' | b'>' | b'&'))
-        || json
-            .windows(3)
-            .any(|w| w == "\u{2028}".as_bytes() || w == "\u{2029}".as_bytes());
-    if !needs {
+    if !needs_escape(&json) {
         return json;
     }
     let mut out = Vec::with_capacity(json.len() + 16);
@@ -38,6 +34,14 @@ pub fn go_html_escape(json: Vec<u8>) -> Vec<u8> {
     out
 }
 
+/// Whether `json` holds a byte Go would escape: a vectorised scan, since nearly every answer
+/// (a page of `/channel/receive` deliveries, `/stats`) has none and is returned as it is.
+fn needs_escape(json: &[u8]) -> bool {
+    memchr::memchr3(b'<', b'>', b'&', json).is_some()
+        || memchr::memchr_iter(0xE2, json)
+            .any(|i| json.get(i + 1) == Some(&0x80) && matches!(json.get(i + 2), Some(0xA8 | 0xA9)))
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -51,5 +55,21 @@ mod tests {
             r#""a\u003cb\u003e\u0026c\u2028d\u2029é\u0001\t""#
         );
         assert_eq!(go_html_escape(b"{\"a\":1}".to_vec()), b"{\"a\":1}");
+    }
+
+    #[test]
+    fn each_escape_is_found_alone() {
+        let one = |s: &str| String::from_utf8(go_html_escape(s.as_bytes().to_vec())).unwrap();
+        let long = "x".repeat(100);
+        assert_eq!(one(&format!("{long}<")), format!("{long}\\u003c"));
+        assert_eq!(one(&format!(">{long}")), format!("\\u003e{long}"));
+        assert_eq!(
+            one(&format!("{long}&{long}")),
+            format!("{long}\\u0026{long}")
+        );
+        assert_eq!(one(&format!("{long}\u{2029}")), format!("{long}\\u2029"));
+        // Other characters starting with 0xE2 stay as they are: U+2027, U+20AC (the euro).
+        let other = format!("{long}\u{2027}\u{20AC}{long}");
+        assert_eq!(one(&other), other);
     }
 }
