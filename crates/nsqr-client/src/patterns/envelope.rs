@@ -42,13 +42,21 @@ pub(crate) fn reply(correlation: u64, ok: bool, len: usize) -> BytesMut {
 /// A decoded request: correlation id, reply topic (checked to be UTF-8; a slice of the
 /// body, not a copy: most requests are never replied to by name), payload.
 pub(crate) fn open_request(body: &Bytes) -> Option<(u64, Bytes, Bytes)> {
+    let (correlation, reply_to, _) = parse_request(body)?;
+    std::str::from_utf8(reply_to).ok()?;
+    let at = 10 + reply_to.len();
+    Some((correlation, body.slice(10..at), body.slice(at..)))
+}
+
+/// A request's parts borrowed from its body: correlation id, reply topic (not checked to be
+/// UTF-8: a one-way request never uses it), payload.
+pub(crate) fn parse_request(body: &[u8]) -> Option<(u64, &[u8], &[u8])> {
     if *body.first()? != REQUEST || body.len() < 10 {
         return None;
     }
     let correlation = u64::from_be_bytes(body.get(1..9)?.try_into().ok()?);
     let n = usize::from(body[9]);
-    std::str::from_utf8(body.get(10..10 + n)?).ok()?;
-    Some((correlation, body.slice(10..10 + n), body.slice(10 + n..)))
+    Some((correlation, body.get(10..10 + n)?, body.get(10 + n..)?))
 }
 
 /// A decoded reply: correlation id, and the payload or the error text.
@@ -74,10 +82,15 @@ mod tests {
     fn round_trips() {
         let (mut b, at) = request(7, "reply.x#ephemeral", 3);
         b[at..].copy_from_slice(b"abc");
-        let (c, t, p) = open_request(&b.freeze()).unwrap();
+        let b = b.freeze();
+        let (c, t, p) = open_request(&b).unwrap();
         assert_eq!(
             (c, &t[..], &p[..]),
             (7, &b"reply.x#ephemeral"[..], &b"abc"[..])
+        );
+        assert_eq!(
+            parse_request(&b),
+            Some((7, &b"reply.x#ephemeral"[..], &b"abc"[..]))
         );
         let mut r = reply(9, true, 2);
         r[REPLY_HEADER..].copy_from_slice(b"ok");
@@ -94,6 +107,7 @@ mod tests {
         ] {
             let j = Bytes::copy_from_slice(junk);
             assert!(open_request(&j).is_none(), "{junk:?}");
+            assert!(parse_request(&j).is_none(), "{junk:?}");
             assert!(open_reply(&j).is_none(), "{junk:?}");
         }
     }

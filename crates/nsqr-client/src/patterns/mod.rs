@@ -14,4 +14,4 @@
 mod envelope;
 pub mod request_reply;
 
-pub use request_reply::{PendingReply, Request, Requester, Responder};
+pub use request_reply::{PendingReply, Request, RequestRef, Requester, Responder};

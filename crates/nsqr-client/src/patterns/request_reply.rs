@@ -56,7 +56,7 @@ use super::envelope;
 use crate::config::Config;
 use crate::consumer::Consumer;
 use crate::error::Error;
-use crate::message::Message;
+use crate::message::{Message, MessageRef, Reply};
 use crate::producer::Producer;
 
 type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
@@ -272,6 +272,32 @@ impl Responder {
         }
     }
 
+    /// Wait for requests, then lend every one already received to `f`, in order, and answer
+    /// each by what `f` returns ([`Reply::Finish`] or a requeue): the number of messages
+    /// handled (None once stopped). Nothing is copied or reference counted per request and
+    /// the answers of one batch are settled together ([`Consumer::next_batch`]): the fast
+    /// way to serve one-way requests ([`Requester::send_one_way_with`]); a request to reply
+    /// to goes through [`Responder::next`]. Messages that are not requests are finished.
+    pub async fn next_batch(
+        &mut self,
+        mut f: impl FnMut(RequestRef<'_>) -> Reply,
+    ) -> Option<usize> {
+        self.consumer
+            .next_batch(|m| match envelope::parse_request(m.body()) {
+                Some((correlation, reply_to, payload)) => f(RequestRef {
+                    correlation,
+                    reply_to,
+                    payload,
+                    message: m,
+                }),
+                None => {
+                    tracing::warn!("nsqr-client: responder got a message that is not a request");
+                    Reply::Finish
+                }
+            })
+            .await
+    }
+
     /// Answer every request with `f` (Ok: the reply's payload; Err: its text goes back as
     /// an error) until stopped.
     pub async fn serve<F, Fut, E>(&mut self, f: F) -> Result<(), Error>
@@ -302,6 +328,38 @@ impl Responder {
     pub async fn close(mut self) {
         self.consumer.stop().await;
         self.producer.stop().await;
+    }
+}
+
+/// A request lent by [`Responder::next_batch`]: its parts borrowed from the message where
+/// it was read, nothing copied.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRef<'a> {
+    correlation: u64,
+    reply_to: &'a [u8],
+    payload: &'a [u8],
+    message: MessageRef<'a>,
+}
+
+impl<'a> RequestRef<'a> {
+    /// The request's payload.
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+
+    /// The requester's correlation id.
+    pub fn correlation(&self) -> u64 {
+        self.correlation
+    }
+
+    /// The topic the requester takes replies on (None if it is not UTF-8).
+    pub fn reply_to(&self) -> Option<&'a str> {
+        std::str::from_utf8(self.reply_to).ok()
+    }
+
+    /// The message it came in (id, attempts, timestamp).
+    pub fn message(&self) -> MessageRef<'a> {
+        self.message
     }
 }
 

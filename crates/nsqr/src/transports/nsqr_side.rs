@@ -13,8 +13,9 @@
 //!
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
 //! idiomatic fast path of an NSQ producer; a requester sends one request per message (its
-//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy)
-//! except the responder, which goes through the request-reply pattern's own `next`. Every
+//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy,
+//! FINs settled together), the responder with the request-reply pattern's own
+//! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
 //! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
 
 use std::collections::VecDeque;
@@ -272,9 +273,15 @@ async fn serve(
     let _ = started.send(start);
     let mut tally = Tally::new(n, tag);
     while !tally.complete() {
-        let Some(req) = r.next().await else { break };
-        tally.record(req.payload());
-        req.finish().map_err(|e| format!("FIN a request: {e}"))?;
+        let got = r
+            .next_batch(|req| {
+                tally.record(req.payload());
+                Reply::Finish
+            })
+            .await;
+        if got.is_none() {
+            break;
+        }
     }
     // The clock is read once, at the end, as libzmq's receiver does.
     let last = Instant::now();
