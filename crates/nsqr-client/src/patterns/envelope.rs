@@ -17,17 +17,29 @@ const FAILURE: u8 = 3;
 /// Bytes before a reply's payload.
 pub(crate) const REPLY_HEADER: usize = 9;
 
+/// Bytes before a request's payload.
+pub(crate) fn request_header(reply_to: &str) -> usize {
+    10 + reply_to.len()
+}
+
 /// A request's header, `len` bytes of payload room after it (to fill).
 pub(crate) fn request(correlation: u64, reply_to: &str, len: usize) -> (BytesMut, usize) {
-    let header = 10 + reply_to.len();
-    let mut b = BytesMut::with_capacity(header + len);
+    let mut b = BytesMut::with_capacity(request_header(reply_to) + len);
+    let header = put_request(&mut b, correlation, reply_to, len);
+    (b, header)
+}
+
+/// Append a request's header and `len` zeroed bytes of payload room to `b`; where the
+/// payload starts, counted from where the request starts.
+pub(crate) fn put_request(b: &mut BytesMut, correlation: u64, reply_to: &str, len: usize) -> usize {
+    let start = b.len();
     b.put_u8(REQUEST);
     b.put_u64(correlation);
     // Topic names are at most 64 bytes.
     b.put_u8(reply_to.len() as u8);
     b.put_slice(reply_to.as_bytes());
-    b.resize(header + len, 0);
-    (b, header)
+    b.resize(b.len() + len, 0);
+    b.len() - start - len
 }
 
 /// A reply's header and `len` bytes of room (`ok` false: the payload is an error's text).
@@ -91,6 +103,24 @@ mod tests {
         assert_eq!(
             parse_request(&b),
             Some((7, &b"reply.x#ephemeral"[..], &b"abc"[..]))
+        );
+        // Requests built one after another in one buffer, each split off.
+        let mut arena = BytesMut::with_capacity(256);
+        let mut reqs = Vec::new();
+        for (id, p) in [(1u64, &b"x"[..]), (2, b"yz")] {
+            let at = put_request(&mut arena, id, "r#ephemeral", p.len());
+            assert_eq!(at, request_header("r#ephemeral"));
+            let mut one = arena.split();
+            one[at..].copy_from_slice(p);
+            reqs.push(one.freeze());
+        }
+        assert_eq!(
+            parse_request(&reqs[0]),
+            Some((1, &b"r#ephemeral"[..], &b"x"[..]))
+        );
+        assert_eq!(
+            parse_request(&reqs[1]),
+            Some((2, &b"r#ephemeral"[..], &b"yz"[..]))
         );
         let mut r = reply(9, true, 2);
         r[REPLY_HEADER..].copy_from_slice(b"ok");

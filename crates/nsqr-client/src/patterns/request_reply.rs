@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -61,12 +61,21 @@ use crate::producer::Producer;
 
 type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
 
+/// Requests of at most this many bytes (envelope included) are carved out of a shared
+/// buffer of [`ARENA_BYTES`] rather than allocated each: one allocation (and, in process,
+/// one free on the responder's thread) per buffer instead of two per request. A buffer lives
+/// until its last request is gone, so a request can keep at most that much memory alive.
+const ARENA_MAX_REQUEST: usize = 4 << 10;
+const ARENA_BYTES: usize = 32 << 10;
+
 /// Sends requests and waits for their replies.
 pub struct Requester {
     producer: Producer,
     reply_topic: Arc<str>,
     waiting: Arc<Waiting>,
     next_id: AtomicU64,
+    /// Where small requests are built ([`ARENA_MAX_REQUEST`]).
+    arena: Mutex<BytesMut>,
     replies: JoinHandle<()>,
     stopper: crate::consumer::Stopper,
 }
@@ -101,6 +110,7 @@ impl Requester {
             reply_topic,
             waiting,
             next_id: AtomicU64::new(random_u64() >> 1),
+            arena: Mutex::new(BytesMut::new()),
             replies,
             stopper,
         })
@@ -128,12 +138,11 @@ impl Requester {
     /// caller can have many requests out at once.
     pub fn send_with(&self, topic: &str, len: usize, fill: impl FnOnce(&mut [u8])) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (mut body, at) = envelope::request(id, &self.reply_topic, len);
-        fill(&mut body[at..]);
+        let body = self.build(id, len, fill);
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(id, tx);
         PendingReply {
-            sent: self.producer.publish_async(topic, body.freeze()),
+            sent: self.producer.publish_async(topic, body),
             reply: rx,
             id,
             waiting: Arc::clone(&self.waiting),
@@ -152,9 +161,27 @@ impl Requester {
         fill: impl FnOnce(&mut [u8]),
     ) -> crate::producer::Publish {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (mut body, at) = envelope::request(id, &self.reply_topic, len);
+        let body = self.build(id, len, fill);
+        self.producer.publish_async(topic, body)
+    }
+
+    /// Request `id`'s envelope and its payload of `len` bytes written by `fill`: a slice of
+    /// the arena when small, else a buffer of its own.
+    fn build(&self, id: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Bytes {
+        let size = envelope::request_header(&self.reply_topic) + len;
+        let (mut body, at) = if size <= ARENA_MAX_REQUEST {
+            let mut arena = self.arena.lock();
+            if arena.capacity() < size {
+                // Reuses the buffer once every request carved from it is gone.
+                arena.reserve(ARENA_BYTES);
+            }
+            let at = envelope::put_request(&mut arena, id, &self.reply_topic, len);
+            (arena.split(), at)
+        } else {
+            envelope::request(id, &self.reply_topic, len)
+        };
         fill(&mut body[at..]);
-        self.producer.publish_async(topic, body.freeze())
+        body.freeze()
     }
 
     /// Stop: no more replies are read; requests still waiting fail.
