@@ -11,6 +11,7 @@
 //! layer (the start of a TLS handshake, or compressed data).
 
 use std::io;
+use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -30,6 +31,8 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// it 5 s too. Without the bound such a connection would keep its task and socket forever.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 const RAW_READ_CHUNK: usize = 64 * 1024;
+/// Slices per vectored write (well under the kernel's `IOV_MAX` of 1024).
+const MAX_IOVECS: usize = 64;
 /// Plaintext produced per decode step before the parser gets to look at it.
 const DECODE_STEP: usize = 64 * 1024;
 
@@ -207,6 +210,31 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         }
         if let Layer::Tls(_) = self.layer {
             self.layer.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Neither TLS nor compression: bytes go to the socket as they are.
+    pub fn is_plain(&self) -> bool {
+        self.codec.is_none() && matches!(self.layer, Layer::Plain(_))
+    }
+
+    /// Write all of `parts`, in order: vectored writes on a plain socket (no copy), else
+    /// joined into one buffer and written as [`Io::write_all`] does.
+    pub async fn write_all_vectored(&mut self, parts: &mut [IoSlice<'_>]) -> io::Result<()> {
+        let (Layer::Plain(s), None) = (&mut self.layer, &self.codec) else {
+            let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+            return self.write_all(&joined).await;
+        };
+        for group in parts.chunks_mut(MAX_IOVECS) {
+            let mut left = group;
+            while !left.is_empty() {
+                let n = s.write_vectored(left).await?;
+                if n == 0 {
+                    return Err(io::ErrorKind::WriteZero.into());
+                }
+                IoSlice::advance_slices(&mut left, n);
+            }
         }
         Ok(())
     }
