@@ -182,10 +182,11 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
     let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
+    let mut pool = BodyPool::default();
     let mut seq = 0u64;
     while seq < cell.count {
         let k = (cell.count - seq).min(per_batch as u64) as usize;
-        let bodies = stamped(cell.size, tag, seq, k);
+        let bodies = pool.stamped(cell.size, tag, seq, k);
         seq += k as u64;
         if window.len() == WINDOW_BATCHES {
             if let Some(oldest) = window.pop_front() {
@@ -200,28 +201,55 @@ async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellRe
     Ok(())
 }
 
-/// Bytes per allocation of bodies: small enough for malloc to reuse freed memory (a 1 MiB
-/// buffer per batch would be fresh pages, faulted in, each time), as libzmq's per-message
-/// allocations are.
-const ALLOC_BYTES: usize = 64 << 10;
+/// Bytes of one buffer of the body pool.
+const POOL_BUFFER: usize = 1 << 20;
+/// Buffers the pool keeps at most (more are allocated and dropped as needed).
+const POOL_MAX: usize = 64;
 
-/// `k` bodies of `size` bytes numbered from `from`, slices of buffers of at most
-/// [`ALLOC_BYTES`] (or one body).
-fn stamped(size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
-    let per_alloc = (ALLOC_BYTES / size.max(1)).max(1);
-    let mut out = Vec::with_capacity(k);
-    let mut seq = from;
-    while out.len() < k {
-        let m = (k - out.len()).min(per_alloc);
-        let mut buf = BytesMut::zeroed(size * m);
-        for body in buf.chunks_mut(size) {
-            stamp(body, tag, seq);
-            seq += 1;
+/// Where the publisher writes bodies: buffers of [`POOL_BUFFER`], each body a slice of one
+/// (`Bytes` shares it, no copy), a buffer taken again once every message written into it is
+/// gone (the receiver finished them). Every body is written in full each time (zeroed, then
+/// stamped); what the pool saves is an allocation per buffer and fresh pages: memory freed
+/// by the receiver's thread went back to the kernel and was faulted in again, which at 8 KB
+/// and 64 KB cost the sender more than writing the bodies. (libzmq's `send` copies the
+/// caller's buffer into a message it allocates; glibc recycles those.)
+#[derive(Default)]
+struct BodyPool {
+    bufs: Vec<BytesMut>,
+}
+
+impl BodyPool {
+    /// An empty buffer with room for `bytes`, reused if one is free.
+    fn take(&mut self, bytes: usize) -> BytesMut {
+        if let Some(i) = self
+            .bufs
+            .iter_mut()
+            .position(|b| b.capacity() >= bytes || b.try_reclaim(bytes))
+        {
+            return self.bufs.swap_remove(i);
         }
-        let all = buf.freeze();
-        out.extend((0..m).map(|i| all.slice(i * size..(i + 1) * size)));
+        BytesMut::with_capacity(bytes.max(POOL_BUFFER))
     }
-    out
+
+    /// Give back a buffer (the messages split off it keep their slices).
+    fn put(&mut self, b: BytesMut) {
+        if self.bufs.len() < POOL_MAX {
+            self.bufs.push(b);
+        }
+    }
+
+    /// `k` bodies of `size` bytes numbered from `from`.
+    fn stamped(&mut self, size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
+        let mut buf = self.take(size * k);
+        let mut out = Vec::with_capacity(k);
+        for seq in from..from + k as u64 {
+            buf.resize(size, 0);
+            stamp(&mut buf, tag, seq);
+            out.push(buf.split().freeze());
+        }
+        self.put(buf);
+        out
+    }
 }
 
 /// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
