@@ -11,6 +11,7 @@
 //!
 //! `docs/client.md` in the repository shows all three.
 
+mod carve;
 mod envelope;
 pub mod request_reply;
 

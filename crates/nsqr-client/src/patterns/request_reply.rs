@@ -47,11 +47,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use parking_lot::Mutex;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::carve::{Carver, MAX_CARVED};
 use super::envelope;
 use crate::config::Config;
 use crate::consumer::Consumer;
@@ -61,21 +62,14 @@ use crate::producer::Producer;
 
 type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
 
-/// Requests of at most this many bytes (envelope included) are carved out of a shared
-/// buffer of [`ARENA_BYTES`] rather than allocated each: one allocation (and, in process,
-/// one free on the responder's thread) per buffer instead of two per request. A buffer lives
-/// until its last request is gone, so a request can keep at most that much memory alive.
-const ARENA_MAX_REQUEST: usize = 4 << 10;
-const ARENA_BYTES: usize = 32 << 10;
-
 /// Sends requests and waits for their replies.
 pub struct Requester {
     producer: Producer,
     reply_topic: Arc<str>,
     waiting: Arc<Waiting>,
     next_id: AtomicU64,
-    /// Where small requests are built ([`ARENA_MAX_REQUEST`]).
-    arena: Mutex<BytesMut>,
+    /// Where small requests are built (`carve.rs`).
+    carver: Mutex<Carver>,
     replies: JoinHandle<()>,
     stopper: crate::consumer::Stopper,
 }
@@ -110,7 +104,7 @@ impl Requester {
             reply_topic,
             waiting,
             next_id: AtomicU64::new(random_u64() >> 1),
-            arena: Mutex::new(BytesMut::new()),
+            carver: Mutex::default(),
             replies,
             stopper,
         })
@@ -166,17 +160,14 @@ impl Requester {
     }
 
     /// Request `id`'s envelope and its payload of `len` bytes written by `fill`: a slice of
-    /// the arena when small, else a buffer of its own.
+    /// a shared buffer when small, else a buffer of its own.
     fn build(&self, id: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Bytes {
         let size = envelope::request_header(&self.reply_topic) + len;
-        let (mut body, at) = if size <= ARENA_MAX_REQUEST {
-            let mut arena = self.arena.lock();
-            if arena.capacity() < size {
-                // Reuses the buffer once every request carved from it is gone.
-                arena.reserve(ARENA_BYTES);
-            }
-            let at = envelope::put_request(&mut arena, id, &self.reply_topic, len);
-            (arena.split(), at)
+        let (mut body, at) = if size <= MAX_CARVED {
+            let mut carver = self.carver.lock();
+            let buf = carver.room(size);
+            let at = envelope::put_request(buf, id, &self.reply_topic, len);
+            (buf.split(), at)
         } else {
             envelope::request(id, &self.reply_topic, len)
         };

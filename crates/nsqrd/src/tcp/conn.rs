@@ -248,8 +248,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         let written = if self.spliced.is_empty() {
             tokio::time::timeout(limit, self.io.write_all(&self.wbuf[..n])).await
         } else {
-            let mut parts = self.spliced.slices(&self.wbuf, n);
-            tokio::time::timeout(limit, self.io.write_all_vectored(&mut parts)).await
+            let parts = self.spliced.slices(&self.wbuf, n);
+            tokio::time::timeout(limit, self.io.write_all_vectored(&parts)).await
         };
         match written {
             Ok(r) => r?,

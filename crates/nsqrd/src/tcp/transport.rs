@@ -221,20 +221,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
 
     /// Write all of `parts`, in order: vectored writes on a plain socket (no copy), else
     /// joined into one buffer and written as [`Io::write_all`] does.
-    pub async fn write_all_vectored(&mut self, parts: &mut [IoSlice<'_>]) -> io::Result<()> {
+    pub async fn write_all_vectored(&mut self, parts: &[&[u8]]) -> io::Result<()> {
         let (Layer::Plain(s), None) = (&mut self.layer, &self.codec) else {
-            let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
-            return self.write_all(&joined).await;
+            return self.write_all(&parts.concat()).await;
         };
-        for group in parts.chunks_mut(MAX_IOVECS) {
-            let mut left = group;
-            while !left.is_empty() {
-                let n = s.write_vectored(left).await?;
-                if n == 0 {
-                    return Err(io::ErrorKind::WriteZero.into());
-                }
-                IoSlice::advance_slices(&mut left, n);
+        // The next byte to write: `parts[i][off]`.
+        let (mut i, mut off) = (0, 0);
+        while i < parts.len() {
+            let iov: Vec<IoSlice<'_>> = std::iter::once(&parts[i][off..])
+                .chain(parts[i + 1..].iter().copied())
+                .take(MAX_IOVECS)
+                .map(IoSlice::new)
+                .collect();
+            let mut n = s.write_vectored(&iov).await?;
+            if n == 0 && iov.iter().any(|v| !v.is_empty()) {
+                return Err(io::ErrorKind::WriteZero.into());
             }
+            while i < parts.len() && n >= parts[i].len() - off {
+                n -= parts[i].len() - off;
+                (i, off) = (i + 1, 0);
+            }
+            off += n;
         }
         Ok(())
     }
@@ -316,5 +323,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         self.raw_in.extend_from_slice(prefix);
         self.codec = Some(codec);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Through a pipe that takes a few bytes per write, every part arrives, in order, the
+    /// partial writes resumed where they stopped (empty parts included).
+    #[tokio::test]
+    async fn vectored_writes_resume_after_partial_ones() {
+        let (a, mut b) = tokio::io::duplex(7);
+        let mut io = Io::new(a);
+        assert!(io.is_plain());
+        let big: Vec<u8> = (0..100u8).collect();
+        let parts: [&[u8]; 5] = [b"head", &big, b"", b"mid", &big[..33]];
+        let want = parts.concat();
+        let reading = tokio::spawn(async move {
+            let mut got = vec![0; want.len()];
+            b.read_exact(&mut got).await.map(|_| got == want)
+        });
+        io.write_all_vectored(&parts).await.unwrap();
+        assert!(reading.await.unwrap().unwrap());
     }
 }

@@ -10,7 +10,6 @@
 //! vectored writes. The bytes on the wire are the same either way.
 
 use std::collections::VecDeque;
-use std::io::IoSlice;
 
 use bytes::Bytes;
 
@@ -43,18 +42,18 @@ impl Spliced {
 
     /// The first `n` bytes of `buf` with the bodies that go among (or right after) them, in
     /// wire order.
-    pub(super) fn slices<'a>(&'a self, buf: &'a [u8], n: usize) -> Vec<IoSlice<'a>> {
+    pub(super) fn slices<'a>(&'a self, buf: &'a [u8], n: usize) -> Vec<&'a [u8]> {
         let mut out = Vec::with_capacity(2 * self.list.len() + 1);
         let mut from = 0;
         for (at, body) in self.list.iter().take_while(|(at, _)| *at <= n) {
             if *at > from {
-                out.push(IoSlice::new(&buf[from..*at]));
+                out.push(&buf[from..*at]);
             }
-            out.push(IoSlice::new(body));
+            out.push(body);
             from = *at;
         }
         if n > from {
-            out.push(IoSlice::new(&buf[from..n]));
+            out.push(&buf[from..n]);
         }
         out
     }
@@ -86,8 +85,8 @@ impl Spliced {
 mod tests {
     use super::*;
 
-    fn joined(s: &[IoSlice<'_>]) -> Vec<u8> {
-        s.iter().flat_map(|p| p.iter().copied()).collect()
+    fn joined(s: &[&[u8]]) -> Vec<u8> {
+        s.concat()
     }
 
     #[test]
