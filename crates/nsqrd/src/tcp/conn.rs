@@ -21,7 +21,6 @@
 
 mod authz;
 mod durable;
-mod spliced;
 mod upgrade;
 
 use std::collections::VecDeque;
@@ -44,7 +43,7 @@ use super::read_buffer::{SlabTopic, INITIAL_READ_BUFFER};
 use super::transport::Io;
 use super::Shared;
 use crate::auth::AuthState;
-use spliced::{Spliced, SPLICE_MIN};
+use nsq_wire::spliced::{Spliced, SPLICE_MIN};
 
 /// Write buffer of a new connection; it grows as needed.
 const INITIAL_BUFFER: usize = 16 * 1024;
@@ -82,7 +81,8 @@ pub struct Conn<S> {
     /// Which topic's publishes may be split off `rbuf` without a copy.
     slab: SlabTopic,
     wbuf: BytesMut,
-    /// Large bodies that go out with `wbuf` without being copied into it.
+    /// Large bodies that go out with `wbuf` without being copied into it (`nsq_wire::spliced`:
+    /// only on a plain socket, where the copy is the user-space pass over every byte).
     spliced: Spliced,
     limits: nsq_wire::Limits,
     heartbeat: Option<Duration>,
@@ -282,7 +282,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             return false;
         };
         let batch_bytes = self.output_buffer_size.max(MIN_WRITE_BATCH);
-        // Large bodies stay where they are when the socket is plain (`conn/spliced.rs`).
+        // Large bodies stay where they are when the socket is plain (`nsq_wire::spliced`).
         let splice_min = if self.io.is_plain() {
             SPLICE_MIN
         } else {

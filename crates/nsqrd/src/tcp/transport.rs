@@ -11,12 +11,12 @@
 //! layer (the start of a TLS handshake, or compressed data).
 
 use std::io;
-use std::io::IoSlice;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use nsq_wire::spliced::Cursor;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -225,23 +225,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         let (Layer::Plain(s), None) = (&mut self.layer, &self.codec) else {
             return self.write_all(&parts.concat()).await;
         };
-        // The next byte to write: `parts[i][off]`.
-        let (mut i, mut off) = (0, 0);
-        while i < parts.len() {
-            let iov: Vec<IoSlice<'_>> = std::iter::once(&parts[i][off..])
-                .chain(parts[i + 1..].iter().copied())
-                .take(MAX_IOVECS)
-                .map(IoSlice::new)
-                .collect();
-            let mut n = s.write_vectored(&iov).await?;
+        let mut at = Cursor::default();
+        while !at.done(parts) {
+            let iov = at.iov(parts, MAX_IOVECS);
+            let n = s.write_vectored(&iov).await?;
             if n == 0 && iov.iter().any(|v| !v.is_empty()) {
                 return Err(io::ErrorKind::WriteZero.into());
             }
-            while i < parts.len() && n >= parts[i].len() - off {
-                n -= parts[i].len() - off;
-                (i, off) = (i + 1, 0);
-            }
-            off += n;
+            at.advance(parts, n);
         }
         Ok(())
     }
