@@ -29,7 +29,7 @@ impl Carver {
     /// A buffer with room for `size` bytes (at most [`MAX_CARVED`]) at its end: append the
     /// request, then split it off.
     pub(crate) fn room(&mut self, size: usize) -> &mut BytesMut {
-        let full = self.cur.as_ref().map_or(true, |b| b.capacity() < size);
+        let full = self.cur.as_ref().is_none_or(|b| b.capacity() < size);
         if full {
             let next = match self.spare.iter_mut().position(|b| b.try_reclaim(BUFFER)) {
                 Some(i) => self.spare.swap_remove(i),
