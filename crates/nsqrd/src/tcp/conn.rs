@@ -32,6 +32,7 @@ use std::time::Duration;
 use bytes::BytesMut;
 use nsq_wire::command::IdToken;
 use nsq_wire::frame::{put_error, put_message_frame, put_message_frame_header, put_response};
+use nsq_wire::spliced::{Spliced, SPLICE_MIN};
 use nsq_wire::{
     Bodies, ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError,
 };
@@ -43,7 +44,6 @@ use super::read_buffer::{SlabTopic, INITIAL_READ_BUFFER};
 use super::transport::Io;
 use super::Shared;
 use crate::auth::AuthState;
-use nsq_wire::spliced::{Spliced, SPLICE_MIN};
 
 /// Write buffer of a new connection; it grows as needed.
 const INITIAL_BUFFER: usize = 16 * 1024;
