@@ -12,8 +12,9 @@ pub mod encode;
 
 pub use decode::{Frame, FrameDecoder, FrameError, FrameRef, DEFAULT_MAX_FRAME_SIZE};
 pub use encode::{
-    put_auth, put_cls, put_command, put_dpub, put_fin, put_identify, put_magic, put_mpub, put_nop,
-    put_pub, put_rdy, put_req, put_sub, put_touch, EncodeError,
+    put_auth, put_cls, put_command, put_dpub, put_fin, put_identify, put_magic, put_mpub,
+    put_mpub_spliced, put_nop, put_pub, put_pub_spliced, put_rdy, put_req, put_sub, put_touch,
+    EncodeError,
 };
 
 #[cfg(test)]

@@ -44,6 +44,21 @@ pub fn put_message_frame<B: BufMut>(
     put_message(buf, timestamp, attempts, id, body);
 }
 
+/// A message frame without its body, which the caller sends next (`body_len` bytes): the
+/// same bytes as [`put_message_frame`] up to the body, for writing a large body from where it
+/// lies instead of copying it after the header.
+pub fn put_message_frame_header<B: BufMut>(
+    buf: &mut B,
+    timestamp: i64,
+    attempts: u16,
+    id: MessageId,
+    body_len: usize,
+) {
+    buf.put_i32((4 + MESSAGE_HEADER_LEN + body_len) as i32);
+    buf.put_i32(FrameType::Message as i32);
+    put_message(buf, timestamp, attempts, id, &[]);
+}
+
 /// Bytes a message frame with this body takes.
 pub fn message_frame_len(body_len: usize) -> usize {
     8 + MESSAGE_HEADER_LEN + body_len
@@ -52,6 +67,18 @@ pub fn message_frame_len(body_len: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn header_then_body_is_the_frame() {
+        let id = MessageId(0x0123_4567_89ab_cdef);
+        let mut whole = Vec::new();
+        put_message_frame(&mut whole, 12345, 3, id, b"the body");
+        let mut parts = Vec::new();
+        put_message_frame_header(&mut parts, 12345, 3, id, 8);
+        assert_eq!(parts.len(), message_frame_len(8) - 8);
+        parts.extend_from_slice(b"the body");
+        assert_eq!(parts, whole);
+    }
 
     #[test]
     fn response_layout() {

@@ -21,6 +21,7 @@ pub mod identify;
 pub mod message;
 pub mod names;
 pub mod quote;
+pub mod spliced;
 
 pub use bodies::Bodies;
 pub use client::{Frame, FrameDecoder};

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use common::{config, within, Daemon};
 use nsqr_broker::{Broker, BrokerConfig};
 use nsqr_client::patterns::{Requester, Responder};
-use nsqr_client::{Config, Consumer, Error, Producer};
+use nsqr_client::{Config, Consumer, Error, Producer, Reply};
 
 async fn consumer(addr: &str, cfg: &Config, topic: &str, channel: &str) -> Consumer {
     let mut c = Consumer::new(topic, channel, cfg.clone()).unwrap();
@@ -157,6 +157,23 @@ async fn one_way(addr: &str, cfg: &Config, requester: &Requester) {
         req.finish().unwrap();
     }
     assert_eq!(got, (0..10).collect::<Vec<u8>>());
+    // The same in batches: lent in place, finished together.
+    for i in 10..40u8 {
+        requester
+            .send_one_way_with("oneway", 1, |b| b[0] = i)
+            .await
+            .unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 30 {
+        let batch = r.next_batch(|req| {
+            assert_eq!(req.reply_to(), Some(requester.reply_topic()));
+            got.push(req.payload()[0]);
+            Reply::Finish
+        });
+        within("one-way requests in batches", batch).await.unwrap();
+    }
+    assert_eq!(got, (10..40).collect::<Vec<u8>>());
     r.close().await;
 }
 

@@ -539,3 +539,29 @@ fn client_counters_in_stats() {
     assert_eq!(ch["depth"], 0);
     assert_eq!(ch["client_count"], 1);
 }
+
+/// Bodies large enough to be written from where they lie (16 KiB and more) and small ones,
+/// interleaved: every frame arrives whole and in order, each body byte for byte.
+#[test]
+fn large_and_small_bodies_interleaved() {
+    let s = Server::start(&[]);
+    let mut c = s.connect();
+    c.sub("big", "ch");
+    let bodies: Vec<Vec<u8>> = [100, 16 * 1024, 20, 64 * 1024, 70 * 1024, 3, 16 * 1024 - 1]
+        .iter()
+        .enumerate()
+        .map(|(i, &n)| (0..n).map(|j| (i * 31 + j % 251) as u8).collect())
+        .collect();
+    let refs: Vec<&[u8]> = bodies.iter().map(Vec::as_slice).collect();
+    let mut p = s.connect();
+    p.cmd_body("MPUB big", &mpub_body(&refs));
+    p.expect_ok();
+    c.rdy(100);
+    let got = c.expect_messages(bodies.len());
+    for (m, b) in got.iter().zip(&bodies) {
+        assert_eq!(m.body.len(), b.len());
+        assert!(m.body == *b, "body of {} bytes differs", b.len());
+        c.fin(&m.id_str());
+    }
+    assert!(c.expect_silence(Duration::from_millis(200)));
+}

@@ -4,12 +4,13 @@
 //! an [`EncodeError`] and leave the buffer as it was. Server limits (max message size, RDY
 //! range, ...) are the server's to enforce.
 
-use bytes::BufMut;
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::bodies::Bodies;
 use crate::command::{has_separator, Command, IdToken};
 use crate::frame::MAGIC_V2;
 use crate::names::is_valid_name;
+use crate::spliced::Spliced;
 
 /// A command that cannot be encoded.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,14 +108,31 @@ pub fn put_pub<B: BufMut>(
     topic: impl AsRef<[u8]>,
     body: &[u8],
 ) -> Result<(), EncodeError> {
-    let topic = topic.as_ref();
+    put_pub_head(buf, topic.as_ref(), body.len())?;
+    buf.put_slice(body);
+    Ok(())
+}
+
+/// [`put_pub`], a large body kept in `spliced` rather than copied ([`crate::spliced`]).
+pub fn put_pub_spliced(
+    buf: &mut BytesMut,
+    spliced: &mut Spliced,
+    topic: impl AsRef<[u8]>,
+    body: &Bytes,
+) -> Result<(), EncodeError> {
+    put_pub_head(buf, topic.as_ref(), body.len())?;
+    spliced.put_body(buf, body);
+    Ok(())
+}
+
+/// A PUB up to its body.
+fn put_pub_head<B: BufMut>(buf: &mut B, topic: &[u8], len: usize) -> Result<(), EncodeError> {
     check_name("topic", topic)?;
-    let size = size("PUB", body.len())?;
+    let size = size("PUB", len)?;
     buf.put_slice(b"PUB ");
     buf.put_slice(topic);
     buf.put_u8(b'\n');
     buf.put_slice(&size);
-    buf.put_slice(body);
     Ok(())
 }
 
@@ -124,7 +142,26 @@ pub fn put_mpub<B: BufMut, M: AsRef<[u8]>>(
     topic: impl AsRef<[u8]>,
     bodies: &[M],
 ) -> Result<(), EncodeError> {
-    let topic = topic.as_ref();
+    put_mpub_with(buf, topic.as_ref(), bodies, |b, m| b.put_slice(m.as_ref()))
+}
+
+/// [`put_mpub`], large bodies kept in `spliced` rather than copied ([`crate::spliced`]).
+pub fn put_mpub_spliced(
+    buf: &mut BytesMut,
+    spliced: &mut Spliced,
+    topic: impl AsRef<[u8]>,
+    bodies: &[Bytes],
+) -> Result<(), EncodeError> {
+    put_mpub_with(buf, topic.as_ref(), bodies, |b, m| spliced.put_body(b, m))
+}
+
+/// An MPUB, each body written by `put_body` after its size.
+fn put_mpub_with<B: BufMut, M: AsRef<[u8]>>(
+    buf: &mut B,
+    topic: &[u8],
+    bodies: &[M],
+    mut put_body: impl FnMut(&mut B, &M),
+) -> Result<(), EncodeError> {
     check_name("topic", topic)?;
     let total = bodies
         .iter()
@@ -138,9 +175,8 @@ pub fn put_mpub<B: BufMut, M: AsRef<[u8]>>(
     buf.put_slice(&total);
     buf.put_slice(&count);
     for m in bodies {
-        let m = m.as_ref();
-        buf.put_u32(m.len() as u32);
-        buf.put_slice(m);
+        buf.put_u32(m.as_ref().len() as u32);
+        put_body(buf, m);
     }
     Ok(())
 }

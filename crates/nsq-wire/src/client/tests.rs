@@ -320,3 +320,23 @@ fn encoded_commands_are_byte_exact() {
     want.extend_from_slice(b"MPUB t\n\0\0\0\x0f\0\0\0\x02\0\0\0\x01a\0\0\0\x02bcCLS\n");
     assert_eq!(buf, want);
 }
+
+#[test]
+fn spliced_publishes_are_the_same_bytes() {
+    use crate::spliced::{Spliced, SPLICE_MIN};
+    let bodies = [
+        Bytes::from_static(b"small"),
+        Bytes::from(vec![9u8; SPLICE_MIN + 3]),
+        Bytes::from_static(b"x"),
+    ];
+    let mut whole = Vec::new();
+    put_mpub(&mut whole, "t", &bodies).unwrap();
+    put_pub(&mut whole, "t", &bodies[1]).unwrap();
+    let mut buf = BytesMut::new();
+    let mut spliced = Spliced::default();
+    put_mpub_spliced(&mut buf, &mut spliced, "t", &bodies).unwrap();
+    put_pub_spliced(&mut buf, &mut spliced, "t", &bodies[1]).unwrap();
+    assert_eq!(spliced.bytes(), 2 * (SPLICE_MIN + 3));
+    assert_eq!(spliced.slices(&buf, buf.len()).concat(), whole);
+    assert!(put_pub_spliced(&mut buf, &mut spliced, "bad topic", &bodies[0]).is_err());
+}

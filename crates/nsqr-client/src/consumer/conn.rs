@@ -271,6 +271,9 @@ impl Conn {
     }
 
     /// Answers to messages lent in place (`Readers::lend`): queued in one go, and counted.
+    /// Nothing more is coming for this read, so the queue is uncorked: a cork left by
+    /// messages taken with `next` before would otherwise hold every later write back for
+    /// the writer's cork timeout.
     pub(crate) fn lent(self: &Arc<Self>, answers: &[u8], t: &Tally) {
         if t.messages == 0 {
             return;
@@ -279,6 +282,7 @@ impl Conn {
             b.extend_from_slice(answers);
             Ok(())
         });
+        self.uncork();
         let c = &self.consumer.counters;
         c.received.fetch_add(t.messages, Relaxed);
         c.finished.fetch_add(t.finished, Relaxed);

@@ -17,17 +17,29 @@ const FAILURE: u8 = 3;
 /// Bytes before a reply's payload.
 pub(crate) const REPLY_HEADER: usize = 9;
 
+/// Bytes before a request's payload.
+pub(crate) fn request_header(reply_to: &str) -> usize {
+    10 + reply_to.len()
+}
+
 /// A request's header, `len` bytes of payload room after it (to fill).
 pub(crate) fn request(correlation: u64, reply_to: &str, len: usize) -> (BytesMut, usize) {
-    let header = 10 + reply_to.len();
-    let mut b = BytesMut::with_capacity(header + len);
+    let mut b = BytesMut::with_capacity(request_header(reply_to) + len);
+    let header = put_request(&mut b, correlation, reply_to, len);
+    (b, header)
+}
+
+/// Append a request's header and `len` zeroed bytes of payload room to `b`; where the
+/// payload starts, counted from where the request starts.
+pub(crate) fn put_request(b: &mut BytesMut, correlation: u64, reply_to: &str, len: usize) -> usize {
+    let start = b.len();
     b.put_u8(REQUEST);
     b.put_u64(correlation);
     // Topic names are at most 64 bytes.
     b.put_u8(reply_to.len() as u8);
     b.put_slice(reply_to.as_bytes());
-    b.resize(header + len, 0);
-    (b, header)
+    b.resize(b.len() + len, 0);
+    b.len() - start - len
 }
 
 /// A reply's header and `len` bytes of room (`ok` false: the payload is an error's text).
@@ -42,13 +54,21 @@ pub(crate) fn reply(correlation: u64, ok: bool, len: usize) -> BytesMut {
 /// A decoded request: correlation id, reply topic (checked to be UTF-8; a slice of the
 /// body, not a copy: most requests are never replied to by name), payload.
 pub(crate) fn open_request(body: &Bytes) -> Option<(u64, Bytes, Bytes)> {
+    let (correlation, reply_to, _) = parse_request(body)?;
+    std::str::from_utf8(reply_to).ok()?;
+    let at = 10 + reply_to.len();
+    Some((correlation, body.slice(10..at), body.slice(at..)))
+}
+
+/// A request's parts borrowed from its body: correlation id, reply topic (not checked to be
+/// UTF-8: a one-way request never uses it), payload.
+pub(crate) fn parse_request(body: &[u8]) -> Option<(u64, &[u8], &[u8])> {
     if *body.first()? != REQUEST || body.len() < 10 {
         return None;
     }
     let correlation = u64::from_be_bytes(body.get(1..9)?.try_into().ok()?);
     let n = usize::from(body[9]);
-    std::str::from_utf8(body.get(10..10 + n)?).ok()?;
-    Some((correlation, body.slice(10..10 + n), body.slice(10 + n..)))
+    Some((correlation, body.get(10..10 + n)?, body.get(10 + n..)?))
 }
 
 /// A decoded reply: correlation id, and the payload or the error text.
@@ -74,10 +94,33 @@ mod tests {
     fn round_trips() {
         let (mut b, at) = request(7, "reply.x#ephemeral", 3);
         b[at..].copy_from_slice(b"abc");
-        let (c, t, p) = open_request(&b.freeze()).unwrap();
+        let b = b.freeze();
+        let (c, t, p) = open_request(&b).unwrap();
         assert_eq!(
             (c, &t[..], &p[..]),
             (7, &b"reply.x#ephemeral"[..], &b"abc"[..])
+        );
+        assert_eq!(
+            parse_request(&b),
+            Some((7, &b"reply.x#ephemeral"[..], &b"abc"[..]))
+        );
+        // Requests built one after another in one buffer, each split off.
+        let mut arena = BytesMut::with_capacity(256);
+        let mut reqs = Vec::new();
+        for (id, p) in [(1u64, &b"x"[..]), (2, b"yz")] {
+            let at = put_request(&mut arena, id, "r#ephemeral", p.len());
+            assert_eq!(at, request_header("r#ephemeral"));
+            let mut one = arena.split();
+            one[at..].copy_from_slice(p);
+            reqs.push(one.freeze());
+        }
+        assert_eq!(
+            parse_request(&reqs[0]),
+            Some((1, &b"r#ephemeral"[..], &b"x"[..]))
+        );
+        assert_eq!(
+            parse_request(&reqs[1]),
+            Some((2, &b"r#ephemeral"[..], &b"yz"[..]))
         );
         let mut r = reply(9, true, 2);
         r[REPLY_HEADER..].copy_from_slice(b"ok");
@@ -94,6 +137,7 @@ mod tests {
         ] {
             let j = Bytes::copy_from_slice(junk);
             assert!(open_request(&j).is_none(), "{junk:?}");
+            assert!(parse_request(&j).is_none(), "{junk:?}");
             assert!(open_reply(&j).is_none(), "{junk:?}");
         }
     }

@@ -11,7 +11,8 @@
 //!
 //! `docs/client.md` in the repository shows all three.
 
+mod carve;
 mod envelope;
 pub mod request_reply;
 
-pub use request_reply::{PendingReply, Request, Requester, Responder};
+pub use request_reply::{PendingReply, Request, RequestRef, Requester, Responder};

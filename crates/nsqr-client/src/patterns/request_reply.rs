@@ -52,11 +52,12 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+use super::carve::{Carver, MAX_CARVED};
 use super::envelope;
 use crate::config::Config;
 use crate::consumer::Consumer;
 use crate::error::Error;
-use crate::message::Message;
+use crate::message::{Message, MessageRef, Reply};
 use crate::producer::Producer;
 
 type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
@@ -67,6 +68,8 @@ pub struct Requester {
     reply_topic: Arc<str>,
     waiting: Arc<Waiting>,
     next_id: AtomicU64,
+    /// Where small requests are built (`carve.rs`).
+    carver: Mutex<Carver>,
     replies: JoinHandle<()>,
     stopper: crate::consumer::Stopper,
 }
@@ -101,6 +104,7 @@ impl Requester {
             reply_topic,
             waiting,
             next_id: AtomicU64::new(random_u64() >> 1),
+            carver: Mutex::default(),
             replies,
             stopper,
         })
@@ -128,12 +132,11 @@ impl Requester {
     /// caller can have many requests out at once.
     pub fn send_with(&self, topic: &str, len: usize, fill: impl FnOnce(&mut [u8])) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (mut body, at) = envelope::request(id, &self.reply_topic, len);
-        fill(&mut body[at..]);
+        let body = self.build(id, len, fill);
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(id, tx);
         PendingReply {
-            sent: self.producer.publish_async(topic, body.freeze()),
+            sent: self.producer.publish_async(topic, body),
             reply: rx,
             id,
             waiting: Arc::clone(&self.waiting),
@@ -152,9 +155,24 @@ impl Requester {
         fill: impl FnOnce(&mut [u8]),
     ) -> crate::producer::Publish {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (mut body, at) = envelope::request(id, &self.reply_topic, len);
+        let body = self.build(id, len, fill);
+        self.producer.publish_async(topic, body)
+    }
+
+    /// Request `id`'s envelope and its payload of `len` bytes written by `fill`: a slice of
+    /// a shared buffer when small, else a buffer of its own.
+    fn build(&self, id: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Bytes {
+        let size = envelope::request_header(&self.reply_topic) + len;
+        let (mut body, at) = if size <= MAX_CARVED {
+            let mut carver = self.carver.lock();
+            let buf = carver.room(size);
+            let at = envelope::put_request(buf, id, &self.reply_topic, len);
+            (buf.split(), at)
+        } else {
+            envelope::request(id, &self.reply_topic, len)
+        };
         fill(&mut body[at..]);
-        self.producer.publish_async(topic, body.freeze())
+        body.freeze()
     }
 
     /// Stop: no more replies are read; requests still waiting fail.
@@ -272,6 +290,32 @@ impl Responder {
         }
     }
 
+    /// Wait for requests, then lend every one already received to `f`, in order, and answer
+    /// each by what `f` returns ([`Reply::Finish`] or a requeue): the number of messages
+    /// handled (None once stopped). Nothing is copied or reference counted per request and
+    /// the answers of one batch are settled together ([`Consumer::next_batch`]): the fast
+    /// way to serve one-way requests ([`Requester::send_one_way_with`]); a request to reply
+    /// to goes through [`Responder::next`]. Messages that are not requests are finished.
+    pub async fn next_batch(
+        &mut self,
+        mut f: impl FnMut(RequestRef<'_>) -> Reply,
+    ) -> Option<usize> {
+        self.consumer
+            .next_batch(|m| match envelope::parse_request(m.body()) {
+                Some((correlation, reply_to, payload)) => f(RequestRef {
+                    correlation,
+                    reply_to,
+                    payload,
+                    message: m,
+                }),
+                None => {
+                    tracing::warn!("nsqr-client: responder got a message that is not a request");
+                    Reply::Finish
+                }
+            })
+            .await
+    }
+
     /// Answer every request with `f` (Ok: the reply's payload; Err: its text goes back as
     /// an error) until stopped.
     pub async fn serve<F, Fut, E>(&mut self, f: F) -> Result<(), Error>
@@ -302,6 +346,38 @@ impl Responder {
     pub async fn close(mut self) {
         self.consumer.stop().await;
         self.producer.stop().await;
+    }
+}
+
+/// A request lent by [`Responder::next_batch`]: its parts borrowed from the message where
+/// it was read, nothing copied.
+#[derive(Debug, Clone, Copy)]
+pub struct RequestRef<'a> {
+    correlation: u64,
+    reply_to: &'a [u8],
+    payload: &'a [u8],
+    message: MessageRef<'a>,
+}
+
+impl<'a> RequestRef<'a> {
+    /// The request's payload.
+    pub fn payload(&self) -> &'a [u8] {
+        self.payload
+    }
+
+    /// The requester's correlation id.
+    pub fn correlation(&self) -> u64 {
+        self.correlation
+    }
+
+    /// The topic the requester takes replies on (None if it is not UTF-8).
+    pub fn reply_to(&self) -> Option<&'a str> {
+        std::str::from_utf8(self.reply_to).ok()
+    }
+
+    /// The message it came in (id, attempts, timestamp).
+    pub fn message(&self) -> MessageRef<'a> {
+        self.message
     }
 }
 

@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{BufMut, Bytes, BytesMut};
-use nsq_wire::client::{put_dpub, put_nop, put_pub, Frame};
+use nsq_wire::client::{put_dpub, put_mpub_spliced, put_nop, put_pub_spliced, Frame};
+use nsq_wire::spliced::Spliced;
 use parking_lot::Mutex;
 use tokio::sync::{oneshot, Notify};
 
@@ -288,10 +289,10 @@ async fn read_loop(mut r: Reader, p: &Shared) -> Result<(), Error> {
 }
 
 impl Outgoing for Shared {
-    fn take(&self, out: &mut BytesMut) -> Flow {
+    fn take(&self, out: &mut BytesMut, spliced: &mut Spliced) -> Flow {
         let mut s = self.state.lock();
         let coalesce = self.cfg.coalesce_publishes;
-        while out.len() < MAX_WRITE {
+        while out.len() + spliced.bytes() < MAX_WRITE {
             let Some(op) = s.ops.pop_front() else { break };
             let pending = match op {
                 Op::Nop => {
@@ -308,16 +309,16 @@ impl Outgoing for Shared {
                     waiter,
                 } => {
                     if coalesce && next_joins(&s.ops, &topic, body.len()) {
-                        encode_coalesced(out, &mut s.ops, topic, body, waiter)
+                        encode_coalesced(out, spliced, &mut s.ops, topic, body, waiter)
                     } else {
-                        encoded(put_pub(out, &*topic, &body), waiter)
+                        encoded(put_pub_spliced(out, spliced, &*topic, &body), waiter)
                     }
                 }
                 Op::Mpub {
                     topic,
                     bodies,
                     waiter,
-                } => encoded(nsq_wire::client::put_mpub(out, &*topic, &bodies), waiter),
+                } => encoded(put_mpub_spliced(out, spliced, &*topic, &bodies), waiter),
                 Op::Dpub {
                     topic,
                     delay,
@@ -367,6 +368,7 @@ fn next_joins(ops: &VecDeque<Op>, topic: &Arc<str>, len: usize) -> bool {
 /// `body` and the publishes to `topic` right after it as one MPUB.
 fn encode_coalesced(
     out: &mut BytesMut,
+    spliced: &mut Spliced,
     ops: &mut VecDeque<Op>,
     topic: Arc<str>,
     body: Bytes,
@@ -380,14 +382,14 @@ fn encode_coalesced(
     let mut waiters = vec![waiter];
     let mut total = 4 + 4 + body.len();
     out.put_u32(body.len() as u32);
-    out.put_slice(&body);
+    spliced.put_body(out, &body);
     while next_joins(ops, &topic, total) {
         let Some(Op::Pub { body, waiter, .. }) = ops.pop_front() else {
             break;
         };
         total += 4 + body.len();
         out.put_u32(body.len() as u32);
-        out.put_slice(&body);
+        spliced.put_body(out, &body);
         waiters.push(waiter);
     }
     // total <= MAX_COALESCED, and the count is below it: both fit their 32 bits.
@@ -422,12 +424,45 @@ mod tests {
         else {
             unreachable!()
         };
-        let p = encode_coalesced(&mut out, &mut ops, topic, body, waiter);
+        let p = encode_coalesced(
+            &mut out,
+            &mut Spliced::default(),
+            &mut ops,
+            topic,
+            body,
+            waiter,
+        );
         assert!(matches!(p, Some(Pending::Many(ref w)) if w.len() == 2));
         // The server's parser reads it back as one MPUB of both bodies.
         let mut expect = BytesMut::new();
         nsq_wire::client::put_mpub(&mut expect, "a", &[&b"1"[..], b"22"]).unwrap();
         assert_eq!(out, expect);
         assert_eq!(ops.len(), 1);
+    }
+
+    #[test]
+    fn large_coalesced_bodies_are_left_where_they_lie() {
+        let a: Arc<str> = "a".into();
+        let big = Bytes::from(vec![5u8; nsq_wire::spliced::SPLICE_MIN]);
+        let mut ops: VecDeque<Op> = [Op::Pub {
+            topic: Arc::clone(&a),
+            body: big.clone(),
+            waiter: None,
+        }]
+        .into();
+        let (mut out, mut spliced) = (BytesMut::new(), Spliced::default());
+        let p = encode_coalesced(
+            &mut out,
+            &mut spliced,
+            &mut ops,
+            a,
+            Bytes::from_static(b"1"),
+            None,
+        );
+        assert!(matches!(p, Some(Pending::Many(ref w)) if w.len() == 2));
+        assert_eq!(spliced.bytes(), big.len());
+        let mut expect = BytesMut::new();
+        nsq_wire::client::put_mpub(&mut expect, "a", &[&b"1"[..], &big]).unwrap();
+        assert_eq!(spliced.slices(&out, out.len()).concat(), &expect[..]);
     }
 }

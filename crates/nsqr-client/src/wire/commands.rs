@@ -9,6 +9,7 @@
 //! of the server) per few messages.
 
 use bytes::BytesMut;
+use nsq_wire::spliced::Spliced;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
@@ -77,7 +78,7 @@ impl Commands {
 }
 
 impl Outgoing for Commands {
-    fn take(&self, out: &mut BytesMut) -> Flow {
+    fn take(&self, out: &mut BytesMut, _: &mut Spliced) -> Flow {
         let mut s = self.state.lock();
         if !s.buf.is_empty() {
             std::mem::swap(&mut s.buf, out);
@@ -108,14 +109,23 @@ mod tests {
     fn swaps_and_closes() {
         let c = Commands::new();
         let mut out = BytesMut::new();
-        assert!(matches!(c.take(&mut out), Flow::Idle));
+        assert!(matches!(
+            c.take(&mut out, &mut Spliced::default()),
+            Flow::Idle
+        ));
         assert!(c.push(|b| b.extend_from_slice(b"NOP\n")));
         assert!(c.push(|b| b.extend_from_slice(b"RDY 1\n")));
-        assert!(matches!(c.take(&mut out), Flow::Write));
+        assert!(matches!(
+            c.take(&mut out, &mut Spliced::default()),
+            Flow::Write
+        ));
         assert_eq!(&out[..], b"NOP\nRDY 1\n");
         out.clear();
         c.close();
         assert!(!c.push(|b| b.extend_from_slice(b"NOP\n")));
-        assert!(matches!(c.take(&mut out), Flow::Close));
+        assert!(matches!(
+            c.take(&mut out, &mut Spliced::default()),
+            Flow::Close
+        ));
     }
 }

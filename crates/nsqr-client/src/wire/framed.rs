@@ -10,6 +10,7 @@
 use bytes::BytesMut;
 use nsq_wire::client::{Frame, FrameDecoder, FrameRef};
 use nsq_wire::compress::Codec;
+use nsq_wire::spliced::Cursor;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadHalf, WriteHalf};
 
 use super::stream::Stream;
@@ -17,6 +18,8 @@ use crate::error::Error;
 
 /// Bytes asked of the socket per read.
 const READ_CHUNK: usize = 256 << 10;
+/// Slices per vectored write (well under the kernel's `IOV_MAX` of 1024).
+const MAX_IOVECS: usize = 64;
 /// A read buffer with less room than this gets a fresh [`READ_CHUNK`] first.
 const MIN_ROOM: usize = 16 << 10;
 
@@ -121,6 +124,27 @@ impl WriteState {
                     self.scratch = BytesMut::new();
                 }
             }
+        }
+        io.flush().await.map_err(io_err)
+    }
+
+    /// Write all of `parts` in order and flush: vectored writes (no copy) unless compressed.
+    async fn write_parts<W: AsyncWrite + Unpin>(
+        &mut self,
+        io: &mut W,
+        parts: &[&[u8]],
+    ) -> Result<(), Error> {
+        if self.codec.is_some() {
+            return self.write_all(io, &parts.concat()).await;
+        }
+        let mut at = Cursor::default();
+        while !at.done(parts) {
+            let iov = at.iov(parts, MAX_IOVECS);
+            let n = io.write_vectored(&iov).await.map_err(io_err)?;
+            if n == 0 && iov.iter().any(|v| !v.is_empty()) {
+                return Err(io_err(std::io::ErrorKind::WriteZero.into()));
+            }
+            at.advance(parts, n);
         }
         io.flush().await.map_err(io_err)
     }
@@ -270,6 +294,18 @@ impl Writer {
         timeout: std::time::Duration,
     ) -> Result<(), Error> {
         match tokio::time::timeout(timeout, self.st.write_all(&mut self.io, data)).await {
+            Ok(r) => r.map_err(|e| at(&self.addr, e)),
+            Err(_) => Err(Error::Timeout(format!("write to {}", self.addr))),
+        }
+    }
+
+    /// [`Writer::write`] of `parts`, one after the other.
+    pub(crate) async fn write_parts(
+        &mut self,
+        parts: &[&[u8]],
+        timeout: std::time::Duration,
+    ) -> Result<(), Error> {
+        match tokio::time::timeout(timeout, self.st.write_parts(&mut self.io, parts)).await {
             Ok(r) => r.map_err(|e| at(&self.addr, e)),
             Err(_) => Err(Error::Timeout(format!("write to {}", self.addr))),
         }

@@ -16,6 +16,7 @@ pub(crate) mod stream;
 use std::time::Duration;
 
 use bytes::BytesMut;
+use nsq_wire::spliced::Spliced;
 use tokio::sync::Notify;
 
 use crate::error::Error;
@@ -33,8 +34,9 @@ pub(crate) enum Flow {
 
 /// The queue a writer task drains.
 pub(crate) trait Outgoing: Send + Sync + 'static {
-    /// Move queued commands into `out` (empty when called), encoded.
-    fn take(&self, out: &mut BytesMut) -> Flow;
+    /// Move queued commands into `out` (empty when called), encoded; large bodies may be
+    /// left where they lie, in `spliced` (`nsq_wire::spliced`), to go out with `out`.
+    fn take(&self, out: &mut BytesMut, spliced: &mut Spliced) -> Flow;
     /// Woken when something is queued or the queue closes.
     fn wakeup(&self) -> &Notify;
 
@@ -60,10 +62,17 @@ pub(crate) async fn write_loop<S: Outgoing>(
     keepalive: Option<Duration>,
 ) -> Result<(), Error> {
     let mut out = BytesMut::with_capacity(64 << 10);
+    let mut spliced = Spliced::default();
     loop {
-        match src.take(&mut out) {
+        match src.take(&mut out, &mut spliced) {
             Flow::Write => {
-                w.write(&out, timeout).await?;
+                if spliced.is_empty() {
+                    w.write(&out, timeout).await?;
+                } else {
+                    w.write_parts(&spliced.slices(&out, out.len()), timeout)
+                        .await?;
+                    spliced.written(out.len());
+                }
                 out.clear();
                 if out.capacity() > KEEP_OUT {
                     out = BytesMut::with_capacity(64 << 10);

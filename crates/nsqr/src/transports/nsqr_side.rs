@@ -13,8 +13,9 @@
 //!
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
 //! idiomatic fast path of an NSQ producer; a requester sends one request per message (its
-//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy)
-//! except the responder, which goes through the request-reply pattern's own `next`. Every
+//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy,
+//! FINs settled together), the responder with the request-reply pattern's own
+//! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
 //! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
 
 use std::collections::VecDeque;
@@ -59,16 +60,24 @@ pub async fn run(ep: &Endpoint, cell: &Cell, timeout: Duration) -> CellResult<Sa
             Pattern::Reqrep => reqrep(ep, cell).await,
         }
     };
-    tokio::time::timeout(timeout, work)
+    let late = || {
+        Err(format!(
+            "nsqr {} {} {} B: not done within {timeout:?}",
+            cell.pattern.name(),
+            cell.transport.name(),
+            cell.size
+        ))
+    };
+    let began = Instant::now();
+    let r = tokio::time::timeout(timeout, work)
         .await
-        .unwrap_or_else(|_| {
-            Err(format!(
-                "nsqr {} {} {} B: not done within {timeout:?}",
-                cell.pattern.name(),
-                cell.transport.name(),
-                cell.size
-            ))
-        })
+        .unwrap_or_else(|_| late());
+    // In process the sender may never wait (every publish answered at once), so the timeout
+    // above only fires once it does: a repetition that finished late fails here.
+    match r {
+        Ok(_) if began.elapsed() > timeout => late(),
+        r => r,
+    }
 }
 
 /// A topic name no other repetition uses.
@@ -181,10 +190,11 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
     let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
+    let mut pool = BodyPool::default();
     let mut seq = 0u64;
     while seq < cell.count {
         let k = (cell.count - seq).min(per_batch as u64) as usize;
-        let bodies = stamped(cell.size, tag, seq, k);
+        let bodies = pool.stamped(cell.size, tag, seq, k);
         seq += k as u64;
         if window.len() == WINDOW_BATCHES {
             if let Some(oldest) = window.pop_front() {
@@ -199,28 +209,55 @@ async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellRe
     Ok(())
 }
 
-/// Bytes per allocation of bodies: small enough for malloc to reuse freed memory (a 1 MiB
-/// buffer per batch would be fresh pages, faulted in, each time), as libzmq's per-message
-/// allocations are.
-const ALLOC_BYTES: usize = 64 << 10;
+/// Bytes of one buffer of the body pool.
+const POOL_BUFFER: usize = 1 << 20;
+/// Buffers the pool keeps at most (more are allocated and dropped as needed).
+const POOL_MAX: usize = 64;
 
-/// `k` bodies of `size` bytes numbered from `from`, slices of buffers of at most
-/// [`ALLOC_BYTES`] (or one body).
-fn stamped(size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
-    let per_alloc = (ALLOC_BYTES / size.max(1)).max(1);
-    let mut out = Vec::with_capacity(k);
-    let mut seq = from;
-    while out.len() < k {
-        let m = (k - out.len()).min(per_alloc);
-        let mut buf = BytesMut::zeroed(size * m);
-        for body in buf.chunks_mut(size) {
-            stamp(body, tag, seq);
-            seq += 1;
+/// Where the publisher writes bodies: buffers of [`POOL_BUFFER`], each body a slice of one
+/// (`Bytes` shares it, no copy), a buffer taken again once every message written into it is
+/// gone (the receiver finished them). Every body is written in full each time (zeroed, then
+/// stamped); what the pool saves is an allocation per buffer and fresh pages: memory freed
+/// by the receiver's thread went back to the kernel and was faulted in again, which at 8 KB
+/// and 64 KB cost the sender more than writing the bodies. (libzmq's `send` copies the
+/// caller's buffer into a message it allocates; glibc recycles those.)
+#[derive(Default)]
+struct BodyPool {
+    bufs: Vec<BytesMut>,
+}
+
+impl BodyPool {
+    /// An empty buffer with room for `bytes`, reused if one is free.
+    fn take(&mut self, bytes: usize) -> BytesMut {
+        if let Some(i) = self
+            .bufs
+            .iter_mut()
+            .position(|b| b.capacity() >= bytes || b.try_reclaim(bytes))
+        {
+            return self.bufs.swap_remove(i);
         }
-        let all = buf.freeze();
-        out.extend((0..m).map(|i| all.slice(i * size..(i + 1) * size)));
+        BytesMut::with_capacity(bytes.max(POOL_BUFFER))
     }
-    out
+
+    /// Give back a buffer (the messages split off it keep their slices).
+    fn put(&mut self, b: BytesMut) {
+        if self.bufs.len() < POOL_MAX {
+            self.bufs.push(b);
+        }
+    }
+
+    /// `k` bodies of `size` bytes numbered from `from`.
+    fn stamped(&mut self, size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
+        let mut buf = self.take(size * k);
+        let mut out = Vec::with_capacity(k);
+        for seq in from..from + k as u64 {
+            buf.resize(size, 0);
+            stamp(&mut buf, tag, seq);
+            out.push(buf.split().freeze());
+        }
+        self.put(buf);
+        out
+    }
 }
 
 /// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
@@ -272,9 +309,15 @@ async fn serve(
     let _ = started.send(start);
     let mut tally = Tally::new(n, tag);
     while !tally.complete() {
-        let Some(req) = r.next().await else { break };
-        tally.record(req.payload());
-        req.finish().map_err(|e| format!("FIN a request: {e}"))?;
+        let got = r
+            .next_batch(|req| {
+                tally.record(req.payload());
+                Reply::Finish
+            })
+            .await;
+        if got.is_none() {
+            break;
+        }
     }
     // The clock is read once, at the end, as libzmq's receiver does.
     let last = Instant::now();

@@ -31,7 +31,8 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use nsq_wire::command::IdToken;
-use nsq_wire::frame::{put_error, put_message_frame, put_response};
+use nsq_wire::frame::{put_error, put_message_frame, put_message_frame_header, put_response};
+use nsq_wire::spliced::{Spliced, SPLICE_MIN};
 use nsq_wire::{
     Bodies, ClientState as WireState, Code, Command, MessageId, ParseError, ProtocolError,
 };
@@ -80,6 +81,9 @@ pub struct Conn<S> {
     /// Which topic's publishes may be split off `rbuf` without a copy.
     slab: SlabTopic,
     wbuf: BytesMut,
+    /// Large bodies that go out with `wbuf` without being copied into it (`nsq_wire::spliced`:
+    /// only on a plain socket, where the copy is the user-space pass over every byte).
+    spliced: Spliced,
     limits: nsq_wire::Limits,
     heartbeat: Option<Duration>,
     read_deadline: Option<Instant>,
@@ -124,6 +128,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             rbuf: BytesMut::with_capacity(INITIAL_READ_BUFFER),
             slab: SlabTopic::default(),
             wbuf: BytesMut::with_capacity(INITIAL_BUFFER),
+            spliced: Spliced::default(),
             limits,
             heartbeat,
             read_deadline: heartbeat.map(|h| Instant::now() + 2 * h),
@@ -240,7 +245,13 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             return Ok(());
         }
         let limit = self.heartbeat.unwrap_or(Duration::from_secs(60));
-        match tokio::time::timeout(limit, self.io.write_all(&self.wbuf[..n])).await {
+        let written = if self.spliced.is_empty() {
+            tokio::time::timeout(limit, self.io.write_all(&self.wbuf[..n])).await
+        } else {
+            let parts = self.spliced.slices(&self.wbuf, n);
+            tokio::time::timeout(limit, self.io.write_all_vectored(&parts)).await
+        };
+        match written {
             Ok(r) => r?,
             Err(_) => {
                 return Err(std::io::Error::new(
@@ -249,6 +260,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                 ))
             }
         }
+        self.spliced.written(n);
         if n == self.wbuf.len() {
             self.wbuf.clear();
         } else {
@@ -270,20 +282,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             return false;
         };
         let batch_bytes = self.output_buffer_size.max(MIN_WRITE_BATCH);
+        // Large bodies stay where they are when the socket is plain (`nsq_wire::spliced`).
+        let splice_min = if self.io.is_plain() {
+            SPLICE_MIN
+        } else {
+            usize::MAX
+        };
         loop {
             let free = self.client.capacity();
             if free <= 0 {
                 return false;
             }
             let want = (free as usize).min(256);
-            let wbuf = &mut self.wbuf;
+            let (wbuf, spliced) = (&mut self.wbuf, &mut self.spliced);
             let got = ch.deliver(&self.client, want, self.sample_rate, &mut self.rng, |m| {
-                put_message_frame(wbuf, m.timestamp(), m.attempts, m.id, m.body())
+                let body = m.body();
+                if body.len() >= splice_min {
+                    put_message_frame_header(wbuf, m.timestamp(), m.attempts, m.id, body.len());
+                    spliced.push(wbuf.len(), m.body_bytes());
+                } else {
+                    put_message_frame(wbuf, m.timestamp(), m.attempts, m.id, body);
+                }
             });
             if got < want {
                 return false;
             }
-            if self.wbuf.len() >= batch_bytes {
+            if self.wbuf.len() + self.spliced.bytes() >= batch_bytes {
                 return true;
             }
         }

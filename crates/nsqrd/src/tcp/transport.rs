@@ -16,6 +16,7 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes, BytesMut};
+use nsq_wire::spliced::Cursor;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio_rustls::server::TlsStream;
 use tokio_rustls::TlsAcceptor;
@@ -30,6 +31,8 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// it 5 s too. Without the bound such a connection would keep its task and socket forever.
 pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
 const RAW_READ_CHUNK: usize = 64 * 1024;
+/// Slices per vectored write (well under the kernel's `IOV_MAX` of 1024).
+const MAX_IOVECS: usize = 64;
 /// Plaintext produced per decode step before the parser gets to look at it.
 const DECODE_STEP: usize = 64 * 1024;
 
@@ -211,6 +214,29 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         Ok(())
     }
 
+    /// Neither TLS nor compression: bytes go to the socket as they are.
+    pub fn is_plain(&self) -> bool {
+        self.codec.is_none() && matches!(self.layer, Layer::Plain(_))
+    }
+
+    /// Write all of `parts`, in order: vectored writes on a plain socket (no copy), else
+    /// joined into one buffer and written as [`Io::write_all`] does.
+    pub async fn write_all_vectored(&mut self, parts: &[&[u8]]) -> io::Result<()> {
+        let (Layer::Plain(s), None) = (&mut self.layer, &self.codec) else {
+            return self.write_all(&parts.concat()).await;
+        };
+        let mut at = Cursor::default();
+        while !at.done(parts) {
+            let iov = at.iov(parts, MAX_IOVECS);
+            let n = s.write_vectored(&iov).await?;
+            if n == 0 && iov.iter().any(|v| !v.is_empty()) {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            at.advance(parts, n);
+        }
+        Ok(())
+    }
+
     /// Close the write side (TLS: send `close_notify` first), bounded by `SHUTDOWN_TIMEOUT`.
     pub async fn shutdown(&mut self) -> io::Result<()> {
         match tokio::time::timeout(SHUTDOWN_TIMEOUT, self.layer.shutdown()).await {
@@ -288,5 +314,28 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Io<S> {
         self.raw_in.extend_from_slice(prefix);
         self.codec = Some(codec);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Through a pipe that takes a few bytes per write, every part arrives, in order, the
+    /// partial writes resumed where they stopped (empty parts included).
+    #[tokio::test]
+    async fn vectored_writes_resume_after_partial_ones() {
+        let (a, mut b) = tokio::io::duplex(7);
+        let mut io = Io::new(a);
+        assert!(io.is_plain());
+        let big: Vec<u8> = (0..100u8).collect();
+        let parts: [&[u8]; 5] = [b"head", &big, b"", b"mid", &big[..33]];
+        let want = parts.concat();
+        let reading = tokio::spawn(async move {
+            let mut got = vec![0; want.len()];
+            b.read_exact(&mut got).await.map(|_| got == want)
+        });
+        io.write_all_vectored(&parts).await.unwrap();
+        assert!(reading.await.unwrap().unwrap());
     }
 }

@@ -50,6 +50,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
                     self.unsettled.clear();
                     self.unsettled_bytes = 0;
                     self.wbuf.truncate(at);
+                    self.spliced.truncate(at);
                     return self.error(&ProtocolError::new(code, format!("{cmd} failed {e}")));
                 }
             }
