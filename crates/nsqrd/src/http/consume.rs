@@ -156,9 +156,9 @@ impl Fields<'_> {
         out.extend_from_slice(b"\",\"receipt\":\"");
         receipt(out);
         out.extend_from_slice(b"\",\"attempts\":");
-        push_u64(out, u64::from(self.attempts));
+        push_int(out, u64::from(self.attempts));
         out.extend_from_slice(b",\"timestamp\":");
-        push_i64(out, self.timestamp);
+        push_int(out, self.timestamp);
         out.extend_from_slice(b",\"body\":\"");
         let start = out.len();
         out.resize(start + base64_len(self.body.len()), 0);
@@ -173,7 +173,7 @@ impl Fields<'_> {
         }
         if let Some(e) = self.expires_at {
             out.extend_from_slice(b",\"expires_at\":");
-            push_i64(out, e);
+            push_int(out, e);
         }
         if let Some(d) = self.dead_letter {
             out.extend_from_slice(b",\"dead_letter\":");
@@ -184,26 +184,8 @@ impl Fields<'_> {
 }
 
 /// Append `n` in decimal (what `Display` writes), without going through `fmt`.
-pub(crate) fn push_u64(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-/// Append `n` in decimal, as [`push_u64`].
-fn push_i64(out: &mut Vec<u8>, n: i64) {
-    if n < 0 {
-        out.push(b'-');
-    }
-    push_u64(out, n.unsigned_abs());
+pub(crate) fn push_int(out: &mut Vec<u8>, n: impl itoa::Integer) {
+    out.extend_from_slice(itoa::Buffer::new().format(n).as_bytes());
 }
 
 /// Padded base64's length for `n` bytes.
@@ -516,11 +498,11 @@ mod tests {
     fn integers_as_display_writes_them() {
         for n in [0i64, 1, 9, 10, 99, 12345, i64::MAX, i64::MIN, -1, -10] {
             let mut out = Vec::new();
-            push_i64(&mut out, n);
+            push_int(&mut out, n);
             assert_eq!(String::from_utf8_lossy(&out), n.to_string());
         }
         let mut out = Vec::new();
-        push_u64(&mut out, u64::MAX);
+        push_int(&mut out, u64::MAX);
         assert_eq!(String::from_utf8_lossy(&out), u64::MAX.to_string());
     }
 

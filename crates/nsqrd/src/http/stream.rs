@@ -23,7 +23,7 @@ use nsq_common::http::response::{self, ApiError};
 use nsqr_broker::{Channel, Consumer};
 use tokio::sync::mpsc;
 
-use super::consume::{duration_arg, push_u64, write_delivery};
+use super::consume::{duration_arg, push_int, write_delivery};
 use super::consumers::HttpClient;
 use super::queue_config::name_arg;
 use super::{HttpBody, HttpState};
@@ -190,7 +190,7 @@ async fn drive(
 /// One SSE event, its JSON written in place by `json`.
 fn event(buf: &mut Vec<u8>, delivery: u64, json: impl FnOnce(&mut Vec<u8>)) {
     buf.extend_from_slice(b"id: ");
-    push_u64(buf, delivery);
+    push_int(buf, delivery);
     buf.extend_from_slice(b"\nevent: message\ndata: ");
     // Compact JSON has no newline.
     json(buf);
