@@ -61,6 +61,31 @@ impl Publisher {
         self.put(&batch, Duration::ZERO)
     }
 
+    /// Publish several messages that lie in one buffer, at `ranges` of `data`, in order (an
+    /// MPUB whose bodies are slices of one allocation): the broker keeps one reference to the
+    /// buffer for the whole batch instead of one per message. A range outside `data`, empty,
+    /// or over `max_msg_size` fails the whole publish.
+    pub fn publish_slices<R>(&self, data: Bytes, ranges: R) -> Result<Ticket, BrokerError>
+    where
+        R: IntoIterator<Item = std::ops::Range<usize>>,
+    {
+        let max = self.reg.cfg().max_msg_size;
+        let bodies = Bodies::from_ranges(data, ranges)
+            .map_err(|e| BrokerError::InvalidBodySize { size: e.0 })?;
+        if let Some((a, b)) = bodies
+            .ranges()
+            .find(|&(a, b)| a == b || u64::from(b - a) > max)
+        {
+            return Err(BrokerError::InvalidBodySize {
+                size: (b - a) as usize,
+            });
+        }
+        if bodies.is_empty() {
+            return Ok(Ticket::done());
+        }
+        self.put(&[bodies], Duration::ZERO)
+    }
+
     /// Publish one message that becomes deliverable after `delay` (nsqd's DPUB), at most
     /// the broker's `max_req_timeout`.
     pub fn publish_deferred(

@@ -85,6 +85,15 @@ pub enum Error {
     /// A message body nsqd would refuse: empty.
     #[error("message body is empty")]
     EmptyBody,
+    /// A body's range lies outside the buffer it was to be sliced from
+    /// ([`Producer::multi_publish_slices_async`](crate::Producer::multi_publish_slices_async)).
+    #[error("message body {range:?} lies outside its buffer of {len} bytes")]
+    BodyOutOfRange {
+        /// The range asked for.
+        range: std::ops::Range<usize>,
+        /// The buffer's length.
+        len: usize,
+    },
     /// The connection closed before this command was answered (whether the server acted on
     /// it is unknown), or it is closing.
     #[error("connection to {0} closed")]
@@ -161,6 +170,10 @@ impl Error {
             Error::Codec(e) => Error::Corrupt(e.to_string()),
             Error::Encode(e) => Error::Encode(e.clone()),
             Error::EmptyBody => Error::EmptyBody,
+            Error::BodyOutOfRange { range, len } => Error::BodyOutOfRange {
+                range: range.clone(),
+                len: *len,
+            },
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Stopped => Error::Stopped,
             Error::Broker(e) => Error::Broker(e.clone()),

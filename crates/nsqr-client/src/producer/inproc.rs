@@ -133,6 +133,16 @@ impl Inproc {
         Ok(self.publisher(topic)?.publish_batch(bodies)?)
     }
 
+    pub(crate) fn publish_slices(
+        &self,
+        topic: &str,
+        data: Bytes,
+        ranges: Vec<std::ops::Range<usize>>,
+    ) -> Result<Ticket, Error> {
+        let _order = self.flush_pending();
+        Ok(self.publisher(topic)?.publish_slices(data, ranges)?)
+    }
+
     pub(crate) fn publish_deferred(
         &self,
         topic: &str,

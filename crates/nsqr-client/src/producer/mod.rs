@@ -9,6 +9,7 @@ mod wire;
 
 use std::collections::HashSet;
 use std::future::Future;
+use std::ops::Range;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -190,6 +191,48 @@ impl Producer {
                 bodies,
                 waiter,
             }),
+        }
+    }
+
+    /// [`Producer::multi_publish_async`] of bodies that lie in one buffer, at `ranges` of
+    /// `data` (say, records read into one buffer, or bodies written back to back). In process
+    /// the broker keeps one reference to `data` for the whole batch rather than one per
+    /// message; over a socket it is an MPUB like any other. A range outside `data` fails the
+    /// publish ([`Error::BodyOutOfRange`]), as an empty one does ([`Error::EmptyBody`]).
+    ///
+    /// ```no_run
+    /// # async fn f(p: nsqr_client::Producer) -> Result<(), nsqr_client::Error> {
+    /// let data = bytes::Bytes::from_static(b"firstsecond");
+    /// p.multi_publish_slices_async("events", data, [0..5, 5..11]).await
+    /// # }
+    /// ```
+    pub fn multi_publish_slices_async<R>(&self, topic: &str, data: Bytes, ranges: R) -> Publish
+    where
+        R: IntoIterator<Item = Range<usize>>,
+    {
+        let ranges: Vec<Range<usize>> = ranges.into_iter().collect();
+        if let Some(r) = ranges
+            .iter()
+            .find(|r| r.start > r.end || r.end > data.len())
+        {
+            return Publish::ready(Err(Error::BodyOutOfRange {
+                range: r.clone(),
+                len: data.len(),
+            }));
+        }
+        if ranges.is_empty() || ranges.iter().any(|r| r.is_empty()) {
+            return Publish::ready(Err(Error::EmptyBody));
+        }
+        match &self.inner.backend {
+            Backend::Inproc(p) => Publish::ticket(p.publish_slices(topic, data, ranges)),
+            Backend::Wire(w) => {
+                let bodies = ranges.into_iter().map(|r| data.slice(r)).collect();
+                self.send(w, topic, |topic, waiter| Op::Mpub {
+                    topic,
+                    bodies,
+                    waiter,
+                })
+            }
         }
     }
 

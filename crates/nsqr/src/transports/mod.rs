@@ -13,7 +13,9 @@
 //! without it the matrix runs nsqr's side alone and says that libzmq was not built in.
 
 mod args;
+mod bodies;
 pub(crate) mod cells;
+mod heap;
 mod nsqr_side;
 mod report;
 #[cfg(feature = "libzmq")]
@@ -38,6 +40,7 @@ use crate::server::{self, Launch, Server};
 /// Run the matrix, print it; Ok(false) when a cell did not get exactly its messages.
 pub async fn run(a: &BenchArgs) -> Result<bool> {
     let t = &a.transports;
+    heap::keep_freed_memory();
     let zmq = libzmq_version().filter(|_| !t.no_libzmq);
     let plan = Plan {
         patterns: &t.patterns,

@@ -22,12 +22,12 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use bytes::{Bytes, BytesMut};
 use nsqr_client::patterns::{Requester, Responder};
 use nsqr_client::{Config, Consumer, Producer, Publish, Reply};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
+use super::bodies::BodyPool;
 use super::cells::{next_tag, stamp, Cell, Pattern, Sample, Tally};
 use crate::procstat::{own_cpu_time, precise_cpu_time};
 
@@ -188,76 +188,37 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 
 /// N stamped messages in MPUB batches, a window of them in flight.
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
+    let mut pool = BodyPool::take_shared();
+    let r = publish_from(p, topic, cell, tag, &mut pool).await;
+    pool.give_back();
+    r
+}
+
+async fn publish_from(
+    p: &Producer,
+    topic: &str,
+    cell: &Cell,
+    tag: u16,
+    pool: &mut BodyPool,
+) -> CellResult<()> {
     let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
-    let mut pool = BodyPool::default();
     let mut seq = 0u64;
     while seq < cell.count {
         let k = (cell.count - seq).min(per_batch as u64) as usize;
-        let bodies = pool.stamped(cell.size, tag, seq, k);
+        let (data, ranges) = pool.stamped(cell.size, tag, seq, k);
         seq += k as u64;
         if window.len() == WINDOW_BATCHES {
             if let Some(oldest) = window.pop_front() {
                 oldest.await.map_err(|e| format!("MPUB: {e}"))?;
             }
         }
-        window.push_back(p.multi_publish_async(topic, bodies));
+        window.push_back(p.multi_publish_slices_async(topic, data, ranges));
     }
     for w in window {
         w.await.map_err(|e| format!("MPUB: {e}"))?;
     }
     Ok(())
-}
-
-/// Bytes of one buffer of the body pool.
-const POOL_BUFFER: usize = 1 << 20;
-/// Buffers the pool keeps at most (more are allocated and dropped as needed).
-const POOL_MAX: usize = 64;
-
-/// Where the publisher writes bodies: buffers of [`POOL_BUFFER`], each body a slice of one
-/// (`Bytes` shares it, no copy), a buffer taken again once every message written into it is
-/// gone (the receiver finished them). Every body is written in full each time (zeroed, then
-/// stamped); what the pool saves is an allocation per buffer and fresh pages: memory freed
-/// by the receiver's thread went back to the kernel and was faulted in again, which at 8 KB
-/// and 64 KB cost the sender more than writing the bodies. (libzmq's `send` copies the
-/// caller's buffer into a message it allocates; glibc recycles those.)
-#[derive(Default)]
-struct BodyPool {
-    bufs: Vec<BytesMut>,
-}
-
-impl BodyPool {
-    /// An empty buffer with room for `bytes`, reused if one is free.
-    fn take(&mut self, bytes: usize) -> BytesMut {
-        if let Some(i) = self
-            .bufs
-            .iter_mut()
-            .position(|b| b.capacity() >= bytes || b.try_reclaim(bytes))
-        {
-            return self.bufs.swap_remove(i);
-        }
-        BytesMut::with_capacity(bytes.max(POOL_BUFFER))
-    }
-
-    /// Give back a buffer (the messages split off it keep their slices).
-    fn put(&mut self, b: BytesMut) {
-        if self.bufs.len() < POOL_MAX {
-            self.bufs.push(b);
-        }
-    }
-
-    /// `k` bodies of `size` bytes numbered from `from`.
-    fn stamped(&mut self, size: usize, tag: u16, from: u64, k: usize) -> Vec<Bytes> {
-        let mut buf = self.take(size * k);
-        let mut out = Vec::with_capacity(k);
-        for seq in from..from + k as u64 {
-            buf.resize(size, 0);
-            stamp(&mut buf, tag, seq);
-            out.push(buf.split().freeze());
-        }
-        self.put(buf);
-        out
-    }
 }
 
 /// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
