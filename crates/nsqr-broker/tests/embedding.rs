@@ -475,3 +475,31 @@ async fn fin_all_settles_its_own_deliveries_and_refuses_foreign_ones() {
     assert_eq!(ch.depth(), n_foreign);
     drop(mine);
 }
+
+#[tokio::test]
+async fn slices_of_one_buffer_arrive_as_those_slices_and_bad_ranges_fail_whole() {
+    let b = broker().await;
+    let mut sub = b
+        .subscribe("sl", "c", SubscribeOptions::default())
+        .await
+        .unwrap();
+    let p = b.publisher("sl").unwrap();
+    let data = Bytes::from_static(b"onetwothree");
+    p.publish_slices(data.clone(), [0..3, 3..6, 6..11]).unwrap();
+    for (range, text) in [(0..3, "one"), (3..6, "two"), (6..11, "three")] {
+        let d = next(&mut sub).await;
+        assert_eq!(d.body(), text.as_bytes());
+        assert_eq!(d.body().as_ptr(), data[range].as_ptr(), "not a copy");
+        d.fin().unwrap();
+    }
+    // An empty range, one past the end: nothing of the publish is taken.
+    for bad in [vec![0..3, 3..3], vec![0..3, 3..12]] {
+        let e = p.publish_slices(data.clone(), bad).unwrap_err();
+        assert!(matches!(e, BrokerError::InvalidBodySize { .. }), "{e}");
+    }
+    p.publish_slices(data.clone(), [3..6]).unwrap();
+    let d = next(&mut sub).await;
+    assert_eq!(d.body(), &b"two"[..]);
+    d.fin().unwrap();
+    b.shutdown().await.unwrap();
+}

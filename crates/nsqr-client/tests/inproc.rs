@@ -62,8 +62,8 @@ async fn a_full_batch_goes_out_at_once() {
         .map(|i| p.publish_async("full", i.to_string()))
         .collect();
     assert_eq!(drain(&mut s).len(), 256);
-    // Large bodies go out one by one.
-    let big = vec![7u8; 64 << 10];
+    // Bodies of the batch's byte limit (256 KiB) go out one by one.
+    let big = vec![7u8; 256 << 10];
     let f = p.publish_async("full", big.clone());
     assert_eq!(s.try_next().map(|d| d.body().len()), Some(big.len()));
     f.await.unwrap();

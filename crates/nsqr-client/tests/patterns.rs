@@ -191,3 +191,83 @@ async fn patterns_in_process() {
     request_reply("inproc://", Config::inproc(broker.clone())).await;
     broker.shutdown().await.unwrap();
 }
+
+/// Many one-way requests of every size in flight at once, as the transport matrix sends them:
+/// each arrives once, intact.
+async fn one_way_in_flight(addr: &str, cfg: Config) {
+    let requester = Requester::connect(addr, cfg.clone()).await.unwrap();
+    let mut r = Responder::connect(addr, "burst", "servers", cfg.clone())
+        .await
+        .unwrap();
+    for (round, size) in [64usize, 8 << 10, 64 << 10, 200 << 10].iter().enumerate() {
+        let n = 40u32;
+        let pending: Vec<_> = (0..n)
+            .map(|i| {
+                requester.send_one_way_with("burst", *size, |b| {
+                    b.fill(round as u8);
+                    b[..4].copy_from_slice(&i.to_be_bytes());
+                })
+            })
+            .collect();
+        for p in pending {
+            within("one-way publishes answered", p).await.unwrap();
+        }
+        let mut seen = BTreeSet::new();
+        while seen.len() < n as usize {
+            let req = within("one-way requests", r.next()).await.unwrap();
+            let p = req.payload();
+            assert_eq!(p.len(), *size);
+            assert!(p[4..].iter().all(|&x| x == round as u8));
+            assert!(seen.insert(u32::from_be_bytes([p[0], p[1], p[2], p[3]])));
+            req.finish().unwrap();
+        }
+    }
+    r.close().await;
+    requester.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_way_requests_in_flight_over_tcp_and_in_process() {
+    let nsqd = Daemon::nsqd(&[]);
+    for _ in 0..5 {
+        one_way_in_flight(&nsqd.url(), config()).await;
+    }
+    let broker = Broker::start(BrokerConfig::default()).await.unwrap();
+    one_way_in_flight("inproc://", Config::inproc(broker.clone())).await;
+    broker.shutdown().await.unwrap();
+}
+
+/// One request at a time to a responder that answers at once: every reply reaches its
+/// request, however soon it comes back (a request is waited for before it is sent).
+async fn quick_replies(addr: &str, cfg: Config) {
+    let requester = Requester::connect(addr, cfg.clone()).await.unwrap();
+    let mut r = Responder::connect(addr, "quick", "servers", cfg.clone())
+        .await
+        .unwrap();
+    let stop = r.stopper();
+    let task = tokio::spawn(async move {
+        r.serve(|p: Bytes| async move { Ok::<Bytes, String>(p) })
+            .await
+            .unwrap();
+        r.close().await;
+    });
+    for i in 0..300u32 {
+        let reply = requester
+            .request("quick", &i.to_be_bytes(), Duration::from_secs(10))
+            .await
+            .unwrap_or_else(|e| panic!("request {i}: {e}"));
+        assert_eq!(&reply[..], &i.to_be_bytes());
+    }
+    stop.stop();
+    within("responder stops", task).await.unwrap();
+    requester.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replies_that_come_back_at_once_are_not_lost() {
+    let nsqd = Daemon::nsqd(&[]);
+    quick_replies(&nsqd.url(), config()).await;
+    let broker = Broker::start(BrokerConfig::default()).await.unwrap();
+    quick_replies("inproc://", Config::inproc(broker.clone())).await;
+    broker.shutdown().await.unwrap();
+}

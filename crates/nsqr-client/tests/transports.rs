@@ -29,6 +29,12 @@ async fn round_trip(addr: &str, cfg: Config) {
         .deferred_publish("rt", Duration::from_millis(50), "four")
         .await
         .unwrap();
+    // Bodies that lie in one buffer (in process: one reference for the batch).
+    let shared = Bytes::from_static(b"xfivesixy");
+    producer
+        .multi_publish_slices_async("rt", shared, [1..5, 5..8])
+        .await
+        .unwrap();
     // 200 publishes in flight at once: answered in order, coalesced into MPUBs.
     let pending: Vec<_> = (0..200)
         .map(|i| producer.publish_async("rt", format!("p{i}")))
@@ -37,7 +43,7 @@ async fn round_trip(addr: &str, cfg: Config) {
         p.await.unwrap();
     }
 
-    let mut want: BTreeSet<String> = ["one", "two", "three", "four"]
+    let mut want: BTreeSet<String> = ["one", "two", "three", "four", "five", "six"]
         .iter()
         .map(|s| s.to_string())
         .collect();
@@ -97,6 +103,19 @@ async fn inproc_round_trip_shares_the_published_buffer() {
     );
     assert_eq!(m.source(), "inproc://");
     m.finish().unwrap();
+    // Slices of one buffer arrive as those very slices.
+    producer
+        .multi_publish_slices_async("zc", body.clone(), [0..100, 100..(64 << 10)])
+        .await
+        .unwrap();
+    for (at, len) in [(0, 100), (100, (64 << 10) - 100)] {
+        let m = within("message", consumer.next()).await.unwrap();
+        assert_eq!(
+            (m.body().as_ptr(), m.body().len()),
+            (body[at..].as_ptr(), len)
+        );
+        m.finish().unwrap();
+    }
     consumer.stop().await;
     broker.shutdown().await.unwrap();
 }
@@ -110,6 +129,22 @@ async fn errors_carry_the_protocol_code() {
     assert!(matches!(e, Error::Encode(_)), "{e}");
     assert!(matches!(
         producer.publish("t", "").await,
+        Err(Error::EmptyBody)
+    ));
+    let three = Bytes::from_static(b"abc");
+    let e = producer
+        .multi_publish_slices_async("t", three.clone(), [0..2, 2..4])
+        .await
+        .unwrap_err();
+    assert!(matches!(e, Error::BodyOutOfRange { len: 3, .. }), "{e}");
+    assert_eq!(
+        e.to_string(),
+        "message body 2..4 lies outside its buffer of 3 bytes"
+    );
+    assert!(matches!(
+        producer
+            .multi_publish_slices_async("t", three, [0..1, 1..1])
+            .await,
         Err(Error::EmptyBody)
     ));
     // Too big for this server: E_BAD_MESSAGE, with nsqd's text.

@@ -132,11 +132,12 @@ impl Requester {
     /// caller can have many requests out at once.
     pub fn send_with(&self, topic: &str, len: usize, fill: impl FnOnce(&mut [u8])) -> PendingReply {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = self.build(id, len, fill);
+        // Waited for before it is sent: its reply may come back before `send` returns.
         let (tx, rx) = oneshot::channel();
         self.waiting.lock().insert(id, tx);
+        let sent = self.build_and_send(topic, id, len, fill);
         PendingReply {
-            sent: self.producer.publish_async(topic, body),
+            sent,
             reply: rx,
             id,
             waiting: Arc::clone(&self.waiting),
@@ -155,24 +156,34 @@ impl Requester {
         fill: impl FnOnce(&mut [u8]),
     ) -> crate::producer::Publish {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let body = self.build(id, len, fill);
-        self.producer.publish_async(topic, body)
+        self.build_and_send(topic, id, len, fill)
     }
 
-    /// Request `id`'s envelope and its payload of `len` bytes written by `fill`: a slice of
-    /// a shared buffer when small, else a buffer of its own.
-    fn build(&self, id: u64, len: usize, fill: impl FnOnce(&mut [u8])) -> Bytes {
+    /// Request `id`'s envelope and its payload of `len` bytes written by `fill`, published to
+    /// `topic`: a slice of a shared buffer when small (which the producer may join to the
+    /// requests before it), else a buffer of its own.
+    fn build_and_send(
+        &self,
+        topic: &str,
+        id: u64,
+        len: usize,
+        fill: impl FnOnce(&mut [u8]),
+    ) -> crate::producer::Publish {
         let size = envelope::request_header(&self.reply_topic) + len;
-        let (mut body, at) = if size <= MAX_CARVED {
-            let mut carver = self.carver.lock();
-            let buf = carver.room(size);
-            let at = envelope::put_request(buf, id, &self.reply_topic, len);
-            (buf.split(), at)
+        if size <= MAX_CARVED {
+            let (mut piece, at, buffer) = {
+                let mut carver = self.carver.lock();
+                let (buf, buffer) = carver.room(size);
+                let at = envelope::put_request(buf, id, &self.reply_topic, len);
+                (buf.split(), at, buffer)
+            };
+            fill(&mut piece[at..]);
+            self.producer.publish_piece_async(topic, piece, buffer)
         } else {
-            envelope::request(id, &self.reply_topic, len)
-        };
-        fill(&mut body[at..]);
-        body.freeze()
+            let (mut body, at) = envelope::request(id, &self.reply_topic, len);
+            fill(&mut body[at..]);
+            self.producer.publish_async(topic, body.freeze())
+        }
     }
 
     /// Stop: no more replies are read; requests still waiting fail.

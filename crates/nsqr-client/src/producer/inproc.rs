@@ -8,11 +8,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use nsqr_broker::{Broker, Publisher, Ticket};
 use parking_lot::Mutex;
 
-use super::coalesce::{Batch, Flush, Outcome, Timer};
+use super::coalesce::{Batch, Flush, Gathered, Outcome, Timer};
 use crate::error::Error;
 
 pub(crate) struct Inproc {
@@ -64,20 +64,58 @@ impl Inproc {
             return Err(body);
         };
         let mut pending = self.pending.lock();
-        if pending.as_ref().is_some_and(|b| &*b.topic != topic) {
+        if pending.as_ref().is_some_and(|b| !b.takes_body(topic)) {
             self.send(pending.take());
         }
         let fresh = pending.is_none();
-        let batch = pending.get_or_insert_with(|| Batch::new(Arc::from(topic)));
+        let batch = pending.get_or_insert_with(|| Batch::of_bodies(Arc::from(topic)));
         let full = batch.push(body);
-        let outcome = Arc::clone(&batch.outcome);
+        Ok(self.gathered(rt, pending, full, fresh))
+    }
+
+    /// [`Inproc::gather`] for a request carved from carver buffer `buffer`: consecutive
+    /// pieces of one buffer join into one run (`coalesce::Gathered::Run`).
+    pub(crate) fn gather_piece(
+        &self,
+        topic: &str,
+        piece: BytesMut,
+        buffer: u64,
+    ) -> Result<Arc<Outcome>, BytesMut> {
+        let Some(rt) = &self.rt else {
+            return Err(piece);
+        };
+        let mut pending = self.pending.lock();
+        if pending
+            .as_ref()
+            .is_some_and(|b| !b.takes_piece(topic, &piece, buffer))
+        {
+            self.send(pending.take());
+        }
+        let fresh = pending.is_none();
+        let batch = pending.get_or_insert_with(|| Batch::of_run(Arc::from(topic), buffer));
+        let full = batch.push_piece(piece);
+        Ok(self.gathered(rt, pending, full, fresh))
+    }
+
+    /// After a publish joined the pending batch: send it if full, else make sure the flusher
+    /// will; the batch's outcome.
+    fn gathered(
+        &self,
+        rt: &tokio::runtime::Handle,
+        mut pending: parking_lot::MutexGuard<'_, Option<Batch>>,
+        full: bool,
+        fresh: bool,
+    ) -> Arc<Outcome> {
+        let outcome = pending
+            .as_ref()
+            .map_or_else(Arc::default, |b| Arc::clone(&b.outcome));
         if full {
             self.send(pending.take());
         } else if fresh {
             // Only a batch left waiting needs the flusher.
             self.timer.arm(rt, self.me.clone());
         }
-        Ok(outcome)
+        outcome
     }
 
     /// Hand the pending batch to the broker if `outcome` is its.
@@ -105,9 +143,12 @@ impl Inproc {
     /// One broker call for a whole batch; its result goes to every publish in it.
     fn send(&self, batch: Option<Batch>) {
         let Some(b) = batch else { return };
-        let r = self
-            .publisher(&b.topic)
-            .and_then(|p| Ok(p.publish_batch(b.bodies)?));
+        let r = self.publisher(&b.topic).and_then(|p| {
+            Ok(match b.bodies {
+                Gathered::Bodies(bodies) => p.publish_batch(bodies)?,
+                Gathered::Run { data, ranges, .. } => p.publish_slices(data.freeze(), ranges)?,
+            })
+        });
         let outcome = b.outcome;
         match r {
             Err(e) => outcome.set(Err(e)),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use nsq_wire::client::EncodeError;
 use nsq_wire::names::is_valid_name;
 use nsqr_broker::{DiskError, Ticket};
@@ -171,6 +171,25 @@ impl Producer {
                 body,
                 waiter,
             }),
+        }
+    }
+
+    /// [`Producer::publish_async`] of a request carved from carver buffer `buffer`
+    /// (`patterns/carve.rs`): in process, consecutive pieces of one buffer reach the broker as
+    /// one run of bodies.
+    pub(crate) fn publish_piece_async(&self, topic: &str, piece: BytesMut, buffer: u64) -> Publish {
+        match &self.inner.backend {
+            Backend::Inproc(p) if !piece.is_empty() => match p.gather_piece(topic, piece, buffer) {
+                Ok(outcome) => Publish {
+                    state: State::Gathered {
+                        inproc: Arc::clone(p),
+                        outcome,
+                        wait: None,
+                    },
+                },
+                Err(piece) => self.publish_async(topic, piece.freeze()),
+            },
+            _ => self.publish_async(topic, piece.freeze()),
         }
     }
 
