@@ -497,7 +497,8 @@ async fn slices_of_one_buffer_arrive_as_those_slices_and_bad_ranges_fail_whole()
         let e = p.publish_slices(data.clone(), bad).unwrap_err();
         assert!(matches!(e, BrokerError::InvalidBodySize { .. }), "{e}");
     }
-    p.publish_slices(data.clone(), std::iter::once(3..6)).unwrap();
+    p.publish_slices(data.clone(), std::iter::once(3..6))
+        .unwrap();
     let d = next(&mut sub).await;
     assert_eq!(d.body(), &b"two"[..]);
     d.fin().unwrap();

@@ -39,7 +39,7 @@ struct Inner {
     backend: Backend,
     addr: Address,
     /// Topic names already checked, shared with queued commands.
-    topics: Mutex<HashSet<Arc<str>>>,
+    topics: Mutex<Topics>,
 }
 
 enum Backend {
@@ -78,7 +78,7 @@ impl Producer {
             inner: Arc::new(Inner {
                 backend,
                 addr,
-                topics: Mutex::new(HashSet::new()),
+                topics: Mutex::default(),
             }),
         })
     }
@@ -304,22 +304,38 @@ impl Producer {
         }
     }
 
+    /// `name` checked (once per name) and shared: the last one used is compared first, the
+    /// common case of a producer publishing to one topic (hashing it cost more).
     fn topic(&self, name: &str) -> Result<Arc<str>, Error> {
         let mut topics = self.inner.topics.lock();
-        if let Some(t) = topics.get(name) {
+        if let Some(t) = topics.last.as_ref().filter(|t| ***t == *name) {
             return Ok(Arc::clone(t));
         }
-        if !is_valid_name(name.as_bytes()) {
-            return Err(EncodeError::BadName {
-                what: "topic",
-                name: name.to_string(),
+        let t = match topics.known.get(name) {
+            Some(t) => Arc::clone(t),
+            None if !is_valid_name(name.as_bytes()) => {
+                return Err(EncodeError::BadName {
+                    what: "topic",
+                    name: name.to_string(),
+                }
+                .into())
             }
-            .into());
-        }
-        let t: Arc<str> = Arc::from(name);
-        topics.insert(Arc::clone(&t));
+            None => {
+                let t: Arc<str> = Arc::from(name);
+                topics.known.insert(Arc::clone(&t));
+                t
+            }
+        };
+        topics.last = Some(Arc::clone(&t));
         Ok(t)
     }
+}
+
+/// The topic names a producer has checked.
+#[derive(Default)]
+struct Topics {
+    known: HashSet<Arc<str>>,
+    last: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for Producer {
