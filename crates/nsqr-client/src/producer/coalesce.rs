@@ -98,22 +98,33 @@ impl Batch {
         }
     }
 
-    /// Add a body (the batch takes bodies: [`Batch::takes_body`]); true when it is full.
+    /// Add a body (the batch should take bodies: [`Batch::takes_body`]; a run it is added to
+    /// becomes a list of bodies); true when the batch is full.
     pub(crate) fn push(&mut self, body: Bytes) -> bool {
         let len = body.len();
+        if let Gathered::Run { data, ranges, .. } = &mut self.bodies {
+            let data = std::mem::take(data).freeze();
+            let listed = ranges.drain(..).map(|r| data.slice(r)).collect();
+            self.bodies = Gathered::Bodies(listed);
+        }
         if let Gathered::Bodies(v) = &mut self.bodies {
             v.push(body);
         }
         self.counted(len)
     }
 
-    /// Add a piece ([`Batch::takes_piece`]: joining it costs nothing); true when full.
+    /// Add a piece: joined to the run at no cost when the batch takes it
+    /// ([`Batch::takes_piece`]), else copied onto the run's end, or listed in a batch of
+    /// bodies; true when the batch is full.
     pub(crate) fn push_piece(&mut self, piece: BytesMut) -> bool {
         let len = piece.len();
-        if let Gathered::Run { data, ranges, .. } = &mut self.bodies {
-            let at = data.len();
-            data.unsplit(piece);
-            ranges.push(at..at + len);
+        match &mut self.bodies {
+            Gathered::Run { data, ranges, .. } => {
+                let at = data.len();
+                data.unsplit(piece);
+                ranges.push(at..at + len);
+            }
+            Gathered::Bodies(v) => v.push(piece.freeze()),
         }
         self.counted(len)
     }
@@ -279,6 +290,32 @@ mod tests {
         // A batch of bodies takes no pieces, and a run no bodies.
         assert!(!b.takes_body("t"));
         assert!(!Batch::of_bodies("t".into()).takes_piece("t", &third, 1));
+    }
+
+    #[test]
+    fn a_body_or_piece_added_where_it_does_not_belong_is_kept_in_order() {
+        let mut b = Batch::of_run("t".into(), 1);
+        let mut ps = pieces(&[2, 3]).into_iter();
+        b.push_piece(ps.next().unwrap_or_default());
+        b.push(Bytes::from_static(b"body"));
+        b.push_piece(ps.next().unwrap_or_default());
+        let Gathered::Bodies(v) = &b.bodies else {
+            panic!("a run with a body added stays a run");
+        };
+        let got: Vec<&[u8]> = v.iter().map(|b| &b[..]).collect();
+        assert_eq!(got, [&[0u8, 0][..], b"body", &[1, 1, 1]]);
+        // A piece that does not follow the run is copied onto its end.
+        let mut r = Batch::of_run("t".into(), 1);
+        let mut ps = pieces(&[2, 3]).into_iter();
+        let (first, second) = (ps.next().unwrap_or_default(), ps.next().unwrap_or_default());
+        r.push_piece(second);
+        r.push_piece(first);
+        let Gathered::Run { data, ranges, .. } = &r.bodies else {
+            panic!("pieces make a run");
+        };
+        assert_eq!(&data[..], &[1, 1, 1, 0, 0]);
+        assert_eq!(ranges, &[0..3, 3..5]);
+        assert_eq!((r.count, r.bytes), (2, 5));
     }
 
     #[test]
