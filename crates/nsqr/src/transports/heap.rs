@@ -11,9 +11,11 @@
 pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
-        // SAFETY: mallopt only changes glibc's malloc parameters; both values are within the
-        // ranges glibc documents (M_MMAP_THRESHOLD at most 32 MiB on 64-bit), and a rejected
-        // value leaves the parameter as it was (returns 0), which only costs speed.
+        // SAFETY: mallopt only changes glibc's malloc parameters, under glibc's own arena lock
+        // (other threads may be allocating meanwhile); both values are within the ranges glibc
+        // documents (M_MMAP_THRESHOLD at most 32 MiB on 64-bit), and a rejected value leaves
+        // the parameter as it was (returns 0), which only costs speed. Called by every run of
+        // the matrix, so `bench_transports`' tests exercise it.
         #[allow(unsafe_code)]
         unsafe {
             libc::mallopt(libc::M_TRIM_THRESHOLD, i32::MAX);

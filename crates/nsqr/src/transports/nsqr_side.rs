@@ -12,7 +12,8 @@
 //!   subscribed before the clock starts; it stops when the last one has its last message.
 //!
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
-//! idiomatic fast path of an NSQ producer; a requester sends one request per message (its
+//! idiomatic fast path of an NSQ producer, each batch's bodies slices of one pooled buffer
+//! (`bodies.rs`); a requester sends one request per message (its
 //! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy,
 //! FINs settled together), the responder with the request-reply pattern's own
 //! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
@@ -194,6 +195,7 @@ async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellRe
     r
 }
 
+/// [`publish_all`] with bodies from `pool`.
 async fn publish_from(
     p: &Producer,
     topic: &str,
