@@ -69,16 +69,10 @@ impl Publisher {
     where
         R: IntoIterator<Item = std::ops::Range<usize>>,
     {
-        let max = self.reg.cfg().max_msg_size;
         let bodies = Bodies::from_ranges(data, ranges)
             .map_err(|e| BrokerError::InvalidBodySize { size: e.0 })?;
-        if let Some((a, b)) = bodies
-            .ranges()
-            .find(|&(a, b)| a == b || u64::from(b - a) > max)
-        {
-            return Err(BrokerError::InvalidBodySize {
-                size: (b - a) as usize,
-            });
+        for (a, b) in bodies.ranges() {
+            self.check_size((b - a) as usize)?;
         }
         if bodies.is_empty() {
             return Ok(Ticket::done());
@@ -109,11 +103,16 @@ impl Publisher {
 
     fn bodies(&self, body: Bytes) -> Result<Bodies, BrokerError> {
         let size = body.len();
-        let max = self.reg.cfg().max_msg_size;
-        if size == 0 || size as u64 > max {
+        self.check_size(size)?;
+        Bodies::one(body).map_err(|_| BrokerError::InvalidBodySize { size })
+    }
+
+    /// A body of `size` bytes is neither empty nor over `max_msg_size`.
+    fn check_size(&self, size: usize) -> Result<(), BrokerError> {
+        if size == 0 || size as u64 > self.reg.cfg().max_msg_size {
             return Err(BrokerError::InvalidBodySize { size });
         }
-        Bodies::one(body).map_err(|_| BrokerError::InvalidBodySize { size })
+        Ok(())
     }
 
     fn put(&self, bodies: &[Bodies], defer: Duration) -> Result<Ticket, BrokerError> {

@@ -504,3 +504,33 @@ async fn slices_of_one_buffer_arrive_as_those_slices_and_bad_ranges_fail_whole()
     d.fin().unwrap();
     b.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_slice_over_max_msg_size_fails_the_publish_whole() {
+    let b = Broker::start(BrokerConfig {
+        max_msg_size: 4,
+        ..BrokerConfig::default()
+    })
+    .await
+    .unwrap();
+    let mut sub = b
+        .subscribe("big", "c", SubscribeOptions::default())
+        .await
+        .unwrap();
+    let p = b.publisher("big").unwrap();
+    let data = Bytes::from_static(b"okfarTooLong");
+    let e = p.publish_slices(data.clone(), [0..2, 2..12]).unwrap_err();
+    assert!(
+        matches!(e, BrokerError::InvalidBodySize { size: 10 }),
+        "{e}"
+    );
+    p.publish_slices(data, std::iter::once(0..2)).unwrap();
+    let d = next(&mut sub).await;
+    assert_eq!(
+        d.body(),
+        &b"ok"[..],
+        "nothing of the failed publish was taken"
+    );
+    d.fin().unwrap();
+    b.shutdown().await.unwrap();
+}

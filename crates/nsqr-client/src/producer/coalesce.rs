@@ -36,7 +36,6 @@ pub(crate) const MAX_DELAY: Duration = Duration::from_millis(1);
 pub(crate) struct Batch {
     pub(crate) topic: Arc<str>,
     pub(crate) bodies: Gathered,
-    pub(crate) count: usize,
     pub(crate) bytes: usize,
     pub(crate) outcome: Arc<Outcome>,
     pub(crate) started: Instant,
@@ -60,7 +59,6 @@ impl Batch {
         Batch {
             topic,
             bodies,
-            count: 0,
             bytes: 0,
             outcome: Arc::new(Outcome::default()),
             started: Instant::now(),
@@ -129,10 +127,17 @@ impl Batch {
         self.counted(len)
     }
 
+    /// Messages in the batch.
+    pub(crate) fn len(&self) -> usize {
+        match &self.bodies {
+            Gathered::Bodies(v) => v.len(),
+            Gathered::Run { ranges, .. } => ranges.len(),
+        }
+    }
+
     fn counted(&mut self, len: usize) -> bool {
-        self.count += 1;
         self.bytes += len;
-        self.count >= MAX_BATCH || self.bytes >= MAX_BATCH_BYTES
+        self.len() >= MAX_BATCH || self.bytes >= MAX_BATCH_BYTES
     }
 }
 
@@ -269,7 +274,7 @@ mod tests {
         };
         assert_eq!(ranges, &[0..3, 3..8, 8..10]);
         assert_eq!(&data[..], &[0, 0, 0, 1, 1, 1, 1, 1, 2, 2]);
-        assert_eq!((b.count, b.bytes), (3, 10));
+        assert_eq!((b.len(), b.bytes), (3, 10));
     }
 
     #[test]
@@ -315,7 +320,7 @@ mod tests {
         };
         assert_eq!(&data[..], &[1, 1, 1, 0, 0]);
         assert_eq!(ranges, &[0..3, 3..5]);
-        assert_eq!((r.count, r.bytes), (2, 5));
+        assert_eq!((r.len(), r.bytes), (2, 5));
     }
 
     #[test]
