@@ -315,6 +315,7 @@ impl Published {
             Index::Own | Index::Records | Index::Whole(_) => return None,
             Index::Many { first, ranges } => {
                 let (start, end) = *ranges.get(i)?;
+                prefetch_next_bodies(&self.0.data, ranges, i);
                 (first.nth_after(i as u64), start, end, 0)
             }
             Index::Prefixed { first, count } => {
@@ -364,6 +365,7 @@ fn locate(index: &Index, data: &Bytes, i: usize, at: u32) -> Option<(MessageId, 
         Index::Own | Index::Records | Index::Whole(_) | Index::Attributed(_) => return None,
         Index::Many { first, ranges } => {
             let (start, end) = *ranges.get(i)?;
+            prefetch_next_bodies(data, ranges, i);
             (first.nth_after(i as u64), start, end, 0)
         }
         Index::Prefixed { first, count } => {
@@ -405,6 +407,24 @@ fn prefetch_ahead(data: &[u8], at: usize, next: usize) {
     while line < to {
         prefetch(data, line);
         line += 64;
+    }
+}
+
+/// How many messages ahead of the one being taken the bodies of a range-indexed batch are
+/// prefetched: enough lead for a miss to complete while the consumer handles those before it.
+const BODIES_AHEAD: usize = 4;
+
+/// Ask the CPU to load the first two cache lines of the body [`BODIES_AHEAD`] messages after
+/// message `i` of a batch with `ranges` (when taking the first, of all of those up to it).
+/// Bodies that lie apart (requests of kilobytes each, on pages of their own) are each a
+/// cache and TLB miss for a consumer that reads their first bytes after the sender ran far
+/// ahead; with the hint the misses overlap the work on earlier messages (in-process
+/// request-reply at 1 KB went from 3.3-3.5M to 5.1-6.4M requests/s, benchmarks.md).
+fn prefetch_next_bodies(data: &[u8], ranges: &[(u32, u32)], i: usize) {
+    let from = if i == 0 { 1 } else { i + BODIES_AHEAD };
+    for &(start, _) in ranges.iter().skip(from).take(i + BODIES_AHEAD + 1 - from) {
+        prefetch(data, start as usize);
+        prefetch(data, start as usize + 64);
     }
 }
 
@@ -463,6 +483,33 @@ mod tests {
         assert!(!Arc::ptr_eq(&d.batch, &msgs[1].batch), "a batch of its own");
         assert_eq!(d.batch.data.len(), 3, "only its own body");
         assert!(p.message(3).is_none());
+    }
+
+    #[test]
+    fn bodies_far_apart_are_taken_in_order_past_the_prefetch_window() {
+        // 20 bodies of 9000 bytes with gaps, the last ones short of the prefetch window and
+        // the last body shorter than the two lines prefetched.
+        let mut data = Vec::new();
+        let mut ranges = Vec::new();
+        for i in 0..20u8 {
+            let start = data.len();
+            let len = if i == 19 { 3 } else { 9000 };
+            data.extend(std::iter::repeat_n(i, len));
+            ranges.push(start..data.len());
+            data.extend([0xff; 100]);
+        }
+        let bodies =
+            Bodies::from_ranges(Bytes::from(data), ranges.iter().cloned()).expect("in range");
+        let p = Published::new(&bodies, 1, MessageId(1));
+        let got: Vec<(u8, usize)> = p
+            .messages(0, 20)
+            .map(|m| (m.body()[0], m.body().len()))
+            .collect();
+        let want: Vec<(u8, usize)> = (0..20u8)
+            .map(|i| (i, if i == 19 { 3 } else { 9000 }))
+            .collect();
+        assert_eq!(got, want);
+        prefetch_next_bodies(&[0; 10], &[(0, 1), (5, 10)], 0);
     }
 
     #[test]
