@@ -94,6 +94,16 @@ pub enum Error {
         /// The buffer's length.
         len: usize,
     },
+    /// A request of a batch laid out wrongly
+    /// ([`Requester::send_batch`](crate::patterns::Requester::send_batch)): outside its
+    /// buffer, overlapping the one before, or without room for its envelope.
+    #[error("request {range:?} of the batch {why}")]
+    RequestLayout {
+        /// The request's range.
+        range: std::ops::Range<usize>,
+        /// What is wrong with it.
+        why: String,
+    },
     /// The connection closed before this command was answered (whether the server acted on
     /// it is unknown), or it is closing.
     #[error("connection to {0} closed")]
@@ -173,6 +183,10 @@ impl Error {
             Error::BodyOutOfRange { range, len } => Error::BodyOutOfRange {
                 range: range.clone(),
                 len: *len,
+            },
+            Error::RequestLayout { range, why } => Error::RequestLayout {
+                range: range.clone(),
+                why: why.clone(),
             },
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Stopped => Error::Stopped,

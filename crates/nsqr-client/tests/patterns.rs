@@ -271,3 +271,156 @@ async fn replies_that_come_back_at_once_are_not_lost() {
     quick_replies("inproc://", Config::inproc(broker.clone())).await;
     broker.shutdown().await.unwrap();
 }
+
+/// A caller's buffer that says when it is dropped (the last request laid out in it is done).
+struct Watched {
+    buf: Vec<u8>,
+    dropped: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl AsRef<[u8]> for Watched {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl AsMut<[u8]> for Watched {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.dropped
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// `payloads` laid out in one buffer, each after room for its envelope (and a gap of `gap`
+/// bytes after it); the buffer, its address, the flag its drop sets, and the requests' ranges.
+fn lay_out(
+    head: usize,
+    payloads: &[&[u8]],
+    gap: usize,
+) -> (
+    Watched,
+    usize,
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    Vec<std::ops::Range<usize>>,
+) {
+    let mut buf = Vec::new();
+    let mut ranges = Vec::new();
+    for p in payloads {
+        let start = buf.len();
+        buf.resize(start + head, 0xee);
+        buf.extend_from_slice(p);
+        ranges.push(start..buf.len());
+        buf.resize(buf.len() + gap, 0xdd);
+    }
+    let at = buf.as_ptr() as usize;
+    let dropped = std::sync::Arc::default();
+    let w = Watched {
+        buf,
+        dropped: std::sync::Arc::clone(&dropped),
+    };
+    (w, at, dropped, ranges)
+}
+
+async fn until_dropped(flag: &std::sync::atomic::AtomicBool) {
+    within("the laid-out buffer dropped", async {
+        while !flag.load(std::sync::atomic::Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+}
+
+/// Requests laid out by the caller (`send_batch`, `send_batch_one_way`): replies in order,
+/// payloads intact (in process: the very bytes laid out), the buffer dropped once all are
+/// done, bad layouts refused whole, a failed publish reported by every request.
+async fn laid_out_requests(addr: &str, cfg: Config, in_process: bool) {
+    let requester = Requester::connect(addr, cfg.clone()).await.unwrap();
+    let head = requester.header_len();
+    assert_eq!(head, 10 + requester.reply_topic().len());
+    let mut r = Responder::connect(addr, "laid", "servers", cfg.clone())
+        .await
+        .unwrap();
+    let stop = r.stopper();
+    let task = tokio::spawn(async move {
+        r.serve(|p: Bytes| async move { Ok::<Bytes, String>([&b"got "[..], &p].concat().into()) })
+            .await
+            .unwrap();
+        r.close().await;
+    });
+    let (buf, _, dropped, ranges) = lay_out(head, &[b"a", b"", b"xyz"], 3);
+    let pending = requester.send_batch("laid", buf, ranges).unwrap();
+    let mut replies = Vec::new();
+    for p in pending {
+        replies.push(p.wait(Duration::from_secs(10)).await.unwrap());
+    }
+    assert_eq!(replies, [&b"got a"[..], b"got ", b"got xyz"]);
+    until_dropped(&dropped).await;
+    stop.stop();
+    within("responder stops", task).await.unwrap();
+
+    // One-way: 50 requests of 1 KB in one buffer, lent to the responder where they lie.
+    let mut r = Responder::connect(addr, "laid1", "servers", cfg.clone())
+        .await
+        .unwrap();
+    let payloads: Vec<Vec<u8>> = (0..50u8).map(|i| vec![i; 1024]).collect();
+    let refs: Vec<&[u8]> = payloads.iter().map(Vec::as_slice).collect();
+    let (buf, at, dropped, ranges) = lay_out(head, &refs, 0);
+    let len = buf.buf.len();
+    requester
+        .send_batch_one_way("laid1", buf, ranges)
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while got.len() < 50 {
+        let req = within("laid-out one-way requests", r.next()).await.unwrap();
+        let p = req.payload();
+        assert_eq!(p.len(), 1024);
+        assert!(p.iter().all(|&x| x == p[0]));
+        let inside = (at..at + len).contains(&(p.as_ptr() as usize));
+        assert_eq!(
+            inside, in_process,
+            "shared in process, copied over a socket"
+        );
+        got.push(p[0]);
+        req.finish().unwrap();
+    }
+    assert_eq!(got, (0..50).collect::<Vec<u8>>());
+    until_dropped(&dropped).await;
+
+    // A bad layout is refused whole, before anything is sent.
+    let (buf, _, _, mut ranges) = lay_out(head, &[b"p", b"q"], 0);
+    ranges[1].start -= 1;
+    let e = requester.send_batch("laid", buf, ranges).err().unwrap();
+    assert!(matches!(e, Error::RequestLayout { .. }), "{e}");
+    assert!(e.to_string().contains("overlaps"), "{e}");
+    let (buf, _, _, _) = lay_out(head, &[b"p"], 0);
+    let e = requester
+        .send_batch_one_way("laid1", buf, std::iter::once(0..head - 1))
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("no room for its envelope"), "{e}");
+    // A publish the server refuses fails every request of the batch with its error.
+    let (buf, _, _, ranges) = lay_out(head, &[b"p", b"q"], 0);
+    let pending = requester.send_batch("bad topic", buf, ranges).unwrap();
+    for p in pending {
+        let e = p.wait(Duration::from_secs(10)).await.unwrap_err();
+        assert!(e.to_string().contains("bad topic"), "{e}");
+    }
+    r.close().await;
+    requester.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_laid_out_by_the_caller() {
+    let nsqd = Daemon::nsqd(&[]);
+    laid_out_requests(&nsqd.url(), config(), false).await;
+    let broker = Broker::start(BrokerConfig::default()).await.unwrap();
+    laid_out_requests("inproc://", Config::inproc(broker.clone()), true).await;
+    broker.shutdown().await.unwrap();
+}

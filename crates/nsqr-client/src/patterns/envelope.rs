@@ -42,6 +42,17 @@ pub(crate) fn put_request(b: &mut BytesMut, correlation: u64, reply_to: &str, le
     b.len() - start - len
 }
 
+/// Write a request's header into `room` (exactly [`request_header`] bytes, in front of the
+/// payload in a buffer the caller laid out).
+pub(crate) fn write_request(room: &mut [u8], correlation: u64, reply_to: &str) {
+    let mut w = room;
+    w.put_u8(REQUEST);
+    w.put_u64(correlation);
+    // Topic names are at most 64 bytes.
+    w.put_u8(reply_to.len() as u8);
+    w.put_slice(reply_to.as_bytes());
+}
+
 /// A reply's header and `len` bytes of room (`ok` false: the payload is an error's text).
 pub(crate) fn reply(correlation: u64, ok: bool, len: usize) -> BytesMut {
     let mut b = BytesMut::with_capacity(REPLY_HEADER + len);
@@ -121,6 +132,15 @@ mod tests {
         assert_eq!(
             parse_request(&reqs[1]),
             Some((2, &b"r#ephemeral"[..], &b"yz"[..]))
+        );
+        // A request laid out by its sender: header room, then the payload, written in place.
+        let mut laid = vec![0xee; request_header("r#ephemeral") + 3];
+        let at = request_header("r#ephemeral");
+        laid[at..].copy_from_slice(b"pay");
+        write_request(&mut laid[..at], 5, "r#ephemeral");
+        assert_eq!(
+            parse_request(&laid),
+            Some((5, &b"r#ephemeral"[..], &b"pay"[..]))
         );
         let mut r = reply(9, true, 2);
         r[REPLY_HEADER..].copy_from_slice(b"ok");

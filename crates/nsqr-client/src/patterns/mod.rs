@@ -13,6 +13,7 @@
 
 mod carve;
 mod envelope;
+mod laid_out;
 pub mod request_reply;
 
 pub use request_reply::{PendingReply, Request, RequestRef, Requester, Responder};

@@ -54,20 +54,21 @@ use tokio::task::JoinHandle;
 
 use super::carve::{Carver, MAX_CARVED};
 use super::envelope;
+use super::laid_out::BatchSent;
 use crate::config::Config;
 use crate::consumer::Consumer;
 use crate::error::Error;
 use crate::message::{Message, MessageRef, Reply};
 use crate::producer::Producer;
 
-type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
+pub(super) type Waiting = Mutex<HashMap<u64, oneshot::Sender<Result<Bytes, Error>>>>;
 
 /// Sends requests and waits for their replies.
 pub struct Requester {
-    producer: Producer,
-    reply_topic: Arc<str>,
-    waiting: Arc<Waiting>,
-    next_id: AtomicU64,
+    pub(super) producer: Producer,
+    pub(super) reply_topic: Arc<str>,
+    pub(super) waiting: Arc<Waiting>,
+    pub(super) next_id: AtomicU64,
     /// Where small requests are built (`carve.rs`).
     carver: Mutex<Carver>,
     replies: JoinHandle<()>,
@@ -137,11 +138,11 @@ impl Requester {
         self.waiting.lock().insert(id, tx);
         let sent = self.build_and_send(topic, id, len, fill);
         PendingReply {
-            sent,
+            sent: Sent::One(sent),
             reply: rx,
             id,
             waiting: Arc::clone(&self.waiting),
-            topic: topic.to_string(),
+            topic: topic.into(),
         }
     }
 
@@ -197,11 +198,17 @@ impl Requester {
 /// A request sent, its reply not yet received.
 #[must_use = "the reply comes through wait()"]
 pub struct PendingReply {
-    sent: crate::producer::Publish,
-    reply: oneshot::Receiver<Result<Bytes, Error>>,
-    id: u64,
-    waiting: Arc<Waiting>,
-    topic: String,
+    pub(super) sent: Sent,
+    pub(super) reply: oneshot::Receiver<Result<Bytes, Error>>,
+    pub(super) id: u64,
+    pub(super) waiting: Arc<Waiting>,
+    pub(super) topic: Arc<str>,
+}
+
+/// How a request went out: alone, or in a batch laid out by the caller (`laid_out.rs`).
+pub(super) enum Sent {
+    One(crate::producer::Publish),
+    Batch(Arc<BatchSent>),
 }
 
 impl PendingReply {
@@ -218,7 +225,11 @@ impl PendingReply {
         let forget = || {
             waiting.lock().remove(&id);
         };
-        if let Err(e) = sent.await {
+        let sent = match sent {
+            Sent::One(publish) => publish.await,
+            Sent::Batch(batch) => batch.wait().await,
+        };
+        if let Err(e) = sent {
             forget();
             return Err(e);
         }

@@ -377,6 +377,11 @@ impl Publish {
         }
     }
 
+    /// A publish that failed before it was sent.
+    pub(crate) fn failed(e: Error) -> Publish {
+        Publish::ready(Err(e))
+    }
+
     fn ticket(t: Result<Ticket, Error>) -> Publish {
         match t {
             Err(e) => Publish::ready(Err(e)),
