@@ -1,15 +1,16 @@
-//! Where nsqr's publisher in the matrix gets its bodies: slices of shared buffers, each body
+//! Where nsqr's senders in the matrix get their bodies: slices of shared buffers, each body
 //! stamped with its sequence number (8 bytes) and the rest left as the buffer holds it. That is
 //! the work libzmq's sender does too (it stamps one reused buffer and `send` copies it into a
 //! message), so the two sides differ only in what each library does with the body: libzmq's
-//! `send` copies it, nsqr's publish shares it (`Bytes`).
+//! `send` copies it, nsqr's publish shares it (`Bytes`). A requester's bodies are laid out
+//! with room for its envelope in front of each (`Requester::send_batch_one_way`).
 //!
-//! A buffer is taken again once every body sliced from it is gone (the receivers finished
-//! them): one allocation per buffer, and pages that stay faulted in. The pool lives as long as
-//! the process (a sender in process runs far ahead of its receivers, so one repetition can
-//! hold hundreds of buffers; freed and allocated again each time, their pages were zeroed and
-//! faulted in again: the work glibc spares libzmq's side by keeping freed memory). Buffers
-//! start zeroed.
+//! A buffer goes back to its pool when the last body sliced from it is gone (the receivers
+//! finished them): one allocation per buffer, and pages that stay faulted in. The process's
+//! pool lives as long as the process (a sender in process runs far ahead of its receivers, so
+//! one repetition can hold hundreds of buffers; freed and allocated again each time, their
+//! pages were zeroed and faulted in again: the work glibc spares libzmq's side by keeping
+//! freed memory). Buffers start zeroed.
 
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
@@ -18,86 +19,119 @@ use bytes::Bytes;
 
 use super::cells::stamp;
 
-/// Bytes of one buffer (more when one batch needs more).
-const BUFFER: usize = 1 << 20;
-/// Bytes the pool keeps at most (more are allocated and dropped as needed): a cell's worth.
+/// Buffers are whole multiples of this (a page): a cell's batches are all of one size, and
+/// each takes a buffer of its own size again.
+const UNIT: usize = 4 << 10;
+/// Bytes a pool keeps at most (more are allocated and dropped as needed): a cell's worth.
 const MAX_BYTES: usize = 1 << 30;
 
-/// One buffer, shared by the bodies sliced from it.
-#[derive(Clone)]
-struct Shared(Arc<Vec<u8>>);
-
-impl AsRef<[u8]> for Shared {
-    fn as_ref(&self) -> &[u8] {
-        &self.0
-    }
-}
-
+/// Free buffers, the most recently freed last, and their bytes.
 #[derive(Default)]
-pub struct BodyPool {
-    bufs: Vec<Arc<Vec<u8>>>,
-    /// The bytes of `bufs`.
+struct Free {
+    bufs: std::collections::VecDeque<Vec<u8>>,
     bytes: usize,
 }
 
-/// The process's pool: taken by a sender for a repetition, given back after.
-static POOL: Mutex<BodyPool> = Mutex::new(BodyPool {
-    bufs: Vec::new(),
-    bytes: 0,
-});
+#[derive(Clone, Default)]
+pub struct BodyPool(Arc<Mutex<Free>>);
+
+/// A buffer of a pool's, back to it when dropped (as the owner of the `Bytes` its bodies are
+/// sliced from, once the last of them is gone).
+pub struct Pooled {
+    buf: Vec<u8>,
+    pool: BodyPool,
+}
+
+impl AsRef<[u8]> for Pooled {
+    fn as_ref(&self) -> &[u8] {
+        &self.buf
+    }
+}
+
+impl AsMut<[u8]> for Pooled {
+    fn as_mut(&mut self) -> &mut [u8] {
+        &mut self.buf
+    }
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        let mut free = self.pool.free();
+        free.bytes += self.buf.len();
+        free.bufs.push_back(std::mem::take(&mut self.buf));
+        // Over the bound, the buffers freed longest ago go (an earlier cell's, of other sizes).
+        while free.bytes > MAX_BYTES {
+            match free.bufs.pop_front() {
+                Some(old) => free.bytes -= old.len(),
+                None => break,
+            }
+        }
+    }
+}
 
 impl BodyPool {
-    /// The process's pool (empty while another sender has it).
-    pub fn take_shared() -> BodyPool {
-        std::mem::take(&mut *POOL.lock().unwrap_or_else(|e| e.into_inner()))
+    /// The process's pool.
+    pub fn shared() -> BodyPool {
+        static POOL: std::sync::OnceLock<BodyPool> = std::sync::OnceLock::new();
+        POOL.get_or_init(BodyPool::default).clone()
     }
 
-    /// Give the process's pool back.
-    pub fn give_back(self) {
-        let mut shared = POOL.lock().unwrap_or_else(|e| e.into_inner());
-        if self.bytes > shared.bytes {
-            *shared = self;
-        }
+    fn free(&self) -> std::sync::MutexGuard<'_, Free> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `k` bodies of `size` bytes numbered from `from`, back to back in one buffer: the
     /// buffer and each body's range in it.
     pub fn stamped(
-        &mut self,
+        &self,
         size: usize,
         tag: u16,
         from: u64,
         k: usize,
     ) -> (Bytes, Vec<Range<usize>>) {
-        let mut b = self.take(size * k);
-        for (i, seq) in (from..from + k as u64).enumerate() {
-            stamp(&mut b[i * size..(i + 1) * size], tag, seq);
-        }
-        let buf = Arc::new(b);
-        let whole = Bytes::from_owner(Shared(Arc::clone(&buf)));
-        let ranges = (0..k).map(|i| i * size..(i + 1) * size).collect();
-        if self.bytes + buf.len() <= MAX_BYTES {
-            self.bytes += buf.len();
-            self.bufs.push(buf);
-        }
-        (whole, ranges)
+        let (buf, ranges) = self.laid_out(size, 0, tag, from, k);
+        (Bytes::from_owner(buf), ranges)
     }
 
-    /// A buffer of at least `bytes`: a free one of the pool's (no body of it left), else a
-    /// new one.
-    fn take(&mut self, bytes: usize) -> Vec<u8> {
-        let free = self
-            .bufs
-            .iter()
-            .position(|b| b.len() >= bytes && Arc::strong_count(b) == 1);
-        if let Some(i) = free {
-            let b = self.bufs.swap_remove(i);
-            self.bytes -= b.len();
-            if let Ok(b) = Arc::try_unwrap(b) {
-                return b;
-            }
+    /// [`BodyPool::stamped`] with `head` bytes of room in front of each body (its range
+    /// covers the room): for requests, whose envelopes go there.
+    pub fn laid_out(
+        &self,
+        size: usize,
+        head: usize,
+        tag: u16,
+        from: u64,
+        k: usize,
+    ) -> (Pooled, Vec<Range<usize>>) {
+        let step = head + size;
+        let mut buf = self.take(step * k);
+        for (i, seq) in (from..from + k as u64).enumerate() {
+            stamp(&mut buf.buf[i * step + head..(i + 1) * step], tag, seq);
         }
-        vec![0; bytes.max(BUFFER)]
+        let ranges = (0..k).map(|i| i * step..(i + 1) * step).collect();
+        (buf, ranges)
+    }
+
+    /// A buffer of at least `bytes` (and at most twice that): a free one of the pool's, the
+    /// most recently freed first, else a new one.
+    fn take(&self, bytes: usize) -> Pooled {
+        let size = bytes.div_ceil(UNIT).max(1) * UNIT;
+        let buf = {
+            let mut free = self.free();
+            let fits = |b: &Vec<u8>| b.len() >= size && b.len() <= 2 * size;
+            match free.bufs.iter().rposition(fits) {
+                Some(i) => {
+                    let b = free.bufs.remove(i).unwrap_or_default();
+                    free.bytes -= b.len();
+                    b
+                }
+                None => vec![0; size],
+            }
+        };
+        Pooled {
+            buf,
+            pool: self.clone(),
+        }
     }
 }
 
@@ -113,7 +147,7 @@ mod tests {
 
     #[test]
     fn bodies_carry_their_numbers_and_buffers_are_reused_once_free() {
-        let mut pool = BodyPool::default();
+        let pool = BodyPool::default();
         let first = sliced(pool.stamped(1000, 9, 0, 100));
         let at = first[0].as_ptr();
         let mut tally = Tally::new(300, 9);
@@ -135,5 +169,26 @@ mod tests {
         assert!(tally.complete());
         assert_eq!((tally.unique, tally.duplicates, tally.foreign), (300, 0, 0));
         assert!(second.iter().chain(&third).all(|b| b.len() == 1000));
+    }
+
+    #[test]
+    fn laid_out_bodies_leave_room_in_front_and_come_back_when_dropped() {
+        let pool = BodyPool::default();
+        let (buf, ranges) = pool.laid_out(100, 20, 4, 0, 10);
+        let at = buf.as_ref().as_ptr();
+        assert_eq!(ranges.len(), 10);
+        let mut tally = Tally::new(10, 4);
+        for r in &ranges {
+            assert_eq!(r.len(), 120);
+            tally.record(&buf.as_ref()[r.start + 20..r.end]);
+        }
+        assert!(tally.complete());
+        drop(buf);
+        let (again, _) = pool.laid_out(100, 20, 4, 10, 10);
+        assert_eq!(
+            again.as_ref().as_ptr(),
+            at,
+            "a dropped buffer is taken again"
+        );
     }
 }

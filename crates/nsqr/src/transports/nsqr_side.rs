@@ -13,8 +13,8 @@
 //!
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
 //! idiomatic fast path of an NSQ producer, each batch's bodies slices of one pooled buffer
-//! (`bodies.rs`); a requester sends one request per message (its
-//! producer coalesces queued publishes). Receivers take messages with `next_batch` (no copy,
+//! (`bodies.rs`); a requester sends its requests the same way, laid out in pooled buffers
+//! with room for their envelopes (`Requester::send_batch_one_way`). Receivers take messages with `next_batch` (no copy,
 //! FINs settled together), the responder with the request-reply pattern's own
 //! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
 //! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
@@ -29,15 +29,14 @@ use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use super::bodies::BodyPool;
-use super::cells::{next_tag, stamp, Cell, Pattern, Sample, Tally};
+use super::cells::{next_tag, Cell, Pattern, Sample, Tally};
 use crate::procstat::{own_cpu_time, precise_cpu_time};
 
 /// Messages per MPUB, and bytes at most.
 const BATCH: usize = 256;
 const BATCH_BYTES: usize = 1 << 20;
-/// MPUBs (or requests) in flight before the sender waits for the oldest answer.
+/// MPUBs (or batches of requests) in flight before the sender waits for the oldest answer.
 const WINDOW_BATCHES: usize = 8;
-const WINDOW_REQUESTS: usize = 2048;
 /// Consumers' max-in-flight: nsqd's default --max-rdy-count.
 const MAX_IN_FLIGHT: u32 = 2500;
 
@@ -189,10 +188,7 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 
 /// N stamped messages in MPUB batches, a window of them in flight.
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
-    let mut pool = BodyPool::take_shared();
-    let r = publish_from(p, topic, cell, tag, &mut pool).await;
-    pool.give_back();
-    r
+    publish_from(p, topic, cell, tag, &BodyPool::shared()).await
 }
 
 /// [`publish_all`] with bodies from `pool`.
@@ -201,7 +197,7 @@ async fn publish_from(
     topic: &str,
     cell: &Cell,
     tag: u16,
-    pool: &mut BodyPool,
+    pool: &BodyPool,
 ) -> CellResult<()> {
     let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
@@ -288,7 +284,9 @@ async fn serve(
     Ok((last, tally))
 }
 
-/// The sender: HELLO and wait for READY, then N stamped one-way requests.
+/// The sender: HELLO and wait for READY, then N stamped one-way requests, laid out in
+/// pooled buffers with room for their envelopes, as many per call as a publisher's MPUB
+/// (`send_batch_one_way`: nothing of a payload is copied), a window of calls in flight.
 async fn request_all(req: &Requester, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
     let hello = req.send_with(topic, 5, |b| b.copy_from_slice(b"HELLO"));
     let ready = hello
@@ -298,17 +296,24 @@ async fn request_all(req: &Requester, topic: &str, cell: &Cell, tag: u16) -> Cel
     if &ready[..] != b"READY" {
         return Err(format!("HELLO answered with {ready:?}"));
     }
-    let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_REQUESTS);
-    for seq in 0..cell.count {
-        if window.len() == WINDOW_REQUESTS {
+    let pool = BodyPool::shared();
+    let head = req.header_len();
+    let per_batch = BATCH.min((BATCH_BYTES / (cell.size + head)).max(1));
+    let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
+    let mut seq = 0u64;
+    while seq < cell.count {
+        let k = (cell.count - seq).min(per_batch as u64) as usize;
+        let (buf, ranges) = pool.laid_out(cell.size, head, tag, seq, k);
+        seq += k as u64;
+        if window.len() == WINDOW_BATCHES {
             if let Some(oldest) = window.pop_front() {
-                oldest.await.map_err(|e| format!("request: {e}"))?;
+                oldest.await.map_err(|e| format!("requests: {e}"))?;
             }
         }
-        window.push_back(req.send_one_way_with(topic, cell.size, |b| stamp(b, tag, seq)));
+        window.push_back(req.send_batch_one_way(topic, buf, ranges));
     }
     for w in window {
-        w.await.map_err(|e| format!("request: {e}"))?;
+        w.await.map_err(|e| format!("requests: {e}"))?;
     }
     Ok(())
 }
