@@ -12,10 +12,12 @@
 //! pages were zeroed and faulted in again: the work glibc spares libzmq's side by keeping
 //! freed memory). Buffers start zeroed.
 
+use std::collections::VecDeque;
 use std::ops::Range;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use bytes::Bytes;
+use parking_lot::Mutex;
 
 use super::cells::stamp;
 
@@ -25,15 +27,25 @@ const UNIT: usize = 4 << 10;
 /// Bytes a pool keeps at most (more are allocated and dropped as needed): a cell's worth.
 const MAX_BYTES: usize = 1 << 30;
 
-/// Free buffers, the most recently freed last, and their bytes.
+/// Free buffers, the most recently freed last, and their bytes: the sender's side.
 #[derive(Default)]
 struct Free {
-    bufs: std::collections::VecDeque<Vec<u8>>,
+    bufs: VecDeque<Vec<u8>>,
     bytes: usize,
 }
 
+/// The receivers drop buffers into `returned` (a push under its own lock), the sender moves
+/// them to `free` when it finds no buffer there: the two sides rarely wait for each other
+/// (with one lock for both, a receiver waited for the sender's search about one buffer in
+/// twenty, a futex sleep and wake-up each time).
+#[derive(Default)]
+struct Shared {
+    free: Mutex<Free>,
+    returned: Mutex<Vec<Vec<u8>>>,
+}
+
 #[derive(Clone, Default)]
-pub struct BodyPool(Arc<Mutex<Free>>);
+pub struct BodyPool(Arc<Shared>);
 
 /// A buffer of a pool's, back to it when dropped (as the owner of the `Bytes` its bodies are
 /// sliced from, once the last of them is gone).
@@ -56,13 +68,33 @@ impl AsMut<[u8]> for Pooled {
 
 impl Drop for Pooled {
     fn drop(&mut self) {
-        let mut free = self.pool.free();
-        free.bytes += self.buf.len();
-        free.bufs.push_back(std::mem::take(&mut self.buf));
-        // Over the bound, the buffers freed longest ago go (an earlier cell's, of other sizes).
-        while free.bytes > MAX_BYTES {
-            match free.bufs.pop_front() {
-                Some(old) => free.bytes -= old.len(),
+        let buf = std::mem::take(&mut self.buf);
+        self.pool.0.returned.lock().push(buf);
+    }
+}
+
+impl Free {
+    /// Take a buffer of `size` to `2 * size` bytes, the most recently freed first.
+    fn fitting(&mut self, size: usize) -> Option<Vec<u8>> {
+        let i = self
+            .bufs
+            .iter()
+            .rposition(|b| b.len() >= size && b.len() <= 2 * size)?;
+        let b = self.bufs.remove(i)?;
+        self.bytes -= b.len();
+        Some(b)
+    }
+
+    /// Add `returned` buffers; over the bound, the buffers freed longest ago go (an earlier
+    /// cell's, of other sizes).
+    fn add(&mut self, returned: Vec<Vec<u8>>) {
+        for b in returned {
+            self.bytes += b.len();
+            self.bufs.push_back(b);
+        }
+        while self.bytes > MAX_BYTES {
+            match self.bufs.pop_front() {
+                Some(old) => self.bytes -= old.len(),
                 None => break,
             }
         }
@@ -74,10 +106,6 @@ impl BodyPool {
     pub fn shared() -> BodyPool {
         static POOL: std::sync::OnceLock<BodyPool> = std::sync::OnceLock::new();
         POOL.get_or_init(BodyPool::default).clone()
-    }
-
-    fn free(&self) -> std::sync::MutexGuard<'_, Free> {
-        self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// `k` bodies of `size` bytes numbered from `from`, back to back in one buffer: the
@@ -112,20 +140,19 @@ impl BodyPool {
         (buf, ranges)
     }
 
-    /// A buffer of at least `bytes` (and at most twice that): a free one of the pool's, the
-    /// most recently freed first, else a new one.
+    /// A buffer of at least `bytes` (and at most twice that): a free one of the pool's, else
+    /// a new one.
     fn take(&self, bytes: usize) -> Pooled {
         let size = bytes.div_ceil(UNIT).max(1) * UNIT;
         let buf = {
-            let mut free = self.free();
-            let fits = |b: &Vec<u8>| b.len() >= size && b.len() <= 2 * size;
-            match free.bufs.iter().rposition(fits) {
-                Some(i) => {
-                    let b = free.bufs.remove(i).unwrap_or_default();
-                    free.bytes -= b.len();
-                    b
+            let mut free = self.0.free.lock();
+            match free.fitting(size) {
+                Some(b) => b,
+                None => {
+                    let returned = std::mem::take(&mut *self.0.returned.lock());
+                    free.add(returned);
+                    free.fitting(size).unwrap_or_else(|| vec![0; size])
                 }
-                None => vec![0; size],
             }
         };
         Pooled {
