@@ -9,6 +9,10 @@
 //! dropped; a request whose responder fails is requeued for another (NSQ's at-least-once
 //! delivery), so a handler should be idempotent.
 //!
+//! A request's payload is written into the request once ([`Requester::request`] copies it,
+//! [`Requester::send_with`] has it written in place), or not at all when the caller lays its
+//! requests out in a buffer of its own ([`Requester::send_batch`]).
+//!
 //! ```
 //! use std::time::Duration;
 //! use bytes::Bytes;
