@@ -188,33 +188,38 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 
 /// N stamped messages in MPUB batches, a window of them in flight.
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
-    publish_from(p, topic, cell, tag, &BodyPool::shared()).await
+    let pool = BodyPool::shared();
+    send_in_batches(cell, 0, "MPUB", |seq, k| {
+        let (data, ranges) = pool.stamped(cell.size, tag, seq, k);
+        p.multi_publish_slices_async(topic, data, ranges)
+    })
+    .await
 }
 
-/// [`publish_all`] with bodies from `pool`.
-async fn publish_from(
-    p: &Producer,
-    topic: &str,
+/// The cell's N bodies in batches of at most [`BATCH`] (and [`BATCH_BYTES`], counting `head`
+/// bytes of room in front of each body), `send(first sequence number, bodies)` sending each,
+/// [`WINDOW_BATCHES`] of them in flight; a failed one ends it, its error named by `what`.
+async fn send_in_batches(
     cell: &Cell,
-    tag: u16,
-    pool: &BodyPool,
+    head: usize,
+    what: &str,
+    mut send: impl FnMut(u64, usize) -> Publish,
 ) -> CellResult<()> {
-    let per_batch = BATCH.min((BATCH_BYTES / cell.size.max(1)).max(1));
+    let per_batch = BATCH.min((BATCH_BYTES / (cell.size + head).max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
     let mut seq = 0u64;
     while seq < cell.count {
         let k = (cell.count - seq).min(per_batch as u64) as usize;
-        let (data, ranges) = pool.stamped(cell.size, tag, seq, k);
-        seq += k as u64;
         if window.len() == WINDOW_BATCHES {
             if let Some(oldest) = window.pop_front() {
-                oldest.await.map_err(|e| format!("MPUB: {e}"))?;
+                oldest.await.map_err(|e| format!("{what}: {e}"))?;
             }
         }
-        window.push_back(p.multi_publish_slices_async(topic, data, ranges));
+        window.push_back(send(seq, k));
+        seq += k as u64;
     }
     for w in window {
-        w.await.map_err(|e| format!("MPUB: {e}"))?;
+        w.await.map_err(|e| format!("{what}: {e}"))?;
     }
     Ok(())
 }
@@ -298,22 +303,9 @@ async fn request_all(req: &Requester, topic: &str, cell: &Cell, tag: u16) -> Cel
     }
     let pool = BodyPool::shared();
     let head = req.header_len();
-    let per_batch = BATCH.min((BATCH_BYTES / (cell.size + head)).max(1));
-    let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
-    let mut seq = 0u64;
-    while seq < cell.count {
-        let k = (cell.count - seq).min(per_batch as u64) as usize;
+    send_in_batches(cell, head, "requests", |seq, k| {
         let (buf, ranges) = pool.laid_out(cell.size, head, tag, seq, k);
-        seq += k as u64;
-        if window.len() == WINDOW_BATCHES {
-            if let Some(oldest) = window.pop_front() {
-                oldest.await.map_err(|e| format!("requests: {e}"))?;
-            }
-        }
-        window.push_back(req.send_batch_one_way(topic, buf, ranges));
-    }
-    for w in window {
-        w.await.map_err(|e| format!("requests: {e}"))?;
-    }
-    Ok(())
+        req.send_batch_one_way(topic, buf, ranges)
+    })
+    .await
 }
