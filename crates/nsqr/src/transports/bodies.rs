@@ -7,44 +7,49 @@
 //!
 //! A buffer goes back to its pool when the last body sliced from it is gone (the receivers
 //! finished them): one allocation per buffer, and pages that stay faulted in. The process's
-//! pool lives as long as the process (a sender in process runs far ahead of its receivers, so
-//! one repetition can hold hundreds of buffers; freed and allocated again each time, their
-//! pages were zeroed and faulted in again: the work glibc spares libzmq's side by keeping
-//! freed memory). Buffers start zeroed.
+//! pool lives as long as the process and has a budget, as a program with a memory budget
+//! would: a sender that would go over it waits for its receivers to give a buffer back. In
+//! process nothing else holds a sender back (every publish is answered at once), and without
+//! a budget it ran ahead of its receivers by most of a cell: hundreds of MiB, more each time
+//! it ran faster, every new buffer's pages faulted in (thousands of faults per repetition,
+//! which cost an 8 KB cell half its rate on this VM). Buffers start zeroed.
 
 use std::collections::VecDeque;
 use std::ops::Range;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use parking_lot::Mutex;
+use tokio::sync::Notify;
 
 use super::cells::stamp;
 
 /// Buffers are whole multiples of this (a page): a cell's batches are all of one size, and
 /// each takes a buffer of its own size again.
 const UNIT: usize = 4 << 10;
-/// Bytes a pool keeps at most (more are allocated and dropped as needed): a cell's worth.
-const MAX_BYTES: usize = 1 << 30;
+/// Bytes of buffers the process's pool has at most, free and lent out together: eight times
+/// a sender's window of MPUBs in flight over a socket (8 x 1 MiB), twice the machine's L3.
+const BUDGET: usize = 64 << 20;
 
-/// Free buffers, the most recently freed last, and their bytes: the sender's side.
+/// Free buffers, the most recently freed last, and the bytes of every buffer the pool has
+/// (free or lent out): the sender's side.
 #[derive(Default)]
 struct Free {
     bufs: VecDeque<Vec<u8>>,
-    bytes: usize,
+    allocated: usize,
 }
 
-/// The receivers drop buffers into `returned` (a push under its own lock), the sender moves
-/// them to `free` when it finds no buffer there: the two sides rarely wait for each other
-/// (with one lock for both, a receiver waited for the sender's search about one buffer in
-/// twenty, a futex sleep and wake-up each time).
-#[derive(Default)]
+/// The receivers drop buffers into `returned` (a push under its own lock) and wake a waiting
+/// sender; the sender moves them to `free` when it finds no buffer there: the two sides rarely
+/// wait for each other (with one lock for both, a receiver waited for the sender's search
+/// about one buffer in twenty, a futex sleep and wake-up each time).
 struct Shared {
     free: Mutex<Free>,
     returned: Mutex<Vec<Vec<u8>>>,
+    given_back: Notify,
+    budget: usize,
 }
 
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct BodyPool(Arc<Shared>);
 
 /// A buffer of a pool's, back to it when dropped (as the owner of the `Bytes` its bodies are
@@ -70,6 +75,7 @@ impl Drop for Pooled {
     fn drop(&mut self) {
         let buf = std::mem::take(&mut self.buf);
         self.pool.0.returned.lock().push(buf);
+        self.pool.0.given_back.notify_one();
     }
 }
 
@@ -80,24 +86,23 @@ impl Free {
             .bufs
             .iter()
             .rposition(|b| b.len() >= size && b.len() <= 2 * size)?;
-        let b = self.bufs.remove(i)?;
-        self.bytes -= b.len();
-        Some(b)
+        self.bufs.remove(i)
     }
 
-    /// Add `returned` buffers; over the bound, the buffers freed longest ago go (an earlier
-    /// cell's, of other sizes).
-    fn add(&mut self, returned: Vec<Vec<u8>>) {
-        for b in returned {
-            self.bytes += b.len();
-            self.bufs.push_back(b);
-        }
-        while self.bytes > MAX_BYTES {
+    /// A new buffer of `size` if the budget has room for it once free buffers of other sizes
+    /// (the longest free first) are let go, or if nothing is lent out to wait for.
+    fn grow(&mut self, size: usize, budget: usize) -> Option<Vec<u8>> {
+        while self.allocated + size > budget {
             match self.bufs.pop_front() {
-                Some(old) => self.bytes -= old.len(),
+                Some(old) => self.allocated -= old.len(),
                 None => break,
             }
         }
+        if self.allocated + size > budget && self.allocated > 0 {
+            return None;
+        }
+        self.allocated += size;
+        Some(vec![0; size])
     }
 }
 
@@ -105,25 +110,23 @@ impl BodyPool {
     /// The process's pool.
     pub fn shared() -> BodyPool {
         static POOL: std::sync::OnceLock<BodyPool> = std::sync::OnceLock::new();
-        POOL.get_or_init(BodyPool::default).clone()
+        POOL.get_or_init(|| BodyPool::with_budget(BUDGET)).clone()
     }
 
-    /// `k` bodies of `size` bytes numbered from `from`, back to back in one buffer: the
-    /// buffer and each body's range in it.
-    pub fn stamped(
-        &self,
-        size: usize,
-        tag: u16,
-        from: u64,
-        k: usize,
-    ) -> (Bytes, Vec<Range<usize>>) {
-        let (buf, ranges) = self.laid_out(size, 0, tag, from, k);
-        (Bytes::from_owner(buf), ranges)
+    /// A pool of at most `budget` bytes of buffers (one buffer may be larger on its own).
+    fn with_budget(budget: usize) -> BodyPool {
+        BodyPool(Arc::new(Shared {
+            free: Mutex::default(),
+            returned: Mutex::default(),
+            given_back: Notify::new(),
+            budget,
+        }))
     }
 
-    /// [`BodyPool::stamped`] with `head` bytes of room in front of each body (its range
-    /// covers the room): for requests, whose envelopes go there.
-    pub fn laid_out(
+    /// `k` bodies of `size` bytes numbered from `from`, back to back in one buffer, each with
+    /// `head` bytes of room in front (for a request's envelope; 0 for a message): the buffer
+    /// and each body's range in it (room included). Waits while the pool's budget is lent out.
+    pub async fn laid_out(
         &self,
         size: usize,
         head: usize,
@@ -132,7 +135,7 @@ impl BodyPool {
         k: usize,
     ) -> (Pooled, Vec<Range<usize>>) {
         let step = head + size;
-        let mut buf = self.take(step * k);
+        let mut buf = self.take(step * k).await;
         for (i, seq) in (from..from + k as u64).enumerate() {
             stamp(&mut buf.buf[i * step + head..(i + 1) * step], tag, seq);
         }
@@ -141,81 +144,120 @@ impl BodyPool {
     }
 
     /// A buffer of at least `bytes` (and at most twice that): a free one of the pool's, else
-    /// a new one.
-    fn take(&self, bytes: usize) -> Pooled {
+    /// a new one within the budget, else the next one given back.
+    async fn take(&self, bytes: usize) -> Pooled {
         let size = bytes.div_ceil(UNIT).max(1) * UNIT;
-        let buf = {
-            let mut free = self.0.free.lock();
-            match free.fitting(size) {
-                Some(b) => b,
-                None => {
-                    let returned = std::mem::take(&mut *self.0.returned.lock());
-                    free.add(returned);
-                    free.fitting(size).unwrap_or_else(|| vec![0; size])
-                }
+        loop {
+            if let Some(buf) = self.try_take(size) {
+                return Pooled {
+                    buf,
+                    pool: self.clone(),
+                };
             }
-        };
-        Pooled {
-            buf,
-            pool: self.clone(),
+            // A buffer given back since `try_take` looked left a permit: this returns at once.
+            self.0.given_back.notified().await;
         }
+    }
+
+    /// A buffer of `size`, unless every one that fits is lent out and the budget is spent.
+    fn try_take(&self, size: usize) -> Option<Vec<u8>> {
+        let mut free = self.0.free.lock();
+        if let Some(b) = free.fitting(size) {
+            return Some(b);
+        }
+        let returned = std::mem::take(&mut *self.0.returned.lock());
+        free.bufs.extend(returned);
+        free.fitting(size)
+            .or_else(|| free.grow(size, self.0.budget))
     }
 }
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
     use crate::transports::cells::Tally;
 
-    /// The bodies of one call, as the receivers get them.
-    fn sliced((data, ranges): (Bytes, Vec<Range<usize>>)) -> Vec<Bytes> {
-        ranges.into_iter().map(|r| data.slice(r)).collect()
+    fn bodies(buf: &Pooled, ranges: &[Range<usize>], head: usize) -> Vec<Vec<u8>> {
+        ranges
+            .iter()
+            .map(|r| buf.as_ref()[r.start + head..r.end].to_vec())
+            .collect()
     }
 
-    #[test]
-    fn bodies_carry_their_numbers_and_buffers_are_reused_once_free() {
-        let pool = BodyPool::default();
-        let first = sliced(pool.stamped(1000, 9, 0, 100));
-        let at = first[0].as_ptr();
+    #[tokio::test]
+    async fn bodies_carry_their_numbers_and_buffers_are_reused_once_free() {
+        let pool = BodyPool::with_budget(BUDGET);
         let mut tally = Tally::new(300, 9);
-        for b in &first {
-            tally.record(b);
+        let (first, ranges) = pool.laid_out(1000, 0, 9, 0, 100).await;
+        let at = first.as_ref().as_ptr();
+        for b in bodies(&first, &ranges, 0) {
+            tally.record(&b);
         }
-        // Held bodies keep their buffer: the next batch gets another.
-        let second = sliced(pool.stamped(1000, 9, 100, 100));
-        assert_ne!(second[0].as_ptr(), at);
-        for b in &second {
-            tally.record(b);
+        // A held buffer is not lent again: the next batch gets another.
+        let (second, ranges) = pool.laid_out(1000, 0, 9, 100, 100).await;
+        assert_ne!(second.as_ref().as_ptr(), at);
+        for b in bodies(&second, &ranges, 0) {
+            tally.record(&b);
         }
         drop(first);
-        let third = sliced(pool.stamped(1000, 9, 200, 100));
-        assert_eq!(third[0].as_ptr(), at, "a free buffer is taken again");
-        for b in &third {
+        let (third, ranges) = pool.laid_out(1000, 0, 9, 200, 100).await;
+        assert_eq!(third.as_ref().as_ptr(), at, "a free buffer is taken again");
+        let third_bodies = bodies(&third, &ranges, 0);
+        for b in &third_bodies {
             tally.record(b);
         }
         assert!(tally.complete());
         assert_eq!((tally.unique, tally.duplicates, tally.foreign), (300, 0, 0));
-        assert!(second.iter().chain(&third).all(|b| b.len() == 1000));
+        assert!(third_bodies.iter().all(|b| b.len() == 1000));
     }
 
-    #[test]
-    fn laid_out_bodies_leave_room_in_front_and_come_back_when_dropped() {
-        let pool = BodyPool::default();
-        let (buf, ranges) = pool.laid_out(100, 20, 4, 0, 10);
+    #[tokio::test]
+    async fn laid_out_bodies_leave_room_in_front_and_come_back_when_dropped() {
+        let pool = BodyPool::with_budget(BUDGET);
+        let (buf, ranges) = pool.laid_out(100, 20, 4, 0, 10).await;
         let at = buf.as_ref().as_ptr();
         assert_eq!(ranges.len(), 10);
+        assert!(ranges.iter().all(|r| r.len() == 120));
         let mut tally = Tally::new(10, 4);
-        for r in &ranges {
-            assert_eq!(r.len(), 120);
-            tally.record(&buf.as_ref()[r.start + 20..r.end]);
+        for b in bodies(&buf, &ranges, 20) {
+            tally.record(&b);
         }
         assert!(tally.complete());
         drop(buf);
-        let (again, _) = pool.laid_out(100, 20, 4, 10, 10);
+        let (again, _) = pool.laid_out(100, 20, 4, 10, 10).await;
         assert_eq!(
             again.as_ref().as_ptr(),
             at,
             "a dropped buffer is taken again"
         );
+    }
+
+    #[tokio::test]
+    async fn a_sender_over_the_budget_waits_for_a_buffer_given_back() {
+        // Room for two buffers of one page each.
+        let pool = BodyPool::with_budget(2 * UNIT);
+        let (a, _) = pool.laid_out(UNIT, 0, 1, 0, 1).await;
+        let (b, _) = pool.laid_out(UNIT, 0, 1, 1, 1).await;
+        let third = pool.laid_out(UNIT, 0, 1, 2, 1);
+        tokio::pin!(third);
+        assert!(
+            tokio::time::timeout(Duration::from_millis(50), &mut third)
+                .await
+                .is_err(),
+            "a third buffer would go over the budget"
+        );
+        let at = b.as_ref().as_ptr();
+        let giver = std::thread::spawn(move || drop(b));
+        let (c, _) = tokio::time::timeout(Duration::from_secs(30), third)
+            .await
+            .expect("the buffer given back is lent again");
+        assert_eq!(c.as_ref().as_ptr(), at);
+        giver.join().expect("dropping a buffer does not panic");
+        drop((a, c));
+        // Free buffers of another size make room for this one within the budget.
+        let (big, _) = pool.laid_out(2 * UNIT, 0, 1, 3, 1).await;
+        assert_eq!(big.as_ref().len(), 2 * UNIT);
     }
 }

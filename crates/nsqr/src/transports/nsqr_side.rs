@@ -13,22 +13,25 @@
 //!
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
 //! idiomatic fast path of an NSQ producer, each batch's bodies slices of one pooled buffer
-//! (`bodies.rs`); a requester sends its requests the same way, laid out in pooled buffers
+//! (`bodies.rs`: its budget holds a sender in process back once its receivers are 64 MiB
+//! behind, as nothing else does there); a requester sends its requests the same way, laid out in pooled buffers
 //! with room for their envelopes (`Requester::send_batch_one_way`). Receivers take messages with `next_batch` (no copy,
 //! FINs settled together), the responder with the request-reply pattern's own
 //! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
 //! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
 
 use std::collections::VecDeque;
+use std::ops::Range;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use nsqr_client::patterns::{Requester, Responder};
 use nsqr_client::{Config, Consumer, Producer, Publish, Reply};
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use super::bodies::BodyPool;
+use super::bodies::{BodyPool, Pooled};
 use super::cells::{next_tag, Cell, Pattern, Sample, Tally};
 use crate::procstat::{own_cpu_time, precise_cpu_time};
 
@@ -52,12 +55,15 @@ pub struct Endpoint {
 
 type CellResult<T> = std::result::Result<T, String>;
 
-/// One repetition of `cell`, bounded by `timeout`.
+/// One repetition of `cell`, bounded by `timeout`. In process its topic is deleted afterwards:
+/// messages a failed repetition left there would hold buffers of the senders' pool (and its
+/// budget) for good.
 pub async fn run(ep: &Endpoint, cell: &Cell, timeout: Duration) -> CellResult<Sample> {
+    let topic = fresh_topic(cell.pattern.name());
     let work = async {
         match cell.pattern {
-            Pattern::Pubsub | Pattern::Fanout => pubsub(ep, cell).await,
-            Pattern::Reqrep => reqrep(ep, cell).await,
+            Pattern::Pubsub | Pattern::Fanout => pubsub(ep, cell, &topic).await,
+            Pattern::Reqrep => reqrep(ep, cell, &topic).await,
         }
     };
     let late = || {
@@ -72,6 +78,9 @@ pub async fn run(ep: &Endpoint, cell: &Cell, timeout: Duration) -> CellResult<Sa
     let r = tokio::time::timeout(timeout, work)
         .await
         .unwrap_or_else(|_| late());
+    if let Some(broker) = &ep.config.broker {
+        let _ = broker.delete_topic(&topic);
+    }
     // In process the sender may never wait (every publish answered at once), so the timeout
     // above only fires once it does: a repetition that finished late fails here.
     match r {
@@ -128,12 +137,11 @@ async fn subscribe(ep: &Endpoint, topic: &str, channel: &str) -> CellResult<Cons
 }
 
 /// pubsub (one receiver) and fanout (several): every channel gets every message.
-async fn pubsub(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
-    let topic = fresh_topic(cell.pattern.name());
+async fn pubsub(ep: &Endpoint, cell: &Cell, topic: &str) -> CellResult<Sample> {
     let tag = next_tag();
     let mut consumers = Vec::with_capacity(cell.receivers);
     for i in 0..cell.receivers {
-        consumers.push(subscribe(ep, &topic, &format!("s{i}")).await?);
+        consumers.push(subscribe(ep, topic, &format!("s{i}")).await?);
     }
     let producer = Producer::connect(&ep.addr, ep.config.clone())
         .await
@@ -145,7 +153,7 @@ async fn pubsub(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
     for c in consumers {
         receivers.spawn(receive(c, cell.count, tag));
     }
-    let sent = publish_all(&producer, &topic, cell, tag).await;
+    let sent = publish_all(&producer, topic, cell, tag).await;
     let mut last = start;
     let mut failure = sent.err();
     while let Some(r) = receivers.join_next().await {
@@ -188,23 +196,24 @@ async fn receive(mut c: Consumer, n: u64, tag: u16) -> (Instant, Tally) {
 
 /// N stamped messages in MPUB batches, a window of them in flight.
 async fn publish_all(p: &Producer, topic: &str, cell: &Cell, tag: u16) -> CellResult<()> {
-    let pool = BodyPool::shared();
-    send_in_batches(cell, 0, "MPUB", |seq, k| {
-        let (data, ranges) = pool.stamped(cell.size, tag, seq, k);
-        p.multi_publish_slices_async(topic, data, ranges)
+    send_in_batches(cell, 0, tag, "MPUB", |buf, ranges| {
+        p.multi_publish_slices_async(topic, Bytes::from_owner(buf), ranges)
     })
     .await
 }
 
 /// The cell's N bodies in batches of at most [`BATCH`] (and [`BATCH_BYTES`], counting `head`
-/// bytes of room in front of each body), `send(first sequence number, bodies)` sending each,
-/// [`WINDOW_BATCHES`] of them in flight; a failed one ends it, its error named by `what`.
+/// bytes of room in front of each body), each laid out in a buffer of the pool's (waiting
+/// for one when the pool's budget is lent out) and sent by `send`, [`WINDOW_BATCHES`] of them
+/// in flight; a failed one ends it, its error named by `what`.
 async fn send_in_batches(
     cell: &Cell,
     head: usize,
+    tag: u16,
     what: &str,
-    mut send: impl FnMut(u64, usize) -> Publish,
+    mut send: impl FnMut(Pooled, Vec<Range<usize>>) -> Publish,
 ) -> CellResult<()> {
+    let pool = BodyPool::shared();
     let per_batch = BATCH.min((BATCH_BYTES / (cell.size + head).max(1)).max(1));
     let mut window: VecDeque<Publish> = VecDeque::with_capacity(WINDOW_BATCHES);
     let mut seq = 0u64;
@@ -215,7 +224,8 @@ async fn send_in_batches(
                 oldest.await.map_err(|e| format!("{what}: {e}"))?;
             }
         }
-        window.push_back(send(seq, k));
+        let (buf, ranges) = pool.laid_out(cell.size, head, tag, seq, k).await;
+        window.push_back(send(buf, ranges));
         seq += k as u64;
     }
     for w in window {
@@ -225,12 +235,11 @@ async fn send_in_batches(
 }
 
 /// Request-reply: HELLO / READY, then N one-way requests to the responder's topic.
-async fn reqrep(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
-    let topic = fresh_topic("reqrep");
+async fn reqrep(ep: &Endpoint, cell: &Cell, topic: &str) -> CellResult<Sample> {
     let tag = next_tag();
     let mut cfg = ep.config.clone();
     cfg.max_in_flight = MAX_IN_FLIGHT;
-    let responder = Responder::connect(&ep.addr, &topic, "servers", cfg)
+    let responder = Responder::connect(&ep.addr, topic, "servers", cfg)
         .await
         .map_err(|e| format!("responder at {}: {e}", ep.addr))?;
     let requester = Requester::connect(&ep.addr, ep.config.clone())
@@ -240,7 +249,7 @@ async fn reqrep(ep: &Endpoint, cell: &Cell) -> CellResult<Sample> {
     let (started_tx, started_rx) = oneshot::channel();
     let mut receiving = JoinSet::new();
     receiving.spawn(serve(responder, cell.count, tag, started_tx));
-    let sent = request_all(&requester, &topic, cell, tag).await;
+    let sent = request_all(&requester, topic, cell, tag).await;
     let served = receiving
         .join_next()
         .await
@@ -301,10 +310,7 @@ async fn request_all(req: &Requester, topic: &str, cell: &Cell, tag: u16) -> Cel
     if &ready[..] != b"READY" {
         return Err(format!("HELLO answered with {ready:?}"));
     }
-    let pool = BodyPool::shared();
-    let head = req.header_len();
-    send_in_batches(cell, head, "requests", |seq, k| {
-        let (buf, ranges) = pool.laid_out(cell.size, head, tag, seq, k);
+    send_in_batches(cell, req.header_len(), tag, "requests", |buf, ranges| {
         req.send_batch_one_way(topic, buf, ranges)
     })
     .await
