@@ -48,10 +48,6 @@ fn main() -> ExitCode {
         eprintln!("nsqr bench: {e}");
         return ExitCode::from(64);
     }
-    if args.mode == Mode::Transports {
-        // Before any other thread allocates (see `transports::heap`).
-        transports::keep_freed_memory();
-    }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

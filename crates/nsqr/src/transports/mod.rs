@@ -29,7 +29,6 @@ use nsqr_broker::{Broker, BrokerConfig};
 
 pub use args::TransportsArgs;
 use cells::{Cell, Plan, Sample, Transport};
-pub use heap::keep_freed_memory;
 use nsqr_side::Endpoint;
 use report::{CellReport, Report, Side};
 
@@ -41,6 +40,7 @@ use crate::server::{self, Launch, Server};
 /// Run the matrix, print it; Ok(false) when a cell did not get exactly its messages.
 pub async fn run(a: &BenchArgs) -> Result<bool> {
     let t = &a.transports;
+    heap::keep_freed_memory();
     let zmq = libzmq_version().filter(|_| !t.no_libzmq);
     let plan = Plan {
         patterns: &t.patterns,
