@@ -71,6 +71,8 @@ fn every_cell_counts_its_messages_exactly() {
     assert_eq!(code, 0, "{v:#}\n{err}");
     assert_eq!(v["ok"], Value::Bool(true), "{v:#}");
     assert_eq!(v["libzmq_built_in"], Value::Bool(false), "{v:#}");
+    // Two untimed repetitions per cell by default, not counted among the timed ones.
+    assert_eq!(v["warmup"], 2, "{v:#}");
     assert!(v["libzmq"].as_str().unwrap().contains("not built in"));
     assert!(v["nsqrd"].as_str().unwrap().contains("nsqrd"), "{v:#}");
     assert_eq!(v["cells"].as_array().unwrap().len(), 3 * (4 + 4 + 2));
@@ -121,6 +123,7 @@ fn the_table_says_libzmq_is_not_built_in() {
     ]);
     assert_eq!(code, 0, "{out}\n{err}");
     assert!(out.contains("libzmq (not built in"), "{out}");
+    assert!(out.contains("1 reps per cell after 2 untimed"), "{out}");
     assert!(out.contains("pubsub"), "{out}");
 }
 

@@ -42,6 +42,11 @@ pub struct TransportsArgs {
     #[arg(long, default_value_t = 5)]
     pub reps: usize,
 
+    /// transports: untimed repetitions per cell before the timed ones, each side: they warm
+    /// the heap and the senders' pool (a failure among them fails the cell).
+    #[arg(long, default_value_t = 2)]
+    pub warmup: usize,
+
     /// transports: the fan-out cells' subscriber counts.
     #[arg(long, value_delimiter = ',', default_value = "2,4,8")]
     pub fanout_subscribers: Vec<usize>,
@@ -87,6 +92,9 @@ impl TransportsArgs {
         }
         if !(1..=1000).contains(&self.reps) {
             return Err("--reps must be 1..=1000".into());
+        }
+        if self.warmup > 100 {
+            return Err("--warmup must be 0..=100".into());
         }
         if self.fanout_subscribers.is_empty()
             || twice(&self.fanout_subscribers)

@@ -77,6 +77,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         }),
         nsqrd,
         reps: t.reps,
+        warmup: t.warmup,
         ok: cells.iter().all(CellReport::ok),
         cells,
     };
@@ -181,7 +182,8 @@ async fn start_unix(bin: &Path, mem_queue: &str, scratch: &Path) -> Result<Serve
     .await
 }
 
-/// Every repetition of one cell, nsqr then libzmq each time.
+/// Every repetition of one cell, nsqr then libzmq each time, after `--warmup` untimed ones
+/// (each side's samples dropped, its failures kept).
 async fn measure(
     ep: &Endpoint,
     cell: &Cell,
@@ -192,6 +194,16 @@ async fn measure(
     let (mut ns, mut ne) = (Vec::new(), Vec::new());
     let (mut zs, mut ze) = (Vec::new(), Vec::new());
     let progress = std::io::stderr().is_terminal();
+    for _ in 0..t.warmup {
+        if let Err(e) = nsqr_side::run(ep, cell, t.cell_timeout).await {
+            ne.push(format!("warm-up: {e}"));
+        }
+        if zmq {
+            if let Err(e) = zmq_sample(cell, t.cell_timeout, scratch).await {
+                ze.push(format!("warm-up: {e}"));
+            }
+        }
+    }
     for rep in 1..=t.reps {
         if progress {
             eprint!(

@@ -16,6 +16,8 @@ pub struct Report {
     /// The nsqrd binary of the tcp and unix cells (its `--version`).
     pub nsqrd: Option<String>,
     pub reps: usize,
+    /// Untimed repetitions per cell and side before the timed ones.
+    pub warmup: usize,
     pub cells: Vec<CellReport>,
     /// Every cell of both sides received exactly its messages.
     pub ok: bool,
@@ -152,8 +154,8 @@ impl Report {
     /// The table printed for a person, then any errors.
     pub fn print(&self) {
         println!(
-            "nsqr vs {} ({} reps per cell, median (min-max) msgs/s received, timed at the receiver)",
-            self.libzmq, self.reps
+            "nsqr vs {} ({} reps per cell after {} untimed, median (min-max) msgs/s received, timed at the receiver)",
+            self.libzmq, self.reps, self.warmup
         );
         println!(
             "machine: {} cpus, {}; load {} -> {}",
