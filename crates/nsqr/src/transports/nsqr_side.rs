@@ -14,11 +14,12 @@
 //! The sender publishes MPUB batches (at most 256 messages and 1 MiB each, 8 in flight), the
 //! idiomatic fast path of an NSQ producer, each batch's bodies slices of one pooled buffer
 //! (`bodies.rs`: its budget holds a sender in process back once its receivers are 64 MiB
-//! behind, as nothing else does there); a requester sends its requests the same way, laid out in pooled buffers
-//! with room for their envelopes (`Requester::send_batch_one_way`). Receivers take messages with `next_batch` (no copy,
-//! FINs settled together), the responder with the request-reply pattern's own
-//! `Responder::next_batch` (each request's envelope opened, its payload lent). Every
-//! receiver checks each sequence number off ([`Tally`]); a cell passes only with exactly N.
+//! behind, as nothing else does there); a requester sends its requests the same way, laid
+//! out in pooled buffers with room for their envelopes (`Requester::send_batch_one_way`).
+//! Receivers take messages with `next_batch` (no copy, FINs settled together), the responder
+//! with the request-reply pattern's own `Responder::next_batch` (each request's envelope
+//! opened, its payload lent). Every receiver checks each sequence number off ([`Tally`]); a
+//! cell passes only with exactly N.
 
 use std::collections::VecDeque;
 use std::ops::Range;
