@@ -160,6 +160,7 @@ fn bad_flags_exit_64() {
     for bad in [
         &["--counts", "1,2"][..],
         &["--reps", "0"],
+        &["--warmup", "101"],
         &["--sizes", "8"],
         &["--fanout-subscribers", "0"],
     ] {
