@@ -123,6 +123,8 @@ impl Keyspace {
         let mut taken = Vec::new();
         for i in 0..self.shard_count() {
             loop {
+                // Keys never expire in the middle of a transaction.
+                let _turn = self.enter();
                 let now = now_ms();
                 let mut g = self.lock_index(i);
                 taken.clear();

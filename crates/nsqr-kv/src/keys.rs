@@ -251,6 +251,10 @@ impl Keyspace {
     pub fn flush(&self, pending: &mut Pending) -> usize {
         let now = now_ms();
         let mut guards = self.lock_all();
+        self.watchers.touch_existing(|key| {
+            let hash = self.hash(key);
+            guards[self.shard_index(hash)].get(hash, key).is_some()
+        });
         let n = guards.iter_mut().map(|g| g.clear()).sum();
         self.emit(Emit::new(Op::Flush, b""), now, pending);
         drop(guards);

@@ -9,7 +9,8 @@
 //! topic lock, which never calls back here.
 //!
 //! The commands themselves are in `strings.rs` (values) and `keys.rs` (keys, TTLs, scans);
-//! expiry in `expiry.rs`, eviction in `evict.rs`, snapshots and the log in `persist.rs`.
+//! expiry in `expiry.rs`, eviction in `evict.rs`, snapshots and the log in `persist.rs`;
+//! transactions rest on `turn.rs` (who runs now) and `watch.rs` (WATCH).
 
 use std::ops::{Deref, DerefMut};
 use std::path::PathBuf;
@@ -31,6 +32,8 @@ use crate::pubsub::Hub;
 use crate::record::Record;
 use crate::revision::Revisions;
 use crate::shard::{Lookup, Shard};
+use crate::turn::{ExclusiveTurn, SharedTurn, Turns};
+use crate::watch::Watchers;
 
 /// A shard's lock on its own cache lines, so two shards never share one.
 #[repr(align(128))]
@@ -43,6 +46,8 @@ struct Slot(Mutex<Shard>);
 pub struct Pending {
     log_seq: u64,
     feed: Vec<FeedWait>,
+    /// A transaction's log records, appended as one record when it ends (strict mode).
+    batch: Option<Vec<u8>>,
 }
 
 impl Pending {
@@ -56,6 +61,7 @@ impl std::fmt::Debug for Pending {
         f.debug_struct("Pending")
             .field("log_seq", &self.log_seq)
             .field("feed", &self.feed.len())
+            .field("batch", &self.batch.as_ref().map(Vec::len))
             .finish()
     }
 }
@@ -115,6 +121,10 @@ pub struct Keyspace {
     pub(crate) last_snapshot: AtomicU64,
     /// One compaction (or SAVE) at a time.
     pub(crate) compacting: Mutex<()>,
+    /// Shared turns for clients' batches, the exclusive one for a transaction (`turn.rs`).
+    turns: Turns,
+    /// Clients watching keys (`watch.rs`).
+    pub(crate) watchers: Watchers,
 }
 
 impl Drop for Keyspace {
@@ -195,6 +205,37 @@ impl Keyspace {
             generation: AtomicU64::new(0),
             last_snapshot: AtomicU64::new(0),
             compacting: Mutex::new(()),
+            turns: Turns::default(),
+            watchers: Watchers::default(),
+        }
+    }
+
+    /// A shared turn: hold it while running a batch of one client's commands (see `turn.rs`).
+    pub fn enter(&self) -> SharedTurn {
+        self.turns.shared()
+    }
+
+    /// The exclusive turn: hold it while running a transaction; no other command runs
+    /// meanwhile. Never call it while holding a shared turn on the same thread.
+    pub fn enter_alone(&self) -> ExclusiveTurn {
+        self.turns.exclusive()
+    }
+
+    /// Starts gathering the log records of a transaction into `pending`, so they reach the
+    /// log as one record: a crash keeps all of them or none (strict mode; nothing to do
+    /// otherwise).
+    pub fn begin_transaction(&self, pending: &mut Pending) {
+        if self.log.is_some() {
+            pending.batch = Some(Vec::new());
+        }
+    }
+
+    /// Appends the records gathered since [`Keyspace::begin_transaction`] as one record.
+    pub fn end_transaction(&self, pending: &mut Pending) {
+        if let (Some(log), Some(batch)) = (&self.log, pending.batch.take()) {
+            if !batch.is_empty() {
+                pending.log_seq = log.append(&Record::Batch(&batch));
+            }
         }
     }
 
@@ -300,7 +341,13 @@ impl Keyspace {
     /// Announces one change: log record, notifications, change feed.
     pub(crate) fn emit(&self, e: Emit<'_>, now: u64, pending: &mut Pending) {
         if let Some(log) = &self.log {
-            pending.log_seq = log.append(&record_of(&e));
+            match &mut pending.batch {
+                Some(batch) => record_of(&e).encode(batch),
+                None => pending.log_seq = log.append(&record_of(&e)),
+            }
+        }
+        if e.op != Op::Flush {
+            self.watchers.touch(e.key);
         }
         self.notify_change(&e);
         if let Some(feed) = &self.feed {

@@ -37,7 +37,9 @@ mod strings;
 pub mod subscriber;
 #[cfg(test)]
 mod test_support;
+mod turn;
 mod warm;
+mod watch;
 
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
@@ -49,3 +51,5 @@ pub use persist::PersistError;
 pub use pubsub::{Hub, Kind};
 pub use strings::{Condition, Expiry, OldValue, SetOptions};
 pub use subscriber::{OutputLimit, Subscriber};
+pub use turn::{ExclusiveTurn, SharedTurn};
+pub use watch::Watch;

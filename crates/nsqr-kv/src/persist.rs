@@ -165,7 +165,10 @@ impl Keyspace {
         loop {
             match record::decode(&buf[at..], at as u64) {
                 Ok(Some((r, len))) => {
-                    self.apply(&r);
+                    self.apply(&r).map_err(|e| PersistError::Log {
+                        path: path.to_path_buf(),
+                        what: format!("batch at offset {at}: {e}"),
+                    })?;
                     at += len;
                     n += 1;
                 }
@@ -194,7 +197,9 @@ impl Keyspace {
         }
     }
 
-    fn apply(&self, r: &Record<'_>) {
+    /// Applies one record (a batch's records in order); fails only on a batch whose records
+    /// do not decode.
+    fn apply(&self, r: &Record<'_>) -> Result<(), record::RecordError> {
         match *r {
             Record::Put {
                 key,
@@ -214,7 +219,15 @@ impl Keyspace {
                     g.clear();
                 }
             }
+            Record::Batch(records) => {
+                let mut at = 0;
+                while let Some((r, n)) = record::decode(&records[at..], at as u64)? {
+                    self.apply(&r)?;
+                    at += n;
+                }
+            }
         }
+        Ok(())
     }
 
     /// Writes a snapshot of everything now in the keyspace, naming `generation` as the first

@@ -102,6 +102,53 @@ async fn strict_mode_survives_a_crash() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_transaction_reaches_the_log_whole_or_not_at_all() {
+    let d = temp_dir("tx");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    let mut p = set(&ks, "before", "1", None);
+    ks.durable(&mut p).await.unwrap();
+    let mut p = Pending::default();
+    ks.begin_transaction(&mut p);
+    ks.incr_by(b"a", 1, &mut p).unwrap();
+    ks.incr_by(b"b", 1, &mut p).unwrap();
+    ks.del(&[b"before"], &mut p);
+    ks.end_transaction(&mut p);
+    ks.durable(&mut p).await.unwrap();
+    ks.timer.stop();
+    drop(ks);
+    let newest = *generations(&d).unwrap().last().unwrap();
+    let path = log_path(&d, newest);
+    let whole = std::fs::read(&path).unwrap();
+
+    // Replayed whole.
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    assert_eq!(get(&ks, "a").as_deref(), Some("1"));
+    assert_eq!(get(&ks, "b").as_deref(), Some("1"));
+    assert_eq!(get(&ks, "before"), None);
+    ks.timer.stop();
+    drop(ks);
+
+    // Torn anywhere inside the transaction's record: none of it is replayed.
+    for gen in generations(&d).unwrap() {
+        std::fs::remove_file(log_path(&d, gen)).unwrap();
+    }
+    let _ = std::fs::remove_file(crate::snapshot::snapshot_path(&d));
+    let first = crate::record::decode(&whole, 0).unwrap().unwrap().1;
+    for cut in [first + 9, whole.len() - 1] {
+        std::fs::write(&path, &whole[..cut]).unwrap();
+        let ks = Keyspace::open(config(&d, true), None).unwrap();
+        assert_eq!(get(&ks, "before").as_deref(), Some("1"), "cut at {cut}");
+        assert_eq!((get(&ks, "a"), get(&ks, "b")), (None, None), "cut at {cut}");
+        ks.timer.stop();
+        drop(ks);
+        for gen in generations(&d).unwrap() {
+            std::fs::remove_file(log_path(&d, gen)).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_torn_log_tail_is_cut_off() {
     let d = temp_dir("torn");
     let ks = Keyspace::open(config(&d, true), None).unwrap();

@@ -12,6 +12,10 @@
 //! | 2 | del | key |
 //! | 3 | deadline | deadline u64 (0 = none), key |
 //! | 4 | flush | — |
+//! | 5 | batch | records, each framed as above |
+//!
+//! A batch holds a transaction's records under one checksum, so a crash that tears the log
+//! keeps the whole transaction or none of it.
 
 /// One change, as replayed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +33,8 @@ pub enum Record<'a> {
         deadline: Option<u64>,
     },
     Flush,
+    /// A transaction's records, framed (decode them with [`decode`]).
+    Batch(&'a [u8]),
 }
 
 /// Why a log could not be read.
@@ -46,6 +52,7 @@ const PUT: u8 = 1;
 const DEL: u8 = 2;
 const DEADLINE: u8 = 3;
 const FLUSH: u8 = 4;
+const BATCH: u8 = 5;
 const HEADER: usize = 8;
 
 impl Record<'_> {
@@ -75,6 +82,10 @@ impl Record<'_> {
                 out.extend_from_slice(key);
             }
             Record::Flush => out.push(FLUSH),
+            Record::Batch(records) => {
+                out.push(BATCH);
+                out.extend_from_slice(records);
+            }
         }
         let payload = &out[start + HEADER..];
         let len = (payload.len() as u32).to_le_bytes();
@@ -113,6 +124,7 @@ fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
             key: p.get(9..)?,
         }),
         FLUSH if p.len() == 1 => Some(Record::Flush),
+        BATCH => Some(Record::Batch(&p[1..])),
         _ => None,
     }
 }
@@ -180,6 +192,28 @@ mod tests {
         let mut buf = Vec::new();
         records.iter().for_each(|r| r.encode(&mut buf));
         assert_eq!(all(&buf), records);
+        let mut outer = Vec::new();
+        Record::Batch(&buf).encode(&mut outer);
+        let Some((Record::Batch(inner), n)) = decode(&outer, 0).unwrap() else {
+            panic!("not a batch");
+        };
+        assert_eq!((all(inner), n), (records.to_vec(), outer.len()));
+    }
+
+    #[test]
+    fn a_torn_batch_is_torn_whole() {
+        let mut inner = Vec::new();
+        Record::Del { key: b"a" }.encode(&mut inner);
+        Record::Del { key: b"b" }.encode(&mut inner);
+        let mut buf = Vec::new();
+        Record::Batch(&inner).encode(&mut buf);
+        for cut in 1..buf.len() {
+            assert_eq!(
+                decode(&buf[..cut], 0),
+                Err(RecordError::Torn(0)),
+                "cut at {cut}"
+            );
+        }
     }
 
     #[test]

@@ -25,4 +25,6 @@ pub use frame::{decode, Frame};
 pub use number::{parse_i64, parse_u64};
 pub use peek::{peek, Peeked};
 pub use reply::{format_double, Protocol, Reply};
-pub use request::{encode_request, parse, Args, Limits, OwnedRequest, Parsed, RequestParser};
+pub use request::{
+    encode_request, parse, Args, Limits, OwnedArgs, OwnedRequest, Parsed, RequestParser,
+};

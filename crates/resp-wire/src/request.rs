@@ -312,6 +312,40 @@ impl<'a> Args<'a> {
     }
 }
 
+/// A request's arguments copied out of the read buffer, to run later (a command queued in a
+/// transaction): one buffer for all of them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OwnedArgs {
+    buf: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+}
+
+impl OwnedArgs {
+    /// Copies `args`.
+    pub fn new(args: &Args<'_>) -> OwnedArgs {
+        let mut buf = Vec::with_capacity(args.iter().map(<[u8]>::len).sum());
+        let mut ranges = Vec::with_capacity(args.len());
+        for a in args.iter() {
+            ranges.push(buf.len()..buf.len() + a.len());
+            buf.extend_from_slice(a);
+        }
+        OwnedArgs { buf, ranges }
+    }
+
+    /// The arguments, as the parser hands them out.
+    pub fn args(&self) -> Args<'_> {
+        Args {
+            src: &self.buf,
+            ranges: &self.ranges,
+        }
+    }
+
+    /// Bytes held (arguments and their bounds), for limits on what is queued.
+    pub fn size(&self) -> usize {
+        self.buf.len() + self.ranges.len() * std::mem::size_of::<Range<usize>>()
+    }
+}
+
 /// Encodes a request as a multibulk array (what clients send).
 pub fn encode_request<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
     out.push(b'*');

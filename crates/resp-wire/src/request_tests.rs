@@ -199,3 +199,20 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn owned_args_keep_every_argument() {
+    let input = b"*4\r\n$3\r\nSET\r\n$0\r\n\r\n$3\r\na\r\n\r\n$1\r\nz\r\n";
+    let mut p = RequestParser::default();
+    assert!(matches!(p.parse(input), Ok(Parsed::Request(_))));
+    let owned = OwnedArgs::new(&p.args(input));
+    drop(p);
+    let args = owned.args();
+    assert_eq!(
+        args.to_vec(),
+        vec![b"SET".to_vec(), vec![], b"a\r\n".to_vec(), b"z".to_vec()]
+    );
+    assert_eq!(args.get(9), b"");
+    assert!(owned.size() >= 7);
+    assert!(OwnedArgs::default().args().is_empty());
+}

@@ -103,6 +103,7 @@ pub async fn run(
     if conn.session.sub.is_some() {
         shared.ks.hub().remove_client(id);
     }
+    shared.ks.unwatch(&mut conn.session.watch);
     shared.connected.fetch_sub(1, Ordering::Relaxed);
 }
 
@@ -168,7 +169,8 @@ impl Conn {
         }
     }
 
-    /// Runs every complete request buffered (until the reply buffer fills).
+    /// Runs every complete request buffered (until the reply buffer fills), under one shared
+    /// turn of the keyspace (see `nsqr_kv::Keyspace::enter`).
     fn parse_all(&mut self) -> Next {
         let Conn {
             shared,
@@ -180,6 +182,7 @@ impl Conn {
             out,
             ..
         } = self;
+        let mut turn = Some(shared.ks.enter());
         loop {
             if *start >= *warmed_to {
                 *warmed_to = *start + warm(shared, session, &rbuf[*start..]);
@@ -192,6 +195,7 @@ impl Conn {
                         shared,
                         s: session,
                         out,
+                        turn: &mut turn,
                     };
                     dispatch(&mut ctx, &args);
                     ctx.move_to_outbox();
@@ -218,6 +222,7 @@ impl Conn {
                         shared,
                         s: session,
                         out,
+                        turn: &mut turn,
                     };
                     ctx.move_to_outbox();
                     tracing::debug!("KV: client {} protocol error - {e}", session.id);

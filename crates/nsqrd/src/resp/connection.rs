@@ -164,6 +164,8 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         ctx.shared.ks.hub().remove_client(sub.id());
     }
     ctx.s.name.clear();
+    ctx.s.tx = None;
+    ctx.shared.ks.unwatch(&mut ctx.s.watch);
     ctx.s.authenticated = ctx.shared.password.is_none();
     ctx.out.set_protocol(Protocol::Resp2);
     if let Some(sub) = &ctx.s.sub {
@@ -176,15 +178,20 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
 fn info_line(ctx: &Ctx<'_>) -> String {
     let (channels, patterns) = ctx.s.subscriptions(ctx.shared);
     format!(
-        "id={} addr={} laddr=127.0.0.1:{} name={} age={} idle=0 flags={} db=0 sub={} psub={} multi=-1 cmd=client|info user=default lib-name={} lib-ver={} resp={}\n",
+        "id={} addr={} laddr=127.0.0.1:{} name={} age={} idle=0 flags={} db=0 sub={} psub={} multi={} cmd=client|info user=default lib-name={} lib-ver={} resp={}\n",
         ctx.s.id,
         ctx.s.addr,
         ctx.shared.port,
         String::from_utf8_lossy(&ctx.s.name),
         ctx.s.created.elapsed().as_secs(),
-        if channels + patterns > 0 { "P" } else { "N" },
+        match (&ctx.s.tx, channels + patterns) {
+            (Some(_), _) => "x",
+            (None, 0) => "N",
+            (None, _) => "P",
+        },
         channels,
         patterns,
+        ctx.s.tx.as_ref().map_or(-1, |t| t.len() as i64),
         String::from_utf8_lossy(&ctx.s.lib_name),
         String::from_utf8_lossy(&ctx.s.lib_ver),
         ctx.proto().number(),

@@ -8,7 +8,8 @@
 //! resp/conn.rs    one task per client: read, parse (resp-wire), dispatch, write
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
-//! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub
+//! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
+//!                 transaction (MULTI / EXEC / WATCH)
 //! resp/feed.rs    the change feed into an NSQ topic
 //! ```
 //!
@@ -26,6 +27,7 @@ mod server;
 mod session;
 mod strings;
 mod table;
+mod transaction;
 mod workers;
 
 use std::path::{Path, PathBuf};

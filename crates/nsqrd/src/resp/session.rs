@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use nsqr_kv::{Pending, Subscriber};
+use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
+use super::transaction::Transaction;
 use super::Shared;
 
 /// A client of the keyspace server.
@@ -28,6 +29,10 @@ pub struct Session {
     pub quit: bool,
     /// The last command's name (`CLIENT INFO`).
     pub last_command: &'static str,
+    /// Commands queued since MULTI (`transaction.rs`).
+    pub tx: Option<Transaction>,
+    /// Keys WATCHed for the next EXEC.
+    pub watch: Watch,
 }
 
 impl Session {
@@ -44,6 +49,8 @@ impl Session {
             pending: Pending::default(),
             quit: false,
             last_command: "NULL",
+            tx: None,
+            watch: Watch::default(),
         }
     }
 
@@ -61,6 +68,8 @@ pub struct Ctx<'a> {
     pub shared: &'a Shared,
     pub s: &'a mut Session,
     pub out: &'a mut Reply,
+    /// The keyspace turn the running batch holds (EXEC trades it for the exclusive one).
+    pub turn: &'a mut Option<SharedTurn>,
 }
 
 impl Ctx<'_> {

@@ -84,7 +84,7 @@ fn set_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<(SetOptions, bool)> {
 
 /// Runs a SET; with `get`, the reply is the old value, else OK (or null when NX / XX refused).
 fn run_set(ctx: &mut Ctx<'_>, key: &[u8], value: &[u8], opts: SetOptions, get: bool) {
-    let Ctx { shared, s, out } = ctx;
+    let Ctx { shared, s, out, .. } = ctx;
     if get {
         let mut old = |v: Option<&[u8]>| value_or_null(out, v);
         shared
@@ -139,7 +139,7 @@ pub fn psetex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn getdel(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Ctx { shared, s, out } = ctx;
+    let Ctx { shared, s, out, .. } = ctx;
     shared
         .ks
         .getdel(a.get(1), &mut s.pending, |v| value_or_null(out, v));
@@ -164,7 +164,7 @@ pub fn getex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         }
         _ => return ctx.out.error(SYNTAX),
     };
-    let Ctx { shared, s, out } = ctx;
+    let Ctx { shared, s, out, .. } = ctx;
     shared
         .ks
         .getex(a.get(1), change, &mut s.pending, |v| value_or_null(out, v));

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use resp_wire::Args;
 
 use super::session::Ctx;
-use super::{connection, keys, pubsub, server, strings};
+use super::{connection, keys, pubsub, server, strings, transaction};
 
 /// Changes the keyspace.
 pub const WRITE: u32 = 1;
@@ -22,6 +22,8 @@ pub const PUBSUB: u32 = 1 << 4;
 /// Allowed before AUTH.
 pub const NO_AUTH: u32 = 1 << 5;
 pub const ADMIN: u32 = 1 << 6;
+/// Runs at once inside MULTI instead of being queued.
+pub const TX: u32 = 1 << 7;
 
 pub type Handler = fn(&mut Ctx<'_>, &Args<'_>);
 
@@ -62,8 +64,14 @@ commands! {
     "auth", -2, FAST | NO_AUTH, NONE, connection::auth;
     "select", 2, FAST, NONE, connection::select;
     "client", -2, 0, NONE, connection::client;
-    "quit", -1, FAST | PUBSUB | NO_AUTH, NONE, connection::quit;
-    "reset", 1, FAST | PUBSUB | NO_AUTH, NONE, connection::reset;
+    "quit", -1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::quit;
+    "reset", 1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::reset;
+    // transactions
+    "multi", 1, FAST | TX, NONE, transaction::multi;
+    "exec", 1, TX, NONE, transaction::exec;
+    "discard", 1, FAST | TX, NONE, transaction::discard;
+    "watch", -2, FAST | TX, ALL, transaction::watch;
+    "unwatch", 1, FAST, NONE, transaction::unwatch;
     // server
     "dbsize", 1, READONLY | FAST, NONE, server::dbsize;
     "flushdb", -1, WRITE, NONE, server::flushdb;
@@ -170,38 +178,52 @@ pub fn unknown_command_text(args: &Args<'_>) -> String {
     format!("ERR unknown command '{name}', with args beginning with: {list}")
 }
 
-/// Runs one request: the checks, then the command.
+/// Runs one request: the checks, then the command (or, inside MULTI, queues it). A request
+/// refused by a check inside MULTI dooms the transaction.
 pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     let Some(cmd) = lookup(args.get(0)) else {
+        ctx.doom_transaction();
         ctx.out.error(&unknown_command_text(args));
         return;
     };
     if !arity_ok(cmd.arity, args.len()) {
+        ctx.doom_transaction();
         return wrong_arity(ctx, cmd.name);
     }
-    if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
-        ctx.out.error("NOAUTH Authentication required.");
+    if let Err(e) = admit(ctx, cmd) {
+        ctx.doom_transaction();
+        ctx.out.error(&e);
         return;
     }
+    if ctx.s.tx.is_some() && cmd.flags & TX == 0 {
+        return transaction::queue(ctx, cmd.flags, args);
+    }
+    run(ctx, cmd, args);
+}
+
+/// The checks after name and arity: authentication, memory, a failed log, the RESP2
+/// subscribed context.
+fn admit(ctx: &mut Ctx<'_>, cmd: &Command) -> Result<(), String> {
+    if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
+        return Err("NOAUTH Authentication required.".into());
+    }
     if cmd.flags & DENYOOM != 0 {
-        if let Err(e) = ctx.shared.ks.make_room() {
-            ctx.out.error(&e.to_string());
-            return;
-        }
+        ctx.shared.ks.make_room().map_err(|e| e.to_string())?;
     }
     if cmd.flags & WRITE != 0 {
-        if let Err(e) = ctx.shared.ks.check_writable() {
-            ctx.out.error(&e.to_string());
-            return;
-        }
+        ctx.shared.ks.check_writable().map_err(|e| e.to_string())?;
     }
     if cmd.flags & PUBSUB == 0 && ctx.in_resp2_pubsub() {
-        ctx.out.error(&format!(
+        return Err(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
             cmd.name
         ));
-        return;
     }
+    Ok(())
+}
+
+/// Runs a command that passed its checks.
+pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
     (cmd.handler)(ctx, args);
 }

@@ -1,0 +1,151 @@
+//! Transactions: MULTI, EXEC, DISCARD, WATCH, UNWATCH, as Redis runs them.
+//!
+//! After MULTI a client's commands are checked (name, arity, authentication, memory, a failed
+//! log) and queued, never run: each gets `+QUEUED`, or its error, which dooms the transaction
+//! (`EXECABORT` at EXEC). EXEC gives up the client's shared turn and takes the keyspace's
+//! exclusive one (`nsqr_kv::Keyspace::enter_alone`): no other client's command, nor the
+//! expiry thread, runs until the last queued command has answered. A WATCHed key that
+//! changed since (written by anyone, expired, evicted or flushed) makes EXEC answer a null
+//! array and run nothing. In strict mode the transaction's changes reach the log as one
+//! record, so a crash keeps all of them or none.
+
+use resp_wire::{Args, OwnedArgs};
+
+use super::session::Ctx;
+use super::table::{self, DENYOOM, WRITE};
+
+/// Most bytes of commands one transaction may queue (Redis's `client-query-buffer-limit`).
+const MAX_QUEUED_BYTES: usize = 1 << 30;
+
+/// A client between MULTI and EXEC.
+#[derive(Debug, Default)]
+pub struct Transaction {
+    queued: Vec<OwnedArgs>,
+    /// Commands queued (still counted while EXEC runs them).
+    count: usize,
+    bytes: usize,
+    /// The flags of every queued command, or'ed (memory and log checks at EXEC).
+    flags: u32,
+    /// A command was refused while queueing: EXEC answers EXECABORT.
+    doomed: bool,
+}
+
+impl Transaction {
+    /// Commands queued so far (`CLIENT INFO`'s `multi=`).
+    pub fn len(&self) -> usize {
+        self.count
+    }
+}
+
+impl Ctx<'_> {
+    /// A command was refused: if the client is in MULTI, its EXEC will abort.
+    pub fn doom_transaction(&mut self) {
+        if let Some(tx) = &mut self.s.tx {
+            tx.doomed = true;
+        }
+    }
+}
+
+/// Queues a command that passed its checks (the client is in MULTI).
+pub fn queue(ctx: &mut Ctx<'_>, flags: u32, args: &Args<'_>) {
+    let Some(tx) = &mut ctx.s.tx else {
+        return;
+    };
+    let owned = OwnedArgs::new(args);
+    if tx.bytes + owned.size() > MAX_QUEUED_BYTES {
+        tx.doomed = true;
+        ctx.out
+            .error("ERR transaction discarded: more than 1 GiB of queued commands");
+        return;
+    }
+    tx.bytes += owned.size();
+    tx.count += 1;
+    tx.flags |= flags;
+    tx.queued.push(owned);
+    ctx.out.simple(b"QUEUED");
+}
+
+pub fn multi(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    if ctx.s.tx.is_some() {
+        return ctx.out.error("ERR MULTI calls can not be nested");
+    }
+    ctx.s.tx = Some(Transaction::default());
+    ctx.out.ok();
+}
+
+pub fn discard(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    if ctx.s.tx.take().is_none() {
+        return ctx.out.error("ERR DISCARD without MULTI");
+    }
+    ctx.shared.ks.unwatch(&mut ctx.s.watch);
+    ctx.out.ok();
+}
+
+pub fn watch(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if ctx.s.tx.is_some() {
+        return ctx.out.error("ERR WATCH inside MULTI is not allowed");
+    }
+    for key in a.iter().skip(1) {
+        ctx.shared.ks.watch(&mut ctx.s.watch, key);
+    }
+    ctx.out.ok();
+}
+
+pub fn unwatch(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    ctx.shared.ks.unwatch(&mut ctx.s.watch);
+    ctx.out.ok();
+}
+
+pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    // The client stays in MULTI while its commands run, as in Redis (`CLIENT INFO`).
+    let Some(tx) = &mut ctx.s.tx else {
+        return ctx.out.error("ERR EXEC without MULTI");
+    };
+    let (queued, flags, doomed) = (std::mem::take(&mut tx.queued), tx.flags, tx.doomed);
+    let shared = ctx.shared;
+    let ks = &shared.ks;
+    if doomed {
+        ctx.s.tx = None;
+        ks.unwatch(&mut ctx.s.watch);
+        return ctx
+            .out
+            .error("EXECABORT Transaction discarded because of previous errors.");
+    }
+    // The shared turn this batch holds is given up first: waiting for the exclusive turn
+    // while holding it would wait forever.
+    *ctx.turn = None;
+    let alone = ks.enter_alone();
+    let broken = ks.watch_broken(&ctx.s.watch);
+    ks.unwatch(&mut ctx.s.watch);
+    if broken {
+        ctx.out.null_array();
+    } else if let Err(e) = admit(ctx, flags) {
+        ctx.out.error(&e.to_string());
+    } else {
+        ctx.out.array(queued.len());
+        ks.begin_transaction(&mut ctx.s.pending);
+        for q in &queued {
+            let args = q.args();
+            match table::lookup(args.get(0)) {
+                Some(cmd) => table::run(ctx, cmd, &args),
+                None => ctx.out.error(&table::unknown_command_text(&args)),
+            }
+        }
+        ks.end_transaction(&mut ctx.s.pending);
+    }
+    ctx.s.tx = None;
+    drop(alone);
+    *ctx.turn = Some(ks.enter());
+}
+
+/// The checks EXEC makes for the transaction as a whole, as Redis does: memory for any
+/// command that may use more, a working log for any write.
+fn admit(ctx: &Ctx<'_>, flags: u32) -> Result<(), nsqr_kv::KvError> {
+    if flags & DENYOOM != 0 {
+        ctx.shared.ks.make_room()?;
+    }
+    if flags & WRITE != 0 {
+        ctx.shared.ks.check_writable()?;
+    }
+    Ok(())
+}
