@@ -215,6 +215,25 @@ mod tests {
     }
 
     #[test]
+    fn an_eviction_breaks_it() {
+        let ks = crate::Keyspace::open(
+            crate::KvConfig {
+                policy: crate::Policy::AllKeysRandom,
+                ..crate::KvConfig::default()
+            },
+            None,
+        )
+        .unwrap();
+        set(&ks, b"only");
+        let mut w = Watch::default();
+        ks.watch(&mut w, b"only");
+        ks.settings().set_maxmemory(1);
+        let _ = ks.make_room();
+        assert!(!ks.contains(b"only"), "not evicted");
+        assert!(ks.watch_broken(&w));
+    }
+
+    #[test]
     fn a_key_expired_before_the_watch_does_not_break_it() {
         let ks = mem();
         let at = ks.now_ms() + 1;
