@@ -1,5 +1,5 @@
-//! Startup checks nsqd makes on its options before listening, and the list of options this
-//! build cannot honour yet.
+//! Startup checks nsqd makes on its options before listening, and the list of options nsqrd
+//! does not honour (`--enable-experiment`).
 //!
 //! The checks and their `FATAL:` texts are nsqd 1.3's, in nsqd's order; the TLS
 //! files named by flags are read so a missing or non-PEM file fails at startup, as in nsqd.
