@@ -7,10 +7,10 @@
 //! answer differently (error texts, log wording, header sets) stays in the daemon, so both keep
 //! behaving byte for byte like their upstream counterpart.
 
-pub mod civil;
 pub mod duration;
 pub mod goflag;
 pub mod json;
+pub mod utc_date;
 
 #[cfg(feature = "config")]
 pub mod config_file;

@@ -53,7 +53,7 @@ pub fn timestamp() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     let secs = i64::try_from(now.as_secs()).unwrap_or(0);
-    let c = crate::civil::Civil::from_unix(secs);
+    let c = crate::utc_date::Civil::from_unix(secs);
     format!(
         "{:04}/{:02}/{:02} {:02}:{:02}:{:02}.{:06}",
         c.year,

@@ -140,7 +140,8 @@ pub struct Negotiated {
     pub feature_negotiation: bool,
     pub topology_region: String,
     pub topology_zone: String,
-    /// Upgrades granted (only with `feature_negotiation`), applied after the reply (§4.4).
+    /// Upgrades granted (only with `feature_negotiation`), applied after the reply, as nsqd's
+    /// protocol_v2 does (TLS first, then snappy or deflate).
     pub tls_v1: bool,
     pub snappy: bool,
     pub deflate: bool,

@@ -2,9 +2,9 @@
 //! record) across a graceful restart: `<queue>.nsqr.attrs.dat` beside the queue's files.
 //!
 //! nsqd's record format has no room for them and must not change, so while nsqrd runs they
-//! stay in memory beside the queue (`link.rs`: by message id, attached again when the record
-//! is read back) and a shutdown writes them here; the next start reads them back. nsqd ignores
-//! the file (its messages simply lose their attributes there). A crash loses them too: the
+//! stay in memory beside the queue (`disk_link.rs`: by message id, attached again when the
+//! record is read back) and a shutdown writes them here; the next start reads them back. nsqd
+//! ignores the file (its messages simply lose their attributes there). A crash loses them too: the
 //! messages are still delivered, without expiry or key (`docs/http-queues.md`).
 //!
 //! Format: `nsqr-attrs 1\n`, then one JSON object per line: `{"id":"<16 hex>", ...}` with the

@@ -1,9 +1,10 @@
 //! Buffers for disk reads, recycled. A backlog drained from disk is read 64 KiB at a time and
 //! the messages of a read point into its buffer until the last of them is finished. A fresh
 //! buffer costs 16 page faults (and on a VM whose free memory was handed back to the host, a
-//! host fault each: ~8% of the consume CPU when measured); a buffer whose messages are all gone
-//! comes back here instead and the next read reuses its pages. The pool is small and bounded:
-//! it only has to cover the reads in flight between a buffer's last FIN and the next read.
+//! host fault each: docs/decisions/0006-disk-read-chunks.md); a buffer whose messages are all
+//! gone comes back here instead and the next read reuses its pages. The pool is small and
+//! bounded: it only has to cover the reads in flight between a buffer's last FIN and the next
+//! read.
 
 use bytes::Bytes;
 use parking_lot::Mutex;

@@ -2,8 +2,8 @@
 //!
 //! It runs on a blocking thread (tokio's blocking pool), started by the owner when there is
 //! work and stopping when there is none, so reactor threads never wait for the disk and idle
-//! queues cost no thread. A pass: take the work under the owner's lock (`link.rs`), then with
-//! only the writer's own lock held: empty if asked, append the whole outbox (one `write` per
+//! queues cost no thread. A pass: take the work under the owner's lock (`disk_link.rs`), then
+//! with only the writer's own lock held: empty if asked, append the whole outbox (one `write` per
 //! file), fsync once in strict mode (group commit: every publish queued meanwhile shares it)
 //! and fulfil the promises, acknowledge finished records, read ahead what memory has room for,
 //! sync on the `--sync-timeout` tick; then report back under the owner's lock, where the
@@ -24,9 +24,9 @@ use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
 use crate::config::BrokerConfig;
 use crate::deferred_store;
+use crate::disk_link::Opened;
 use crate::durability::{DiskError, Promise, Ticket};
 use crate::head_store::{self, SkipMap};
-use crate::link::Opened;
 use crate::message::Message;
 use crate::spill_queue::SpillQueue;
 use crate::stats::DiskStats;

@@ -1,6 +1,6 @@
-//! Topic and channel lifecycle events, for whoever outside the engine must follow them: the
-//! daemon's nsqlookupd peers register and unregister as topics and channels come and go, and
-//! later listeners (statsd, the keyspace, dead-letter logic) join the same bus.
+//! Topic and channel lifecycle events, for whoever outside the engine must follow them: in
+//! nsqrd, the nsqlookupd peers register and unregister as topics and channels come and go; an
+//! embedding program can listen the same way.
 //!
 //! The engine knows none of them: it hands each [`Event`] to every [`EventListener`] that
 //! joined with [`Broker::listen`](crate::Broker::listen). Listeners are called synchronously,

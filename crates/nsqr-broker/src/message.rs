@@ -397,9 +397,7 @@ const PREFETCH_AHEAD: usize = 1024;
 /// Ask the CPU to load the bytes up to `PREFETCH_AHEAD` past `next` that the previous call
 /// (which took the message at `at`) did not already ask for. Taking a message reads its length
 /// first, and each length's place depends on the one before, so without this every message of
-/// a cold backlog waits for its own cache miss: consuming a 14M-message backlog cost 0.52 µs
-/// of server CPU per message against 0.40 with a range index; with the prefetch 0.42 against
-/// 0.42 (`nsqr bench compare`, benchmarks.md).
+/// a cold backlog waits for its own cache miss (docs/decisions/0002-mpub-keeps-its-wire-layout.md).
 fn prefetch_ahead(data: &[u8], at: usize, next: usize) {
     let from = (at + PREFETCH_AHEAD).max(next);
     let to = (next + PREFETCH_AHEAD).min(data.len());
@@ -418,8 +416,8 @@ const BODIES_AHEAD: usize = 4;
 /// message `i` of a batch with `ranges` (when taking the first, of all of those up to it).
 /// Bodies that lie apart (requests of kilobytes each, on pages of their own) are each a
 /// cache and TLB miss for a consumer that reads their first bytes after the sender ran far
-/// ahead; with the hint the misses overlap the work on earlier messages (in-process
-/// request-reply at 1 KB went from 3.3-3.5M to 5.1-6.4M requests/s, benchmarks.md).
+/// ahead; with the hint the misses overlap the work on earlier messages
+/// (docs/decisions/0009-prefetch-bodies.md).
 fn prefetch_next_bodies(data: &[u8], ranges: &[(u32, u32)], i: usize) {
     let from = if i == 0 { 1 } else { i + BODIES_AHEAD };
     for &(start, _) in ranges.iter().skip(from).take(i + BODIES_AHEAD + 1 - from) {

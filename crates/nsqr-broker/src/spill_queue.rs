@@ -2,9 +2,9 @@
 //! memory up to `--mem-queue-size` and spill to the queue's disk queue beyond it, behind one
 //! small API so `channel.rs` and `topic.rs` need not know which.
 //!
-//! It lives inside its owner's lock. Memory is a [`RunQueue`] (`run_queue.rs`: runs of publishes
-//! and single messages); the disk side ([`DiskLink`], `link.rs`) is only bookkeeping and an
-//! outbox: every disk operation runs on the queue's disk writer (`disk_writer.rs`), a blocking
+//! It lives inside its owner's lock. Memory is a [`RunQueue`] (`run_queue.rs`: runs of
+//! publishes and single messages); the disk side ([`DiskLink`], `disk_link.rs`) is only
+//! bookkeeping and an outbox: every disk operation runs on the queue's disk writer (`disk_writer.rs`), a blocking
 //! thread woken when there is work, never on a reactor thread.
 //!
 //! - Default mode (nsqd's): a publish goes to memory while there is room and nothing older is
@@ -18,10 +18,10 @@
 //! - Without a data path, and for `#ephemeral` queues, it is memory only (ephemeral ones drop
 //!   beyond `--mem-queue-size`, as nsqd).
 
+use crate::disk_link::DiskLink;
 use crate::disk_writer::Outgoing;
 use crate::durability::Ticket;
 use crate::error::BrokerError;
-use crate::link::DiskLink;
 use crate::message::{Message, Published};
 use crate::run_queue::{RunQueue, Span};
 use crate::stats::DiskStats;
@@ -290,7 +290,7 @@ impl SpillQueue {
     }
 
     /// Shutdown: attributes of messages on disk and copies of head messages to skip
-    /// (`link.rs`), for the side files.
+    /// (`disk_link.rs`), for the side files.
     pub(crate) fn take_side_state(
         &mut self,
     ) -> (crate::attrs_store::AttrMap, crate::head_store::SkipMap) {

@@ -2,8 +2,8 @@
 //!
 //! A GET or SET of a random key among a million misses the CPU cache three times in a row (the
 //! table's control bytes, its slot, then the entry the slot points to, to compare the key), and
-//! with requests handled one after another those misses come one after another: under
-//! `redis-benchmark -P 16` the two lookup functions took 40% of the keyspace's CPU.
+//! with requests handled one after another those misses come one after another
+//! (docs/decisions/0005-keyspace-pipeline-warming.md).
 //! [`Keyspace::warm`] looks a batch's keys up in one short loop first, holding all their
 //! shards' locks at once (taking a lock is a full barrier on x86, which would keep one key's
 //! misses from overlapping the next), so the processor overlaps the batch's misses; the

@@ -6,7 +6,7 @@
 //! messages the broker still holds could need; when RSS is well above that, most of it is free
 //! heap, and glibc is asked to release it (`malloc_trim`). Comparing with RSS (rather than
 //! sampling queue depths) also catches a backlog that came and went between two ticks.
-//! (mimalloc was measured too: it kept more memory, see docs/benchmarks.md.)
+//! Why glibc with a trim rather than another allocator: docs/decisions/0007-glibc-malloc-trim.md.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,8 +17,7 @@ use nsqr_broker::Broker;
 const BYTES_PER_HELD_MESSAGE: u64 = 1024;
 /// Slack above the baseline before a trim is worth it. Small: a publisher's read buffer grows
 /// by 1 MiB slabs, and the few that glibc keeps at the top of each arena after a backlog
-/// drains would otherwise stay resident (RSS after drain 1.9x of before with 16 MiB here,
-/// 1.08x with 2 MiB).
+/// drains would otherwise stay resident (docs/decisions/0007-glibc-malloc-trim.md).
 const SLACK: u64 = 2 << 20;
 /// After a trim that could not bring RSS down (fragmentation), wait this long to retry.
 const RETRY_AFTER: Duration = Duration::from_secs(10);

@@ -404,11 +404,12 @@ fn default_mode_with_mem_queue_size_0_loses_no_acknowledged_message_across_sigki
     out.assert_nothing_lost();
 }
 
-/// Issue 19's kill test: nsqrd (or the server in `NSQD_BIN`) and the nsqd in `NSQD_REF_BIN`,
-/// 10 kills each while publishing only, `--mem-queue-size=0`; prints both, and fails if the
-/// server under test lost an acknowledged message. The reference's losses are only printed
-/// (nsqd 1.3 loses the odd message, probably one its topic had read, with the read position
-/// synced, and not yet written to every channel's queue when it was killed).
+/// The kill test against nsqd (docs/reliability.md): nsqrd (or the server in `NSQD_BIN`) and
+/// the nsqd in `NSQD_REF_BIN`, 10 kills each while publishing only, `--mem-queue-size=0`;
+/// prints both, and fails if the server under test lost an acknowledged message. The
+/// reference's losses are only printed (nsqd 1.3 loses the odd message, probably one its topic
+/// had read, with the read position synced, and not yet written to every channel's queue when
+/// it was killed).
 #[test]
 #[ignore = "side by side with nsqd: needs NSQD_REF_BIN; run with --ignored --nocapture"]
 fn default_mode_kill_test_side_by_side_with_nsqd() {

@@ -174,7 +174,7 @@ fn restart_redelivers_in_flight_messages_with_attempts_kept() {
 #[test]
 fn restart_keeps_the_remaining_delay_of_deferred_messages() {
     if is_reference() {
-        return; // nsqd delivers them at once after a restart (§15.4): beyond nsqd
+        return; // nsqd delivers them at once after a restart: beyond nsqd
     }
     for mode in modes() {
         let flags = [mode];

@@ -1,4 +1,4 @@
-//! `/config/:opt` (spec §12.4, option names from §1): GET of every kind of option (raw-text
+//! `/config/:opt`: GET of every kind of option (raw-text
 //! strings, JSON ints / bools / nanosecond durations / lists, log_level and TLS enums), unknown
 //! names, PUT of `log_level` and `nsqlookupd_tcp_addresses`, PUT errors and their order.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! HTTP API conventions (spec §11.1, §11.4): router errors (404 / 405 + Allow), trailing-slash
+//! HTTP API conventions: router errors (404 / 405 + Allow), trailing-slash
 //! and case redirects, HEAD / OPTIONS handling, the `X-NSQ-Content-Type` header, content types,
 //! query parsing (INVALID_REQUEST, first value wins, form bodies ignored), `/ping` and `/info`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! Topic and channel administration over HTTP (spec §11.2, §7): `/topic/*` and `/channel/*`
+//! Topic and channel administration over HTTP: `/topic/*` and `/channel/*`
 //! create / delete / empty / pause / unpause — success (200, empty body), every error of the
 //! table in check order, and the effects visible in `/stats`, on consumers and in `nsqd.dat`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]

@@ -1,4 +1,4 @@
-//! Heartbeats and the client read deadline (spec §5, §20): with IDENTIFY
+//! Heartbeats and the client read deadline: with IDENTIFY
 //! `heartbeat_interval:1000` the server sends `_heartbeat_` response frames about every second,
 //! subscribed or not; a client that sends nothing for 2 × the interval is disconnected without
 //! an error frame; any command (NOP, PUB) resets that deadline; `heartbeat_interval:-1` turns

@@ -1,4 +1,4 @@
-//! Topic and channel lifecycle as seen by TCP clients (spec §6.8, §7.2–§7.5): `#ephemeral`
+//! Topic and channel lifecycle as seen by TCP clients: `#ephemeral`
 //! channels and topics deleted when their last client / channel goes, non-ephemeral ones kept,
 //! ephemeral overflow beyond `--mem-queue-size` dropped silently, a topic without channels
 //! buffering for its first channel only, channel and topic pause/unpause over HTTP,

@@ -1,4 +1,4 @@
-//! TCP publishing (spec §3.10–§3.12, §7.1, §7.2, §9): PUB, MPUB and DPUB success paths and
+//! TCP publishing: PUB, MPUB and DPUB success paths and
 //! every error string in check order (params, topic name, sizes against `--max-msg-size` /
 //! `--max-body-size`, message count, DPUB timeout parsing and range against
 //! `--max-req-timeout`, truncated input), topic auto-creation visible in /stats, MPUB

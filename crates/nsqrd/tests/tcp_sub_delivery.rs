@@ -1,4 +1,4 @@
-//! TCP consuming (spec §2.4, §3.4–§3.6, §3.9, §6.1–§6.3, §7.6, §8, §9): SUB and its errors
+//! TCP consuming: SUB and its errors
 //! (state, params, names, heartbeats disabled, `--max-channel-consumers`), RDY and its errors
 //! (parse, range against `--max-rdy-count`, default 1, empty = 0), the client state machine,
 //! the message frame layout and message ids, fan-out to channels and load-splitting within

@@ -6,9 +6,9 @@
 use std::sync::{Arc, Weak};
 
 use super::*;
+use crate::disk_link::DiskLink;
 use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
-use crate::link::DiskLink;
 use crate::policy::Effective;
 
 /// The ready queue for a channel: memory only for `#ephemeral` channels (dropping beyond its

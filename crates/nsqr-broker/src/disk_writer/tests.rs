@@ -10,8 +10,8 @@ use bytes::Bytes;
 use nsq_wire::MessageId;
 
 use super::*;
+use crate::disk_link::DiskLink;
 use crate::durability::promise;
-use crate::link::DiskLink;
 use crate::spill_queue::SpillQueue;
 
 /// A temporary directory, removed on drop.

@@ -6,9 +6,9 @@ use std::sync::Weak;
 
 use super::*;
 use crate::channel::{instant_of, unix_due};
+use crate::disk_link::DiskLink;
 use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
-use crate::link::DiskLink;
 
 /// The backlog of a topic: memory only for `#ephemeral` topics (dropping beyond
 /// `--mem-queue-size`) and without a data path; memory + disk otherwise. In strict mode nothing

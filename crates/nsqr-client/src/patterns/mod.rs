@@ -11,9 +11,9 @@
 //!
 //! `docs/client.md` in the repository shows all three.
 
-mod carve;
+mod caller_buffer;
 mod envelope;
-mod laid_out;
+mod request_buffers;
 pub mod request_reply;
 
 pub use request_reply::{PendingReply, Request, RequestRef, Requester, Responder};

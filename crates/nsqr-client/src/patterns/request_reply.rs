@@ -56,9 +56,9 @@ use parking_lot::Mutex;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use super::carve::{Carver, MAX_CARVED};
+use super::caller_buffer::BatchSent;
 use super::envelope;
-use super::laid_out::BatchSent;
+use super::request_buffers::{Carver, MAX_CARVED};
 use crate::config::Config;
 use crate::consumer::Consumer;
 use crate::error::Error;
@@ -73,7 +73,7 @@ pub struct Requester {
     pub(super) reply_topic: Arc<str>,
     pub(super) waiting: Arc<Waiting>,
     pub(super) next_id: AtomicU64,
-    /// Where small requests are built (`carve.rs`).
+    /// Where small requests are built (`request_buffers.rs`).
     carver: Mutex<Carver>,
     replies: JoinHandle<()>,
     stopper: crate::consumer::Stopper,
@@ -209,7 +209,7 @@ pub struct PendingReply {
     pub(super) topic: Arc<str>,
 }
 
-/// How a request went out: alone, or in a batch laid out by the caller (`laid_out.rs`).
+/// How a request went out: alone, or in a batch laid out by the caller (`caller_buffer.rs`).
 pub(super) enum Sent {
     One(crate::producer::Publish),
     Batch(Arc<BatchSent>),

@@ -10,9 +10,9 @@
 //! the producer's lock, so messages keep their order; every publish of a batch gets the
 //! batch's result.
 //!
-//! A requester's requests lie back to back in its carver's buffers (`patterns/carve.rs`):
-//! those join into one run ([`Gathered::Run`]), which the broker holds with one reference
-//! for the whole batch rather than one per message (half of what a small request cost).
+//! A requester's requests lie back to back in its carver's buffers
+//! (`patterns/request_buffers.rs`): those join into one run ([`Gathered::Run`]), which the
+//! broker holds with one reference for the whole batch rather than one per message.
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -42,8 +42,8 @@ pub(crate) struct Batch {
 }
 
 /// A batch's bodies: as they were given, or written back to back into one buffer (a
-/// requester's carved requests, `patterns/carve.rs`), which the broker then holds with one
-/// reference for the whole batch instead of one per message.
+/// requester's carved requests, `patterns/request_buffers.rs`), which the broker then holds
+/// with one reference for the whole batch instead of one per message.
 pub(crate) enum Gathered {
     Bodies(Vec<Bytes>),
     Run {

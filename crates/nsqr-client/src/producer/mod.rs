@@ -175,8 +175,8 @@ impl Producer {
     }
 
     /// [`Producer::publish_async`] of a request carved from carver buffer `buffer`
-    /// (`patterns/carve.rs`): in process, consecutive pieces of one buffer reach the broker as
-    /// one run of bodies.
+    /// (`patterns/request_buffers.rs`): in process, consecutive pieces of one buffer reach the
+    /// broker as one run of bodies.
     pub(crate) fn publish_piece_async(&self, topic: &str, piece: BytesMut, buffer: u64) -> Publish {
         match &self.inner.backend {
             Backend::Inproc(p) if !piece.is_empty() => match p.gather_piece(topic, piece, buffer) {

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use flate2::write::GzEncoder;
-use nsq_common::civil::Civil;
+use nsq_common::utc_date::Civil;
 
 use super::strftime::strftime;
 use crate::fail::{err, Result};

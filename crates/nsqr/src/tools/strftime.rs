@@ -3,7 +3,7 @@
 //! kept as written. Times are UTC (nsq_to_file uses the local time zone; the file names
 //! differ only where the zone is not UTC).
 
-use nsq_common::civil::Civil;
+use nsq_common::utc_date::Civil;
 
 const MONTHS: [&str; 12] = [
     "January",

@@ -1,4 +1,4 @@
-//! Authorization through external auth servers (nsqd §10): the client's AUTH secret is sent to
+//! Authorization through external auth servers, as nsqd's: the client's AUTH secret is sent to
 //! one of `--auth-http-address`, whose reply (a TTL, an identity and a list of topic / channel
 //! regexes with permissions) is cached on the connection and checked before every PUB, MPUB,
 //! DPUB and SUB; once the TTL has passed the same secret is sent again.

@@ -2,8 +2,8 @@
 //! most `limit` bytes and leave the rest unread, so an oversized upload costs at most one limit's
 //! worth of memory. The body is copied into an allocation of its own size: hyper hands it over
 //! as a slice of the connection's read buffer (8 KiB and more), and queued messages sliced from
-//! that would pin the whole buffer each (`wrk` posting 16-byte bodies to `/pub` held 6 KB per
-//! queued message, and a fresh read buffer per request cost CPU). Unlike nsqd, the whole request
+//! that would pin the whole buffer each, and the next request would need a fresh read buffer
+//! (docs/decisions/0011-http-request-bodies-copied.md). Unlike nsqd, the whole request
 //! must have arrived by its deadline (`--http-read-timeout`), so a body that stops coming does
 //! not hold the connection.
 

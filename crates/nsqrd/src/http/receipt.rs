@@ -247,8 +247,9 @@ mod tests {
         }
     }
 
-    /// The receipt code before `issue_into` / `read_into`, kept to hold the new code to it.
-    mod before {
+    /// A plain receipt codec (a `Vec` and `String`s per receipt): the oracle `issue_into` /
+    /// `read_into`, which write into and read from shared buffers, are held to.
+    mod plain_codec {
         use super::super::*;
 
         pub fn issue(k: &Receipts, r: &Receipt) -> String {
@@ -305,7 +306,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_into_and_read_into_agree_with_before() {
+    fn issue_into_and_read_into_agree_with_the_plain_codec() {
         let k = Receipts::default();
         let long = "x".repeat(200);
         let mut texts = Vec::new();
@@ -324,7 +325,7 @@ mod tests {
                 consumer: 9,
             };
             let text = k.issue(&r);
-            assert_eq!(text, before::issue(&k, &r));
+            assert_eq!(text, plain_codec::issue(&k, &r));
             let mut appended = b"prefix".to_vec();
             k.issue_into(topic, channel, r.id, r.delivery, r.consumer, &mut appended);
             assert_eq!(&appended[6..], text.as_bytes());
@@ -376,7 +377,7 @@ mod tests {
                     consumer: r.consumer,
                 }
             });
-            assert_eq!(got, before::read(&k, text), "{text:?}");
+            assert_eq!(got, plain_codec::read(&k, text), "{text:?}");
             assert_eq!(k.read(text), got, "{text:?}");
             if got.is_err() {
                 assert_eq!(buf, b"earlier", "{text:?}");

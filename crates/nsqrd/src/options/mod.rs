@@ -1,5 +1,5 @@
-//! nsqd's options: the 57 flags of the reference (§1), the `--config` TOML file (§1.12),
-//! startup validation (§1.13) and `/config/:opt` (§12.4).
+//! nsqd's options: nsqd 1.3's 57 flags, the `--config` TOML file, startup validation and
+//! `/config/:opt` (checked against nsqd by nsqrd's `startup_flags` and `http_config` tests).
 //!
 //! nsqrd is a drop-in for nsqd, so its command line is Go's `flag` syntax rather than clap's,
 //! and every option is described once, in `table.rs`; argv, the config file, `/config/:opt` and

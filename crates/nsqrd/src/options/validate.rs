@@ -1,7 +1,7 @@
-//! Startup checks nsqd makes on its options before listening, and the list of options this
-//! build cannot honour yet.
+//! Startup checks nsqd makes on its options before listening, and the list of options nsqrd
+//! does not honour (`--enable-experiment`).
 //!
-//! The checks and their `FATAL:` texts are the reference's (§1.13), in nsqd's order; the TLS
+//! The checks and their `FATAL:` texts are nsqd 1.3's, in nsqd's order; the TLS
 //! files named by flags are read so a missing or non-PEM file fails at startup, as in nsqd.
 //! `unsupported_flags` lets `main` refuse, loudly, a configuration that would otherwise be
 //! silently ignored.
@@ -23,7 +23,7 @@ fn read_pem(path: &str, what: &str) -> Result<String, OptionsError> {
 }
 
 impl Options {
-    /// Startup validation (§1.13), in nsqd's order. May set `tls_required` to `True` when a
+    /// Startup validation, in nsqd's order. May set `tls_required` to `True` when a
     /// client auth policy is given. Returns the `FATAL:` message as the error.
     pub fn validate(&mut self) -> Result<(), OptionsError> {
         if !(1..=9).contains(&self.max_deflate_level) {

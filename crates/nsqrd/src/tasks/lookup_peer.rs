@@ -1,4 +1,4 @@
-//! One connection to an nsqlookupd, speaking its TCP protocol as nsqd does (reference §17):
+//! One connection to an nsqlookupd, speaking its TCP protocol as nsqd's lookup_peer.go does:
 //! the `  V1` magic, then one command at a time, each answered by `[int32 size][data]`.
 //!
 //! Every step has nsqd's deadline (dial 1 s, each write and read 1 s) and a reply is bounded by

@@ -1,4 +1,4 @@
-//! Registration with nsqlookupd, as nsqd does it (reference §17): one peer per
+//! Registration with nsqlookupd, as nsqd does it (nsqd's lookup.go): one peer per
 //! `--lookupd-tcp-address`, each connected lazily, IDENTIFY + a REGISTER per topic (or per
 //! topic/channel pair) on every (re)connect, REGISTER / UNREGISTER as topics and channels come
 //! and go, PING every 15 s, and channel pre-creation for new topics from lookupd's `/channels`.

@@ -1,6 +1,6 @@
 //! `GET /channels?topic=<t>` on nsqlookupd's HTTP API: the channels other nodes have for a
 //! topic this node just created, so it can create them before any message flows (nsqd's channel
-//! pre-creation, reference §7.2 and §17).
+//! pre-creation for a new topic; nsqrd's `lookupd_registration` tests check it).
 //!
 //! Bounded like every outbound call (`--http-client-connect-timeout`, then
 //! `--http-client-request-timeout` for the whole exchange, and a body limit); both lookupd

@@ -1,4 +1,4 @@
-//! The statsd push (`--statsd-address`), with nsqd's metric names and format (reference §14):
+//! The statsd push (`--statsd-address`), with nsqd's metric names and format (nsqd's statsd.go):
 //! every `--statsd-interval`, one `/stats` snapshot becomes `<prefix><name>:<value>|c` (counters,
 //! as deltas since the previous push) and `|g` (gauges) lines, packed into UDP datagrams of at
 //! most `--statsd-udp-packet-size` bytes (a line is never split) and spread over the interval

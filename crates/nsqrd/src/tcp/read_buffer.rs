@@ -6,7 +6,9 @@
 //! on the publish path except the kernel itself. Once a publish has been split off, the
 //! buffer is shared with queued messages; when it runs out of room a new buffer (a "slab",
 //! 1 MiB for a busy publisher, faulted in ahead of the reads) is allocated instead of
-//! moving data, and each slab is freed with the last message that uses it. Two rules keep a few long-lived messages from pinning a lot of memory:
+//! moving data, and each slab is freed with the last message that uses it
+//! (docs/decisions/0001-publish-bodies-in-read-slabs.md). Two rules keep a few long-lived
+//! messages from pinning a lot of memory:
 //! - a slab takes the publishes of one topic only (the first one split off it) and the others
 //!   are copied, since different topics drain at different rates;
 //! - DPUB bodies are copied (`nsq_wire::Handover`), and a message requeued with a delay gets a
@@ -38,9 +40,8 @@ const BUSY: Duration = Duration::from_secs(1);
 /// How far ahead of the reads a slab's pages are faulted in: as much as the last read brought,
 /// within these bounds. The faulting is done after the replies are flushed, while the client
 /// prepares its next batch; one batch's worth fits in that time, where a fixed larger step
-/// made the client wait (2M x 200 B publish in 40 KB MPUBs: 256 KiB steps 2.4-2.9M msgs/s,
-/// about one batch 3.2-3.5M, at the same CPU). The bounds keep each `madvise` worth its call
-/// and a step's stall small (p99 latency is a target).
+/// made the client wait (docs/decisions/0001-publish-bodies-in-read-slabs.md). The bounds keep
+/// each `madvise` worth its call and a step's stall small (p99 latency is a target).
 const PREFAULT_MIN: usize = 16 * 1024;
 const PREFAULT_MAX: usize = 256 * 1024;
 

@@ -6,9 +6,9 @@
 //! nor compression they are one `match` away from the socket's own `read_buf` / `write_all`, so
 //! the plaintext path pays no copy and no dynamic dispatch.
 //!
-//! Upgrades happen between two commands (nsqd §4.4): the caller flushes what it has, then
-//! hands over whatever bytes it had already read past the IDENTIFY, which belong to the new
-//! layer (the start of a TLS handshake, or compressed data).
+//! Upgrades happen between two commands, after the IDENTIFY reply (as in nsqd): the caller
+//! flushes what it has, then hands over whatever bytes it had already read past the IDENTIFY,
+//! which belong to the new layer (the start of a TLS handshake, or compressed data).
 
 use std::io;
 use std::pin::Pin;

@@ -6,9 +6,9 @@
 //! never eats the next argument), parsing stops at the first non-flag or `--`, and the error
 //! texts and exit codes are Go's (usage + 2 for a bad flag, usage + 0 for `-h`).
 //!
-//! nsqrd's options module does the same for nsqd's 57 flags with a much bigger table; sharing
-//! one Go-flag crate between the two daemons is the natural next step, but until then this one
-//! stays small (one table, one parser) rather than copying nsqrd's.
+//! The Go `flag` syntax itself is `nsq_common::goflag`, shared with nsqrd (whose options module
+//! has nsqd's 57 flags); this module holds nsqlookupd's table of 10 flags and what their values
+//! mean.
 
 mod config_file;
 

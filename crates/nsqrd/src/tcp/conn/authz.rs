@@ -1,4 +1,5 @@
-//! AUTH and the authorization check in front of PUB, MPUB, DPUB and SUB (nsqd §3.3, §10).
+//! AUTH and the authorization check in front of PUB, MPUB, DPUB and SUB, as nsqd's
+//! protocol_v2 does them (nsqrd's `tcp_auth` tests).
 //!
 //! Asking the auth server is the only thing a command can wait for, so the command that needs
 //! it is parked in `Conn::suspended` and `process` returns `Flow::Await`; `resume` does the

@@ -1,6 +1,6 @@
 //! IDENTIFY on a connection: apply what was negotiated (`identify::negotiate`), reply, then the
-//! upgrade step (nsqd §4.4): once the JSON reply is out in the clear, a TLS handshake (then `OK`
-//! over TLS), then snappy or deflate (then `OK` through it).
+//! upgrade step, in nsqd's order: once the JSON reply is out in the clear, a TLS handshake
+//! (then `OK` over TLS), then snappy or deflate (then `OK` through it).
 //!
 //! It runs between two commands, so the bytes the client sent after IDENTIFY (already in the
 //! read buffer) are handed to the new layer instead of being parsed as commands.
