@@ -4,10 +4,8 @@
 //! Why not nsqrd's shared multi-threaded runtime: a RESP client sends one small request and
 //! waits, so a connection costs a read and a write per request and little else; on the shared
 //! runtime each wake-up may also hop between worker threads (futex wakes, context switches).
-//! Measured with redis-benchmark (one request at a time, 100 clients) on this 2-core machine,
-//! a single-threaded runtime spent 2.6 µs of server CPU per request against 3.0 µs on the
-//! shared one, and one serving thread less than two (the client needs the other core). Keys
-//! live in the shared, sharded keyspace, so any thread serves any key.
+//! The measurement that decided it is `docs/decisions/0004-keyspace-per-core-runtimes.md`.
+//! Keys live in the shared, sharded keyspace, so any thread serves any key.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
