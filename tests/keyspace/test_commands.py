@@ -189,6 +189,59 @@ class Commands:
         with self.assertRaisesRegex(redis.ResponseError, "invalid cursor"):
             r.execute_command("SCAN", "nope")
 
+    def test_ranges_floats_renames_and_copies(self):
+        r = self.r
+        r.set("s", "Hello World")
+        self.assertEqual(r.getrange("s", 0, 4), "Hello")
+        self.assertEqual(r.getrange("s", -5, -1), "World")
+        self.assertEqual(r.getrange("s", 5, 2), "")
+        self.assertEqual(r.getrange("missing", 0, 1), "")
+        self.assertEqual(r.substr("s", 0, 2), "Hel")
+        self.assertEqual(r.setrange("s", 6, "Redis"), 11)
+        self.assertEqual(r.get("s"), "Hello Redis")
+        self.assertEqual(r.setrange("pad", 3, "x"), 4)
+        self.assertEqual(r.get("pad"), "\x00\x00\x00x")
+        with self.assertRaisesRegex(redis.ResponseError, "offset is out of range"):
+            r.setrange("s", -1, "x")
+        with self.assertRaisesRegex(redis.ResponseError, "proto-max-bulk-len"):
+            r.setrange("s", 536870912, "x")
+        self.assertEqual(r.incrbyfloat("f", 1.5), 1.5)
+        self.assertEqual(r.incrbyfloat("f", 1e3), 1001.5)
+        r.set("h", "10.50")
+        self.assertEqual(r.incrbyfloat("h", 0.1), 10.6)
+        self.assertEqual(r.get("h"), "10.6")
+        with self.assertRaisesRegex(redis.ResponseError, "not a valid float"):
+            r.incrbyfloat("s", 1)
+        with self.assertRaisesRegex(redis.ResponseError, "NaN or Infinity"):
+            r.incrbyfloat("f", float("inf"))
+        self.assertTrue(r.msetnx({"a": 1, "b": 2}))
+        self.assertFalse(r.msetnx({"a": 9, "c": 3}))
+        self.assertIsNone(r.get("c"))
+        r.expire("a", 100)
+        self.assertTrue(r.rename("a", "z"))
+        self.assertTrue(about(100, r.ttl("z")))
+        with self.assertRaisesRegex(redis.ResponseError, "no such key"):
+            r.rename("a", "y")
+        self.assertFalse(r.renamenx("z", "b"))
+        self.assertTrue(r.renamenx("z", "y"))
+        self.assertTrue(r.copy("y", "c1"))
+        self.assertFalse(r.copy("y", "c1"))
+        self.assertTrue(r.copy("y", "c1", replace=True))
+        with self.assertRaisesRegex(redis.ResponseError, "DB index is out of range"):
+            r.copy("y", "c2", destination_db=1)
+        with self.assertRaisesRegex(redis.ResponseError, "source and destination objects are the same"):
+            r.copy("y", "y")
+        self.assertEqual(r.touch("y", "c1", "missing"), 2)
+        self.assertIn(r.randomkey(), r.keys("*"))
+        self.assertEqual(r.getex("s", ex=10, px=None), "Hello Redis")
+        self.assertEqual(r.execute_command("GETEX", "s", "EX", 10, "EX", 20), "Hello Redis")
+        self.assertTrue(about(20, r.ttl("s")))
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("GETEX", "s", "EX", 10, "PERSIST")
+        self.assertEqual(r.execute_command("SCAN", -1), (0, []))
+        r.flushdb()
+        self.assertIsNone(r.randomkey())
+
     def test_pipelining(self):
         p = self.r.pipeline(transaction=False)
         for i in range(1000):

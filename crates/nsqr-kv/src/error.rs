@@ -8,6 +8,14 @@ pub enum KvError {
     NotInteger,
     #[error("ERR increment or decrement would overflow")]
     Overflow,
+    /// INCRBYFLOAT on a value (or with an increment) that is not a float.
+    #[error("ERR value is not a valid float")]
+    NotFloat,
+    #[error("ERR increment would produce NaN or Infinity")]
+    NotFinite,
+    /// RENAME of a key that does not exist.
+    #[error("ERR no such key")]
+    NoSuchKey,
     /// APPEND beyond `proto-max-bulk-len`.
     #[error("ERR string exceeds maximum allowed size (proto-max-bulk-len)")]
     TooLarge,

@@ -40,7 +40,15 @@ use base64::Engine;
 pub enum Op {
     Set,
     Incrby,
+    IncrbyFloat,
     Append,
+    SetRange,
+    /// RENAME's source (the key is gone).
+    RenameFrom,
+    /// RENAME's destination (the value and deadline the source had).
+    RenameTo,
+    /// COPY's destination.
+    CopyTo,
     Expire,
     Persist,
     Del,
@@ -54,7 +62,12 @@ impl Op {
         match self {
             Op::Set => "set",
             Op::Incrby => "incrby",
+            Op::IncrbyFloat => "incrbyfloat",
             Op::Append => "append",
+            Op::SetRange => "setrange",
+            Op::RenameFrom => "rename_from",
+            Op::RenameTo => "rename_to",
+            Op::CopyTo => "copy_to",
             Op::Expire => "expire",
             Op::Persist => "persist",
             Op::Del => "del",
@@ -66,12 +79,21 @@ impl Op {
 
     /// Whether the change gives the key a new value.
     pub fn has_value(self) -> bool {
-        matches!(self, Op::Set | Op::Incrby | Op::Append)
+        matches!(
+            self,
+            Op::Set
+                | Op::Incrby
+                | Op::IncrbyFloat
+                | Op::Append
+                | Op::SetRange
+                | Op::RenameTo
+                | Op::CopyTo
+        )
     }
 
     /// Whether the key is gone after the change.
     pub fn removes(self) -> bool {
-        matches!(self, Op::Del | Op::Expired | Op::Evicted)
+        matches!(self, Op::Del | Op::Expired | Op::Evicted | Op::RenameFrom)
     }
 }
 

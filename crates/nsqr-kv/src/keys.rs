@@ -224,6 +224,54 @@ impl Keyspace {
         }
     }
 
+    /// TOUCH: how many of `keys` exist; each one's access clock is updated.
+    pub fn touch_keys(&self, keys: &[&[u8]]) -> usize {
+        let now = now_ms();
+        let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
+        let mut guards = self.lock_many(&hashes);
+        let mut n = 0;
+        for (key, &hash) in keys.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            if let Some(e) = self.lookup(g, hash, key, now, true) {
+                self.touch(e, now);
+                n += 1;
+            }
+        }
+        n
+    }
+
+    /// RANDOMKEY: a live key chosen at random (from a random shard that has keys, then a
+    /// random bucket on), or `None` if there is none. Keys found past their deadline are
+    /// expired on the way; the search gives up after a bounded number of them.
+    pub fn random_key(&self) -> Option<Vec<u8>> {
+        let n = self.shard_count();
+        let first = fastrand::usize(..n);
+        let mut expired_left = 100;
+        for i in (0..n).map(|i| (first + i) % n) {
+            let mut g = self.lock_index(i);
+            loop {
+                let buckets = g.num_buckets();
+                if g.len() == 0 || buckets == 0 {
+                    break;
+                }
+                let start = fastrand::usize(..buckets);
+                let found = (0..buckets)
+                    .map(|b| (start + b) % buckets)
+                    .find_map(|b| g.bucket(b).map(|e| e.key().to_vec()))?;
+                let now = now_ms();
+                let hash = self.hash(&found);
+                if self.live(&mut g, hash, &found, now).is_some() {
+                    return Some(found);
+                }
+                expired_left -= 1;
+                if expired_left == 0 {
+                    return None;
+                }
+            }
+        }
+        None
+    }
+
     /// KEYS: every live key matching `pattern`.
     pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
         let now = now_ms();

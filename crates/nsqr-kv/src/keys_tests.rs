@@ -297,3 +297,20 @@ fn volatile_policies_only_evict_keys_with_deadlines() {
 }
 
 use crate::entry::Entry;
+
+#[test]
+fn touch_counts_live_keys_and_random_key_finds_one() {
+    let ks = mem();
+    assert_eq!(ks.random_key(), None);
+    set(&ks, b"a", None);
+    set(&ks, b"gone", Some(now_ms().saturating_sub(1)));
+    assert_eq!(ks.touch_keys(&[b"a", b"a", b"gone", b"none"]), 2);
+    for _ in 0..20 {
+        assert_eq!(ks.random_key(), Some(b"a".to_vec()));
+    }
+    for i in 0..100 {
+        set(&ks, format!("k{i}").as_bytes(), None);
+    }
+    let seen: HashSet<Vec<u8>> = (0..200).filter_map(|_| ks.random_key()).collect();
+    assert!(seen.len() > 10, "{}", seen.len());
+}

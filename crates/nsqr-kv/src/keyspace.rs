@@ -394,7 +394,12 @@ impl Keyspace {
         let event = match e.op {
             Op::Set => Event::Set,
             Op::Incrby => Event::Incrby,
+            Op::IncrbyFloat => Event::IncrbyFloat,
             Op::Append => Event::Append,
+            Op::SetRange => Event::SetRange,
+            Op::RenameFrom => Event::RenameFrom,
+            Op::RenameTo => Event::RenameTo,
+            Op::CopyTo => Event::CopyTo,
             Op::Expire => Event::Expire,
             Op::Persist => Event::Persist,
             Op::Del => Event::Del,
@@ -501,7 +506,13 @@ pub struct KvStats {
 /// The log record a change leaves.
 fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
     match e.op {
-        Op::Set | Op::Incrby | Op::Append => Record::Put {
+        Op::Set
+        | Op::Incrby
+        | Op::IncrbyFloat
+        | Op::Append
+        | Op::SetRange
+        | Op::RenameTo
+        | Op::CopyTo => Record::Put {
             key: e.key,
             value: e.value.unwrap_or_default(),
             deadline: e.deadline,
@@ -510,7 +521,7 @@ fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
             key: e.key,
             deadline: e.deadline,
         },
-        Op::Del | Op::Expired | Op::Evicted => Record::Del { key: e.key },
+        Op::Del | Op::Expired | Op::Evicted | Op::RenameFrom => Record::Del { key: e.key },
         Op::Flush => Record::Flush,
     }
 }

@@ -124,7 +124,12 @@ pub enum Event {
     Expire,
     Persist,
     Incrby,
+    IncrbyFloat,
     Append,
+    SetRange,
+    RenameFrom,
+    RenameTo,
+    CopyTo,
     Expired,
     Evicted,
     New,
@@ -139,7 +144,12 @@ impl Event {
             Event::Expire => "expire",
             Event::Persist => "persist",
             Event::Incrby => "incrby",
+            Event::IncrbyFloat => "incrbyfloat",
             Event::Append => "append",
+            Event::SetRange => "setrange",
+            Event::RenameFrom => "rename_from",
+            Event::RenameTo => "rename_to",
+            Event::CopyTo => "copy_to",
             Event::Expired => "expired",
             Event::Evicted => "evicted",
             Event::New => "new",
@@ -149,8 +159,15 @@ impl Event {
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Set | Event::Incrby | Event::Append => class::STRING,
-            Event::Del | Event::Expire | Event::Persist => class::GENERIC,
+            Event::Set | Event::Incrby | Event::IncrbyFloat | Event::Append | Event::SetRange => {
+                class::STRING
+            }
+            Event::Del
+            | Event::Expire
+            | Event::Persist
+            | Event::RenameFrom
+            | Event::RenameTo
+            | Event::CopyTo => class::GENERIC,
             Event::Expired => class::EXPIRED,
             Event::Evicted => class::EVICTED,
             Event::New => class::NEW,

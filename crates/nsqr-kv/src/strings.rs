@@ -294,6 +294,67 @@ impl Keyspace {
         Ok(new)
     }
 
+    /// INCRBYFLOAT: the new value's text. Computed in 64-bit floating point and written in
+    /// the shortest form that reads back the same (no exponent); the deadline is kept.
+    pub fn incr_by_float(
+        &self,
+        key: &[u8],
+        delta: f64,
+        pending: &mut Pending,
+    ) -> Result<Vec<u8>, KvError> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+            Some(e) => (
+                parse_float(e.value()).ok_or(KvError::NotFloat)?,
+                e.deadline(),
+                Some(e.clock()),
+            ),
+            None => (0.0, None, None),
+        };
+        let new = current + delta;
+        if !new.is_finite() {
+            return Err(KvError::NotFinite);
+        }
+        let text = format_float(new).into_bytes();
+        self.write_value(&mut g, hash, key, &text, deadline, clock, now);
+        let emit = Emit {
+            value: Some(&text),
+            deadline,
+            created: clock.is_none(),
+            ..Emit::new(Op::IncrbyFloat, key)
+        };
+        self.emit(emit, now, pending);
+        Ok(text)
+    }
+
+    /// MSETNX: every pair written (deadlines cleared) if no key exists, else none; whether
+    /// they were. Atomic, as MSET.
+    pub fn msetnx(&self, pairs: &[(&[u8], &[u8])], pending: &mut Pending) -> bool {
+        let now = now_ms();
+        let hashes: Vec<u64> = pairs.iter().map(|(k, _)| self.hash(k)).collect();
+        let mut guards = self.lock_many(&hashes);
+        for (&(key, _), &hash) in pairs.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            if self.live(g, hash, key, now).is_some() {
+                return false;
+            }
+        }
+        for (&(key, value), &hash) in pairs.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            let created = g.get(hash, key).is_none();
+            self.write_value(g, hash, key, value, None, None, now);
+            let emit = Emit {
+                value: Some(value),
+                created,
+                ..Emit::new(Op::Set, key)
+            };
+            self.emit(emit, now, pending);
+        }
+        true
+    }
+
     /// APPEND: the new length. The deadline is kept; a missing key is created.
     pub fn append(&self, key: &[u8], data: &[u8], pending: &mut Pending) -> Result<usize, KvError> {
         let now = now_ms();
@@ -336,6 +397,26 @@ impl Keyspace {
     pub fn strlen(&self, key: &[u8]) -> usize {
         self.get(key, |v| v.map_or(0, <[u8]>::len))
     }
+}
+
+/// A float as INCRBYFLOAT reads one: decimal or exponent notation, `inf` allowed, no spaces,
+/// no NaN.
+pub fn parse_float(s: &[u8]) -> Option<f64> {
+    let s = std::str::from_utf8(s).ok()?;
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_whitespace()) {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|v| !v.is_nan())
+}
+
+/// A finite float as INCRBYFLOAT writes it: the shortest decimal that reads back the same,
+/// never in exponent notation, no trailing `.0`.
+pub fn format_float(v: f64) -> String {
+    let mut s = format!("{v}");
+    if s == "-0" {
+        s = "0".into();
+    }
+    s
 }
 
 #[cfg(test)]

@@ -251,3 +251,42 @@ fn change_feed_sees_every_change_with_growing_revisions() {
     assert!(revs.windows(2).all(|w| w[0] < w[1]), "{revs:?}");
     assert_eq!(ks.revision(), *revs.last().unwrap());
 }
+
+#[test]
+fn incr_by_float_reads_and_writes_floats_as_redis() {
+    let ks = mem();
+    let mut p = Pending::default();
+    assert_eq!(ks.incr_by_float(b"f", 1.5, &mut p), Ok(b"1.5".to_vec()));
+    assert_eq!(ks.incr_by_float(b"f", 1e3, &mut p), Ok(b"1001.5".to_vec()));
+    set(&ks, b"g", b"5.0e3", plain());
+    assert_eq!(ks.incr_by_float(b"g", 1.0, &mut p), Ok(b"5001".to_vec()));
+    set(&ks, b"h", b"10.50", plain());
+    assert_eq!(ks.incr_by_float(b"h", 0.1, &mut p), Ok(b"10.6".to_vec()));
+    assert_eq!(ks.incr_by_float(b"h", -10.6, &mut p), Ok(b"0".to_vec()));
+    assert_eq!(
+        ks.incr_by_float(b"f", f64::INFINITY, &mut p),
+        Err(KvError::NotFinite)
+    );
+    assert_eq!(get(&ks, b"f"), Some(b"1001.5".to_vec()));
+    set(&ks, b"s", b"abc", plain());
+    assert_eq!(ks.incr_by_float(b"s", 1.0, &mut p), Err(KvError::NotFloat));
+    assert_eq!(
+        ks.incr_by_float(b"big", 1e20, &mut p),
+        Ok(b"100000000000000000000".to_vec())
+    );
+    for bad in [&b""[..], b" 1", b"1 ", b"nan", b"1x"] {
+        assert_eq!(parse_float(bad), None, "{bad:?}");
+    }
+    assert_eq!(parse_float(b"inf"), Some(f64::INFINITY));
+    assert_eq!(parse_float(b"-.5"), Some(-0.5));
+}
+
+#[test]
+fn msetnx_writes_all_or_nothing() {
+    let ks = mem();
+    let mut p = Pending::default();
+    assert!(ks.msetnx(&[(b"a", b"1"), (b"b", b"2")], &mut p));
+    assert!(!ks.msetnx(&[(b"c", b"3"), (b"a", b"9")], &mut p));
+    assert_eq!(get(&ks, b"a"), Some(b"1".to_vec()));
+    assert_eq!(get(&ks, b"c"), None);
+}

@@ -1,5 +1,6 @@
 //! Key commands: DEL, UNLINK, EXISTS, EXPIRE / PEXPIRE / EXPIREAT / PEXPIREAT (NX / XX / GT /
-//! LT), TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, TYPE, SCAN (MATCH / COUNT / TYPE), KEYS.
+//! LT), TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, TYPE, SCAN (MATCH / COUNT / TYPE), KEYS,
+//! RENAME, RENAMENX, COPY, RANDOMKEY, TOUCH.
 
 use nsqr_kv::{ExpireCondition, Ttl};
 use resp_wire::Args;
@@ -173,8 +174,18 @@ fn scan_options<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<ScanOptions<'a>> 
     Some(o)
 }
 
+/// A SCAN cursor as Redis reads it (`strtoul`): an unsigned number, a sign allowed (`-1` is
+/// the largest cursor).
+fn parse_cursor(arg: &[u8]) -> Option<u64> {
+    match arg.split_first() {
+        Some((b'-', rest)) => resp_wire::parse_u64(rest).map(u64::wrapping_neg),
+        Some((b'+', rest)) => resp_wire::parse_u64(rest),
+        _ => resp_wire::parse_u64(arg),
+    }
+}
+
 pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(cursor) = resp_wire::parse_u64(a.get(1)) else {
+    let Some(cursor) = parse_cursor(a.get(1)) else {
         return ctx.out.error("ERR invalid cursor");
     };
     let Some(o) = scan_options(ctx, a) else {
@@ -199,5 +210,86 @@ pub fn keys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.out.array(found.len());
     for k in &found {
         ctx.out.bulk(k);
+    }
+}
+
+fn rename_generic(ctx: &mut Ctx<'_>, a: &Args<'_>, replace: bool) {
+    match ctx
+        .shared
+        .ks
+        .rename(a.get(1), a.get(2), replace, &mut ctx.s.pending)
+    {
+        Ok(_) if replace => ctx.out.ok(),
+        Ok(moved) => ctx.out.integer(i64::from(moved)),
+        Err(e) => ctx.out.error(&e.to_string()),
+    }
+}
+
+pub fn rename(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    rename_generic(ctx, a, true);
+}
+
+pub fn renamenx(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    rename_generic(ctx, a, false);
+}
+
+/// COPY source destination [DB 0] [REPLACE]: one database, so only `DB 0` is accepted.
+pub fn copy(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let mut replace = false;
+    let mut i = 3;
+    while i < a.len() {
+        if is(a.get(i), "replace") {
+            replace = true;
+        } else if is(a.get(i), "db") && i + 1 < a.len() {
+            let Some(db) = args::int(ctx, a.get(i + 1)) else {
+                return;
+            };
+            if db != 0 {
+                return ctx.out.error("ERR DB index is out of range");
+            }
+            i += 1;
+        } else {
+            return ctx.out.error(SYNTAX);
+        }
+        i += 1;
+    }
+    if a.get(1) == a.get(2) {
+        return ctx
+            .out
+            .error("ERR source and destination objects are the same");
+    }
+    let copied = ctx
+        .shared
+        .ks
+        .copy(a.get(1), a.get(2), replace, &mut ctx.s.pending);
+    ctx.out.integer(i64::from(copied));
+}
+
+pub fn randomkey(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
+    match ctx.shared.ks.random_key() {
+        Some(k) => ctx.out.bulk(&k),
+        None => ctx.out.null(),
+    }
+}
+
+pub fn touch(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    ctx.out
+        .integer(ctx.shared.ks.touch_keys(&keys_of(a)) as i64);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_cursor;
+
+    #[test]
+    fn cursors_read_as_strtoul() {
+        assert_eq!(parse_cursor(b"0"), Some(0));
+        assert_eq!(parse_cursor(b"-1"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"+7"), Some(7));
+        assert_eq!(parse_cursor(b"18446744073709551615"), Some(u64::MAX));
+        assert_eq!(parse_cursor(b"18446744073709551616"), None);
+        assert_eq!(parse_cursor(b"x"), None);
+        assert_eq!(parse_cursor(b""), None);
+        assert_eq!(parse_cursor(b"--1"), None);
     }
 }

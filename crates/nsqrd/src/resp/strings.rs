@@ -1,6 +1,6 @@
 //! String commands: GET, SET (EX / PX / EXAT / PXAT / KEEPTTL / NX / XX / GET), GETSET,
-//! GETDEL, GETEX, SETEX, PSETEX, SETNX, MGET, MSET, INCR / INCRBY / DECR / DECRBY, APPEND,
-//! STRLEN.
+//! GETDEL, GETEX, SETEX, PSETEX, SETNX, MGET, MSET, MSETNX, INCR / INCRBY / DECR / DECRBY,
+//! INCRBYFLOAT, APPEND, STRLEN, GETRANGE / SUBSTR, SETRANGE.
 
 use nsqr_kv::{Condition, Expiry, SetOptions};
 use resp_wire::{Args, Reply};
@@ -28,13 +28,37 @@ struct TimeArg<'a> {
     absolute: bool,
 }
 
-/// Reads SET's options from argument 3 on (Redis's `parseExtendedStringArgumentsOrReply`):
-/// the options and whether GET was given.
-fn set_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<(SetOptions, bool)> {
-    let mut opts = SetOptions::default();
-    let (mut get, mut keepttl) = (false, false);
+/// The options SET (from argument 3) and GETEX (from argument 2) take, read as Redis's
+/// `parseExtendedStringArgumentsOrReply` does: a time option may be repeated (the last one
+/// counts) but not mixed with another unit, KEEPTTL or PERSIST.
+struct StringOptions {
+    condition: Condition,
+    /// SET ... GET.
+    get: bool,
+    keepttl: bool,
+    /// GETEX ... PERSIST.
+    persist: bool,
+    deadline: Option<u64>,
+}
+
+/// Which command's options [`string_options`] reads.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum OptionsOf {
+    Set,
+    GetEx,
+}
+
+fn string_options(ctx: &mut Ctx<'_>, a: &Args<'_>, of: OptionsOf) -> Option<StringOptions> {
+    let set = of == OptionsOf::Set;
+    let mut o = StringOptions {
+        condition: Condition::Always,
+        get: false,
+        keepttl: false,
+        persist: false,
+        deadline: None,
+    };
     let mut time: Option<TimeArg<'_>> = None;
-    let mut i = 3;
+    let mut i = if set { 3 } else { 2 };
     while i < a.len() {
         let opt = a.get(i);
         let has_next = i + 1 < a.len();
@@ -46,15 +70,19 @@ fn set_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<(SetOptions, bool)> {
         ]
         .into_iter()
         .find(|(name, _, _)| is(opt, name));
-        if is(opt, "nx") && opts.condition != Condition::IfExists {
-            opts.condition = Condition::IfMissing;
-        } else if is(opt, "xx") && opts.condition != Condition::IfMissing {
-            opts.condition = Condition::IfExists;
-        } else if is(opt, "get") {
-            get = true;
-        } else if is(opt, "keepttl") && time.is_none() {
-            keepttl = true;
-        } else if let (Some((_, unit, absolute)), true, false) = (time_opt, has_next, keepttl) {
+        if set && is(opt, "nx") && o.condition != Condition::IfExists {
+            o.condition = Condition::IfMissing;
+        } else if set && is(opt, "xx") && o.condition != Condition::IfMissing {
+            o.condition = Condition::IfExists;
+        } else if set && is(opt, "get") {
+            o.get = true;
+        } else if set && is(opt, "keepttl") && time.is_none() {
+            o.keepttl = true;
+        } else if !set && is(opt, "persist") && time.is_none() {
+            o.persist = true;
+        } else if let (Some((_, unit, absolute)), true, false) =
+            (time_opt, has_next, o.keepttl || o.persist)
+        {
             if time
                 .as_ref()
                 .is_some_and(|t| (t.unit, t.absolute) != (unit, absolute))
@@ -74,12 +102,26 @@ fn set_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<(SetOptions, bool)> {
         }
         i += 1;
     }
-    opts.expiry = match time {
-        Some(t) => Expiry::At(option_deadline(ctx, t.value, t.unit, t.absolute, "set")?),
-        None if keepttl => Expiry::Keep,
+    if let Some(t) = time {
+        let command = if set { "set" } else { "getex" };
+        o.deadline = Some(option_deadline(ctx, t.value, t.unit, t.absolute, command)?);
+    }
+    Some(o)
+}
+
+/// SET's options and whether GET was given.
+fn set_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<(SetOptions, bool)> {
+    let o = string_options(ctx, a, OptionsOf::Set)?;
+    let expiry = match o.deadline {
+        Some(d) => Expiry::At(d),
+        None if o.keepttl => Expiry::Keep,
         None => Expiry::Clear,
     };
-    Some((opts, get))
+    let opts = SetOptions {
+        condition: o.condition,
+        expiry,
+    };
+    Some((opts, o.get))
 }
 
 /// Runs a SET; with `get`, the reply is the old value, else OK (or null when NX / XX refused).
@@ -146,23 +188,13 @@ pub fn getdel(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let change = match a.len() {
-        2 => None,
-        3 if is(a.get(2), "persist") => Some(Expiry::Clear),
-        4 => {
-            let (unit, absolute) = match a.get(2).to_ascii_lowercase().as_slice() {
-                b"ex" => (Unit::Seconds, false),
-                b"px" => (Unit::Millis, false),
-                b"exat" => (Unit::Seconds, true),
-                b"pxat" => (Unit::Millis, true),
-                _ => return ctx.out.error(SYNTAX),
-            };
-            let Some(d) = option_deadline(ctx, a.get(3), unit, absolute, "getex") else {
-                return;
-            };
-            Some(Expiry::At(d))
-        }
-        _ => return ctx.out.error(SYNTAX),
+    let Some(o) = string_options(ctx, a, OptionsOf::GetEx) else {
+        return;
+    };
+    let change = match o.deadline {
+        Some(d) => Some(Expiry::At(d)),
+        None if o.persist => Some(Expiry::Clear),
+        None => None,
     };
     let Ctx { shared, s, out, .. } = ctx;
     shared
@@ -177,16 +209,32 @@ pub fn mget(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.shared.ks.mget(&keys, |v| value_or_null(out, v));
 }
 
-pub fn mset(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+/// MSET's and MSETNX's key-value pairs (an odd count is a wrong number of arguments).
+fn pairs<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>, name: &str) -> Option<Vec<(&'a [u8], &'a [u8])>> {
     if a.len().is_multiple_of(2) {
-        return wrong_arity(ctx, "mset");
+        wrong_arity(ctx, name);
+        return None;
     }
-    let pairs: Vec<(&[u8], &[u8])> = (1..a.len())
-        .step_by(2)
-        .map(|i| (a.get(i), a.get(i + 1)))
-        .collect();
-    ctx.shared.ks.mset(&pairs, &mut ctx.s.pending);
-    ctx.out.ok();
+    Some(
+        (1..a.len())
+            .step_by(2)
+            .map(|i| (a.get(i), a.get(i + 1)))
+            .collect(),
+    )
+}
+
+pub fn mset(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if let Some(pairs) = pairs(ctx, a, "mset") {
+        ctx.shared.ks.mset(&pairs, &mut ctx.s.pending);
+        ctx.out.ok();
+    }
+}
+
+pub fn msetnx(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if let Some(pairs) = pairs(ctx, a, "msetnx") {
+        let written = ctx.shared.ks.msetnx(&pairs, &mut ctx.s.pending);
+        ctx.out.integer(i64::from(written));
+    }
 }
 
 fn add(ctx: &mut Ctx<'_>, key: &[u8], delta: i64) {
@@ -229,4 +277,49 @@ pub fn append(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 
 pub fn strlen(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.out.integer(ctx.shared.ks.strlen(a.get(1)) as i64);
+}
+
+pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some(delta) = nsqr_kv::parse_float(a.get(2)) else {
+        return ctx.out.error(&nsqr_kv::KvError::NotFloat.to_string());
+    };
+    match ctx
+        .shared
+        .ks
+        .incr_by_float(a.get(1), delta, &mut ctx.s.pending)
+    {
+        Ok(v) => ctx.out.bulk(&v),
+        Err(e) => ctx.out.error(&e.to_string()),
+    }
+}
+
+/// GETRANGE and SUBSTR.
+pub fn getrange(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some(start) = args::int(ctx, a.get(2)) else {
+        return;
+    };
+    let Some(end) = args::int(ctx, a.get(3)) else {
+        return;
+    };
+    let out = &mut *ctx.out;
+    ctx.shared
+        .ks
+        .getrange(a.get(1), start, end, |v| out.bulk(v));
+}
+
+pub fn setrange(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some(offset) = args::int(ctx, a.get(2)) else {
+        return;
+    };
+    let Ok(offset) = usize::try_from(offset) else {
+        return ctx.out.error("ERR offset is out of range");
+    };
+    match ctx
+        .shared
+        .ks
+        .setrange(a.get(1), offset, a.get(3), &mut ctx.s.pending)
+    {
+        Ok(n) => ctx.out.integer(n as i64),
+        Err(e) => ctx.out.error(&e.to_string()),
+    }
 }

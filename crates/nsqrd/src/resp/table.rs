@@ -98,6 +98,11 @@ commands! {
     "decrby", 3, WRITE | DENYOOM | FAST, ONE, strings::decrby;
     "append", 3, WRITE | DENYOOM, ONE, strings::append;
     "strlen", 2, READONLY | FAST, ONE, strings::strlen;
+    "msetnx", -3, WRITE | DENYOOM, (1, -1, 2), strings::msetnx;
+    "incrbyfloat", 3, WRITE | DENYOOM | FAST, ONE, strings::incrbyfloat;
+    "getrange", 4, READONLY, ONE, strings::getrange;
+    "substr", 4, READONLY, ONE, strings::getrange;
+    "setrange", 4, WRITE | DENYOOM, ONE, strings::setrange;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
@@ -114,6 +119,11 @@ commands! {
     "type", 2, READONLY | FAST, ONE, keys::key_type;
     "scan", -2, READONLY, NONE, keys::scan;
     "keys", 2, READONLY, NONE, keys::keys;
+    "rename", 3, WRITE, (1, 2, 1), keys::rename;
+    "renamenx", 3, WRITE | FAST, (1, 2, 1), keys::renamenx;
+    "copy", -3, WRITE | DENYOOM, (1, 2, 1), keys::copy;
+    "randomkey", 1, READONLY, NONE, keys::randomkey;
+    "touch", -2, READONLY | FAST, ALL, keys::touch;
     // pub/sub
     "subscribe", -2, PUBSUB, NONE, pubsub::subscribe;
     "unsubscribe", -1, PUBSUB, NONE, pubsub::unsubscribe;
