@@ -1,15 +1,27 @@
-//! Command-line interface: `nsqr bench <mode> [flags]` and `nsqr floor [flags]`.
+//! Command-line interface: `nsqr-bench <mode> [flags]`, one subcommand per mode.
+//!
+//! Each mode takes only the flags it uses; groups that several modes share (how to publish,
+//! how to consume, the keyspace workloads) are structs flattened into the modes' own. Ranges
+//! and names are checked by clap's value parsers as the flags are read; [`Command::check`]
+//! holds the few rules that relate several values (a list naming a value twice, one count
+//! per size), and reports them as clap usage errors too.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
+
+use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
+use crate::cluster::ClusterArgs;
+use crate::floor::FloorArgs;
+use crate::kv::Phase;
+use crate::transports::TransportsArgs;
 
 #[derive(Debug, Parser)]
 #[command(
-    name = "nsqr",
+    name = "nsqr-bench",
     version,
-    about = "nsqr tools: publish, tail, watch and save topics; benchmark nsqd-compatible servers"
+    about = "Measure nsqd-compatible servers (nsqrd or nsqd) and nsqrd's keyspace"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -18,160 +30,167 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Publish lines (or whole files) from stdin or files to a topic, like NSQ's to_nsq.
-    Pub(crate::tools::publish::PubArgs),
-    /// Print a topic's messages, like NSQ's nsq_tail.
-    Tail(crate::tools::tail::TailArgs),
-    /// A live per-interval view of a channel's rates and depths, like NSQ's nsq_stat.
-    Stat(crate::tools::stat::StatArgs),
-    /// Write topics to rolling files, like NSQ's nsq_to_file.
-    ToFile(crate::tools::to_file::ToFileArgs),
-    /// Measure an nsqd-compatible server (nsqrd or nsqd) over its TCP protocol.
-    Bench(Box<BenchArgs>),
-    /// Serve publishes and keep their bytes, doing no broker work: the floor of any server's
-    /// CPU per published message on this machine (`nsqr bench compare --floor` runs it); with
-    /// `--http-address`, the same for HTTP requests.
-    Floor(crate::floor::FloorArgs),
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Mode {
     /// N connections publishing MPUB batches for --duration (like nsq's bench_writer).
-    Pub,
+    Pub(PubArgs),
     /// Pre-fill a topic (--count messages, or for --duration), then consume it with SUB, RDY
     /// and a FIN per message (like nsq's bench_reader), timed at the receiver.
-    Sub,
+    Sub(PubSubArgs),
     /// Publish and consume at once for --duration, then drain.
-    Pubsub,
+    Pubsub(PubSubArgs),
     /// Publish at a fixed --rate; publish-to-deliver latency percentiles.
-    Latency,
+    Latency(LatencyArgs),
     /// Publish+consume for each of --sizes (64 B, 1 KB, 8 KB, 64 KB), timed at the receiver.
-    Matrix,
+    Matrix(MatrixArgs),
     /// Start nsqrd and a reference nsqd in turn (A B A B ...) and compare them side by side;
     /// with --kv-reference, nsqrd's keyspace against redis-server.
-    Compare,
+    Compare(Box<CompareArgs>),
     /// The embedded broker, no sockets: publish and consume in this process for each of
     /// --sizes (--count messages each, default by size), --rounds times, timed at the receiver.
-    Inproc,
+    Inproc(InprocArgs),
     /// N nodes and a lookupd (started, or given): nsq's bench.py run (--mode pub or pubsub)
     /// summed over the nodes, with exact loss and duplicate counts per node.
-    Cluster,
+    Cluster(Box<ClusterCmd>),
     /// The keyspace (or any Redis-protocol server) at --kv-address: redis-benchmark SET/GET,
     /// nubmq's workload, expiry lateness, RSS per key (--kv-phases).
-    Kv,
+    Kv(KvArgs),
     /// nsqrd's HTTP queues: pre-fill (TCP, --count), then --http-consumers long-polling
     /// /channel/receive for --http-batch messages each and acknowledging by receipt.
-    HttpConsume,
+    HttpConsume(HttpConsumeArgs),
     /// nsqrd's HTTP queues: pre-fill (TCP, --count), then one /channel/stream (server-sent
     /// events, --rdy in flight) acknowledged by receipt.
-    Sse,
+    Sse(QueueArgs),
     /// nsqrd's ordered channels: --count messages over --keys ordering keys (HTTP /mpub), then
     /// an ordered and a plain channel each consumed over TCP; per-key order checked.
-    Ordered,
+    Ordered(OrderedArgs),
     /// The transport matrix against libzmq (ServerLink's method): pubsub, reqrep and fanout
     /// over tcp and unix (through an nsqrd it starts) and inproc (the embedded broker), each
     /// of --sizes, --reps times, timed at the receiver, exact counts checked.
-    Transports,
+    Transports(Box<TransportsCmd>),
+    /// Serve publishes and keep their bytes, doing no broker work: the floor of any server's
+    /// CPU per published message on this machine (`compare --floor` runs it); with
+    /// `--http-address`, the same for HTTP requests.
+    Floor(FloorArgs),
 }
 
-impl Mode {
-    pub fn name(self) -> &'static str {
+impl Command {
+    /// The mode's name, as typed.
+    pub fn name(&self) -> &'static str {
         match self {
-            Mode::Pub => "pub",
-            Mode::Sub => "sub",
-            Mode::Pubsub => "pubsub",
-            Mode::Latency => "latency",
-            Mode::Matrix => "matrix",
-            Mode::Compare => "compare",
-            Mode::Inproc => "inproc",
-            Mode::Cluster => "cluster",
-            Mode::Kv => "kv",
-            Mode::HttpConsume => "http-consume",
-            Mode::Sse => "sse",
-            Mode::Ordered => "ordered",
-            Mode::Transports => "transports",
+            Command::Pub(_) => "pub",
+            Command::Sub(_) => "sub",
+            Command::Pubsub(_) => "pubsub",
+            Command::Latency(_) => "latency",
+            Command::Matrix(_) => "matrix",
+            Command::Compare(_) => "compare",
+            Command::Inproc(_) => "inproc",
+            Command::Cluster(_) => "cluster",
+            Command::Kv(_) => "kv",
+            Command::HttpConsume(_) => "http-consume",
+            Command::Sse(_) => "sse",
+            Command::Ordered(_) => "ordered",
+            Command::Transports(_) => "transports",
+            Command::Floor(_) => "floor",
+        }
+    }
+
+    /// The rules that relate several values, which clap's per-value parsers cannot see.
+    pub fn check(&self) -> Result<(), String> {
+        match self {
+            Command::Matrix(a) => distinct_sizes(&a.sizes),
+            Command::Inproc(a) => distinct_sizes(&a.sizes),
+            Command::Compare(a) => {
+                distinct_sizes(&a.sizes)?;
+                if has_duplicates(&a.latency_rates) {
+                    return Err("--latency-rates has the same rate twice".into());
+                }
+                a.kv.check()
+            }
+            Command::Kv(a) => a.workload.check(),
+            Command::Cluster(a) => a.cluster.check(),
+            Command::Transports(a) => {
+                distinct_sizes(&a.sizes)?;
+                a.transports.check(&a.sizes)
+            }
+            Command::Pub(_)
+            | Command::Sub(_)
+            | Command::Pubsub(_)
+            | Command::Latency(_)
+            | Command::HttpConsume(_)
+            | Command::Sse(_)
+            | Command::Ordered(_)
+            | Command::Floor(_) => Ok(()),
         }
     }
 }
 
+/// Where the server under test listens, the topic, and the output format: what every
+/// single-server mode takes.
 #[derive(Debug, Clone, Args)]
-pub struct BenchArgs {
-    #[arg(value_enum)]
-    pub mode: Mode,
-
-    /// <addr>:<port> of the server's TCP listener (not used by compare).
+pub struct TargetFlags {
+    /// <addr>:<port> of the server's TCP listener.
     #[arg(long, default_value = "127.0.0.1:4150")]
     pub nsqd_tcp_address: String,
 
-    /// <addr>:<port> of the server's HTTP listener (http-consume, sse, ordered).
-    #[arg(long, default_value = "127.0.0.1:4151")]
-    pub nsqd_http_address: String,
+    /// Topic name (default: a new one per run, so leftovers never mix in).
+    #[arg(long, value_parser = topic_or_channel)]
+    pub topic: Option<String>,
 
-    /// http-consume: long-polling HTTP consumers.
-    #[arg(long, default_value_t = 100)]
-    pub http_consumers: usize,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
 
-    /// http-consume: messages per receive; ordered: messages per /mpub (one key each).
-    #[arg(long, default_value_t = 10)]
-    pub http_batch: usize,
-
-    /// ordered: ordering keys.
-    #[arg(long, default_value_t = 1000)]
-    pub keys: usize,
-
+/// How to publish.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Publishing")]
+pub struct PublishFlags {
     /// How long to publish, Go-style (3s, 500ms, 1m).
     #[arg(long, default_value = "3s", value_parser = parse_duration)]
     pub duration: Duration,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200)]
-    pub size: usize,
-
     /// Messages per MPUB (capped so a batch fits nsqd's default 5 MiB --max-body-size).
-    #[arg(long, default_value_t = 200)]
+    #[arg(long, default_value_t = 200, value_parser = at_least(1usize))]
     pub batch_size: usize,
 
     /// Connections for publishing and for consuming (each side).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = connections())]
     pub connections: usize,
 
     /// Publishing connections (overrides --connections).
-    #[arg(long)]
+    #[arg(long, value_parser = connections())]
     pub pub_connections: Option<usize>,
 
-    /// Consuming connections (overrides --connections).
-    #[arg(long)]
-    pub sub_connections: Option<usize>,
-
     /// MPUB batches in flight per connection before waiting for an OK (1 = bench_writer).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_least(1usize))]
     pub pipeline: usize,
+}
+
+impl PublishFlags {
+    pub fn pub_connections(&self) -> usize {
+        self.pub_connections.unwrap_or(self.connections)
+    }
+}
+
+/// The consumers' defaults, shared by clap and [`ConsumeFlags::default`].
+const DEFAULT_CHANNEL: &str = "ch";
+const DEFAULT_DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How to consume.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Consuming")]
+pub struct ConsumeFlags {
+    /// Consuming connections (overrides --connections).
+    #[arg(long, value_parser = connections())]
+    pub sub_connections: Option<usize>,
 
     /// RDY count per consuming connection [default: 2500, bench_reader's; cluster: 10000,
     /// bench.py's, with --max-rdy-count at this value for the nodes it starts].
-    #[arg(long)]
+    #[arg(long, value_parser = at_least(1u32))]
     pub rdy: Option<u32>,
 
-    /// Topic name (default: a new one per run, so leftovers never mix in).
-    #[arg(long)]
-    pub topic: Option<String>,
-
     /// Channel name.
-    #[arg(long, default_value = "ch")]
+    #[arg(long, default_value = DEFAULT_CHANNEL, value_parser = topic_or_channel)]
     pub channel: String,
-
-    /// pub and sub: publish exactly this many messages (default: publish for --duration).
-    #[arg(long)]
-    pub count: Option<u64>,
-
-    /// latency: messages per second (compare uses --latency-rates).
-    #[arg(long, default_value_t = 10_000.0)]
-    pub rate: f64,
-
-    /// compare: publish rates (msgs/s) for the latency phase, one run each: comma-separated or
-    /// repeated; `k` and `M` suffixes allowed (10k = 10000).
-    #[arg(long, value_delimiter = ',', default_value = "1000,10000", value_parser = parse_rate)]
-    pub latency_rates: Vec<u64>,
 
     /// Stop consuming when no message arrived for this long (the rest counts as lost).
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
@@ -184,58 +203,260 @@ pub struct BenchArgs {
     /// IDENTIFY output_buffer_timeout for consumers (ms; -1 = no timed flush; default: server's).
     #[arg(long, allow_negative_numbers = true)]
     pub output_buffer_timeout: Option<i64>,
+}
 
-    /// matrix, and compare with --matrix: message sizes in bytes.
-    #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536")]
+impl Default for ConsumeFlags {
+    /// What clap gives when no consuming flag is passed (for modes that only publish).
+    fn default() -> Self {
+        ConsumeFlags {
+            sub_connections: None,
+            rdy: None,
+            channel: DEFAULT_CHANNEL.into(),
+            drain_timeout: DEFAULT_DRAIN_TIMEOUT,
+            output_buffer_size: None,
+            output_buffer_timeout: None,
+        }
+    }
+}
+
+impl ConsumeFlags {
+    /// `--sub-connections`, else `--connections`.
+    pub fn sub_connections(&self, p: &PublishFlags) -> usize {
+        self.sub_connections.unwrap_or(p.connections)
+    }
+
+    /// `--rdy`, else bench_reader's 2500.
+    pub fn rdy(&self) -> u32 {
+        self.rdy.unwrap_or(2500)
+    }
+}
+
+/// `pub`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct PubArgs {
+    #[command(flatten)]
+    pub target: TargetFlags,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// Publish exactly this many messages (default: publish for --duration).
+    #[arg(long, value_parser = at_least(1u64))]
+    pub count: Option<u64>,
+
+    #[command(flatten)]
+    pub publish: PublishFlags,
+}
+
+/// `sub`'s and `pubsub`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct PubSubArgs {
+    #[command(flatten)]
+    pub target: TargetFlags,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// sub: publish exactly this many messages (default: publish for --duration).
+    #[arg(long, value_parser = at_least(1u64))]
+    pub count: Option<u64>,
+
+    #[command(flatten)]
+    pub publish: PublishFlags,
+
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
+}
+
+/// `latency`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct LatencyArgs {
+    #[command(flatten)]
+    pub target: TargetFlags,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// Messages per second.
+    #[arg(long, default_value_t = 10_000.0, value_parser = positive_rate)]
+    pub rate: f64,
+
+    #[command(flatten)]
+    pub publish: PublishFlags,
+
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
+}
+
+/// `matrix`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct MatrixArgs {
+    #[command(flatten)]
+    pub target: TargetFlags,
+
+    /// Message sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536", value_parser = msg_size)]
     pub sizes: Vec<usize>,
 
-    /// compare: also run the size matrix (pubsub for each of --sizes) on a fresh server.
-    #[arg(long)]
-    pub matrix: bool,
+    #[command(flatten)]
+    pub publish: PublishFlags,
 
-    /// compare: rounds of A B (medians are reported); inproc: rounds per size.
-    #[arg(long, default_value_t = 3)]
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
+}
+
+/// The HTTP queue modes' shared flags: the pre-fill over TCP, the consumers over HTTP.
+#[derive(Debug, Clone, Args)]
+pub struct QueueArgs {
+    #[command(flatten)]
+    pub target: TargetFlags,
+
+    /// <addr>:<port> of the server's HTTP listener.
+    #[arg(long, default_value = "127.0.0.1:4151")]
+    pub nsqd_http_address: String,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// Messages to pre-fill [default: the mode's].
+    #[arg(long, value_parser = at_least(1u64))]
+    pub count: Option<u64>,
+
+    #[command(flatten)]
+    pub publish: PublishFlags,
+
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
+}
+
+/// `http-consume`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct HttpConsumeArgs {
+    #[command(flatten)]
+    pub queue: QueueArgs,
+
+    /// Long-polling HTTP consumers.
+    #[arg(long, default_value_t = 100, value_parser = within(1usize, 10_000))]
+    pub http_consumers: usize,
+
+    /// Messages per receive.
+    #[arg(long, default_value_t = 10, value_parser = within(1usize, 1000))]
+    pub http_batch: usize,
+}
+
+/// `ordered`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct OrderedArgs {
+    #[command(flatten)]
+    pub queue: QueueArgs,
+
+    /// Ordering keys.
+    #[arg(long, default_value_t = 1000, value_parser = at_least(1usize))]
+    pub keys: usize,
+
+    /// Messages per /mpub (one key each).
+    #[arg(long, default_value_t = 10, value_parser = within(1usize, 1000))]
+    pub http_batch: usize,
+}
+
+/// `inproc`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct InprocArgs {
+    /// Message sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536", value_parser = msg_size)]
+    pub sizes: Vec<usize>,
+
+    /// Messages per size and round [default: by size].
+    #[arg(long, value_parser = at_least(1u64))]
+    pub count: Option<u64>,
+
+    /// Rounds per size (medians are reported).
+    #[arg(long, default_value_t = 3, value_parser = at_least(1usize))]
     pub rounds: usize,
 
-    /// compare: the reference nsqd-compatible binary; cluster: the nodes' binary (instead of
-    /// nsqrd).
+    /// Messages per publish batch.
+    #[arg(long, default_value_t = 200, value_parser = at_least(1usize))]
+    pub batch_size: usize,
+
+    /// Messages in flight to the consumer.
+    #[arg(long, default_value_t = 2500, value_parser = at_least(1u32))]
+    pub rdy: u32,
+
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `compare`'s flags.
+#[derive(Debug, Clone, Args)]
+#[command(group(
+    clap::ArgGroup::new("against").required(true).multiple(true).args(["reference", "kv_reference"])
+))]
+pub struct CompareArgs {
+    /// The reference nsqd-compatible binary.
     #[arg(long)]
     pub reference: Option<PathBuf>,
 
-    /// compare and cluster: the nsqrd binary (default: nsqrd next to this executable, else
-    /// target/release).
+    /// A redis-server binary to compare nsqrd's keyspace with.
+    #[arg(long)]
+    pub kv_reference: Option<PathBuf>,
+
+    /// The nsqrd binary (default: nsqrd next to this executable, else target/release).
     #[arg(long)]
     pub nsqrd: Option<PathBuf>,
 
-    /// compare: messages queued (and never consumed) to measure RSS per queued message.
-    #[arg(long, default_value_t = 200_000)]
+    /// Rounds of A B (medians are reported).
+    #[arg(long, default_value_t = 3, value_parser = at_least(1usize))]
+    pub rounds: usize,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// Publish rates (msgs/s) for the latency phase, one run each: comma-separated or
+    /// repeated; `k` and `M` suffixes allowed (10k = 10000).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000", value_parser = parse_rate)]
+    pub latency_rates: Vec<u64>,
+
+    /// Also run the size matrix (pubsub for each of --sizes) on a fresh server.
+    #[arg(long)]
+    pub matrix: bool,
+
+    /// With --matrix: message sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536", value_parser = msg_size)]
+    pub sizes: Vec<usize>,
+
+    /// Messages queued (and never consumed) to measure RSS per queued message.
+    #[arg(long, default_value_t = 200_000, value_parser = at_least(1u64))]
     pub rss_messages: u64,
 
-    /// compare: also publish to a topic with this many channels (fan-out), 0 = skip.
+    /// Also publish to a topic with this many channels (fan-out), 0 = skip.
     #[arg(long, default_value_t = 0)]
     pub fanout_channels: usize,
 
-    /// compare: also run pub and sub with this many idle consumer connections open, 0 = skip.
+    /// Also run pub and sub with this many idle consumer connections open, 0 = skip.
     #[arg(long, default_value_t = 0)]
     pub idle_connections: usize,
 
-    /// compare: also measure `nsqr floor` each round (a publish phase only): the CPU per
-    /// message of reading, keeping and answering a publish, with no broker work.
+    /// Also measure `nsqr-bench floor` each round (a publish phase only): the CPU per message
+    /// of reading, keeping and answering a publish, with no broker work.
     #[arg(long)]
     pub floor: bool,
 
-    /// compare and cluster: --mem-queue-size given to the servers they start [default: compare
-    /// 1000000, as nsq's bench.sh; cluster 10000000, as bench.py].
-    #[arg(long)]
-    pub mem_queue_size: Option<u64>,
+    /// --mem-queue-size given to the servers it starts.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub mem_queue_size: u64,
 
-    /// compare: also run nsq's own bench_writer and bench_reader (found in this directory)
-    /// against each server as nsq's bench.sh does, and against the floor as their ceiling.
+    /// Also run nsq's own bench_writer and bench_reader (found in this directory) against
+    /// each server as nsq's bench.sh does, and against the floor as their ceiling.
     #[arg(long, value_name = "DIR")]
     pub nsq_bench: Option<PathBuf>,
 
-    /// compare and cluster: an extra flag for the servers they start (repeatable), e.g.
-    /// --server-arg=--log-level=warn.
+    /// An extra flag for the servers it starts (repeatable), e.g. --server-arg=--log-level=warn.
     #[arg(long, allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
 
@@ -243,354 +464,245 @@ pub struct BenchArgs {
     #[arg(long)]
     pub json: bool,
 
-    /// kv: <addr>:<port> of the Redis-protocol server.
-    #[arg(long, default_value = "127.0.0.1:6379")]
-    pub kv_address: String,
+    #[command(flatten)]
+    pub publish: PublishFlags,
 
-    /// kv and compare --kv-reference: the workloads, comma-separated.
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
+
+    #[command(flatten)]
+    pub kv: KvWorkload,
+}
+
+/// The keyspace workloads: `kv`'s, and `compare --kv-reference`'s.
+#[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Keyspace workloads")]
+pub struct KvWorkload {
+    /// The workloads, comma-separated.
     #[arg(
         long,
         value_enum,
         value_delimiter = ',',
         default_value = "setget,pipelined,nubmq,expiry,rss"
     )]
-    pub kv_phases: Vec<crate::kv::Phase>,
+    pub kv_phases: Vec<Phase>,
 
-    /// kv: requests per redis-benchmark test (-n).
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Requests per redis-benchmark test (-n).
+    #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1u64))]
     pub kv_requests: u64,
 
-    /// kv: redis-benchmark clients (-c).
-    #[arg(long, default_value_t = 100)]
+    /// redis-benchmark clients (-c).
+    #[arg(long, default_value_t = 100, value_parser = at_least(1usize))]
     pub kv_clients: usize,
 
-    /// kv: requests in flight per client in the pipelined phase (-P).
-    #[arg(long, default_value_t = 16)]
+    /// Requests in flight per client in the pipelined phase (-P).
+    #[arg(long, default_value_t = 16, value_parser = at_least(1usize))]
     pub kv_pipeline: usize,
 
-    /// kv: random keys of redis-benchmark (-r).
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Random keys of redis-benchmark (-r).
+    #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1u64))]
     pub kv_keyspace: u64,
 
-    /// kv: connections of nubmq's workload.
-    #[arg(long, default_value_t = 50)]
+    /// Connections of nubmq's workload.
+    #[arg(long, default_value_t = 50, value_parser = at_least(1usize))]
     pub nubmq_connections: usize,
 
-    /// kv: SETs (then as many GETs) per connection of nubmq's workload.
-    #[arg(long, default_value_t = 20_000)]
+    /// SETs (then as many GETs) per connection of nubmq's workload.
+    #[arg(long, default_value_t = 20_000, value_parser = at_least(1usize))]
     pub nubmq_ops: usize,
 
-    /// kv: keys holding a 1-hour TTL in the expiry phase.
+    /// Keys holding a 1-hour TTL in the expiry phase.
     #[arg(long, default_value_t = 100_000)]
     pub expiry_volatile: usize,
 
-    /// kv: keys sharing one deadline in the expiry phase.
-    #[arg(long, default_value_t = 1000)]
+    /// Keys sharing one deadline in the expiry phase.
+    #[arg(long, default_value_t = 1000, value_parser = at_least(1usize))]
     pub expiry_shared: usize,
 
-    /// kv: how long after the shared deadline to wait for its expired events.
+    /// How long after the shared deadline to wait for its expired events.
     #[arg(long, default_value = "60s", value_parser = parse_duration)]
     pub expiry_timeout: Duration,
 
-    /// kv: keys (32-byte values) written to measure RSS per key.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Keys (32-byte values) written to measure RSS per key.
+    #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1usize))]
     pub rss_keys: usize,
 
-    /// kv: the redis-benchmark binary (Debian's redis-tools).
+    /// The redis-benchmark binary (Debian's redis-tools).
     #[arg(long, default_value = "redis-benchmark")]
     pub redis_benchmark: PathBuf,
+}
 
-    /// kv: the server's pid, for CPU and RSS (default: INFO's process_id if it runs here).
+impl KvWorkload {
+    fn check(&self) -> Result<(), String> {
+        if has_duplicates(&self.kv_phases) {
+            return Err("--kv-phases needs each phase at most once".into());
+        }
+        Ok(())
+    }
+}
+
+/// `kv`'s flags.
+#[derive(Debug, Clone, Args)]
+pub struct KvArgs {
+    /// <addr>:<port> of the Redis-protocol server.
+    #[arg(long, default_value = "127.0.0.1:6379")]
+    pub kv_address: String,
+
+    /// The server's pid, for CPU and RSS (default: INFO's process_id if it runs here).
     #[arg(long)]
     pub kv_pid: Option<u32>,
 
-    /// compare: a redis-server binary to compare nsqrd's keyspace with.
+    /// Print the results as JSON on stdout.
     #[arg(long)]
-    pub kv_reference: Option<PathBuf>,
+    pub json: bool,
 
+    #[command(flatten)]
+    pub workload: KvWorkload,
+}
+
+/// `cluster`'s flags: the cluster's shape (`ClusterArgs`), the load, and the servers it starts.
+#[derive(Debug, Clone, Args)]
+pub struct ClusterCmd {
     #[command(flatten)]
     pub cluster: ClusterArgs,
 
+    /// The nodes' binary (instead of nsqrd).
+    #[arg(long)]
+    pub reference: Option<PathBuf>,
+
+    /// The nsqrd binary (default: nsqrd next to this executable, else target/release).
+    #[arg(long)]
+    pub nsqrd: Option<PathBuf>,
+
+    /// --mem-queue-size given to the nodes it starts (bench.py's).
+    #[arg(long, default_value_t = 10_000_000)]
+    pub mem_queue_size: u64,
+
+    /// An extra flag for the nodes it starts (repeatable), e.g. --server-arg=--log-level=warn.
+    #[arg(long, allow_hyphen_values = true)]
+    pub server_arg: Vec<String>,
+
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
     #[command(flatten)]
-    pub transports: crate::transports::TransportsArgs,
+    pub publish: PublishFlags,
+
+    #[command(flatten)]
+    pub consume: ConsumeFlags,
 }
 
-/// bench.py's two runs: publishing only, or publishing and consuming at once.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ClusterMode {
-    /// Publish for --duration (no channel, as bench.py), then drain every topic through
-    /// lookupd to count loss and duplicates (the drain is reported apart).
-    Pub,
-    /// Consumers subscribed through lookupd first, then publish for --duration and drain.
-    Pubsub,
-}
-
-/// `nsqr bench cluster`'s flags. Defaults are nsq's bench.py's: 3 topics (one per load host),
-/// a bench_writer with 2 connections (GOMAXPROCS=2) per node and topic, a bench_reader with 8
-/// (GOMAXPROCS=8) per node and topic, i.e. 8 clients per channel on every node.
-#[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Cluster")]
-pub struct ClusterArgs {
-    /// cluster: how many nodes to start (ignored with --nsqd-tcp-addresses).
-    #[arg(long, default_value_t = 3)]
-    pub nodes: usize,
-
-    /// cluster: bench.py's mode.
-    #[arg(long = "mode", value_enum, default_value = "pubsub")]
-    pub cluster_mode: ClusterMode,
-
-    /// cluster: topics (bench.py: one per load host, 3).
-    #[arg(long, default_value_t = 3)]
-    pub topics: usize,
-
-    /// cluster: publishing connections per node and topic (bench.py: bench_writer, 2).
-    #[arg(long, default_value_t = 2)]
-    pub writers: usize,
-
-    /// cluster: consumer clients per topic's channel; each finds every node through lookupd
-    /// and holds a connection to each (bench.py: bench_reader, 8 per node).
-    #[arg(long, default_value_t = 8)]
-    pub readers: usize,
-
-    /// cluster: use these running nodes (comma-separated, as they register with lookupd)
-    /// instead of starting them; needs --lookupd-http-address.
-    #[arg(long, value_delimiter = ',')]
-    pub nsqd_tcp_addresses: Vec<String>,
-
-    /// cluster: process ids of the given nodes (same order), for their CPU and memory.
-    #[arg(long, value_delimiter = ',')]
-    pub nsqd_pids: Vec<u32>,
-
-    /// cluster: the lookupd the given nodes register with.
-    #[arg(long)]
-    pub lookupd_http_address: Option<String>,
-
-    /// cluster: the lookupd binary to start [default: nsqrlookupd next to this executable,
-    /// else target/release/nsqrlookupd].
-    #[arg(long)]
-    pub lookupd_bin: Option<PathBuf>,
-
-    /// cluster: put each node in a network namespace of its own, reached over a veth pair
-    /// (needs root and iproute2; created here and removed on exit).
-    #[arg(long)]
-    pub netns: bool,
-
-    /// cluster --netns: bandwidth of each node's link, each way (100mbit, 1gbit, 2.5gbit).
-    #[arg(long)]
-    pub netns_rate: Option<String>,
-
-    /// cluster --netns: delay added to each node's link, each way (tc's syntax: 100us, 1ms;
-    /// needs the kernel's netem qdisc).
-    #[arg(long)]
-    pub netns_delay: Option<String>,
-}
-
-impl BenchArgs {
-    pub fn pub_connections(&self) -> usize {
-        self.pub_connections.unwrap_or(self.connections)
-    }
-
-    pub fn sub_connections(&self) -> usize {
-        self.sub_connections.unwrap_or(self.connections)
-    }
-
-    /// `--rdy`, or the mode's default: bench_reader's 2500; for a cluster it starts, bench.py's
-    /// 10000 (its nodes get `--max-rdy-count` to match); for given nodes 2500 again, nsqd's
-    /// default `--max-rdy-count`.
+impl ClusterCmd {
+    /// `--rdy`, or bench.py's 10000 for nodes it starts (they get `--max-rdy-count` to match);
+    /// for given nodes 2500, nsqd's default `--max-rdy-count`.
     pub fn rdy(&self) -> u32 {
-        let starts_nodes = self.mode == Mode::Cluster && self.cluster.nsqd_tcp_addresses.is_empty();
-        self.rdy.unwrap_or(if starts_nodes { 10_000 } else { 2500 })
-    }
-
-    /// `--mem-queue-size`, or the mode's default (bench.sh's 1000000, bench.py's 10000000).
-    pub fn mem_queue_size(&self) -> u64 {
-        self.mem_queue_size
-            .unwrap_or(if self.mode == Mode::Cluster {
-                10_000_000
-            } else {
-                1_000_000
-            })
-    }
-
-    /// Reject values the benchmark cannot honour.
-    pub fn validate(&self) -> Result<(), String> {
-        use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
-        let sizes_only = matches!(self.mode, Mode::Matrix | Mode::Inproc | Mode::Transports);
-        let uses_sizes = sizes_only || (self.mode == Mode::Compare && self.matrix);
-        // matrix mode uses only --sizes; compare uses --size, and --sizes with --matrix.
-        let mut sizes = if sizes_only {
-            Vec::new()
-        } else {
-            vec![self.size]
-        };
-        if uses_sizes {
-            if self.sizes.is_empty() {
-                return Err("--sizes needs at least one size".into());
-            }
-            if has_duplicates(&self.sizes) {
-                return Err("--sizes has the same size twice".into());
-            }
-            sizes.extend_from_slice(&self.sizes);
-        }
-        for s in sizes {
-            if !(HEADER_LEN..=DEFAULT_MAX_MSG_SIZE).contains(&s) {
-                return Err(format!(
-                    "message size {s} out of range {HEADER_LEN}..={DEFAULT_MAX_MSG_SIZE}"
-                ));
-            }
-        }
-        if self.batch_size == 0 {
-            return Err("--batch-size must be at least 1".into());
-        }
-        if !(1..=1000).contains(&self.http_batch) {
-            return Err("--http-batch must be 1..=1000".into());
-        }
-        if !(1..=10_000).contains(&self.http_consumers) {
-            return Err("--http-consumers must be 1..=10000".into());
-        }
-        if self.keys == 0 {
-            return Err("--keys must be at least 1".into());
-        }
-        for (name, n) in [
-            ("publishing", self.pub_connections()),
-            ("consuming", self.sub_connections()),
-        ] {
-            if n == 0 || n > MAX_PUBLISHERS {
-                return Err(format!("{name} connections must be 1..={MAX_PUBLISHERS}"));
-            }
-        }
-        if self.pipeline == 0 {
-            return Err("--pipeline must be at least 1".into());
-        }
-        if self.rdy() == 0 {
-            return Err("--rdy must be at least 1".into());
-        }
-        if !(self.rate.is_finite() && self.rate > 0.0) {
-            return Err("--rate must be positive".into());
-        }
-        if let Some(t) = &self.topic {
-            if !nsq_wire::names::is_valid_name(t.as_bytes()) {
-                return Err(format!("invalid topic name {t:?}"));
-            }
-        }
-        if !nsq_wire::names::is_valid_name(self.channel.as_bytes()) {
-            return Err(format!("invalid channel name {:?}", self.channel));
-        }
-        if self.mode == Mode::Kv || self.kv_reference.is_some() {
-            self.validate_kv()?;
-        }
-        if self.mode == Mode::Compare && self.reference.is_none() && self.kv_reference.is_some() {
-            if self.rounds == 0 {
-                return Err("--rounds must be at least 1".into());
-            }
-            return Ok(());
-        }
-        if self.mode == Mode::Compare {
-            if self.reference.is_none() {
-                return Err("compare needs --reference PATH (an nsqd-compatible binary), or --kv-reference PATH (redis-server)".into());
-            }
-            if self.rounds == 0 {
-                return Err("--rounds must be at least 1".into());
-            }
-            if self.rss_messages == 0 {
-                return Err("--rss-messages must be at least 1".into());
-            }
-            if self.latency_rates.is_empty() {
-                return Err("--latency-rates needs at least one rate".into());
-            }
-            if has_duplicates(&self.latency_rates) {
-                return Err("--latency-rates has the same rate twice".into());
-            }
-        }
-        if self.mode == Mode::Cluster {
-            self.cluster.validate()?;
-        }
-        if self.mode == Mode::Transports {
-            self.transports.validate(&self.sizes)?;
-        }
-        Ok(())
+        let starts_nodes = self.cluster.nsqd_tcp_addresses.is_empty();
+        self.consume
+            .rdy
+            .unwrap_or(if starts_nodes { 10_000 } else { 2500 })
     }
 }
 
-impl ClusterArgs {
-    /// The number of nodes: the given ones, else `--nodes`.
-    pub fn node_count(&self) -> usize {
-        if self.nsqd_tcp_addresses.is_empty() {
-            self.nodes
-        } else {
-            self.nsqd_tcp_addresses.len()
-        }
-    }
+/// `transports`' flags: the matrix's own (`TransportsArgs`) and the sizes and server.
+#[derive(Debug, Clone, Args)]
+pub struct TransportsCmd {
+    /// Message sizes in bytes.
+    #[arg(long, value_delimiter = ',', default_value = "64,1024,8192,65536", value_parser = msg_size)]
+    pub sizes: Vec<usize>,
 
-    fn validate(&self) -> Result<(), String> {
-        use crate::body::MAX_PUBLISHERS;
-        let nodes = self.node_count();
-        if !(1..=64).contains(&nodes) {
-            return Err("--nodes must be 1..=64".into());
-        }
-        if !(1..=64).contains(&self.topics) {
-            return Err("--topics must be 1..=64".into());
-        }
-        if self.writers == 0 || self.writers > MAX_PUBLISHERS {
-            return Err(format!("--writers must be 1..={MAX_PUBLISHERS}"));
-        }
-        if self.readers == 0 {
-            return Err("--readers must be at least 1".into());
-        }
-        let given = !self.nsqd_tcp_addresses.is_empty();
-        if given && self.lookupd_http_address.is_none() {
-            return Err("--nsqd-tcp-addresses needs --lookupd-http-address (the lookupd the nodes register with)".into());
-        }
-        if !given && self.lookupd_http_address.is_some() {
-            return Err("--lookupd-http-address is for given nodes (--nsqd-tcp-addresses); started nodes get a lookupd of their own".into());
-        }
-        if !self.nsqd_pids.is_empty() && self.nsqd_pids.len() != self.nsqd_tcp_addresses.len() {
-            return Err("--nsqd-pids needs one pid per --nsqd-tcp-addresses entry".into());
-        }
-        if self.netns && given {
-            return Err("--netns places the nodes it starts; it cannot move given nodes".into());
-        }
-        if (self.netns_rate.is_some() || self.netns_delay.is_some()) && !self.netns {
-            return Err("--netns-rate and --netns-delay need --netns".into());
-        }
-        if let Some(r) = &self.netns_rate {
-            if crate::cluster::rate_bits(r).is_none() {
-                return Err(format!(
-                    "invalid --netns-rate {r:?} (bits per second, at least 8kbit: 100mbit, 1gbit, 2.5gbit)"
-                ));
-            }
-        }
-        if let Some(d) = &self.netns_delay {
-            if d.is_empty() || !d.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
-                return Err(format!(
-                    "invalid --netns-delay {d:?} (tc's syntax: 100us, 1ms)"
-                ));
-            }
-        }
-        Ok(())
+    /// The nsqrd binary (default: nsqrd next to this executable, else target/release).
+    #[arg(long)]
+    pub nsqrd: Option<PathBuf>,
+
+    /// --mem-queue-size given to the nsqrd it starts and to the embedded broker.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub mem_queue_size: u64,
+
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+
+    #[command(flatten)]
+    pub transports: TransportsArgs,
+}
+
+/// A value parser for a whole number of at least `lo`.
+pub(crate) fn at_least<T: Whole>(
+    lo: T,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    ranged(lo, None)
+}
+
+/// A value parser for a whole number in `lo..=hi`.
+pub(crate) fn within<T: Whole>(
+    lo: T,
+    hi: T,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    ranged(lo, Some(hi))
+}
+
+/// The whole-number types flags take.
+pub(crate) trait Whole:
+    std::str::FromStr + PartialOrd + std::fmt::Display + Copy + Send + Sync + 'static
+{
+}
+
+impl Whole for u32 {}
+impl Whole for u64 {}
+impl Whole for usize {}
+
+fn ranged<T: Whole>(
+    lo: T,
+    hi: Option<T>,
+) -> impl Fn(&str) -> Result<T, String> + Clone + Send + Sync {
+    move |s: &str| match s.trim().parse::<T>() {
+        Ok(n) if lo <= n && hi.is_none_or(|h| n <= h) => Ok(n),
+        _ => Err(match hi {
+            Some(h) => format!("must be {lo}..={h}"),
+            None => format!("must be at least {lo}"),
+        }),
     }
 }
 
-impl BenchArgs {
-    fn validate_kv(&self) -> Result<(), String> {
-        if self.kv_phases.is_empty() || has_duplicates(&self.kv_phases) {
-            return Err("--kv-phases needs each phase at most once".into());
-        }
-        for (name, n) in [
-            ("--kv-requests", self.kv_requests as usize),
-            ("--kv-clients", self.kv_clients),
-            ("--kv-pipeline", self.kv_pipeline),
-            ("--kv-keyspace", self.kv_keyspace as usize),
-            ("--nubmq-connections", self.nubmq_connections),
-            ("--nubmq-ops", self.nubmq_ops),
-            ("--expiry-shared", self.expiry_shared),
-            ("--rss-keys", self.rss_keys),
-        ] {
-            if n == 0 {
-                return Err(format!("{name} must be at least 1"));
-            }
-        }
-        Ok(())
+/// A connection count: 1 to the number of publishers a message body can name.
+pub(crate) fn connections() -> impl Fn(&str) -> Result<usize, String> + Clone + Send + Sync {
+    within(1, MAX_PUBLISHERS)
+}
+
+/// A message size: room for the header (sequence number and send time), at most nsqd's
+/// default `--max-msg-size`.
+pub(crate) fn msg_size(s: &str) -> Result<usize, String> {
+    let n: usize = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("invalid size {s:?} (bytes)"))?;
+    if !(HEADER_LEN..=DEFAULT_MAX_MSG_SIZE).contains(&n) {
+        return Err(format!(
+            "message size {n} out of range {HEADER_LEN}..={DEFAULT_MAX_MSG_SIZE}"
+        ));
+    }
+    Ok(n)
+}
+
+/// A valid NSQ topic or channel name.
+fn topic_or_channel(s: &str) -> Result<String, String> {
+    if nsq_wire::names::is_valid_name(s.as_bytes()) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("invalid name {s:?}"))
+    }
+}
+
+/// A finite rate above zero.
+fn positive_rate(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("invalid rate {s:?} (a positive number)")),
     }
 }
 
@@ -601,8 +713,15 @@ pub(crate) fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("invalid duration {s:?} (examples: 3s, 500ms, 1m30s)"))
 }
 
-fn has_duplicates<T: PartialEq>(v: &[T]) -> bool {
+pub(crate) fn has_duplicates<T: PartialEq>(v: &[T]) -> bool {
     v.iter().enumerate().any(|(i, x)| v[..i].contains(x))
+}
+
+fn distinct_sizes(sizes: &[usize]) -> Result<(), String> {
+    if has_duplicates(sizes) {
+        return Err("--sizes has the same size twice".into());
+    }
+    Ok(())
 }
 
 /// A whole number of messages per second, at least 1: `1000`, `10k`, `2.5k`, `1M`.
@@ -624,227 +743,5 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn parse(args: &[&str]) -> BenchArgs {
-        let mut v = vec!["nsqr", "bench"];
-        v.extend_from_slice(args);
-        match Cli::try_parse_from(v).unwrap().command {
-            Command::Bench(b) => *b,
-            other => panic!("parsed as {other:?}"),
-        }
-    }
-
-    #[test]
-    fn floor_takes_the_flags_compare_starts_servers_with() {
-        let v = [
-            "nsqr",
-            "floor",
-            "--tcp-address=127.0.0.1:0",
-            "--http-address=127.0.0.1:0",
-            "--https-address=",
-            "--broadcast-address=127.0.0.1",
-            "--data-path=/tmp/x",
-        ];
-        match Cli::try_parse_from(v).unwrap().command {
-            Command::Floor(f) => assert_eq!(f.tcp_address, "127.0.0.1:0"),
-            other => panic!("parsed as {other:?}"),
-        }
-        assert!(Cli::try_parse_from(["nsqr", "floor", "--no-such-flag"]).is_err());
-    }
-
-    #[test]
-    fn defaults_and_flags() {
-        let b = parse(&["pub"]);
-        assert_eq!(b.mode, Mode::Pub);
-        assert_eq!(b.duration, Duration::from_secs(3));
-        assert_eq!((b.size, b.batch_size, b.connections), (200, 200, 1));
-        assert!(b.validate().is_ok());
-        let b = parse(&[
-            "matrix",
-            "--duration",
-            "500ms",
-            "--sizes",
-            "64,1024",
-            "--json",
-        ]);
-        assert_eq!(b.sizes, vec![64, 1024]);
-        assert_eq!(b.duration, Duration::from_millis(500));
-        assert!(b.json);
-        let b = parse(&["sub", "--output-buffer-size", "-1", "--sub-connections=2"]);
-        assert_eq!(b.output_buffer_size, Some(-1));
-        assert_eq!((b.pub_connections(), b.sub_connections()), (1, 2));
-    }
-
-    #[test]
-    fn durations_parse_as_go_does() {
-        assert_eq!(parse_duration("3s"), Ok(Duration::from_secs(3)));
-        assert_eq!(parse_duration(" 1m30s "), Ok(Duration::from_secs(90)));
-        assert_eq!(parse_duration("250µs"), Ok(Duration::from_micros(250)));
-        assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
-        for bad in ["", "3", "s", "-1s", "3x", "1.2.3s", "ms5"] {
-            assert!(parse_duration(bad).is_err(), "{bad:?}");
-        }
-        assert_eq!(
-            parse_duration("3x"),
-            Err("invalid duration \"3x\" (examples: 3s, 500ms, 1m30s)".to_string())
-        );
-    }
-
-    #[test]
-    fn rates_parse_with_suffixes() {
-        assert_eq!(parse_rate("1000"), Ok(1000));
-        assert_eq!(parse_rate("10k"), Ok(10_000));
-        assert_eq!(parse_rate("2.5k"), Ok(2500));
-        assert_eq!(parse_rate("1M"), Ok(1_000_000));
-        assert_eq!(parse_rate(" 500 "), Ok(500));
-        for bad in ["", "0", "-5", "1.5", "k", "10x", "1m", "inf", "NaN", "1e13"] {
-            assert!(parse_rate(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
-    fn latency_rates_and_matrix_flags() {
-        let b = parse(&["compare", "--reference", "/bin/true"]);
-        assert_eq!(b.latency_rates, vec![1000, 10_000]);
-        assert!(!b.matrix);
-        let b = parse(&[
-            "compare",
-            "--reference",
-            "/bin/true",
-            "--latency-rates",
-            "2k,5000",
-            "--latency-rates=20k",
-            "--matrix",
-            "--sizes",
-            "64,1024",
-        ]);
-        assert_eq!(b.latency_rates, vec![2000, 5000, 20_000]);
-        assert!(b.matrix);
-        assert!(b.validate().is_ok());
-        assert!(Cli::try_parse_from(["nsqr", "bench", "compare", "--latency-rates", "0"]).is_err());
-    }
-
-    #[test]
-    fn kv_flags() {
-        let b = parse(&["kv", "--kv-phases", "setget,rss", "--kv-requests", "10"]);
-        assert_eq!(
-            b.kv_phases,
-            vec![crate::kv::Phase::Setget, crate::kv::Phase::Rss]
-        );
-        assert!(b.validate().is_ok());
-        assert!(parse(&["kv", "--kv-phases", "rss,rss"]).validate().is_err());
-        assert!(parse(&["kv", "--nubmq-ops", "0"]).validate().is_err());
-        // compare with only --kv-reference needs no nsqd reference.
-        assert!(
-            parse(&["compare", "--kv-reference", "/usr/bin/redis-server"])
-                .validate()
-                .is_ok()
-        );
-    }
-
-    #[test]
-    fn cluster_flags() {
-        let b = parse(&["cluster"]);
-        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pubsub);
-        assert_eq!(
-            (
-                b.cluster.nodes,
-                b.cluster.topics,
-                b.cluster.writers,
-                b.cluster.readers
-            ),
-            (3, 3, 2, 8)
-        );
-        assert_eq!((b.rdy(), b.mem_queue_size()), (10_000, 10_000_000));
-        assert!(b.validate().is_ok());
-        let b = parse(&["cluster", "--mode", "pub", "--nodes=2", "--rdy=300"]);
-        assert_eq!(b.cluster.cluster_mode, ClusterMode::Pub);
-        assert_eq!((b.cluster.node_count(), b.rdy()), (2, 300));
-        let given = parse(&[
-            "cluster",
-            "--nsqd-tcp-addresses=127.0.0.1:1,127.0.0.1:2",
-            "--lookupd-http-address=127.0.0.1:3",
-        ]);
-        assert_eq!((given.cluster.node_count(), given.rdy()), (2, 2500));
-        assert!(given.validate().is_ok());
-        // Other modes keep their defaults.
-        let b = parse(&["sub"]);
-        assert_eq!((b.rdy(), b.mem_queue_size()), (2500, 1_000_000));
-        let bad = |extra: &[&str]| {
-            let mut v = vec!["cluster"];
-            v.extend_from_slice(extra);
-            parse(&v).validate().unwrap_err()
-        };
-        assert!(bad(&["--nodes=0"]).contains("--nodes"));
-        assert!(bad(&["--writers=0"]).contains("--writers"));
-        assert!(bad(&["--readers=0"]).contains("--readers"));
-        assert!(bad(&["--nsqd-tcp-addresses=a:1"]).contains("--lookupd-http-address"));
-        assert!(bad(&["--lookupd-http-address=a:1"]).contains("given nodes"));
-        assert!(bad(&["--netns-rate=1gbit"]).contains("need --netns"));
-        assert!(bad(&["--netns", "--netns-rate=fast"]).contains("--netns-rate"));
-        assert!(bad(&["--netns", "--netns-delay=1 ms"]).contains("--netns-delay"));
-        assert!(bad(&[
-            "--netns",
-            "--nsqd-tcp-addresses=a:1",
-            "--lookupd-http-address=b:2"
-        ])
-        .contains("cannot move"));
-        assert!(bad(&[
-            "--nsqd-tcp-addresses=a:1",
-            "--lookupd-http-address=b:2",
-            "--nsqd-pids=1,2"
-        ])
-        .contains("one pid"));
-    }
-
-    #[test]
-    fn transports_flags() {
-        let b = parse(&["transports"]);
-        assert_eq!(b.transports.reps, 5);
-        assert!(b.transports.counts.is_empty());
-        assert!(b.validate().is_ok());
-        let b = parse(&["transports", "--counts", "200,100,50,20", "--reps=1"]);
-        assert_eq!(b.transports.counts, vec![200, 100, 50, 20]);
-        assert!(b.validate().is_ok());
-        let bad = |extra: &[&str]| {
-            let mut v = vec!["transports"];
-            v.extend_from_slice(extra);
-            parse(&v).validate().unwrap_err()
-        };
-        assert!(bad(&["--counts=1,2"]).contains("one count per size"));
-        assert!(bad(&["--reps=0"]).contains("--reps"));
-        assert!(bad(&["--scale=0"]).contains("--scale"));
-        assert!(bad(&["--fanout-subscribers=2,2"]).contains("distinct"));
-        assert!(bad(&["--transports=unix,unix"]).contains("at most once"));
-        assert!(bad(&["--sizes=8"]).contains("out of range"));
-        assert!(
-            Cli::try_parse_from(["nsqr", "bench", "transports", "--patterns", "nope"]).is_err()
-        );
-    }
-
-    #[test]
-    fn validation() {
-        assert!(parse(&["compare"]).validate().is_err());
-        assert!(parse(&["pub", "--size", "8"]).validate().is_err());
-        assert!(parse(&["pub", "--topic", "bad topic"]).validate().is_err());
-        assert!(parse(&["compare", "--reference", "/bin/true"])
-            .validate()
-            .is_ok());
-        let compare = |extra: &[&str]| {
-            let mut v = vec!["compare", "--reference", "/bin/true"];
-            v.extend_from_slice(extra);
-            parse(&v).validate()
-        };
-        assert!(compare(&["--latency-rates", "1k,1000"]).is_err());
-        // --sizes is checked only when the matrix runs.
-        assert!(compare(&["--sizes", "8"]).is_ok());
-        assert!(compare(&["--matrix", "--sizes", "8"]).is_err());
-        assert!(compare(&["--matrix", "--sizes", "64,64"]).is_err());
-        assert!(compare(&["--matrix", "--sizes", "64,1048576"]).is_ok());
-        assert!(parse(&["matrix", "--sizes", "64,2000000"])
-            .validate()
-            .is_err());
-    }
-}
+#[path = "cli_tests.rs"]
+mod tests;

@@ -1,4 +1,4 @@
-//! `nsqr bench compare`: nsqrd against a reference nsqd-compatible binary. Each round starts
+//! `nsqr-bench compare`: nsqrd against a reference nsqd-compatible binary. Each round starts
 //! nsqrd, then the reference (A B A B ...), each on a fresh data directory and ephemeral ports,
 //! runs the same phases against it, and kills it. The table shows the median over rounds of
 //! each metric and the ratio nsqrd / reference.
@@ -11,7 +11,7 @@
 //! read at the end; fan-out, idle connections and the size matrix (`--matrix`) each get a
 //! fresh server of their own when asked for (`phases`).
 //!
-//! With `--floor`, each round first measures `nsqr floor` (this executable's do-nothing server)
+//! With `--floor`, each round first measures `nsqr-bench floor` (this executable's do-nothing server)
 //! with the pub phase and the sub phase that consumes it: the least CPU per published and per
 //! delivered message any server that keeps its backlog in memory can spend here. The table
 //! gets a floor column, and the report puts both servers' pub and sub CPU against it.
@@ -29,11 +29,12 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use crate::cli::BenchArgs;
+use crate::cli::CompareArgs;
 use crate::fail::{err, Result};
 use crate::machine::Machine;
-use crate::report::size_label;
+use crate::report::{emit, fmt_ratio, fmt_value, size_label, Render, Table};
 use crate::server::{find_nsqrd, version};
+use crate::stats::{median, sorted};
 
 mod metrics;
 mod nsq_bench;
@@ -60,16 +61,24 @@ struct CompareReport {
     settings: BTreeMap<&'static str, String>,
     nsqrd: ServerResult,
     reference: ServerResult,
-    /// `nsqr floor`, with `--floor`: the pub and sub phases (and nsq's tools, with
+    /// `nsqr-bench floor`, with `--floor`: the pub and sub phases (and nsq's tools, with
     /// `--nsq-bench`).
     #[serde(skip_serializing_if = "Option::is_none")]
     floor: Option<ServerResult>,
     /// nsqrd median / reference median, per metric.
     ratio: BTreeMap<String, f64>,
     ok: bool,
+    /// The table's rows, in order.
+    #[serde(skip)]
+    rows: Vec<Metric>,
+    /// The flags the table's heading names.
+    #[serde(skip)]
+    latency_rates: Vec<u64>,
+    #[serde(skip)]
+    matrix_sizes: Vec<usize>,
 }
 
-pub async fn run(a: &BenchArgs) -> Result<bool> {
+pub async fn run(a: &CompareArgs) -> Result<bool> {
     let nsqrd = find_nsqrd(a.nsqrd.as_deref())?;
     let reference = a
         .reference
@@ -135,16 +144,19 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         floor,
         ratio,
         ok,
+        rows,
+        latency_rates: a.latency_rates.clone(),
+        matrix_sizes: if a.matrix {
+            a.sizes.clone()
+        } else {
+            Vec::new()
+        },
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_table(&report, &rows, a);
-    }
+    emit(&report, a.json)?;
     Ok(ok)
 }
 
-/// `nsqr floor` is this executable.
+/// `nsqr-bench floor` is this executable.
 fn floor_exe() -> Result<PathBuf> {
     std::env::current_exe()
         .map_err(|e| err(format!("cannot find this executable for --floor: {e}")))
@@ -178,7 +190,7 @@ fn short_name(p: &Path) -> String {
         .unwrap_or_else(|| "reference".into())
 }
 
-fn summary(m: &Metrics, a: &BenchArgs) -> String {
+fn summary(m: &Metrics, a: &CompareArgs) -> String {
     let g = |k: &str| m.get(k).copied().unwrap_or(0.0);
     let p99: Vec<String> = a
         .latency_rates
@@ -199,19 +211,6 @@ fn summary(m: &Metrics, a: &BenchArgs) -> String {
     )
 }
 
-pub fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(|a, b| a.total_cmp(b));
-    let n = v.len();
-    if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
-}
-
 /// Medians of the metrics measured in at least one round (optional phases may be absent).
 fn medians(rows: &[Metric], rounds: &[Metrics]) -> Metrics {
     rows.iter()
@@ -220,7 +219,7 @@ fn medians(rows: &[Metric], rounds: &[Metrics]) -> Metrics {
                 .iter()
                 .filter_map(|r| r.get(&mt.key).copied())
                 .collect();
-            (!vals.is_empty()).then(|| (mt.key.clone(), median(vals)))
+            (!vals.is_empty()).then(|| (mt.key.clone(), median(&sorted(vals))))
         })
         .collect()
 }
@@ -235,16 +234,19 @@ fn ratios_of(rows: &[Metric], ours: &Metrics, theirs: &Metrics) -> BTreeMap<Stri
         .collect()
 }
 
-fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
+fn settings(a: &CompareArgs) -> BTreeMap<&'static str, String> {
     let mut s = BTreeMap::new();
-    s.insert("duration", nsq_common::duration::format(a.duration));
+    s.insert("duration", nsq_common::duration::format(a.publish.duration));
     s.insert("rounds", a.rounds.to_string());
     s.insert("size", a.size.to_string());
-    s.insert("batch_size", a.batch_size.to_string());
-    s.insert("pub_connections", a.pub_connections().to_string());
-    s.insert("sub_connections", a.sub_connections().to_string());
-    s.insert("pipeline", a.pipeline.to_string());
-    s.insert("rdy", a.rdy().to_string());
+    s.insert("batch_size", a.publish.batch_size.to_string());
+    s.insert("pub_connections", a.publish.pub_connections().to_string());
+    s.insert(
+        "sub_connections",
+        a.consume.sub_connections(&a.publish).to_string(),
+    );
+    s.insert("pipeline", a.publish.pipeline.to_string());
+    s.insert("rdy", a.consume.rdy().to_string());
     s.insert("latency_rates", join(&a.latency_rates, |r| r.to_string()));
     s.insert(
         "matrix_sizes",
@@ -276,37 +278,24 @@ fn join<T>(v: &[T], f: impl Fn(&T) -> String) -> String {
     v.iter().map(f).collect::<Vec<_>>().join(",")
 }
 
-fn fmt_value(v: f64, decimals: usize) -> String {
-    if decimals == 0 {
-        crate::progress::group(v.round().max(0.0) as u64)
-    } else {
-        format!("{v:.decimals$}")
+impl Render for CompareReport {
+    fn print_human(&self) {
+        print_table(self);
     }
 }
 
-/// 2.04x, 0.53x, 0.027x: at least two significant digits down to 0.001.
-fn fmt_ratio(x: f64) -> String {
-    if x >= 0.1 || x == 0.0 {
-        format!("{x:.2}x")
-    } else if x >= 0.001 {
-        format!("{x:.3}x")
-    } else {
-        format!("{x:.1e}x")
-    }
-}
-
-fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
+fn print_table(r: &CompareReport) {
     let s = &r.settings;
     let get = |k: &str| s.get(k).cloned().unwrap_or_default();
-    let rates: Vec<String> = a.latency_rates.iter().map(|&x| rate_label(x)).collect();
-    let matrix = if a.matrix {
-        let sizes: Vec<String> = a.sizes.iter().map(|&x| size_label(x)).collect();
-        format!(", matrix {}", sizes.join(", "))
-    } else {
+    let rates: Vec<String> = r.latency_rates.iter().map(|&x| rate_label(x)).collect();
+    let matrix = if r.matrix_sizes.is_empty() {
         String::new()
+    } else {
+        let sizes: Vec<String> = r.matrix_sizes.iter().map(|&x| size_label(x)).collect();
+        format!(", matrix {}", sizes.join(", "))
     };
     println!(
-        "nsqr bench compare: {} rounds (A B alternating), {} per phase, {} B messages, batch {}, {} pub + {} sub conn, pipeline {}, RDY {}, latency at {} msgs/s{}",
+        "nsqr-bench compare: {} rounds (A B alternating), {} per phase, {} B messages, batch {}, {} pub + {} sub conn, pipeline {}, RDY {}, latency at {} msgs/s{}",
         get("rounds"), get("duration"), get("size"), get("batch_size"), get("pub_connections"),
         get("sub_connections"), get("pipeline"), get("rdy"), rates.join(", "), matrix
     );
@@ -326,7 +315,7 @@ fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
         r.machine.load_after
     );
     println!();
-    print_rows(r, rows);
+    print_rows(r, &r.rows);
     if let Some(f) = &r.floor {
         print_floor(f, &r.nsqrd, &r.reference);
     }
@@ -339,47 +328,48 @@ fn print_table(r: &CompareReport, rows: &[Metric], a: &BenchArgs) {
 /// `--floor` the floor's figure where it has one.
 fn print_rows(r: &CompareReport, rows: &[Metric]) {
     let floor = r.floor.as_ref();
-    let mut head = format!(
-        "| {:<26} | {:>14} | {:>14} |",
+    let mut head = vec![
         format!("metric (median of {})", r.nsqrd.rounds.len()),
-        "nsqrd",
-        r.reference.name
-    );
-    let mut rule = format!("|{:-<28}|{:->16}|{:->16}|", "", "", "");
+        "nsqrd".into(),
+        r.reference.name.clone(),
+    ];
     if floor.is_some() {
-        head += &format!(" {:>14} |", "floor");
-        rule += &format!("{:->16}|", "");
+        head.push("floor".into());
     }
-    println!("{head} {:>9} | {:<6} |", "nsqrd/ref", "better");
-    println!("{rule}{:->11}|{:-<8}|", "", "");
+    head.extend(["nsqrd/ref".into(), "better".into()]);
+    let mut t = Table::new(head);
     let value = |res: &ServerResult, mt: &Metric| {
-        res.median.get(&mt.key).map(|&v| fmt_value(v, mt.decimals))
+        res.median
+            .get(&mt.key)
+            .map_or_else(|| "-".to_string(), |&v| fmt_value(v, mt.decimals))
     };
     for mt in rows.iter().filter(|mt| {
         r.nsqrd.median.contains_key(&mt.key) || r.reference.median.contains_key(&mt.key)
     }) {
-        let dash = || "-".to_string();
-        let mut line = format!(
-            "| {:<26} | {:>14} | {:>14} |",
-            mt.label,
-            value(&r.nsqrd, mt).unwrap_or_else(dash),
-            value(&r.reference, mt).unwrap_or_else(dash)
-        );
+        let mut line = vec![
+            mt.label.clone(),
+            value(&r.nsqrd, mt),
+            value(&r.reference, mt),
+        ];
         if let Some(f) = floor {
-            line += &format!(" {:>14} |", value(f, mt).unwrap_or_else(dash));
+            line.push(value(f, mt));
         }
-        let ratio = r
-            .ratio
-            .get(&mt.key)
-            .map(|&x| fmt_ratio(x))
-            .unwrap_or_else(dash);
-        let better = if mt.higher_is_better {
-            "higher"
-        } else {
-            "lower"
-        };
-        println!("{line} {ratio:>9} | {better:<6} |");
+        line.push(
+            r.ratio
+                .get(&mt.key)
+                .map_or_else(|| "-".to_string(), |&x| fmt_ratio(x)),
+        );
+        line.push(
+            if mt.higher_is_better {
+                "higher"
+            } else {
+                "lower"
+            }
+            .into(),
+        );
+        t.row(line);
     }
+    t.print();
 }
 
 /// The floor's figures, and each server's CPU per message as a multiple of the floor's; with
@@ -388,7 +378,7 @@ fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
     let get = |r: &ServerResult, k: &str| r.median.get(k).copied().filter(|&x| x > 0.0);
     println!();
     println!(
-        "floor (`nsqr floor`: keeps each publish in memory as read and answers OK; writes the messages from there as RDY allows and counts FINs; no broker work; median of {}):",
+        "floor (`nsqr-bench floor`: keeps each publish in memory as read and answers OK; writes the messages from there as RDY allows and counts FINs; no broker work; median of {}):",
         f.rounds.len()
     );
     for (side, what) in [("pub", "published"), ("sub", "delivered")] {
@@ -436,20 +426,6 @@ fn print_floor(f: &ServerResult, ours: &ServerResult, theirs: &ServerResult) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn ratios() {
-        assert_eq!(fmt_ratio(4.371), "4.37x");
-        assert_eq!(fmt_ratio(0.0271), "0.027x");
-        assert_eq!(fmt_ratio(0.00012), "1.2e-4x");
-    }
-
-    #[test]
-    fn medians_of_odd_and_even() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
-        assert_eq!(median(vec![]), 0.0);
-    }
 
     #[test]
     fn medians_and_ratios_cover_dynamic_rows() {

@@ -1,8 +1,11 @@
-//! `nsqr`: command-line tools for nsqr. `nsqr pub`, `tail`, `stat` and `to-file` are NSQ's
-//! to_nsq, nsq_tail, nsq_stat and nsq_to_file on nsqr-client; `nsqr bench <mode>` measures an
-//! nsqd-compatible server (nsqrd or nsqd) over the TCP protocol; `nsqr bench compare` runs
-//! nsqrd against a reference; `nsqr floor` is the do-nothing publish server that shows the
-//! machine's limit.
+//! `nsqr-bench`: the measuring lab, apart from the user's tools (`nsqr`). `nsqr-bench <mode>`
+//! measures an nsqd-compatible server (nsqrd or nsqd) over the TCP protocol, nsqrd's HTTP
+//! queues, its keyspace, a cluster, the embedded broker and the transports against libzmq;
+//! `compare` runs nsqrd against a reference; `floor` is the do-nothing publish server that
+//! shows the machine's limit.
+//!
+//! Exit status: 0 done, 1 the benchmark could not run, 2 messages were lost (or duplicated,
+//! as each mode counts), 64 a usage error, 130 interrupted.
 
 mod body;
 mod cli;
@@ -20,33 +23,49 @@ mod publisher;
 mod queues;
 mod report;
 mod server;
+mod stats;
 mod subscriber;
-mod tools;
 mod tracker;
 mod transports;
 
 use std::process::ExitCode;
 
-use clap::Parser;
+use clap::{CommandFactory, Parser};
 
-use cli::{BenchArgs, Cli, Command, Mode};
+use cli::{Cli, Command};
 
 /// Exit status when messages were lost.
 const EXIT_LOSS: u8 = 2;
+/// Exit status of a usage error (sysexits' EX_USAGE), apart from a loss's.
+const EXIT_USAGE: u8 = 64;
 
 fn main() -> ExitCode {
-    let Cli { command } = Cli::parse();
-    let args = match command {
-        Command::Bench(args) => *args,
-        Command::Floor(args) => return floor_main(&args),
-        Command::Pub(a) => return tools::run("pub", tools::publish::run(a)),
-        Command::Tail(a) => return tools::run("tail", tools::tail::run(a)),
-        Command::Stat(a) => return tools::run("stat", tools::stat::run(a)),
-        Command::ToFile(a) => return tools::run("to-file", tools::to_file::run(a)),
+    let command = match Cli::try_parse() {
+        Ok(Cli { command }) => command,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::from(EXIT_USAGE)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
     };
-    if let Err(e) = args.validate() {
-        eprintln!("nsqr bench: {e}");
-        return ExitCode::from(64);
+    if let Err(msg) = command.check() {
+        let mut cli = Cli::command();
+        let name = command.name();
+        let e = match cli.find_subcommand_mut(name) {
+            Some(c) => c
+                .clone()
+                .bin_name(format!("nsqr-bench {name}"))
+                .error(clap::error::ErrorKind::ValueValidation, msg),
+            None => cli.error(clap::error::ErrorKind::ValueValidation, msg),
+        };
+        let _ = e.print();
+        return ExitCode::from(EXIT_USAGE);
+    }
+    if let Command::Floor(args) = &command {
+        return floor_main(args);
     }
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -54,16 +73,16 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("nsqr bench: cannot start the runtime: {e}");
+            eprintln!("nsqr-bench: cannot start the runtime: {e}");
             return ExitCode::FAILURE;
         }
     };
-    let code = rt.block_on(bench(args));
+    let code = rt.block_on(bench(command));
     rt.shutdown_timeout(std::time::Duration::from_millis(100));
     code
 }
 
-/// `nsqr floor`: serve until killed.
+/// `nsqr-bench floor`: serve until killed.
 fn floor_main(args: &floor::FloorArgs) -> ExitCode {
     let r = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -72,97 +91,66 @@ fn floor_main(args: &floor::FloorArgs) -> ExitCode {
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("nsqr floor: {e}");
+            eprintln!("nsqr-bench floor: {e}");
             ExitCode::FAILURE
         }
     }
 }
 
-async fn bench(args: BenchArgs) -> ExitCode {
-    let work = async {
-        if args.mode == Mode::Compare {
-            if args.reference.is_some() {
-                let ok = compare::run(&args).await?;
-                if args.kv_reference.is_some() {
-                    return kv::compare(&args).await.map(|kv| kv && ok);
+/// Run one mode; Ok(false) when messages were lost.
+async fn dispatch(command: &Command) -> fail::Result<bool> {
+    use modes::Single;
+    match command {
+        Command::Pub(a) => modes::run_pub(a).await,
+        Command::Sub(a) => modes::run_pubsub(Single::Sub, a).await,
+        Command::Pubsub(a) => modes::run_pubsub(Single::Pubsub, a).await,
+        Command::Latency(a) => modes::run_latency(a).await,
+        Command::Matrix(a) => modes::run_matrix(a).await,
+        Command::Compare(a) => {
+            if a.reference.is_some() {
+                let ok = compare::run(a).await?;
+                if a.kv_reference.is_some() {
+                    return kv::compare(a).await.map(|kv| kv && ok);
                 }
                 Ok(ok)
             } else {
-                kv::compare(&args).await
+                kv::compare(a).await
             }
-        } else if args.mode == Mode::Kv {
-            kv::run(&args).await
-        } else if args.mode == Mode::Inproc {
-            inproc(&args).await
-        } else if args.mode == Mode::Cluster {
-            cluster::run(&args).await
-        } else if args.mode == Mode::Transports {
-            transports::run(&args).await
-        } else if matches!(args.mode, Mode::HttpConsume | Mode::Sse | Mode::Ordered) {
-            queues::run(args.mode, &args).await.map(|r| {
-                if args.json {
-                    match serde_json::to_string_pretty(&r) {
-                        Ok(s) => println!("{s}"),
-                        Err(e) => eprintln!("nsqr bench: {e}"),
-                    }
-                } else {
-                    r.print_human();
-                }
-                r.ok()
-            })
-        } else {
-            modes::run(args.mode, &args).await.map(|r| {
-                if args.json {
-                    match serde_json::to_string_pretty(&r) {
-                        Ok(s) => println!("{s}"),
-                        Err(e) => eprintln!("nsqr bench: {e}"),
-                    }
-                } else {
-                    r.print_human();
-                }
-                r.ok
-            })
         }
-    };
+        Command::Inproc(a) => modes::inproc::main(a).await,
+        Command::Cluster(a) => cluster::run(a).await,
+        Command::Kv(a) => kv::run(a).await,
+        Command::HttpConsume(a) => queues::http_consume(a).await,
+        Command::Sse(a) => queues::sse(a).await,
+        Command::Ordered(a) => queues::ordered(a).await,
+        Command::Transports(a) => transports::run(a).await,
+        Command::Floor(_) => Err(fail::err("floor is a server, not a benchmark")),
+    }
+}
+
+async fn bench(command: Command) -> ExitCode {
+    let name = command.name();
     tokio::select! {
-        r = work => match r {
+        r = dispatch(&command) => match r {
             Ok(true) => ExitCode::SUCCESS,
             Ok(false) => {
-                eprintln!("nsqr bench: messages were lost");
+                eprintln!("nsqr-bench: messages were lost");
                 ExitCode::from(EXIT_LOSS)
             }
             Err(e) => {
-                eprintln!("nsqr bench {}: {e}", args.mode.name());
+                eprintln!("nsqr-bench {name}: {e}");
                 ExitCode::FAILURE
             }
         },
         _ = interrupted() => {
-            eprintln!("\nnsqr bench: interrupted");
+            eprintln!("\nnsqr-bench: interrupted");
             ExitCode::from(130)
         }
     }
 }
 
-/// `nsqr bench inproc`: the embedded broker, printed as a table or JSON.
-async fn inproc(args: &BenchArgs) -> fail::Result<bool> {
-    let rows = modes::inproc::run(
-        &args.sizes,
-        args.count,
-        args.rounds,
-        args.batch_size,
-        args.rdy.unwrap_or(2500),
-    )
-    .await?;
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        modes::inproc::print(&rows);
-    }
-    Ok(rows.iter().all(|r| r.zero_copy))
-}
-
 /// Resolves on SIGINT or SIGTERM. Dropping the benchmark future on the way out kills any
-/// servers `compare` started (their guards kill on drop).
+/// servers a mode started (their guards kill on drop).
 async fn interrupted() {
     #[cfg(unix)]
     {

@@ -1,12 +1,33 @@
-//! Results of one benchmark run: what `--json` prints, and the human-readable form.
+//! How every mode hands back its results: one [`Render`] value per run, printed by [`emit`]
+//! as JSON (`--json`) or as the mode's human form, so no mode writes its own JSON; the
+//! formatting helpers the human forms share (sizes, ratios, microseconds, short rates); and
+//! the TCP modes' results (publishing, consuming, latency, the size matrix).
 
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::fail::Result;
 use crate::progress::{group, si};
 use crate::publisher::PubOutcome;
+use crate::stats::{mean, nearest_rank, rate};
 use crate::subscriber::SubOutcome;
+
+/// A mode's results: serialized for `--json`, else printed for a person.
+pub trait Render: Serialize {
+    /// The human form on stdout.
+    fn print_human(&self);
+}
+
+/// Print `r` as pretty JSON (`json`) or in its human form.
+pub fn emit<R: Render + ?Sized>(r: &R, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(r)?);
+    } else {
+        r.print_human();
+    }
+    Ok(())
+}
 
 /// The publishing side of a run.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -113,18 +134,9 @@ pub struct LatencyStats {
 impl LatencyStats {
     pub fn new(rate: f64, mut ns: Vec<u64>) -> Self {
         ns.sort_unstable();
-        let pick = |q: f64| -> f64 {
-            if ns.is_empty() {
-                return 0.0;
-            }
-            let i = ((q * ns.len() as f64).ceil() as usize).clamp(1, ns.len()) - 1;
-            ns[i] as f64 / 1e3
-        };
-        let mean = if ns.is_empty() {
-            0.0
-        } else {
-            ns.iter().map(|&v| v as f64).sum::<f64>() / ns.len() as f64 / 1e3
-        };
+        let pick =
+            |q: f64| -> f64 { nearest_rank(&ns, q, ns.len()).map_or(0.0, |v| v as f64 / 1e3) };
+        let mean = mean(ns.iter().map(|&v| v as f64)) / 1e3;
         LatencyStats {
             rate,
             samples: ns.len() as u64,
@@ -211,10 +223,12 @@ impl Report {
         self.ok = lost == 0;
         self.problems = problems;
     }
+}
 
-    pub fn print_human(&self) {
+impl Render for Report {
+    fn print_human(&self) {
         println!(
-            "nsqr bench {}  ({}, topic {})",
+            "nsqr-bench {}  ({}, topic {})",
             self.mode, self.nsqd_tcp_address, self.topic
         );
         if let Some(p) = &self.publish {
@@ -323,17 +337,133 @@ pub fn us(v: f64) -> String {
     }
 }
 
-pub fn rate(n: u64, secs: f64) -> f64 {
-    if secs > 0.0 {
-        n as f64 / secs
+/// A markdown table as every mode prints one: each column as wide as its widest cell, the
+/// first `left` columns (names) aligned left and the rest (numbers) right.
+pub struct Table {
+    head: Vec<String>,
+    rows: Vec<Vec<String>>,
+    left: usize,
+}
+
+impl Table {
+    pub fn new<S: Into<String>>(head: impl IntoIterator<Item = S>) -> Table {
+        Table {
+            head: head.into_iter().map(Into::into).collect(),
+            rows: Vec::new(),
+            left: 1,
+        }
+    }
+
+    /// How many leading columns are aligned left (1 unless told).
+    pub fn left(mut self, n: usize) -> Table {
+        self.left = n;
+        self
+    }
+
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// The lines of the table: the head, the rule, the rows.
+    pub fn lines(&self) -> Vec<String> {
+        let widths: Vec<usize> = (0..self.head.len())
+            .map(|i| {
+                self.rows
+                    .iter()
+                    .filter_map(|r| r.get(i))
+                    .chain([&self.head[i]])
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let line = |vals: &[String]| {
+            let parts: Vec<String> = widths
+                .iter()
+                .enumerate()
+                .map(|(i, &w)| {
+                    let v = vals.get(i).map_or("", String::as_str);
+                    if i < self.left {
+                        format!("{v:<w$}")
+                    } else {
+                        format!("{v:>w$}")
+                    }
+                })
+                .collect();
+            format!("| {} |", parts.join(" | "))
+        };
+        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w + 2)).collect();
+        let mut out = vec![line(&self.head), format!("|{}|", rule.join("|"))];
+        out.extend(self.rows.iter().map(|r| line(r)));
+        out
+    }
+
+    pub fn print(&self) {
+        for l in self.lines() {
+            println!("{l}");
+        }
+    }
+}
+
+/// 2.04x, 0.53x, 0.027x: at least two significant digits down to 0.001.
+pub fn fmt_ratio(x: f64) -> String {
+    if x >= 0.1 || x == 0.0 {
+        format!("{x:.2}x")
+    } else if x >= 0.001 {
+        format!("{x:.3}x")
     } else {
-        0.0
+        format!("{x:.1e}x")
+    }
+}
+
+/// A table value: digits grouped when shown without decimals.
+pub fn fmt_value(v: f64, decimals: usize) -> String {
+    if decimals == 0 {
+        group(v.round().max(0.0) as u64)
+    } else {
+        format!("{v:.decimals$}")
+    }
+}
+
+/// "1.23M", "456K", "789": a rate in a few characters.
+pub fn short(x: f64) -> String {
+    if x >= 1e6 {
+        format!("{:.2}M", x / 1e6)
+    } else if x >= 1e3 {
+        format!("{:.0}K", x / 1e3)
+    } else {
+        format!("{x:.0}")
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_align_names_left_and_numbers_right() {
+        let mut t = Table::new(["metric", "value"]);
+        t.row(vec!["pub msgs/s".into(), "1,234".into()]);
+        t.row(vec!["lost".into(), "0".into()]);
+        assert_eq!(
+            t.lines(),
+            [
+                "| metric     | value |",
+                "|------------|-------|",
+                "| pub msgs/s | 1,234 |",
+                "| lost       |     0 |",
+            ]
+        );
+    }
+
+    #[test]
+    fn ratios() {
+        assert_eq!(fmt_ratio(4.371), "4.37x");
+        assert_eq!(fmt_ratio(0.0271), "0.027x");
+        assert_eq!(fmt_ratio(0.00012), "1.2e-4x");
+        assert_eq!(short(1_234_567.0), "1.23M");
+        assert_eq!(fmt_value(1234.4, 0), "1,234");
+    }
 
     #[test]
     fn percentiles() {

@@ -56,9 +56,8 @@ mod tests {
     #[test]
     fn every_tool_parses() {
         for tool in ["pub", "tail", "stat", "to-file"] {
-            assert!(Cli::try_parse_from(["nsqr", tool, "--help"]).is_err_and(|e| {
-                e.kind() == clap::error::ErrorKind::DisplayHelp
-            }));
+            assert!(Cli::try_parse_from(["nsqr", tool, "--help"])
+                .is_err_and(|e| { e.kind() == clap::error::ErrorKind::DisplayHelp }));
         }
     }
 }

@@ -1,4 +1,4 @@
-//! `nsqr bench cluster`: nsq's own cluster benchmark (`bench/bench.py`) on one machine, with
+//! `nsqr-bench cluster`: nsq's own cluster benchmark (`bench/bench.py`) on one machine, with
 //! exact counts. bench.py starts N nsqd hosts and load hosts running bench_writer (and, in
 //! `pubsub` mode, bench_reader) against every node, and sums what each tool printed. Here the
 //! nodes are processes this command starts (nsqrd or a `--reference` nsqd, registered with an
@@ -11,6 +11,7 @@
 //! `--mode pubsub` subscribes first, publishes for `--duration` and drains. Server CPU comes
 //! from /proc/PID/stat of every node around the phase.
 
+mod args;
 mod load;
 mod netns;
 mod nodes;
@@ -18,7 +19,9 @@ mod report;
 
 use std::collections::BTreeMap;
 
-use crate::cli::{BenchArgs, ClusterMode};
+pub use args::{ClusterArgs, ClusterMode};
+
+use crate::cli::ClusterCmd;
 use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::modes::Workload;
@@ -30,7 +33,7 @@ use nodes::{Cluster, Node};
 use report::{ClusterReport, CpuSpan, Measured};
 
 /// Run the benchmark; Ok(false) when a message was lost or duplicated.
-pub async fn run(a: &BenchArgs) -> Result<bool> {
+pub async fn run(a: &ClusterCmd) -> Result<bool> {
     let mut machine = Machine::probe();
     let mut cluster = Cluster::start(a).await?;
     let mut report = match measure(&cluster, a).await {
@@ -39,11 +42,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
     };
     machine.load_after = crate::machine::load();
     report.machine = machine;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        report.print_human();
-    }
+    crate::report::emit(&report, a.json)?;
     Ok(report.ok)
 }
 
@@ -67,10 +66,10 @@ fn client_cpu_s() -> Result<f64> {
         .map_err(err)
 }
 
-async fn measure(cluster: &Cluster, a: &BenchArgs) -> Result<ClusterReport> {
+async fn measure(cluster: &Cluster, a: &ClusterCmd) -> Result<ClusterReport> {
     let c = &a.cluster;
     let nodes = &cluster.nodes;
-    let mut w = Workload::from_args(a, "");
+    let mut w = Workload::new("", &a.publish, &a.consume, a.size, a.rdy());
     w.progress = false;
     let plan = Plan::new(
         &w,
@@ -153,18 +152,18 @@ async fn publish_then_drain(nodes: &[Node], plan: &Plan, w: &Workload) -> Result
     Ok((published, consumed, cpu, Some(drain)))
 }
 
-fn settings(a: &BenchArgs) -> BTreeMap<&'static str, String> {
+fn settings(a: &ClusterCmd) -> BTreeMap<&'static str, String> {
     let c = &a.cluster;
     let mut s = BTreeMap::new();
-    s.insert("duration", nsq_common::duration::format(a.duration));
+    s.insert("duration", nsq_common::duration::format(a.publish.duration));
     s.insert("nodes", c.node_count().to_string());
     s.insert("topics", c.topics.to_string());
     s.insert("writers", c.writers.to_string());
     s.insert("readers", c.readers.to_string());
     s.insert("size", a.size.to_string());
-    s.insert("batch_size", a.batch_size.to_string());
-    s.insert("pipeline", a.pipeline.to_string());
+    s.insert("batch_size", a.publish.batch_size.to_string());
+    s.insert("pipeline", a.publish.pipeline.to_string());
     s.insert("rdy", a.rdy().to_string());
-    s.insert("mem_queue_size", a.mem_queue_size().to_string());
+    s.insert("mem_queue_size", a.mem_queue_size.to_string());
     s
 }

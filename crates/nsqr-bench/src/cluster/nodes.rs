@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use super::netns::Netns;
-use crate::cli::BenchArgs;
+use crate::cli::ClusterCmd;
 use crate::fail::{err, Result};
 use crate::procstat::{cpu_time, status_bytes};
 use crate::server::{find_binary, find_nsqrd, nsqd_flags, temp_dir, version, Launch, Server};
@@ -60,7 +60,7 @@ pub struct Cluster {
 
 impl Cluster {
     /// Start the nodes and their lookupd, or take the given ones.
-    pub async fn start(a: &BenchArgs) -> Result<Cluster> {
+    pub async fn start(a: &ClusterCmd) -> Result<Cluster> {
         let c = &a.cluster;
         if !c.nsqd_tcp_addresses.is_empty() {
             return Ok(Self::given(a));
@@ -147,7 +147,7 @@ impl Cluster {
         Ok(cluster)
     }
 
-    fn given(a: &BenchArgs) -> Cluster {
+    fn given(a: &ClusterCmd) -> Cluster {
         let c = &a.cluster;
         let nodes = c
             .nsqd_tcp_addresses
@@ -195,10 +195,10 @@ impl Cluster {
 
 /// The flags every started node gets besides its listeners: its lookupd, and bench.py's
 /// `--mem-queue-size` and `--max-rdy-count`, then any `--server-arg`.
-fn node_args(a: &BenchArgs, lookupd_tcp: &str) -> Vec<String> {
+fn node_args(a: &ClusterCmd, lookupd_tcp: &str) -> Vec<String> {
     let mut v = vec![
         format!("--lookupd-tcp-address={lookupd_tcp}"),
-        format!("--mem-queue-size={}", a.mem_queue_size()),
+        format!("--mem-queue-size={}", a.mem_queue_size),
         format!("--max-rdy-count={}", a.rdy()),
     ];
     v.extend(a.server_arg.iter().cloned());

@@ -12,7 +12,8 @@ use super::nodes::{Node, Setup};
 use crate::machine::Machine;
 use crate::progress::group;
 use crate::publisher::PubOutcome;
-use crate::report::rate;
+use crate::report::{Render, Table};
+use crate::stats::rate;
 use crate::subscriber::SubOutcome;
 
 /// One node's figures, or the sum over nodes (`node` None).
@@ -253,49 +254,19 @@ impl ClusterReport {
         v
     }
 
-    /// A markdown table, one row per node and the total; text left, numbers right.
+    /// One row per node and the total; text left (node, address), numbers right.
     fn print_table(&self) {
         let cols = self.columns();
-        let rows: Vec<&NodeStats> = self.nodes.iter().chain([&self.total]).collect();
-        let cells: Vec<Vec<String>> = rows
-            .iter()
-            .map(|n| cols.iter().map(|(_, f)| f(n)).collect())
-            .collect();
-        let widths: Vec<usize> = cols
-            .iter()
-            .enumerate()
-            .map(|(i, (h, _))| {
-                cells
-                    .iter()
-                    .map(|r| r[i].chars().count())
-                    .chain([h.chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |vals: Vec<String>| {
-            let parts: Vec<String> = vals
-                .iter()
-                .enumerate()
-                .map(|(i, v)| {
-                    if i < 2 {
-                        format!("{v:<w$}", w = widths[i])
-                    } else {
-                        format!("{v:>w$}", w = widths[i])
-                    }
-                })
-                .collect();
-            println!("| {} |", parts.join(" | "));
-        };
-        line(cols.iter().map(|(h, _)| h.clone()).collect());
-        let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w + 2)).collect();
-        println!("|{}|", rule.join("|"));
-        for r in cells {
-            line(r);
+        let mut t = Table::new(cols.iter().map(|(h, _)| h.clone())).left(2);
+        for n in self.nodes.iter().chain([&self.total]) {
+            t.row(cols.iter().map(|(_, f)| f(n)).collect());
         }
+        t.print();
     }
+}
 
-    pub fn print_human(&self) {
+impl Render for ClusterReport {
+    fn print_human(&self) {
         let s = |k: &str| self.settings.get(k).cloned().unwrap_or_default();
         println!(
             "nsqr bench cluster --mode {}: {} nodes ({}), lookupd {} ({}), {}",

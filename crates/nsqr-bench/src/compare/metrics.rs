@@ -3,7 +3,7 @@
 //! list is built from the flags. That one list drives the medians, the ratios, the JSON keys
 //! and the table, so a phase only has to insert values under the keys built here.
 
-use crate::cli::BenchArgs;
+use crate::cli::CompareArgs;
 use crate::report::{size_label, LatencyStats, MatrixRow};
 
 /// How a metric is shown and which direction is better.
@@ -70,7 +70,7 @@ pub fn matrix_values(r: &MatrixRow) -> Vec<(String, f64)> {
 }
 
 /// Every row for these flags, in table order.
-pub fn rows_for(a: &BenchArgs) -> Vec<Metric> {
+pub fn rows_for(a: &CompareArgs) -> Vec<Metric> {
     let sizes: &[usize] = if a.matrix { &a.sizes } else { &[] };
     let mut v = rows(&a.latency_rates, sizes);
     if a.nsq_bench.is_some() {
@@ -366,10 +366,10 @@ mod tests {
     fn nsq_bench_rows_follow_pubsub() {
         use clap::Parser;
         let parse = |extra: &[&str]| {
-            let mut v = vec!["nsqr", "bench", "compare", "--reference", "/bin/true"];
+            let mut v = vec!["nsqr-bench", "compare", "--reference", "/bin/true"];
             v.extend_from_slice(extra);
             match crate::cli::Cli::try_parse_from(v).unwrap().command {
-                crate::cli::Command::Bench(b) => rows_for(&b),
+                crate::cli::Command::Compare(b) => rows_for(&b),
                 other => panic!("{other:?}"),
             }
         };

@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use super::Metrics;
-use crate::cli::BenchArgs;
+use crate::cli::CompareArgs;
 use crate::fail::{err, Result};
 use crate::procstat::cpu_time;
 use crate::server::Server;
@@ -121,26 +121,29 @@ async fn create_channel(addr: &str) -> Result<()> {
 }
 
 /// bench_writer then bench_reader against `srv`, with the server's CPU around each.
-pub(super) async fn measure(srv: &Server, a: &BenchArgs, dir: &Path) -> Result<Metrics> {
+pub(super) async fn measure(srv: &Server, a: &CompareArgs, dir: &Path) -> Result<Metrics> {
     create_channel(&srv.tcp).await?;
-    let runfor = nsq_common::duration::format(a.duration);
+    let runfor = nsq_common::duration::format(a.publish.duration);
     let common = [
         format!("--nsqd-tcp-address={}", srv.tcp),
         format!("--topic={TOPIC}"),
         format!("--size={}", a.size),
         format!("--runfor={runfor}"),
     ];
-    let limit = a.duration + GRACE;
+    let limit = a.publish.duration + GRACE;
     let mut m = Metrics::new();
     let mut writer_args = common.to_vec();
-    writer_args.push(format!("--batch-size={}", a.batch_size));
+    writer_args.push(format!("--batch-size={}", a.publish.batch_size));
     let c0 = cpu_time(srv.pid).map_err(err)?;
     let w = run_tool(dir, "bench_writer", &writer_args, limit).await?;
     let c1 = cpu_time(srv.pid).map_err(err)?;
     insert(&mut m, "pub", &w, c1 - c0, a.size);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut reader_args = common.to_vec();
-    reader_args.extend([format!("--channel={CHANNEL}"), format!("--rdy={}", a.rdy())]);
+    reader_args.extend([
+        format!("--channel={CHANNEL}"),
+        format!("--rdy={}", a.consume.rdy()),
+    ]);
     let c2 = cpu_time(srv.pid).map_err(err)?;
     let r = run_tool(dir, "bench_reader", &reader_args, limit).await?;
     let c3 = cpu_time(srv.pid).map_err(err)?;

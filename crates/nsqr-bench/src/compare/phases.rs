@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use super::metrics::{latency_values, matrix_values};
 use super::{nsq_bench, Metrics};
-use crate::cli::BenchArgs;
+use crate::cli::CompareArgs;
 use crate::fail::{err, Result};
 use crate::modes::{self, topic_name, Workload};
 use crate::procstat::{cpu_time, status_bytes};
@@ -20,15 +20,22 @@ use crate::report::SubStats;
 use crate::server::Server;
 use crate::subscriber::SubGroup;
 
-pub(super) fn server_args(a: &BenchArgs) -> Vec<String> {
-    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size())];
+/// The workload of every phase against the server at `addr`.
+fn workload(a: &CompareArgs, addr: &str) -> Workload {
+    let mut w = Workload::new(addr, &a.publish, &a.consume, a.size, a.consume.rdy());
+    w.sizes = a.sizes.clone();
+    w
+}
+
+pub(super) fn server_args(a: &CompareArgs) -> Vec<String> {
+    let mut v = vec![format!("--mem-queue-size={}", a.mem_queue_size)];
     v.extend(a.server_arg.iter().cloned());
     v
 }
 
 /// One server, one round: the RSS probe on one fresh server, the main phases on another, and
 /// each optional phase on one of its own.
-pub(super) async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
+pub(super) async fn measure(bin: &Path, a: &CompareArgs) -> Result<Metrics> {
     let mut m = Metrics::new();
     let extra = server_args(a);
     {
@@ -67,7 +74,7 @@ pub(super) async fn measure(bin: &Path, a: &BenchArgs) -> Result<Metrics> {
 /// `nsqr floor` (this executable), one round: the pub phase, then the sub phase consuming what
 /// it published, each with the floor's CPU per message; with `--nsq-bench`, nsq's tools
 /// against a fresh floor.
-pub(super) async fn measure_floor(exe: &Path, a: &BenchArgs) -> Result<Metrics> {
+pub(super) async fn measure_floor(exe: &Path, a: &CompareArgs) -> Result<Metrics> {
     let mut m = Metrics::new();
     let mut srv = Server::start_with(exe, &["floor"], &[]).await?;
     let r = floor_phases(&srv, a, &mut m).await;
@@ -80,8 +87,8 @@ pub(super) async fn measure_floor(exe: &Path, a: &BenchArgs) -> Result<Metrics> 
     Ok(m)
 }
 
-async fn floor_phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn floor_phases(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
+    let w = workload(a, &srv.tcp);
     let (topic, published) = pub_phase(srv, &w, m).await?;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let s = sub_phase(srv, &w, &topic, &published, m).await?;
@@ -102,8 +109,8 @@ fn with_log<T>(srv: &mut Server, r: Result<T>) -> Result<T> {
 }
 
 /// RSS per queued message, and RSS after that backlog is consumed relative to before it.
-async fn rss_per_queued_message(srv: &Server, a: &BenchArgs) -> Result<(f64, f64)> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn rss_per_queued_message(srv: &Server, a: &CompareArgs) -> Result<(f64, f64)> {
+    let w = workload(a, &srv.tcp);
     let topic = topic_name(&w, "rss");
     // A subscribed consumer that never sends RDY: the channel exists and nobody consumes.
     let idle = SubGroup::connect(&w.sub_spec(&topic, false), &Counters::new()).await?;
@@ -125,8 +132,8 @@ async fn rss_per_queued_message(srv: &Server, a: &BenchArgs) -> Result<(f64, f64
 }
 
 /// Publish to a topic with `n` channels, each held by an idle consumer (RDY 0).
-async fn fanout_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn fanout_phase(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
+    let w = workload(a, &srv.tcp);
     let topic = topic_name(&w, "fanout");
     let mut holders = Vec::new();
     for i in 0..a.fanout_channels {
@@ -152,8 +159,8 @@ async fn fanout_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()
 }
 
 /// Pub then sub with `n` idle consumer connections (RDY 0, another topic) open throughout.
-async fn idle_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn idle_phase(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
+    let w = workload(a, &srv.tcp);
     let mut spec = w.sub_spec(&topic_name(&w, "idle"), false);
     spec.connections = a.idle_connections;
     let idle = SubGroup::connect(&spec, &Counters::new()).await?;
@@ -204,8 +211,8 @@ async fn sub_phase(
     Ok(s)
 }
 
-async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn phases(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
+    let w = workload(a, &srv.tcp);
     let cpu = || cpu_time(srv.pid).map_err(err);
     let settle = || tokio::time::sleep(Duration::from_millis(200));
 
@@ -250,8 +257,8 @@ async fn phases(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
 }
 
 /// pubsub for each of `--sizes`, as `nsqr bench matrix` runs it: publish and consume rates.
-async fn matrix_phase(srv: &Server, a: &BenchArgs, m: &mut Metrics) -> Result<()> {
-    let w = Workload::from_args(a, &srv.tcp);
+async fn matrix_phase(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
+    let w = workload(a, &srv.tcp);
     let rows = modes::matrix::run(&w, &topic_name(&w, "matrix")).await?;
     for r in rows {
         m.extend(matrix_values(&r));

@@ -1,10 +1,10 @@
-//! `nsqr floor`: what publishing and consuming cost this machine before any broker work.
+//! `nsqr-bench floor`: what publishing and consuming cost this machine before any broker work.
 //!
 //! A server that keeps its backlog in memory cannot spend less CPU per published message than
 //! it takes to read the batch, keep its bytes and answer `OK`; on a virtual machine the fresh
 //! memory alone can be half of that. Nor can it spend less per delivered message than it takes
 //! to write the message, from that memory, in a frame and read the FIN that answers it. This
-//! server does exactly that much, with enough of the TCP protocol for `nsqr bench` and nsq's
+//! server does exactly that much, with enough of the TCP protocol for `nsqr-bench` and nsq's
 //! bench_writer / bench_reader:
 //!
 //! - publishing (`publish`): the magic, then IDENTIFY, PUB, MPUB, DPUB and AUTH answered `OK`,
@@ -21,7 +21,7 @@
 //!   answered `200 OK` as nsqd's `/pub` answers, with no parsing beyond where it ends: the
 //!   floor of an HTTP publish (MinMQ's `wrk` load test against `/pub`).
 //!
-//! `nsqr bench compare --floor` measures it beside nsqrd and the reference, so the report says
+//! `nsqr-bench compare --floor` measures it beside nsqrd and the reference, so the report says
 //! how far from the machine's limit each server is.
 
 use std::io;
@@ -45,7 +45,7 @@ const FRAME_RESPONSE: u32 = 0;
 const FRAME_ERROR: u32 = 1;
 const FRAME_MESSAGE: u32 = 2;
 
-/// `nsqr floor` takes nsqd's listener flags so `compare` can start it as it starts a server;
+/// `nsqr-bench floor` takes nsqd's listener flags so `compare` can start it as it starts a server;
 /// everything but the TCP address is accepted and ignored.
 #[derive(Debug, Clone, Args)]
 pub struct FloorArgs {
@@ -220,9 +220,8 @@ mod tests {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap().to_string();
         let server = tokio::spawn(serve(listener, Arc::new(Floor::default())));
-        let Command::Bench(args) = Cli::try_parse_from([
-            "nsqr",
-            "bench",
+        let Command::Sub(args) = Cli::try_parse_from([
+            "nsqr-bench",
             "sub",
             "--nsqd-tcp-address",
             &addr,
@@ -235,9 +234,15 @@ mod tests {
         .unwrap()
         .command
         else {
-            panic!("not bench")
+            panic!("not sub")
         };
-        let mut w = Workload::from_args(&args, &addr);
+        let mut w = Workload::new(
+            &addr,
+            &args.publish,
+            &args.consume,
+            args.size,
+            args.consume.rdy(),
+        );
         w.progress = false;
         let (p, published) = modes::publish_phase(&w, "t", 64, Stop::Count(10_001), "pub")
             .await

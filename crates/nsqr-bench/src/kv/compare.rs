@@ -13,10 +13,12 @@ use serde::Serialize;
 use super::conn::RespConn;
 use super::phases::{Metrics, Spec, Target};
 use super::{cell, measure, Phase, ROWS};
-use crate::cli::BenchArgs;
+use crate::cli::CompareArgs;
 use crate::fail::{err, Result};
 use crate::machine::Machine;
+use crate::report::{emit, Render, Table};
 use crate::server::{find_nsqrd, version, Server};
+use crate::stats::{middle, sorted};
 
 /// A redis-server for the comparison; killed and its directory removed when dropped.
 struct Redis {
@@ -123,19 +125,19 @@ async fn start(kind: Kind, bin: &Path, extra: &[String]) -> Result<Running> {
 }
 
 /// One round on one server: the phases on a fresh server, RSS on another.
-async fn round(kind: Kind, bin: &Path, a: &BenchArgs, s: &Spec) -> Result<Metrics> {
-    let work: Vec<Phase> = a
-        .kv_phases
-        .iter()
-        .copied()
-        .filter(|p| *p != Phase::Rss)
-        .collect();
+async fn round(kind: Kind, bin: &Path, a: &CompareArgs, s: &Spec) -> Result<Metrics> {
+    let work: Vec<Phase> =
+        a.kv.kv_phases
+            .iter()
+            .copied()
+            .filter(|p| *p != Phase::Rss)
+            .collect();
     let mut m = Metrics::new();
     if !work.is_empty() {
         let srv = start(kind, bin, &a.server_arg).await?;
         m = measure(&srv.target(), s, &work).await?;
     }
-    if a.kv_phases.contains(&Phase::Rss) {
+    if a.kv.kv_phases.contains(&Phase::Rss) {
         let srv = start(kind, bin, &a.server_arg).await?;
         m.extend(measure(&srv.target(), s, &[Phase::Rss]).await?);
     }
@@ -158,16 +160,17 @@ struct Report {
     reference: Side,
     /// nsqrd median / reference median.
     ratio: Metrics,
+    /// The settings line over the table.
+    #[serde(skip)]
+    heading: String,
+    #[serde(skip)]
+    timeout_ms: f64,
 }
 
+/// The middle of the rounds' values (a NaN, events that never came, sorts after every
+/// number and is never averaged into a neighbour).
 fn median(rounds: &[Metrics], key: &str) -> Option<f64> {
-    let mut v: Vec<f64> = rounds.iter().filter_map(|m| m.get(key).copied()).collect();
-    if v.is_empty() {
-        return None;
-    }
-    // A NaN (events that never came) sorts after every number.
-    v.sort_by(f64::total_cmp);
-    Some(v[v.len() / 2])
+    middle(&sorted(rounds.iter().filter_map(|m| m.get(key).copied())))
 }
 
 fn side(name: &str, path: &Path, rounds: Vec<Metrics>) -> Side {
@@ -184,13 +187,13 @@ fn side(name: &str, path: &Path, rounds: Vec<Metrics>) -> Side {
     }
 }
 
-pub async fn run(a: &BenchArgs) -> Result<bool> {
+pub async fn run(a: &CompareArgs) -> Result<bool> {
     let nsqrd = find_nsqrd(a.nsqrd.as_deref())?;
     let redis = a
         .kv_reference
         .clone()
         .ok_or_else(|| err("compare needs --kv-reference PATH (a redis-server binary)"))?;
-    let s = Spec::from_args(a);
+    let s = Spec::from_args(&a.kv);
     let mut machine = Machine::probe();
     let mut results: [Vec<Metrics>; 2] = [Vec::new(), Vec::new()];
     for r in 1..=a.rounds {
@@ -215,6 +218,8 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         nsqrd: side("nsqrd", &nsqrd, ours),
         reference: side("redis-server", &redis, theirs),
         ratio: Metrics::new(),
+        heading: heading(a),
+        timeout_ms: a.kv.expiry_timeout.as_millis() as f64,
     };
     let ratio = ROWS
         .iter()
@@ -227,21 +232,28 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         })
         .collect();
     let report = Report { ratio, ..report };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_table(&report, a);
-    }
+    emit(&report, a.json)?;
     Ok(true)
 }
 
-fn print_table(r: &Report, a: &BenchArgs) {
-    let timeout = a.expiry_timeout.as_millis() as f64;
-    println!(
-        "nsqr bench compare (keyspace): {} rounds (A B alternating); redis-benchmark -n {} -r {} -c {} (-P {}); nubmq {} conn x {} SET + {} GET; expiry {} shared among {} volatile; RSS with {} keys",
-        a.rounds, a.kv_requests, a.kv_keyspace, a.kv_clients, a.kv_pipeline, a.nubmq_connections,
-        a.nubmq_ops, a.nubmq_ops, a.expiry_shared, a.expiry_volatile, a.rss_keys
-    );
+fn heading(a: &CompareArgs) -> String {
+    let k = &a.kv;
+    format!(
+        "nsqr-bench compare (keyspace): {} rounds (A B alternating); redis-benchmark -n {} -r {} -c {} (-P {}); nubmq {} conn x {} SET + {} GET; expiry {} shared among {} volatile; RSS with {} keys",
+        a.rounds, k.kv_requests, k.kv_keyspace, k.kv_clients, k.kv_pipeline, k.nubmq_connections,
+        k.nubmq_ops, k.nubmq_ops, k.expiry_shared, k.expiry_volatile, k.rss_keys
+    )
+}
+
+impl Render for Report {
+    fn print_human(&self) {
+        print_table(self);
+    }
+}
+
+fn print_table(r: &Report) {
+    let timeout = r.timeout_ms;
+    println!("{}", r.heading);
     println!("A: {} ({})", r.nsqrd.version, r.nsqrd.path.display());
     println!(
         "B: {} ({})",
@@ -256,18 +268,13 @@ fn print_table(r: &Report, a: &BenchArgs) {
         r.machine.load_before,
         r.machine.load_after
     );
-    println!(
-        "| {:<28} | {:>12} | {:>12} | {:>11} | {:<6} |",
+    let mut t = Table::new([
         format!("metric (median of {})", r.nsqrd.rounds.len()),
-        "nsqrd",
-        "redis-server",
-        "nsqrd/redis",
-        "better"
-    );
-    println!(
-        "|{:-<30}|{:->14}|{:->14}|{:->13}|{:-<8}|",
-        "", "", "", "", ""
-    );
+        "nsqrd".into(),
+        "redis-server".into(),
+        "nsqrd/redis".into(),
+        "better".into(),
+    ]);
     for row in ROWS
         .iter()
         .filter(|row| r.nsqrd.median.contains_key(row.key))
@@ -286,13 +293,13 @@ fn print_table(r: &Report, a: &BenchArgs) {
             (None, Some(a), Some(b)) if b.is_nan() && !a.is_nan() => "nsqrd",
             _ => "-",
         };
-        println!(
-            "| {:<28} | {:>12} | {:>12} | {:>11} | {:<6} |",
-            row.label,
+        t.row(vec![
+            row.label.to_string(),
             cell(&r.nsqrd.median, row.key, timeout),
             cell(&r.reference.median, row.key, timeout),
             ratio.map_or("-".to_string(), |v| format!("{v:.2}x")),
-            better
-        );
+            better.to_string(),
+        ]);
     }
+    t.print();
 }

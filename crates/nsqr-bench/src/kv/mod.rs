@@ -1,6 +1,7 @@
-//! `nsqr bench kv`: the keyspace (or any Redis-protocol server) under the workloads of issue
-//! 17, and `nsqr bench compare --kv-reference <redis-server>`: nsqrd's keyspace against
-//! redis-server side by side (`compare.rs`).
+//! `nsqr-bench kv`: the keyspace (or any Redis-protocol server) under redis-benchmark's SET
+//! and GET, nubmq's workload, expiry lateness and RSS per key; and `nsqr-bench compare
+//! --kv-reference <redis-server>`: nsqrd's keyspace against redis-server side by side
+//! (`compare.rs`).
 
 mod compare;
 mod conn;
@@ -8,8 +9,9 @@ mod phases;
 
 use clap::ValueEnum;
 
-use crate::cli::BenchArgs;
+use crate::cli::{KvArgs, KvWorkload};
 use crate::fail::{err, Result};
+use crate::report::{emit, Render};
 pub use compare::run as compare;
 use phases::{Metrics, Spec, Target};
 
@@ -30,7 +32,7 @@ pub enum Phase {
 }
 
 impl Spec {
-    pub fn from_args(a: &BenchArgs) -> Spec {
+    pub fn from_args(a: &KvWorkload) -> Spec {
         Spec {
             requests: a.kv_requests,
             clients: a.kv_clients,
@@ -157,8 +159,38 @@ pub fn cell(m: &Metrics, key: &str, timeout_ms: f64) -> String {
     }
 }
 
-/// `nsqr bench kv`: the phases against `--kv-address`.
-pub async fn run(a: &BenchArgs) -> Result<bool> {
+/// What `kv` measured, against which server.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct KvReport {
+    metrics: Metrics,
+    #[serde(skip)]
+    addr: String,
+    #[serde(skip)]
+    pid: Option<u32>,
+    #[serde(skip)]
+    timeout_ms: f64,
+}
+
+impl Render for KvReport {
+    fn print_human(&self) {
+        println!(
+            "nsqr-bench kv against {} (pid {})",
+            self.addr,
+            self.pid.map_or("unknown".into(), |p| p.to_string())
+        );
+        for r in ROWS.iter().filter(|r| self.metrics.contains_key(r.key)) {
+            println!(
+                "  {:<28} {:>12}",
+                r.label,
+                cell(&self.metrics, r.key, self.timeout_ms)
+            );
+        }
+    }
+}
+
+/// `nsqr-bench kv`: the phases against `--kv-address`.
+pub async fn run(a: &KvArgs) -> Result<bool> {
     let pid = match a.kv_pid {
         Some(p) => Some(p),
         None => conn::server_pid(&a.kv_address)
@@ -170,25 +202,20 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         addr: a.kv_address.clone(),
         pid,
     };
-    if pid.is_none() && a.kv_phases.contains(&Phase::Rss) {
+    let k = &a.workload;
+    if pid.is_none() && k.kv_phases.contains(&Phase::Rss) {
         return Err(err(
             "the rss phase needs the server's pid: run it on the server's machine or pass --kv-pid",
         ));
     }
-    let s = Spec::from_args(a);
-    let m = measure(&t, &s, &a.kv_phases).await?;
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&m)?);
-    } else {
-        let timeout = (a.expiry_timeout.as_millis()) as f64;
-        println!(
-            "nsqr bench kv against {} (pid {})",
-            t.addr,
-            pid.map_or("unknown".into(), |p| p.to_string())
-        );
-        for r in ROWS.iter().filter(|r| m.contains_key(r.key)) {
-            println!("  {:<28} {:>12}", r.label, cell(&m, r.key, timeout));
-        }
-    }
+    let s = Spec::from_args(k);
+    let metrics = measure(&t, &s, &k.kv_phases).await?;
+    let report = KvReport {
+        metrics,
+        addr: t.addr,
+        pid,
+        timeout_ms: k.expiry_timeout.as_millis() as f64,
+    };
+    emit(&report, a.json)?;
     Ok(true)
 }

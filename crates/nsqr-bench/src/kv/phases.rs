@@ -19,6 +19,7 @@ use resp_wire::Frame;
 use super::conn::RespConn;
 use crate::fail::{err, Result};
 use crate::procstat;
+use crate::stats::nearest_rank;
 
 pub type Metrics = BTreeMap<String, f64>;
 
@@ -216,10 +217,8 @@ pub async fn expiry(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
         }
     }
     late_ms.sort_by(f64::total_cmp);
-    let pct = |p: f64| {
-        let i = ((s.expiry_shared as f64 * p).ceil() as usize).clamp(1, s.expiry_shared) - 1;
-        late_ms.get(i).copied().unwrap_or(f64::NAN)
-    };
+    // Ranked among every key expected to expire: a rank past the events that came is NaN.
+    let pct = |p: f64| nearest_rank(&late_ms, p, s.expiry_shared).unwrap_or(f64::NAN);
     m.insert("expiry_received".into(), late_ms.len() as f64);
     m.insert("expiry_p50_ms".into(), pct(0.5));
     m.insert("expiry_p99_ms".into(), pct(0.99));

@@ -1,4 +1,4 @@
-//! `nsqr bench inproc`: the embedded broker with no sockets. One task publishes batches
+//! `nsqr-bench inproc`: the embedded broker with no sockets. One task publishes batches
 //! through a `Publisher`, another consumes through a `Subscription` and FINs every message,
 //! for each of `--sizes`; timed at the receiver, from the first publish to the last message
 //! received (ServerLink's method). It shows what the engine itself costs, and that bodies
@@ -10,7 +10,10 @@ use bytes::Bytes;
 use nsqr_broker::{Broker, BrokerConfig, SubscribeOptions};
 use serde::Serialize;
 
+use crate::cli::InprocArgs;
 use crate::fail::{err, Result};
+use crate::report::{emit, Render};
+use crate::stats::{middle, sorted};
 
 /// Messages per size when `--count` is not given: ten times ServerLink's cells, so a run
 /// lasts long enough to time on a busy machine.
@@ -47,6 +50,13 @@ struct Round {
     zero_copy: bool,
 }
 
+/// `inproc`: the rows, printed; Ok(false) when a body was copied.
+pub async fn main(a: &InprocArgs) -> Result<bool> {
+    let rows = run(&a.sizes, a.count, a.rounds, a.batch_size, a.rdy).await?;
+    emit(rows.as_slice(), a.json)?;
+    Ok(rows.iter().all(|r| r.zero_copy))
+}
+
 pub async fn run(
     sizes: &[usize],
     count: Option<u64>,
@@ -67,23 +77,18 @@ pub async fn run(
 }
 
 fn summarise(size: usize, n: u64, rounds: &[Round]) -> InprocRow {
-    let mut rates: Vec<f64> = rounds.iter().map(|r| n as f64 / r.secs).collect();
-    rates.sort_by(f64::total_cmp);
-    let mut cpus: Vec<f64> = rounds
-        .iter()
-        .map(|r| r.cpu.as_secs_f64() * 1e6 / n as f64)
-        .collect();
-    cpus.sort_by(f64::total_cmp);
-    let rate = rates[rates.len() / 2];
+    let rates = sorted(rounds.iter().map(|r| n as f64 / r.secs));
+    let cpus = sorted(rounds.iter().map(|r| r.cpu.as_secs_f64() * 1e6 / n as f64));
+    let rate = middle(&rates).unwrap_or(0.0);
     InprocRow {
         size,
         count: n,
         rounds: rounds.len(),
         msgs_per_sec: rate,
-        msgs_per_sec_min: rates[0],
-        msgs_per_sec_max: rates[rates.len() - 1],
+        msgs_per_sec_min: rates.first().copied().unwrap_or(0.0),
+        msgs_per_sec_max: rates.last().copied().unwrap_or(0.0),
         mb_per_sec: rate * size as f64 / 1e6,
-        cpu_us_per_msg: cpus[cpus.len() / 2],
+        cpu_us_per_msg: middle(&cpus).unwrap_or(0.0),
         zero_copy: rounds.iter().all(|r| r.zero_copy),
     }
 }
@@ -174,24 +179,27 @@ fn bodies(size: usize) -> Vec<Bytes> {
         .collect()
 }
 
-/// The table printed for a person.
-pub fn print(rows: &[InprocRow]) {
-    println!(
-        "{:>8} {:>10} {:>14} {:>23} {:>10} {:>12} {:>9}",
-        "size", "messages", "msgs/s", "min..max", "MB/s", "cpu us/msg", "no copy"
-    );
-    for r in rows {
+impl Render for [InprocRow] {
+    /// The table printed for a person.
+    fn print_human(&self) {
+        let rows = self;
         println!(
-            "{:>8} {:>10} {:>14.0} {:>11.0}..{:<11.0} {:>10.1} {:>12.3} {:>9}",
-            r.size,
-            r.count,
-            r.msgs_per_sec,
-            r.msgs_per_sec_min,
-            r.msgs_per_sec_max,
-            r.mb_per_sec,
-            r.cpu_us_per_msg,
-            if r.zero_copy { "yes" } else { "NO" }
+            "{:>8} {:>10} {:>14} {:>23} {:>10} {:>12} {:>9}",
+            "size", "messages", "msgs/s", "min..max", "MB/s", "cpu us/msg", "no copy"
         );
+        for r in rows {
+            println!(
+                "{:>8} {:>10} {:>14.0} {:>11.0}..{:<11.0} {:>10.1} {:>12.3} {:>9}",
+                r.size,
+                r.count,
+                r.msgs_per_sec,
+                r.msgs_per_sec_min,
+                r.msgs_per_sec_max,
+                r.mb_per_sec,
+                r.cpu_us_per_msg,
+                if r.zero_copy { "yes" } else { "NO" }
+            );
+        }
     }
 }
 

@@ -1,5 +1,7 @@
-//! The workloads. Each mode is a function from a [`Workload`] (the flags, resolved) to a
-//! [`Report`]; `compare` calls the same pieces phase by phase against servers it starts.
+//! The single-server TCP modes (`pub`, `sub`, `pubsub`, `latency`, `matrix`) and the pieces
+//! they share. Each mode is a function from a [`Workload`] (the flags, resolved) to a
+//! [`Report`]; `compare`, `cluster` and the queue modes call the same pieces against the
+//! servers they reach.
 
 pub mod inproc;
 pub mod latency;
@@ -11,10 +13,10 @@ pub mod subscribe;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::body::max_batch_for;
-use crate::cli::{BenchArgs, Mode};
+use crate::cli::{ConsumeFlags, LatencyArgs, MatrixArgs, PubArgs, PubSubArgs, PublishFlags};
 use crate::fail::Result;
 use crate::publisher::{self, PubSpec, Stop};
-use crate::report::Report;
+use crate::report::{emit, Report};
 use crate::subscriber::SubSpec;
 
 /// Everything a workload needs, from the flags.
@@ -42,28 +44,30 @@ pub struct Workload {
 }
 
 impl Workload {
-    pub fn from_args(a: &BenchArgs, addr: &str) -> Workload {
+    /// The workload of `size`-byte messages to the server at `addr`, `rdy` in flight per
+    /// consuming connection; `count`, `rate` and `sizes` are left for the modes that take them.
+    pub fn new(addr: &str, p: &PublishFlags, c: &ConsumeFlags, size: usize, rdy: u32) -> Workload {
         let mut sub_config = crate::publisher::bench_config();
-        if let Some(v) = a.output_buffer_size {
+        if let Some(v) = c.output_buffer_size {
             sub_config.output_buffer_size = (v >= 0).then_some(v as u32);
         }
-        if let Some(v) = a.output_buffer_timeout {
+        if let Some(v) = c.output_buffer_timeout {
             sub_config.output_buffer_timeout = (v >= 0).then(|| Duration::from_millis(v as u64));
         }
         Workload {
             addr: addr.to_string(),
-            channel: a.channel.clone(),
-            size: a.size,
-            batch_size: a.batch_size,
-            pub_connections: a.pub_connections(),
-            sub_connections: a.sub_connections(),
-            pipeline: a.pipeline,
-            rdy: a.rdy(),
-            duration: a.duration,
-            count: a.count,
-            rate: a.rate,
-            drain_timeout: a.drain_timeout,
-            sizes: a.sizes.clone(),
+            channel: c.channel.clone(),
+            size,
+            batch_size: p.batch_size,
+            pub_connections: p.pub_connections(),
+            sub_connections: c.sub_connections(p),
+            pipeline: p.pipeline,
+            rdy,
+            duration: p.duration,
+            count: None,
+            rate: 0.0,
+            drain_timeout: c.drain_timeout,
+            sizes: Vec::new(),
             sub_config,
             progress: true,
             tag: run_tag(),
@@ -122,54 +126,104 @@ pub fn topic_name(w: &Workload, phase: &str) -> String {
     format!("nsqr_bench_{phase}_{:04x}", w.tag)
 }
 
-/// Run one of the single-server modes.
-pub async fn run(mode: Mode, args: &BenchArgs) -> Result<Report> {
-    let w = Workload::from_args(args, &args.nsqd_tcp_address);
-    let topic = args
-        .topic
-        .clone()
-        .unwrap_or_else(|| topic_name(&w, mode.name()));
-    let mut report = Report {
-        mode: mode.name().to_string(),
+/// The single-server modes that publish and consume.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Single {
+    Sub,
+    Pubsub,
+}
+
+/// The report of a run against `addr`, on `--topic` or a topic of this run's own.
+fn new_report(mode: &str, w: &Workload, topic: &Option<String>) -> Report {
+    Report {
+        mode: mode.to_string(),
         nsqd_tcp_address: w.addr.clone(),
-        topic: topic.clone(),
+        topic: topic.clone().unwrap_or_else(|| topic_name(w, mode)),
         ..Default::default()
-    };
-    match mode {
-        Mode::Pub => report.publish = Some(publish::run(&w, &topic).await?.0),
-        Mode::Sub => {
-            let (p, s) = subscribe::run(&w, &topic).await?;
-            report.publish = Some(p);
-            report.consume = Some(s);
-        }
-        Mode::Pubsub => {
-            let (p, s) = pubsub::run(&w, &topic, w.size).await?;
-            report.publish = Some(p);
-            report.consume = Some(s);
-        }
-        Mode::Latency => {
-            let (p, s, l) = latency::run(&w, &topic).await?;
-            report.publish = Some(p);
-            report.consume = Some(s);
-            report.latency = Some(l);
-        }
-        Mode::Matrix => report.matrix = matrix::run(&w, &topic).await?,
-        Mode::Compare
-        | Mode::Cluster
-        | Mode::Inproc
-        | Mode::Kv
-        | Mode::HttpConsume
-        | Mode::Sse
-        | Mode::Ordered
-        | Mode::Transports => {
-            return Err(crate::fail::err(format!(
-                "{} is not a single-server mode",
-                mode.name()
-            )))
-        }
     }
+}
+
+/// Check the counts, print the report; Ok(false) when messages were lost.
+fn finish(mut report: Report, json: bool) -> Result<bool> {
     report.check();
-    Ok(report)
+    emit(&report, json)?;
+    Ok(report.ok)
+}
+
+/// `pub`.
+pub async fn run_pub(a: &PubArgs) -> Result<bool> {
+    let t = &a.target;
+    let mut w = Workload::new(
+        &t.nsqd_tcp_address,
+        &a.publish,
+        &ConsumeFlags::default(),
+        a.size,
+        ConsumeFlags::default().rdy(),
+    );
+    w.count = a.count;
+    let mut report = new_report("pub", &w, &t.topic);
+    report.publish = Some(publish::run(&w, &report.topic).await?.0);
+    finish(report, t.json)
+}
+
+/// `sub` and `pubsub`.
+pub async fn run_pubsub(mode: Single, a: &PubSubArgs) -> Result<bool> {
+    let t = &a.target;
+    let mut w = Workload::new(
+        &t.nsqd_tcp_address,
+        &a.publish,
+        &a.consume,
+        a.size,
+        a.consume.rdy(),
+    );
+    w.count = a.count;
+    let name = match mode {
+        Single::Sub => "sub",
+        Single::Pubsub => "pubsub",
+    };
+    let mut report = new_report(name, &w, &t.topic);
+    let (p, s) = match mode {
+        Single::Sub => subscribe::run(&w, &report.topic).await?,
+        Single::Pubsub => pubsub::run(&w, &report.topic, w.size).await?,
+    };
+    report.publish = Some(p);
+    report.consume = Some(s);
+    finish(report, t.json)
+}
+
+/// `latency`.
+pub async fn run_latency(a: &LatencyArgs) -> Result<bool> {
+    let t = &a.target;
+    let mut w = Workload::new(
+        &t.nsqd_tcp_address,
+        &a.publish,
+        &a.consume,
+        a.size,
+        a.consume.rdy(),
+    );
+    w.rate = a.rate;
+    let mut report = new_report("latency", &w, &t.topic);
+    let (p, s, l) = latency::run(&w, &report.topic).await?;
+    report.publish = Some(p);
+    report.consume = Some(s);
+    report.latency = Some(l);
+    finish(report, t.json)
+}
+
+/// `matrix`.
+pub async fn run_matrix(a: &MatrixArgs) -> Result<bool> {
+    let t = &a.target;
+    let mut w = Workload::new(
+        &t.nsqd_tcp_address,
+        &a.publish,
+        &a.consume,
+        0,
+        a.consume.rdy(),
+    );
+    w.sizes = a.sizes.clone();
+    let mut report = new_report("matrix", &w, &t.topic);
+    report.matrix = matrix::run(&w, &report.topic).await?;
+    finish(report, t.json)
 }
 
 /// Publish as fast as possible for `--duration` (or exactly `count` messages).

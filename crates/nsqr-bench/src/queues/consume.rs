@@ -20,11 +20,12 @@ use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use super::http::HttpConn;
-use super::QueueArgs;
+use super::QueueSpec;
 use crate::fail::{err, Result};
 use crate::modes::{publish_phase, Workload};
 use crate::publisher::{PubOutcome, Stop};
-use crate::report::{rate, PubStats};
+use crate::report::PubStats;
+use crate::stats::rate;
 use crate::tracker::Tracker;
 
 /// What the consumers saw.
@@ -95,7 +96,7 @@ struct Messages {
 /// Create the channel (so the pre-fill reaches it), then pre-fill it over TCP.
 pub(super) async fn prefill(
     w: &Workload,
-    q: &QueueArgs,
+    q: &QueueSpec,
     topic: &str,
     count: u64,
 ) -> Result<(PubStats, PubOutcome)> {
@@ -124,7 +125,7 @@ fn record(t: &mut Tracker, n: &Totals, d: Delivered) -> Result<String> {
 /// `nsqr bench http-consume`.
 pub async fn http_consume(
     w: &Workload,
-    q: &QueueArgs,
+    q: &QueueSpec,
     topic: &str,
 ) -> Result<(PubStats, ConsumeStats)> {
     let (p, published) = prefill(w, q, topic, q.count(200_000)).await?;

@@ -1,4 +1,4 @@
-//! The HTTP queue modes of `nsqr bench` (nsqrd only: they use its `/channel/*` and
+//! The HTTP queue modes of `nsqr-bench` (nsqrd only: they use its `/channel/*` and
 //! `/message/*` routes): `http-consume` (many long-polling consumers), `sse` (one stream) and
 //! `ordered` (an ordered channel with many keys beside a plain one). Counts are exact, as in
 //! the TCP modes.
@@ -10,18 +10,18 @@ mod sse;
 
 use serde::Serialize;
 
-use crate::cli::{BenchArgs, Mode};
-use crate::fail::{err, Result};
+use crate::cli::{HttpConsumeArgs, OrderedArgs, QueueArgs};
+use crate::fail::Result;
 use crate::modes::{topic_name, Workload};
 use crate::progress::group;
-use crate::report::PubStats;
+use crate::report::{emit, PubStats, Render};
 
 pub use consume::ConsumeStats;
 pub use ordered::OrderedReport;
 
-/// The queue modes' own flags.
+/// The queue modes' own settings, from their flags.
 #[derive(Debug, Clone)]
-pub struct QueueArgs {
+pub struct QueueSpec {
     pub http_address: String,
     pub consumers: usize,
     pub batch: usize,
@@ -29,17 +29,7 @@ pub struct QueueArgs {
     pub count: Option<u64>,
 }
 
-impl QueueArgs {
-    pub fn from_args(a: &BenchArgs) -> QueueArgs {
-        QueueArgs {
-            http_address: a.nsqd_http_address.clone(),
-            consumers: a.http_consumers,
-            batch: a.http_batch,
-            keys: a.keys,
-            count: a.count,
-        }
-    }
-
+impl QueueSpec {
     /// `--count`, or the mode's default.
     pub fn count(&self, default: u64) -> u64 {
         self.count.unwrap_or(default)
@@ -70,8 +60,10 @@ impl QueueReport {
                 .all(|c| c.lost == 0 && c.duplicates == 0 && c.out_of_order == 0),
         }
     }
+}
 
-    pub fn print_human(&self) {
+impl Render for QueueReport {
+    fn print_human(&self) {
         match self {
             QueueReport::Consume {
                 mode,
@@ -129,32 +121,94 @@ impl QueueReport {
     }
 }
 
-/// Run one queue mode against the server at `--nsqd-tcp-address` / `--nsqd-http-address`.
-pub async fn run(mode: Mode, args: &BenchArgs) -> Result<QueueReport> {
-    let w = Workload::from_args(args, &args.nsqd_tcp_address);
-    let q = QueueArgs::from_args(args);
-    let topic = args
+/// The queue modes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum QueueMode {
+    HttpConsume,
+    Sse,
+    Ordered,
+}
+
+impl QueueMode {
+    fn name(self) -> &'static str {
+        match self {
+            QueueMode::HttpConsume => "http-consume",
+            QueueMode::Sse => "sse",
+            QueueMode::Ordered => "ordered",
+        }
+    }
+}
+
+/// `http-consume`.
+pub async fn http_consume(a: &HttpConsumeArgs) -> Result<bool> {
+    run(
+        QueueMode::HttpConsume,
+        &a.queue,
+        a.http_consumers,
+        a.http_batch,
+        0,
+    )
+    .await
+}
+
+/// `sse`.
+pub async fn sse(a: &QueueArgs) -> Result<bool> {
+    run(QueueMode::Sse, a, 0, 0, 0).await
+}
+
+/// `ordered`.
+pub async fn ordered(a: &OrderedArgs) -> Result<bool> {
+    run(QueueMode::Ordered, &a.queue, 0, a.http_batch, a.keys).await
+}
+
+/// Run one queue mode against the server at `--nsqd-tcp-address` / `--nsqd-http-address`
+/// and print its report; Ok(false) when a message was lost, duplicated or out of order.
+async fn run(
+    mode: QueueMode,
+    a: &QueueArgs,
+    consumers: usize,
+    batch: usize,
+    keys: usize,
+) -> Result<bool> {
+    let t = &a.target;
+    let mut w = Workload::new(
+        &t.nsqd_tcp_address,
+        &a.publish,
+        &a.consume,
+        a.size,
+        a.consume.rdy(),
+    );
+    w.count = a.count;
+    let q = QueueSpec {
+        http_address: a.nsqd_http_address.clone(),
+        consumers,
+        batch,
+        keys,
+        count: a.count,
+    };
+    let topic = t
         .topic
         .clone()
         .unwrap_or_else(|| topic_name(&w, &mode.name().replace('-', "_")));
-    match mode {
-        Mode::HttpConsume => {
+    let r = match mode {
+        QueueMode::HttpConsume => {
             let (publish, consume) = consume::http_consume(&w, &q, &topic).await?;
-            Ok(QueueReport::Consume {
+            QueueReport::Consume {
                 mode: mode.name().to_string(),
                 publish,
                 consume,
-            })
+            }
         }
-        Mode::Sse => {
+        QueueMode::Sse => {
             let (publish, consume) = sse::sse(&w, &q, &topic).await?;
-            Ok(QueueReport::Consume {
+            QueueReport::Consume {
                 mode: mode.name().to_string(),
                 publish,
                 consume,
-            })
+            }
         }
-        Mode::Ordered => Ok(QueueReport::Ordered(ordered::run(&w, &q, &topic).await?)),
-        other => Err(err(format!("{} is not a queue mode", other.name()))),
-    }
+        QueueMode::Ordered => QueueReport::Ordered(ordered::run(&w, &q, &topic).await?),
+    };
+    emit(&r, t.json)?;
+    Ok(r.ok())
 }

@@ -18,12 +18,12 @@ use bytes::Bytes;
 use serde::Serialize;
 
 use super::http::HttpConn;
-use super::QueueArgs;
+use super::QueueSpec;
 use crate::body::{self, HEADER_LEN};
 use crate::fail::{err, Result};
 use crate::modes::Workload;
 use crate::publisher::PubOutcome;
-use crate::report::rate;
+use crate::stats::rate;
 use crate::tracker::Tracker;
 use nsqr_client::{Consumer, Reply};
 
@@ -83,7 +83,7 @@ fn binary_batch(w: &Workload, p: usize, first: u64, n: usize) -> Bytes {
     Bytes::from(b)
 }
 
-async fn prefill(w: &Workload, q: &QueueArgs, topic: &str, count: u64) -> Result<PubOutcome> {
+async fn prefill(w: &Workload, q: &QueueSpec, topic: &str, count: u64) -> Result<PubOutcome> {
     let start = Instant::now();
     let per = count.div_ceil(PUBLISHERS as u64);
     let mut tasks = Vec::new();
@@ -119,7 +119,7 @@ async fn prefill(w: &Workload, q: &QueueArgs, topic: &str, count: u64) -> Result
 /// Consume `channel` over TCP until every message came (or none came for the drain timeout).
 async fn consume(
     w: &Workload,
-    q: &QueueArgs,
+    q: &QueueSpec,
     topic: &str,
     channel: &str,
     published: &PubOutcome,
@@ -167,7 +167,7 @@ async fn consume(
 }
 
 /// `nsqr bench ordered`.
-pub async fn run(w: &Workload, q: &QueueArgs, topic: &str) -> Result<OrderedReport> {
+pub async fn run(w: &Workload, q: &QueueSpec, topic: &str) -> Result<OrderedReport> {
     let mut c = HttpConn::connect(&q.http_address).await?;
     for (ch, settings) in [
         ("plain", "{}"),

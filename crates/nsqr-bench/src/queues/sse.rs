@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, Mutex};
 
 use super::consume::{prefill, ConsumeStats, Delivered, Totals};
 use super::http::HttpConn;
-use super::QueueArgs;
+use super::QueueSpec;
 use crate::fail::{err, Result};
 use crate::modes::Workload;
 use crate::report::PubStats;
@@ -293,7 +293,7 @@ async fn acker(
 }
 
 /// `nsqr bench sse`.
-pub async fn sse(w: &Workload, q: &QueueArgs, topic: &str) -> Result<(PubStats, ConsumeStats)> {
+pub async fn sse(w: &Workload, q: &QueueSpec, topic: &str) -> Result<(PubStats, ConsumeStats)> {
     let (p, published) = prefill(w, q, topic, q.count(200_000)).await?;
     let totals = Arc::new(Totals::default());
     let expected = published.acked;

@@ -1,5 +1,5 @@
-//! `nsqr bench transports`: the transport matrix against libzmq, replicating ServerLink's
-//! comparison (docs/benchmarks.md, "Transports: the matrix against libzmq").
+//! `nsqr-bench transports`: the transport matrix against libzmq, replicating ServerLink's
+//! comparison.
 //!
 //! Cells are pattern x transport x size (pubsub and reqrep at 64 B x 100k, 1 KB x 50k, 8 KB x
 //! 10k, 64 KB x 1k; fanout to 2 / 4 / 8 subscribers of 10k x 64 B), each measured `--reps`
@@ -32,13 +32,13 @@ use cells::{Cell, Plan, Sample, Transport};
 use nsqr_side::Endpoint;
 use report::{CellReport, Report, Side};
 
-use crate::cli::BenchArgs;
+use crate::cli::TransportsCmd;
 use crate::fail::{err, Result};
 use crate::machine::{load, Machine};
 use crate::server::{self, Launch, Server};
 
 /// Run the matrix, print it; Ok(false) when a cell did not get exactly its messages.
-pub async fn run(a: &BenchArgs) -> Result<bool> {
+pub async fn run(a: &TransportsCmd) -> Result<bool> {
     let t = &a.transports;
     heap::keep_freed_memory();
     let zmq = libzmq_version().filter(|_| !t.no_libzmq);
@@ -73,7 +73,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         libzmq_built_in: libzmq_version().is_some(),
         libzmq: zmq.unwrap_or_else(|| match libzmq_version() {
             Some(v) => format!("{v} (not measured: --no-libzmq)"),
-            None => "libzmq (not built in: build nsqr with --features libzmq)".into(),
+            None => "libzmq (not built in: build nsqr-bench with --features libzmq)".into(),
         }),
         nsqrd,
         reps: t.reps,
@@ -81,11 +81,7 @@ pub async fn run(a: &BenchArgs) -> Result<bool> {
         ok: cells.iter().all(CellReport::ok),
         cells,
     };
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        report.print();
-    }
+    crate::report::emit(&report, a.json)?;
     Ok(report.ok)
 }
 
@@ -108,13 +104,13 @@ struct Target {
 }
 
 impl Target {
-    async fn start(t: Transport, a: &BenchArgs, scratch: &Path) -> Result<Target> {
+    async fn start(t: Transport, a: &TransportsCmd, scratch: &Path) -> Result<Target> {
         let config = crate::publisher::bench_config();
-        let mem_queue = format!("--mem-queue-size={}", a.mem_queue_size());
+        let mem_queue = format!("--mem-queue-size={}", a.mem_queue_size);
         match t {
             Transport::Inproc => {
                 let broker = Broker::start(BrokerConfig {
-                    mem_queue_size: a.mem_queue_size() as usize,
+                    mem_queue_size: a.mem_queue_size as usize,
                     ..BrokerConfig::default()
                 })
                 .await

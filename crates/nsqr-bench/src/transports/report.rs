@@ -5,6 +5,8 @@ use serde::Serialize;
 
 use super::cells::{Cell, Pattern, Sample};
 use crate::machine::Machine;
+use crate::report::{short, Render, Table};
+use crate::stats::{median, sorted};
 
 /// Everything one run measured.
 #[derive(Debug, Serialize)]
@@ -86,21 +88,6 @@ impl Side {
     }
 }
 
-fn sorted(v: impl Iterator<Item = f64>) -> Vec<f64> {
-    let mut v: Vec<f64> = v.collect();
-    v.sort_by(f64::total_cmp);
-    v
-}
-
-/// The middle value (the mean of the two middle ones for an even count); 0 when empty.
-fn median(v: &[f64]) -> f64 {
-    match v.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
-}
-
 impl CellReport {
     pub fn new(cell: Cell, nsqr: Side, libzmq: Option<Side>) -> CellReport {
         let ratio = libzmq
@@ -117,17 +104,6 @@ impl CellReport {
 
     pub fn ok(&self) -> bool {
         self.nsqr.ok() && self.libzmq.as_ref().is_none_or(Side::ok)
-    }
-}
-
-/// "1.23M", "456K", "789": a rate in a few characters.
-fn short(x: f64) -> String {
-    if x >= 1e6 {
-        format!("{:.2}M", x / 1e6)
-    } else if x >= 1e3 {
-        format!("{:.0}K", x / 1e3)
-    } else {
-        format!("{x:.0}")
     }
 }
 
@@ -150,9 +126,9 @@ fn what(c: &Cell) -> String {
     }
 }
 
-impl Report {
+impl Render for Report {
     /// The table printed for a person, then any errors.
-    pub fn print(&self) {
+    fn print_human(&self) {
         println!(
             "nsqr vs {} ({} reps per cell after {} untimed, median (min-max) msgs/s received, timed at the receiver)",
             self.libzmq, self.reps, self.warmup
@@ -167,8 +143,7 @@ impl Report {
         if let Some(v) = &self.nsqrd {
             println!("nsqrd: {v}");
         }
-        println!(
-            "{:<10} {:<7} {:>6} {:>7} {:>24} {:>24} {:>6} {:>9} {:>9} {:>9}",
+        let mut t = Table::new([
             "pattern",
             "via",
             "size",
@@ -178,27 +153,28 @@ impl Report {
             "ratio",
             "cpu us",
             "nsqrd us",
-            "zmq us"
-        );
+            "zmq us",
+        ])
+        .left(2);
         for c in &self.cells {
-            println!(
-                "{:<10} {:<7} {:>6} {:>7} {:>24} {:>24} {:>6} {:>9.3} {:>9} {:>9}",
+            t.row(vec![
                 what(&c.cell),
-                c.cell.transport.name(),
-                c.cell.size,
-                c.cell.count,
+                c.cell.transport.name().to_string(),
+                c.cell.size.to_string(),
+                c.cell.count.to_string(),
                 rate_cell(&c.nsqr),
                 c.libzmq.as_ref().map_or_else(|| "-".into(), rate_cell),
                 c.ratio.map_or_else(|| "-".into(), |r| format!("{r:.2}")),
-                c.nsqr.cpu_us_per_msg,
+                format!("{:.3}", c.nsqr.cpu_us_per_msg),
                 c.nsqr
                     .server_cpu_us_per_msg
                     .map_or_else(|| "-".into(), |u| format!("{u:.3}")),
                 c.libzmq
                     .as_ref()
                     .map_or_else(|| "-".into(), |z| format!("{:.3}", z.cpu_us_per_msg)),
-            );
+            ]);
         }
+        t.print();
         for c in &self.cells {
             let sides = [
                 Some(("nsqr", &c.nsqr)),

@@ -1,10 +1,10 @@
-//! `nsqr bench cluster` against 2 real nsqrd nodes and an nsqrlookupd that it starts on
+//! `nsqr-bench cluster` against 2 real nsqrd nodes and an nsqrlookupd that it starts on
 //! loopback, briefly, in both of bench.py's modes: every acknowledged message must arrive
 //! exactly once, from the node it was published to, and the nodes must be gone afterwards.
 //!
 //! The binaries are the ones `cargo test --workspace` (and so `make test`) builds next to
-//! nsqr: `target/<profile>/nsqrd` and `nsqrlookupd`. `NSQRD_BIN` and `LOOKUPD_BIN` use others
-//! (e.g. an upstream nsqd and nsqlookupd). With `cargo test -p nsqr` alone, build them first:
+//! nsqr-bench: `target/<profile>/nsqrd` and `nsqrlookupd`. `NSQRD_BIN` and `LOOKUPD_BIN` use others
+//! (e.g. an upstream nsqd and nsqlookupd). With `cargo test -p nsqr-bench` alone, build them first:
 //! `cargo build -p nsqrd -p nsqrlookupd`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
@@ -19,7 +19,7 @@ fn sibling(name: &str, env: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env) {
         return PathBuf::from(p);
     }
-    let p = PathBuf::from(env!("CARGO_BIN_EXE_nsqr")).with_file_name(name);
+    let p = PathBuf::from(env!("CARGO_BIN_EXE_nsqr-bench")).with_file_name(name);
     assert!(
         p.is_file(),
         "{name} not found at {} (run `cargo build -p nsqrd -p nsqrlookupd` first, or set {env})",
@@ -28,21 +28,13 @@ fn sibling(name: &str, env: &str) -> PathBuf {
     p
 }
 
-/// `nsqr bench cluster ARGS --json` with 2 nodes, bounded in time; (exit code, report).
+/// `nsqr-bench cluster ARGS --json` with 2 nodes, bounded in time; (exit code, report).
 fn cluster(args: &[&str]) -> (i32, Value) {
     let nsqrd = sibling("nsqrd", "NSQRD_BIN");
     let lookupd = sibling("nsqrlookupd", "LOOKUPD_BIN");
     let out = nsqr_testkit::output_within(
-        Command::new(env!("CARGO_BIN_EXE_nsqr"))
-            .args([
-                "bench",
-                "cluster",
-                "--nodes",
-                "2",
-                "--duration",
-                "300ms",
-                "--json",
-            ])
+        Command::new(env!("CARGO_BIN_EXE_nsqr-bench"))
+            .args(["cluster", "--nodes", "2", "--duration", "300ms", "--json"])
             .arg("--nsqrd")
             .arg(&nsqrd)
             .arg("--lookupd-bin")
@@ -52,7 +44,7 @@ fn cluster(args: &[&str]) -> (i32, Value) {
             .args(["--drain-timeout", "60s"])
             .args(args),
         Duration::from_secs(120),
-        &format!("nsqr bench cluster {args:?}"),
+        &format!("nsqr-bench cluster {args:?}"),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -93,7 +85,7 @@ fn assert_exact(v: &Value) {
     assert_eq!(u(t, "acked"), acked, "{v:#}");
     assert_eq!(u(t, "received"), acked, "{v:#}");
     assert_eq!(u(t, "lost") + u(t, "duplicates"), 0, "{v:#}");
-    // The nodes were stopped when nsqr exited (it waits for them).
+    // The nodes were stopped when nsqr-bench exited (it waits for them).
     for n in nodes {
         let pid = u(n, "pid");
         assert!(

@@ -1,4 +1,4 @@
-//! Runs `nsqr bench kv` briefly against a real nsqrd with the keyspace on, and checks what it
+//! Runs `nsqr-bench kv` briefly against a real nsqrd with the keyspace on, and checks what it
 //! reports. The phases that drive redis-benchmark (an external binary) are left to the
 //! benchmark runs; their output parsing has unit tests.
 
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn nsqr_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nsqr"))
+    PathBuf::from(env!("CARGO_BIN_EXE_nsqr-bench"))
 }
 
 fn nsqrd_bin() -> PathBuf {
@@ -76,7 +76,7 @@ impl Drop for Server {
 fn kv_mode_reports_nubmq_expiry_and_rss() {
     let srv = Server::start();
     let out = Command::new(nsqr_bin())
-        .args(["bench", "kv", "--kv-address", &srv.kv, "--json"])
+        .args(["kv", "--kv-address", &srv.kv, "--json"])
         .args(["--kv-phases", "nubmq,expiry,rss"])
         .args(["--nubmq-connections", "4", "--nubmq-ops", "200"])
         .args([
@@ -89,7 +89,7 @@ fn kv_mode_reports_nubmq_expiry_and_rss() {
         ])
         .args(["--rss-keys", "20000"])
         .output()
-        .expect("run nsqr");
+        .expect("run nsqr-bench");
     assert!(
         out.status.success(),
         "{}",
@@ -107,9 +107,9 @@ fn kv_mode_reports_nubmq_expiry_and_rss() {
 #[test]
 fn kv_flags_are_checked() {
     let out = Command::new(nsqr_bin())
-        .args(["bench", "kv", "--nubmq-ops", "0"])
+        .args(["kv", "--nubmq-ops", "0"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(64));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--nubmq-ops must be at least 1"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("must be at least 1"));
 }

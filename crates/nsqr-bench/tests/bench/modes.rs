@@ -1,9 +1,10 @@
-//! Runs every `nsqr bench` mode briefly against a real nsqrd and checks the counts.
+//! Runs every single-server mode, the queue modes and `compare` briefly against a real nsqrd
+//! and checks the counts.
 //!
 //! The nsqrd binary is the one `cargo test --workspace` (and so `make test`) builds next to
-//! nsqr: `target/<profile>/nsqrd`, found beside `CARGO_BIN_EXE_nsqr`. Set `NSQRD_BIN` to use
-//! another one (any nsqd-compatible binary works, e.g. a reference nsqd). With `cargo test -p
-//! nsqr` alone, build it first: `cargo build -p nsqrd`.
+//! nsqr-bench: `target/<profile>/nsqrd`, found beside `CARGO_BIN_EXE_nsqr-bench`. Set
+//! `NSQRD_BIN` to use another one (any nsqd-compatible binary works, e.g. a reference nsqd).
+//! With `cargo test -p nsqr-bench` alone, build it first: `cargo build -p nsqrd`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test helpers outside #[test] fns
 
@@ -16,7 +17,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 fn nsqr_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_nsqr"))
+    PathBuf::from(env!("CARGO_BIN_EXE_nsqr-bench"))
 }
 
 fn nsqrd_bin() -> PathBuf {
@@ -100,18 +101,19 @@ impl Drop for Server {
     }
 }
 
-/// Run `nsqr bench ARGS --json`, bounded in time; returns (exit code, parsed stdout).
+/// Run `nsqr-bench ARGS --json`, bounded in time; returns (exit code, parsed stdout).
 fn bench(args: &[&str]) -> (i32, Value) {
+    let mut cmd = Command::new(nsqr_bin());
+    cmd.args(args).arg("--json");
+    if args.first() != Some(&"pub") {
+        // Only a safety net here: on a loaded CI machine a debug-build server may pause for
+        // seconds, which must not be reported as loss.
+        cmd.args(["--drain-timeout", "60s"]);
+    }
     let out = nsqr_testkit::output_within(
-        Command::new(nsqr_bin())
-            .arg("bench")
-            .args(args)
-            .arg("--json")
-            // Only a safety net here: on a loaded CI machine a debug-build server may pause for
-            // seconds, which must not be reported as loss.
-            .args(["--drain-timeout", "60s"]),
+        &mut cmd,
         Duration::from_secs(120),
-        &format!("nsqr bench {args:?}"),
+        &format!("nsqr-bench {args:?}"),
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -287,7 +289,6 @@ fn queue_modes_count_exactly() {
 fn unreachable_server_is_an_error() {
     let out = Command::new(nsqr_bin())
         .args([
-            "bench",
             "pub",
             "--nsqd-tcp-address",
             "127.0.0.1:1",
@@ -327,7 +328,7 @@ fn compare_runs_both_servers_and_cleans_up() {
     ]);
     assert_eq!(code, 0, "{v:#}");
     assert_eq!(v["ok"], Value::Bool(true), "{v:#}");
-    // `nsqr floor` ran its publish phase and the consume that follows it, handing out every
+    // `nsqr-bench floor` ran its publish phase and the consume that follows it, handing out every
     // message once, with the server's CPU for each.
     let floor = &v["floor"]["rounds"][0];
     for k in ["pub_msgs_per_sec", "sub_msgs_per_sec"] {

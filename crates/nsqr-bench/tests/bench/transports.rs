@@ -1,8 +1,8 @@
-//! `nsqr bench transports` with tiny counts over tcp and unix (through the debug nsqrd it
+//! `nsqr-bench transports` with tiny counts over tcp and unix (through the debug nsqrd it
 //! starts) and inproc: every cell must report exactly its messages at every receiver, a cell
 //! that cannot finish must fail the run with status 2, and bad flags exit 64.
 //!
-//! libzmq is not needed: `cargo test` builds nsqr without the `libzmq` feature, so only
+//! libzmq is not needed: `cargo test` builds nsqr-bench without the `libzmq` feature, so only
 //! nsqr's side runs and the report says libzmq was not built in (`make transports` runs the
 //! matrix with it). nsqrd is `NSQRD_BIN`, else the workspace's, built by nsqr-testkit in the
 //! tests' profile if needed.
@@ -21,16 +21,16 @@ fn nsqrd() -> PathBuf {
         .unwrap_or_else(|| nsqr_testkit::daemon_bin("nsqrd"))
 }
 
-/// `nsqr bench transports --nsqrd <debug nsqrd> ARGS`, bounded in time: (exit code, stdout,
+/// `nsqr-bench transports --nsqrd <debug nsqrd> ARGS`, bounded in time: (exit code, stdout,
 /// stderr).
 fn transports(args: &[&str]) -> (i32, String, String) {
     let out = nsqr_testkit::output_within(
-        Command::new(env!("CARGO_BIN_EXE_nsqr"))
-            .args(["bench", "transports", "--nsqrd"])
+        Command::new(env!("CARGO_BIN_EXE_nsqr-bench"))
+            .args(["transports", "--nsqrd"])
             .arg(nsqrd())
             .args(args),
         Duration::from_secs(300),
-        &format!("nsqr bench transports {args:?}"),
+        &format!("nsqr-bench transports {args:?}"),
     );
     (
         out.status.code().unwrap_or(-1),
@@ -166,6 +166,6 @@ fn bad_flags_exit_64() {
     ] {
         let (code, _, err) = transports(bad);
         assert_eq!(code, 64, "{bad:?}: {err}");
-        assert!(err.starts_with("nsqr bench: "), "{bad:?}: {err}");
+        assert!(err.starts_with("error: "), "{bad:?}: {err}");
     }
 }
