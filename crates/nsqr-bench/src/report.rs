@@ -156,7 +156,7 @@ pub struct MatrixRow {
     pub consume: SubStats,
 }
 
-/// Everything one `nsqr bench <mode>` run measured.
+/// Everything one `nsqr-bench <mode>` run measured.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct Report {
     pub mode: String,
@@ -250,8 +250,7 @@ impl Render for Report {
             );
         }
         if !self.matrix.is_empty() {
-            println!(
-                "  {:>7} {:>6} {:>12} {:>10} {:>12} {:>10} {:>10} {:>10} {:>6}",
+            let mut t = Table::new([
                 "size",
                 "batch",
                 "pub msgs/s",
@@ -260,22 +259,22 @@ impl Render for Report {
                 "recv MB/s",
                 "acked",
                 "received",
-                "lost"
-            );
+                "lost",
+            ]);
             for r in &self.matrix {
-                println!(
-                    "  {:>7} {:>6} {:>12.0} {:>10.1} {:>12.0} {:>10.1} {:>10} {:>10} {:>6}",
+                t.row(vec![
                     size_label(r.size),
-                    r.publish.batch_size,
-                    r.publish.msgs_per_sec,
-                    r.publish.mb_per_sec,
-                    r.consume.msgs_per_sec,
-                    r.consume.mb_per_sec,
-                    r.publish.acked,
-                    r.consume.received,
-                    r.consume.lost
-                );
+                    r.publish.batch_size.to_string(),
+                    format!("{:.0}", r.publish.msgs_per_sec),
+                    format!("{:.1}", r.publish.mb_per_sec),
+                    format!("{:.0}", r.consume.msgs_per_sec),
+                    format!("{:.1}", r.consume.mb_per_sec),
+                    r.publish.acked.to_string(),
+                    r.consume.received.to_string(),
+                    r.consume.lost.to_string(),
+                ]);
             }
+            t.print();
         }
         if self.problems.is_empty() {
             println!("  counts ok: nothing lost or duplicated");

@@ -399,7 +399,7 @@ const PREFETCH_AHEAD: usize = 1024;
 /// first, and each length's place depends on the one before, so without this every message of
 /// a cold backlog waits for its own cache miss: consuming a 14M-message backlog cost 0.52 µs
 /// of server CPU per message against 0.40 with a range index; with the prefetch 0.42 against
-/// 0.42 (`nsqr bench compare`, benchmarks.md).
+/// 0.42 (`nsqr-bench compare`, benchmarks.md).
 fn prefetch_ahead(data: &[u8], at: usize, next: usize) {
     let from = (at + PREFETCH_AHEAD).max(next);
     let to = (next + PREFETCH_AHEAD).min(data.len());

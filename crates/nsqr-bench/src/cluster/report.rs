@@ -269,7 +269,7 @@ impl Render for ClusterReport {
     fn print_human(&self) {
         let s = |k: &str| self.settings.get(k).cloned().unwrap_or_default();
         println!(
-            "nsqr bench cluster --mode {}: {} nodes ({}), lookupd {} ({}), {}",
+            "nsqr-bench cluster --mode {}: {} nodes ({}), lookupd {} ({}), {}",
             self.mode,
             self.nodes.len(),
             self.setup.server,

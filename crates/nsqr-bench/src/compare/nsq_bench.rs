@@ -5,7 +5,7 @@
 //! way), `bench_writer` publishes for `--duration`, then `bench_reader` consumes for
 //! `--duration` (both with `--size`, `--batch-size` and `--rdy`; their connection count is
 //! Go's GOMAXPROCS, the number of CPUs unless set). Each tool prints its own rate; the server's
-//! CPU is sampled around each. Against `nsqr floor` the same run gives each tool's ceiling on
+//! CPU is sampled around each. Against `nsqr-bench floor` the same run gives each tool's ceiling on
 //! this machine: what it reaches against a server that does nothing.
 //!
 //! The tools count what they did, not what arrived: there is no loss check here, and

@@ -71,7 +71,7 @@ pub(super) async fn measure(bin: &Path, a: &CompareArgs) -> Result<Metrics> {
     Ok(m)
 }
 
-/// `nsqr floor` (this executable), one round: the pub phase, then the sub phase consuming what
+/// `nsqr-bench floor` (this executable), one round: the pub phase, then the sub phase consuming what
 /// it published, each with the floor's CPU per message; with `--nsq-bench`, nsq's tools
 /// against a fresh floor.
 pub(super) async fn measure_floor(exe: &Path, a: &CompareArgs) -> Result<Metrics> {
@@ -256,7 +256,7 @@ async fn phases(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
     Ok(())
 }
 
-/// pubsub for each of `--sizes`, as `nsqr bench matrix` runs it: publish and consume rates.
+/// pubsub for each of `--sizes`, as `nsqr-bench matrix` runs it: publish and consume rates.
 async fn matrix_phase(srv: &Server, a: &CompareArgs, m: &mut Metrics) -> Result<()> {
     let w = workload(a, &srv.tcp);
     let rows = modes::matrix::run(&w, &topic_name(&w, "matrix")).await?;

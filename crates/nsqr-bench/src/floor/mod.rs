@@ -79,10 +79,16 @@ pub struct Floor {
 /// Bind, say where (as nsqd's "TCP: listening on" line, which `compare` waits for), serve.
 pub async fn run(args: &FloorArgs) -> io::Result<()> {
     let listener = TcpListener::bind(&args.tcp_address).await?;
-    eprintln!("[nsqr floor] TCP: listening on {}", listener.local_addr()?);
+    eprintln!(
+        "[nsqr-bench floor] TCP: listening on {}",
+        listener.local_addr()?
+    );
     if let Some(address) = args.http_address.as_deref().filter(|a| !a.is_empty()) {
         let http = TcpListener::bind(address).await?;
-        eprintln!("[nsqr floor] HTTP: listening on {}", http.local_addr()?);
+        eprintln!(
+            "[nsqr-bench floor] HTTP: listening on {}",
+            http.local_addr()?
+        );
         tokio::spawn(http::serve(http));
     }
     serve(listener, Arc::new(Floor::default())).await

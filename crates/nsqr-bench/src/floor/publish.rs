@@ -68,7 +68,7 @@ fn step(b: &[u8]) -> Step {
             }
         }
         _ => Step::Refuse(format!(
-            "E_INVALID nsqr floor only takes publishes and SUB, not {:?}",
+            "E_INVALID nsqr-bench floor only takes publishes and SUB, not {:?}",
             String::from_utf8_lossy(name)
         )),
     }

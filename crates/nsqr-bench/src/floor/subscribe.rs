@@ -88,7 +88,7 @@ fn command(line: &[u8]) -> Command {
         b"CLS" => Command::Close,
         l if l.starts_with(b"TOUCH ") => Command::Ignored,
         l => Command::Refuse(format!(
-            "E_INVALID nsqr floor takes FIN, REQ, TOUCH, RDY, NOP and CLS after SUB, not {:?}",
+            "E_INVALID nsqr-bench floor takes FIN, REQ, TOUCH, RDY, NOP and CLS after SUB, not {:?}",
             String::from_utf8_lossy(l.split(|&c| c == b' ').next().unwrap_or_default())
         )),
     }

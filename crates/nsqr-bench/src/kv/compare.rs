@@ -1,4 +1,4 @@
-//! `nsqr bench compare --kv-reference <redis-server>`: nsqrd's keyspace against redis-server,
+//! `nsqr-bench compare --kv-reference <redis-server>`: nsqrd's keyspace against redis-server,
 //! side by side. Each round starts nsqrd (`--kv-address=127.0.0.1:0`), then redis-server
 //! (`--save "" --appendonly no`, a free loopback port), A B A B ...: one fresh server runs the
 //! throughput, nubmq and expiry phases, another fresh one the RSS phase (so its baseline is an

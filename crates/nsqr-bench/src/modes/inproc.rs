@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::cli::InprocArgs;
 use crate::fail::{err, Result};
-use crate::report::{emit, Render};
+use crate::report::{emit, Render, Table};
 use crate::stats::{middle, sorted};
 
 /// Messages per size when `--count` is not given: ten times ServerLink's cells, so a run
@@ -182,24 +182,27 @@ fn bodies(size: usize) -> Vec<Bytes> {
 impl Render for [InprocRow] {
     /// The table printed for a person.
     fn print_human(&self) {
-        let rows = self;
-        println!(
-            "{:>8} {:>10} {:>14} {:>23} {:>10} {:>12} {:>9}",
-            "size", "messages", "msgs/s", "min..max", "MB/s", "cpu us/msg", "no copy"
-        );
-        for r in rows {
-            println!(
-                "{:>8} {:>10} {:>14.0} {:>11.0}..{:<11.0} {:>10.1} {:>12.3} {:>9}",
-                r.size,
-                r.count,
-                r.msgs_per_sec,
-                r.msgs_per_sec_min,
-                r.msgs_per_sec_max,
-                r.mb_per_sec,
-                r.cpu_us_per_msg,
-                if r.zero_copy { "yes" } else { "NO" }
-            );
+        let mut t = Table::new([
+            "size",
+            "messages",
+            "msgs/s",
+            "min..max",
+            "MB/s",
+            "cpu us/msg",
+            "no copy",
+        ]);
+        for r in self {
+            t.row(vec![
+                r.size.to_string(),
+                r.count.to_string(),
+                format!("{:.0}", r.msgs_per_sec),
+                format!("{:.0}..{:.0}", r.msgs_per_sec_min, r.msgs_per_sec_max),
+                format!("{:.1}", r.mb_per_sec),
+                format!("{:.3}", r.cpu_us_per_msg),
+                if r.zero_copy { "yes" } else { "NO" }.to_string(),
+            ]);
         }
+        t.print();
     }
 }
 

@@ -1,4 +1,4 @@
-//! `nsqr bench latency`: publish at a fixed `--rate` while consuming; each body carries its send
+//! `nsqr-bench latency`: publish at a fixed `--rate` while consuming; each body carries its send
 //! time, so the consumer measures publish-to-deliver latency of every message.
 
 use super::Workload;

@@ -1,4 +1,4 @@
-//! `nsqr bench matrix`: publish and consume at once for each message size (64 B, 1 KB, 8 KB,
+//! `nsqr-bench matrix`: publish and consume at once for each message size (64 B, 1 KB, 8 KB,
 //! 64 KB by default), timed at the receiver. Batches shrink for large messages so one MPUB fits
 //! nsqd's default 5 MiB body limit.
 

@@ -1,4 +1,4 @@
-//! `nsqr bench pub`: MPUB batches for `--duration`, like nsq's bench_writer.
+//! `nsqr-bench pub`: MPUB batches for `--duration`, like nsq's bench_writer.
 
 use super::{publish_phase, Workload};
 use crate::fail::Result;

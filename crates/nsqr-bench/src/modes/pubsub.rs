@@ -1,4 +1,4 @@
-//! `nsqr bench pubsub`: consumers subscribe first, then publishers run for `--duration`; the
+//! `nsqr-bench pubsub`: consumers subscribe first, then publishers run for `--duration`; the
 //! consumers drain what was acknowledged. Consuming is timed at the receiver.
 
 use super::Workload;

@@ -1,4 +1,4 @@
-//! `nsqr bench sub`: pre-fill a topic, then consume it (SUB, RDY, a FIN per message) like nsq's
+//! `nsqr-bench sub`: pre-fill a topic, then consume it (SUB, RDY, a FIN per message) like nsq's
 //! bench_reader, timed at the receiver from RDY to the last message.
 
 use super::{publish_phase, Workload};

@@ -1,4 +1,4 @@
-//! `nsqr bench http-consume` and `nsqr bench sse`: a topic pre-filled over TCP (`--count`
+//! `nsqr-bench http-consume` and `nsqr-bench sse`: a topic pre-filled over TCP (`--count`
 //! messages), then consumed over HTTP with every message acknowledged by receipt, counted
 //! exactly (loss and duplicates, as the TCP modes do).
 //!
@@ -122,7 +122,7 @@ fn record(t: &mut Tracker, n: &Totals, d: Delivered) -> Result<String> {
     Ok(d.receipt)
 }
 
-/// `nsqr bench http-consume`.
+/// `nsqr-bench http-consume`.
 pub async fn http_consume(
     w: &Workload,
     q: &QueueSpec,

@@ -1,4 +1,4 @@
-//! `nsqr bench ordered`: what order costs. One topic with two channels, `plain` and `ordered`
+//! `nsqr-bench ordered`: what order costs. One topic with two channels, `plain` and `ordered`
 //! (`"ordered": true`), pre-filled over HTTP with `--count` messages spread over `--keys`
 //! ordering keys (`/mpub?binary=true&ordering_key=K`, `--http-batch` messages per request and
 //! key, the keys taken in turn), then each channel consumed over TCP (one connection, `--rdy`,
@@ -6,10 +6,10 @@
 //! checked: within each key, messages must arrive in publish order.
 //!
 //! A third channel, `keeper`, is never consumed. Every channel of a topic shares the
-//! published buffers, and a buffer is freed when the last channel finishes its messages:
-//! without `keeper`, whichever channel ran second paid for freeing the whole backlog (about
-//! 15% of its time), and the ratio depended on the order of the two phases. With it, neither
-//! timed phase frees anything (the backlog stays with `keeper` until the topic goes).
+//! published buffers, and a buffer is freed when the last channel finishes its messages;
+//! without `keeper`, whichever channel ran second would pay for freeing the whole backlog and
+//! the ratio would depend on the order of the two phases. With it, neither timed phase frees
+//! anything (the backlog stays with `keeper` until the topic goes).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -166,7 +166,7 @@ async fn consume(
     })
 }
 
-/// `nsqr bench ordered`.
+/// `nsqr-bench ordered`.
 pub async fn run(w: &Workload, q: &QueueSpec, topic: &str) -> Result<OrderedReport> {
     let mut c = HttpConn::connect(&q.http_address).await?;
     for (ch, settings) in [

@@ -1,4 +1,4 @@
-//! `nsqr bench sse`: a topic pre-filled over TCP, then one `/channel/stream` with
+//! `nsqr-bench sse`: a topic pre-filled over TCP, then one `/channel/stream` with
 //! `max_in_flight` = `--rdy`, every message counted exactly and acknowledged by receipt through
 //! `/message/fin`, in batches of up to 1,000 by four tasks on their own connections.
 //!
@@ -292,7 +292,7 @@ async fn acker(
     Ok(Instant::now())
 }
 
-/// `nsqr bench sse`.
+/// `nsqr-bench sse`.
 pub async fn sse(w: &Workload, q: &QueueSpec, topic: &str) -> Result<(PubStats, ConsumeStats)> {
     let (p, published) = prefill(w, q, topic, q.count(200_000)).await?;
     let totals = Arc::new(Totals::default());

@@ -2,8 +2,8 @@
 //! glibc's malloc in this process, and glibc adapts its thresholds to what was freed before:
 //! after a large buffer is freed it stops returning freed memory to the kernel, until then it
 //! trims it and every message of the next repetition faults its pages in again. Left alone,
-//! one side's frees decided how fast the other's allocations were (libzmq's 64 KB cells moved
-//! by 3x with nsqr's sender pooling its buffers). Fixing the thresholds once, before the
+//! one side's frees would decide how fast the other's allocations are (libzmq's large cells
+//! change with whether nsqr's sender pools its buffers). Fixing the thresholds once, before the
 //! first cell, keeps freed memory for reuse on both sides, as a long-running program's heap
 //! would be.
 
