@@ -183,8 +183,7 @@ pub struct ConsumeFlags {
     #[arg(long, value_parser = connections())]
     pub sub_connections: Option<usize>,
 
-    /// RDY count per consuming connection [default: 2500, bench_reader's; cluster: 10000,
-    /// bench.py's, with --max-rdy-count at this value for the nodes it starts].
+    /// RDY count per consuming connection [default: 2500, bench_reader's].
     #[arg(long, value_parser = at_least(1u32))]
     pub rdy: Option<u32>,
 
@@ -447,7 +446,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub floor: bool,
 
-    /// --mem-queue-size given to the servers it starts.
+    /// The --mem-queue-size of the servers it starts (nsq's bench.sh's).
     #[arg(long, default_value_t = 1_000_000)]
     pub mem_queue_size: u64,
 
@@ -470,13 +469,15 @@ pub struct CompareArgs {
     #[command(flatten)]
     pub consume: ConsumeFlags,
 
-    #[command(flatten)]
+    #[command(
+        flatten,
+        next_help_heading = "Keyspace workloads (with --kv-reference)"
+    )]
     pub kv: KvWorkload,
 }
 
 /// The keyspace workloads: `kv`'s, and `compare --kv-reference`'s.
 #[derive(Debug, Clone, Args)]
-#[command(next_help_heading = "Keyspace workloads")]
 pub struct KvWorkload {
     /// The workloads, comma-separated.
     #[arg(
@@ -556,12 +557,16 @@ pub struct KvArgs {
     #[arg(long)]
     pub json: bool,
 
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Keyspace workloads")]
     pub workload: KvWorkload,
 }
 
 /// `cluster`'s flags: the cluster's shape (`ClusterArgs`), the load, and the servers it starts.
 #[derive(Debug, Clone, Args)]
+#[command(mut_arg("rdy", |a| a.help(
+    "RDY count per consuming connection [default: 10000, bench.py's, with --max-rdy-count at \
+     this value for the nodes it starts; with given nodes 2500, nsqd's --max-rdy-count]"
+)))]
 pub struct ClusterCmd {
     #[command(flatten)]
     pub cluster: ClusterArgs,
@@ -574,7 +579,7 @@ pub struct ClusterCmd {
     #[arg(long)]
     pub nsqrd: Option<PathBuf>,
 
-    /// --mem-queue-size given to the nodes it starts (bench.py's).
+    /// The --mem-queue-size of the nodes it starts (bench.py's).
     #[arg(long, default_value_t = 10_000_000)]
     pub mem_queue_size: u64,
 
@@ -619,7 +624,7 @@ pub struct TransportsCmd {
     #[arg(long)]
     pub nsqrd: Option<PathBuf>,
 
-    /// --mem-queue-size given to the nsqrd it starts and to the embedded broker.
+    /// The --mem-queue-size of the nsqrd it starts and of the embedded broker.
     #[arg(long, default_value_t = 1_000_000)]
     pub mem_queue_size: u64,
 

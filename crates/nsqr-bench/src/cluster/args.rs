@@ -46,7 +46,7 @@ pub struct ClusterArgs {
 
     /// Use these running nodes (comma-separated, as they register with lookupd) instead of
     /// starting them; needs --lookupd-http-address.
-    #[arg(long, value_delimiter = ',', requires = "lookupd_http_address", num_args = 1..=64)]
+    #[arg(long, value_delimiter = ',', requires = "lookupd_http_address")]
     pub nsqd_tcp_addresses: Vec<String>,
 
     /// Process ids of the given nodes (same order), for their CPU and memory.
@@ -87,8 +87,11 @@ impl ClusterArgs {
         }
     }
 
-    /// The rule relating two lists.
+    /// The rules on the given nodes' lists.
     pub fn check(&self) -> Result<(), String> {
+        if self.nsqd_tcp_addresses.len() > 64 {
+            return Err("--nsqd-tcp-addresses takes at most 64 nodes".into());
+        }
         if !self.nsqd_pids.is_empty() && self.nsqd_pids.len() != self.nsqd_tcp_addresses.len() {
             return Err("--nsqd-pids needs one pid per --nsqd-tcp-addresses entry".into());
         }
