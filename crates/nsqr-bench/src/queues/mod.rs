@@ -139,37 +139,48 @@ impl QueueMode {
     }
 }
 
+impl QueueSpec {
+    /// The settings every queue mode takes; the mode's own (consumers, batch, keys) are 0
+    /// until it sets them.
+    fn of(a: &QueueArgs) -> QueueSpec {
+        QueueSpec {
+            http_address: a.nsqd_http_address.clone(),
+            consumers: 0,
+            batch: 0,
+            keys: 0,
+            count: a.count,
+        }
+    }
+}
+
 /// `http-consume`.
 pub async fn http_consume(a: &HttpConsumeArgs) -> Result<bool> {
-    run(
-        QueueMode::HttpConsume,
-        &a.queue,
-        a.http_consumers,
-        a.http_batch,
-        0,
-    )
-    .await
+    let q = QueueSpec {
+        consumers: a.http_consumers,
+        batch: a.http_batch,
+        ..QueueSpec::of(&a.queue)
+    };
+    run(QueueMode::HttpConsume, &a.queue, &q).await
 }
 
 /// `sse`.
 pub async fn sse(a: &QueueArgs) -> Result<bool> {
-    run(QueueMode::Sse, a, 0, 0, 0).await
+    run(QueueMode::Sse, a, &QueueSpec::of(a)).await
 }
 
 /// `ordered`.
 pub async fn ordered(a: &OrderedArgs) -> Result<bool> {
-    run(QueueMode::Ordered, &a.queue, 0, a.http_batch, a.keys).await
+    let q = QueueSpec {
+        batch: a.http_batch,
+        keys: a.keys,
+        ..QueueSpec::of(&a.queue)
+    };
+    run(QueueMode::Ordered, &a.queue, &q).await
 }
 
 /// Run one queue mode against the server at `--nsqd-tcp-address` / `--nsqd-http-address`
 /// and print its report; Ok(false) when a message was lost, duplicated or out of order.
-async fn run(
-    mode: QueueMode,
-    a: &QueueArgs,
-    consumers: usize,
-    batch: usize,
-    keys: usize,
-) -> Result<bool> {
+async fn run(mode: QueueMode, a: &QueueArgs, q: &QueueSpec) -> Result<bool> {
     let t = &a.target;
     let mut w = Workload::new(
         &t.nsqd_tcp_address,
@@ -179,20 +190,13 @@ async fn run(
         a.consume.rdy(),
     );
     w.count = a.count;
-    let q = QueueSpec {
-        http_address: a.nsqd_http_address.clone(),
-        consumers,
-        batch,
-        keys,
-        count: a.count,
-    };
     let topic = t
         .topic
         .clone()
         .unwrap_or_else(|| topic_name(&w, &mode.name().replace('-', "_")));
     let r = match mode {
         QueueMode::HttpConsume => {
-            let (publish, consume) = consume::http_consume(&w, &q, &topic).await?;
+            let (publish, consume) = consume::http_consume(&w, q, &topic).await?;
             QueueReport::Consume {
                 mode: mode.name().to_string(),
                 publish,
@@ -200,14 +204,14 @@ async fn run(
             }
         }
         QueueMode::Sse => {
-            let (publish, consume) = sse::sse(&w, &q, &topic).await?;
+            let (publish, consume) = sse::sse(&w, q, &topic).await?;
             QueueReport::Consume {
                 mode: mode.name().to_string(),
                 publish,
                 consume,
             }
         }
-        QueueMode::Ordered => QueueReport::Ordered(ordered::run(&w, &q, &topic).await?),
+        QueueMode::Ordered => QueueReport::Ordered(ordered::run(&w, q, &topic).await?),
     };
     emit(&r, t.json)?;
     Ok(r.ok())
