@@ -73,16 +73,16 @@ queues:
 	$(CARGO) build -p nsqrd
 	tests/queues/run.sh
 
-# The transport matrix against libzmq (`nsqr bench transports`, docs/benchmarks.md), shown
-# working: nsqr (debug) with the `libzmq` feature, which compiles libzmq 4.3.4 from source once
-# (zeromq-src, cached in target/), runs every cell over tcp and unix (the debug nsqrd) and
-# inproc with tiny counts, once each; any cell without exactly its messages fails. Also
-# checks the feature's lints. Figures from a debug build on tiny counts mean nothing.
+# The transport matrix against libzmq (`nsqr-bench transports`, docs/benchmarks.md), shown
+# working: nsqr-bench (debug) with the `libzmq` feature, which compiles libzmq 4.3.4 from
+# source once (zeromq-src, cached in target/), runs every cell over tcp and unix (the debug
+# nsqrd) and inproc with tiny counts, once each; any cell without exactly its messages fails.
+# Also checks the feature's lints. Figures from a debug build on tiny counts mean nothing.
 transports:
 	$(CARGO) build -p nsqrd
-	$(CARGO) clippy -p nsqr --all-targets --features libzmq -- -D warnings
-	$(CARGO) build -p nsqr --features libzmq
-	timeout 600 target/debug/nsqr bench transports --nsqrd target/debug/nsqrd \
+	$(CARGO) clippy -p nsqr-bench --all-targets --features libzmq -- -D warnings
+	$(CARGO) build -p nsqr-bench --features libzmq
+	timeout 600 target/debug/nsqr-bench transports --nsqrd target/debug/nsqrd \
 		--counts 200,100,50,20 --fanout-count 100 --reps 1 --cell-timeout 60s
 
 # go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and

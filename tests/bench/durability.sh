@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # Acknowledged publish rate of nsqrd --durability=strict against the default mode and against
 # nsqd with --mem-queue-size=0 --sync-every=1 (nsqd's most durable setting), for 1 and 16
-# pipelining publishers, with `nsqr bench pub` (docs/benchmarks.md, "Durability").
+# pipelining publishers, with `nsqr-bench pub` (docs/benchmarks.md, "Durability").
 #
 # usage: tests/bench/durability.sh [--reference /path/to/nsqd] [--rounds 3] [--duration 3s]
 #
 # Every measurement starts its server on a fresh data directory under $TMPDIR (so on the disk
-# that directory is on) with nsqd's defaults plus the mode's flags, runs one `nsqr bench pub`,
+# that directory is on) with nsqd's defaults plus the mode's flags, runs one `nsqr-bench pub`,
 # and kills the server. Servers alternate within a round; the table shows medians. It also
 # prints the fdatasync latency of that disk (the floor of every strict acknowledgement) before
 # and after, since on a shared machine it moves with the neighbours' load.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-NSQR=${NSQR:-$ROOT/target/release/nsqr}
+NSQR_BENCH=${NSQR_BENCH:-$ROOT/target/release/nsqr-bench}
 NSQRD=${NSQRD:-$ROOT/target/release/nsqrd}
 REFERENCE=""
 ROUNDS=3
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown argument $1" >&2; exit 64 ;;
   esac
 done
-[ -x "$NSQR" ] && [ -x "$NSQRD" ] || { echo "build first: cargo build --release -p nsqr -p nsqrd" >&2; exit 1; }
+[ -x "$NSQR_BENCH" ] && [ -x "$NSQRD" ] || { echo "build first: cargo build --release -p nsqr-bench -p nsqrd" >&2; exit 1; }
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/nsqr-durability-bench.XXXXXX")
 PID=""
@@ -63,7 +63,7 @@ run() {
     sleep 0.05
   done
   [ -n "$addr" ] || { echo "server did not start: $(cat "$dir.log")" >&2; exit 1; }
-  "$NSQR" bench pub --nsqd-tcp-address "$addr" --duration "$DURATION" "${bargs[@]}" --json \
+  "$NSQR_BENCH" pub --nsqd-tcp-address "$addr" --duration "$DURATION" "${bargs[@]}" --json \
     | python3 -c 'import json,sys; print(round(json.load(sys.stdin)["publish"]["msgs_per_sec"]))'
   kill "$PID"; wait "$PID" 2>/dev/null || true; PID=""
   rm -rf "$dir" "$dir.log"

@@ -1,6 +1,6 @@
-//! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the `nsqr` bench CLI share, written once:
-//! Go duration text and Go's JSON escaping, UTC calendar dates, and (behind features) nsqd-style log lines, the
-//! accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
+//! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the CLIs (`nsqr`, `nsqr-bench`) share,
+//! written once: Go duration text and Go's JSON escaping, UTC calendar dates, and (behind
+//! features) nsqd-style log lines, the accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
 //! the TOML config-file reading, and faulting fresh memory in with one call (`prefault`).
 //!
 //! Only code that is the same in the callers lives here; anything where nsqd and nsqlookupd

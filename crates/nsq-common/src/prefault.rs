@@ -1,6 +1,6 @@
 //! Faulting fresh memory in with one call instead of one page fault per 4 KiB.
 //!
-//! A server that keeps what it is sent (nsqrd's publish slabs, `nsqr floor`) touches new memory
+//! A server that keeps what it is sent (nsqrd's publish slabs, `nsqr-bench floor`) touches new memory
 //! for every message, and on a virtual machine each first touch of a 4 KiB page is a trap into
 //! the kernel and often into the host. `MADV_POPULATE_WRITE` (Linux 5.14) faults a whole range
 //! in, as writes would, in one system call, and leaves its contents as they are.

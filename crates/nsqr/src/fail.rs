@@ -1,7 +1,4 @@
-//! The CLI's error plumbing: a boxed error with a message, and the time any single network
-//! step may take.
-
-use std::time::Duration;
+//! The tools' error plumbing: a boxed error with a message, printed as `nsqr <tool>: <what>`.
 
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 pub type Result<T> = std::result::Result<T, Error>;
@@ -10,6 +7,3 @@ pub type Result<T> = std::result::Result<T, Error>;
 pub fn err(msg: impl Into<String>) -> Error {
     msg.into().into()
 }
-
-/// How long a connection attempt or a wait for one response may take.
-pub const IO_TIMEOUT: Duration = Duration::from_secs(30);

@@ -1,0 +1,221 @@
+//! `nsqr-bench kv`: the keyspace (or any Redis-protocol server) under redis-benchmark's SET
+//! and GET, nubmq's workload, expiry lateness and RSS per key; and `nsqr-bench compare
+//! --kv-reference <redis-server>`: nsqrd's keyspace against redis-server side by side
+//! (`compare.rs`).
+
+mod compare;
+mod conn;
+mod phases;
+
+use clap::ValueEnum;
+
+use crate::cli::{KvArgs, KvWorkload};
+use crate::fail::{err, Result};
+use crate::report::{emit, Render};
+pub use compare::run as compare;
+use phases::{Metrics, Spec, Target};
+
+/// One workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Phase {
+    /// redis-benchmark -t set,get, one request at a time per client.
+    Setget,
+    /// The same with --kv-pipeline requests in flight per client (-P).
+    Pipelined,
+    /// nubmq's benchmark: --nubmq-connections, each --nubmq-ops SETs then as many GETs.
+    Nubmq,
+    /// Lateness of `expired` events for --expiry-shared keys sharing one deadline among
+    /// --expiry-volatile keys with a 1-hour TTL.
+    Expiry,
+    /// RSS per key after writing --rss-keys keys of 32 bytes.
+    Rss,
+}
+
+impl Spec {
+    pub fn from_args(a: &KvWorkload) -> Spec {
+        Spec {
+            requests: a.kv_requests,
+            clients: a.kv_clients,
+            pipeline: a.kv_pipeline,
+            keyspace: a.kv_keyspace,
+            nubmq_connections: a.nubmq_connections,
+            nubmq_ops: a.nubmq_ops,
+            expiry_volatile: a.expiry_volatile,
+            expiry_shared: a.expiry_shared,
+            expiry_timeout: a.expiry_timeout,
+            rss_keys: a.rss_keys,
+            redis_benchmark: a.redis_benchmark.clone(),
+        }
+    }
+}
+
+/// Runs `phases` against `t`.
+async fn measure(t: &Target, s: &Spec, phases: &[Phase]) -> Result<Metrics> {
+    let mut m = Metrics::new();
+    for p in phases {
+        match p {
+            Phase::Setget => phases::setget(t, s, 1, "", &mut m).await?,
+            Phase::Pipelined => phases::setget(t, s, s.pipeline, "p_", &mut m).await?,
+            Phase::Nubmq => phases::nubmq(t, s, &mut m).await?,
+            Phase::Expiry => phases::expiry(t, s, &mut m).await?,
+            Phase::Rss => phases::rss(t, s, &mut m).await?,
+        }
+    }
+    Ok(m)
+}
+
+/// A metric: its key, its label, and whether more is better.
+pub struct Row {
+    pub key: &'static str,
+    pub label: &'static str,
+    pub higher_is_better: bool,
+}
+
+pub const ROWS: &[Row] = &[
+    Row {
+        key: "set_rps",
+        label: "SET ops/s",
+        higher_is_better: true,
+    },
+    Row {
+        key: "set_cpu_us",
+        label: "SET server CPU µs/op",
+        higher_is_better: false,
+    },
+    Row {
+        key: "get_rps",
+        label: "GET ops/s",
+        higher_is_better: true,
+    },
+    Row {
+        key: "get_cpu_us",
+        label: "GET server CPU µs/op",
+        higher_is_better: false,
+    },
+    Row {
+        key: "p_set_rps",
+        label: "SET ops/s (-P)",
+        higher_is_better: true,
+    },
+    Row {
+        key: "p_set_cpu_us",
+        label: "SET CPU µs/op (-P)",
+        higher_is_better: false,
+    },
+    Row {
+        key: "p_get_rps",
+        label: "GET ops/s (-P)",
+        higher_is_better: true,
+    },
+    Row {
+        key: "p_get_cpu_us",
+        label: "GET CPU µs/op (-P)",
+        higher_is_better: false,
+    },
+    Row {
+        key: "nubmq_ops",
+        label: "nubmq workload ops/s",
+        higher_is_better: true,
+    },
+    Row {
+        key: "nubmq_cpu_us",
+        label: "nubmq server CPU µs/op",
+        higher_is_better: false,
+    },
+    Row {
+        key: "expiry_received",
+        label: "expired events received",
+        higher_is_better: true,
+    },
+    Row {
+        key: "expiry_p50_ms",
+        label: "expiry lateness p50 ms",
+        higher_is_better: false,
+    },
+    Row {
+        key: "expiry_p99_ms",
+        label: "expiry lateness p99 ms",
+        higher_is_better: false,
+    },
+    Row {
+        key: "expiry_max_ms",
+        label: "expiry lateness max ms",
+        higher_is_better: false,
+    },
+    Row {
+        key: "rss_per_key",
+        label: "RSS bytes per key",
+        higher_is_better: false,
+    },
+];
+
+/// A value for the table: NaN (a percentile among events that never came) shows as such.
+pub fn cell(m: &Metrics, key: &str, timeout_ms: f64) -> String {
+    match m.get(key) {
+        None => "-".into(),
+        Some(v) if v.is_nan() => format!(">{timeout_ms:.0}"),
+        Some(v) if v.abs() >= 100.0 => format!("{v:.0}"),
+        Some(v) => format!("{v:.2}"),
+    }
+}
+
+/// What `kv` measured, against which server.
+#[derive(serde::Serialize)]
+#[serde(transparent)]
+struct KvReport {
+    metrics: Metrics,
+    #[serde(skip)]
+    addr: String,
+    #[serde(skip)]
+    pid: Option<u32>,
+    #[serde(skip)]
+    timeout_ms: f64,
+}
+
+impl Render for KvReport {
+    fn print_human(&self) {
+        println!(
+            "nsqr-bench kv against {} (pid {})",
+            self.addr,
+            self.pid.map_or("unknown".into(), |p| p.to_string())
+        );
+        for r in ROWS.iter().filter(|r| self.metrics.contains_key(r.key)) {
+            println!(
+                "  {:<28} {:>12}",
+                r.label,
+                cell(&self.metrics, r.key, self.timeout_ms)
+            );
+        }
+    }
+}
+
+/// `nsqr-bench kv`: the phases against `--kv-address`.
+pub async fn run(a: &KvArgs) -> Result<bool> {
+    let pid = match a.kv_pid {
+        Some(p) => Some(p),
+        None => conn::server_pid(&a.kv_address)
+            .await
+            .ok()
+            .filter(|p| std::path::Path::new(&format!("/proc/{p}")).exists()),
+    };
+    let t = Target {
+        addr: a.kv_address.clone(),
+        pid,
+    };
+    let k = &a.workload;
+    if pid.is_none() && k.kv_phases.contains(&Phase::Rss) {
+        return Err(err(
+            "the rss phase needs the server's pid: run it on the server's machine or pass --kv-pid",
+        ));
+    }
+    let s = Spec::from_args(k);
+    let metrics = measure(&t, &s, &k.kv_phases).await?;
+    let report = KvReport {
+        metrics,
+        addr: t.addr,
+        pid,
+        timeout_ms: k.expiry_timeout.as_millis() as f64,
+    };
+    emit(&report, a.json)?;
+    Ok(true)
+}
