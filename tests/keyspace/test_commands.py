@@ -242,6 +242,53 @@ class Commands:
         r.flushdb()
         self.assertIsNone(r.randomkey())
 
+    def test_introspection_and_snapshots(self):
+        r = self.r
+        r.set("k", "foo")
+        r.set("i", 123)
+        r.set("long", "x" * 45)
+        self.assertEqual(r.object("encoding", "k"), "embstr")
+        self.assertEqual(r.object("encoding", "i"), "int")
+        self.assertEqual(r.object("encoding", "long"), "raw")
+        self.assertEqual(r.object("refcount", "k"), 1)
+        self.assertIsInstance(r.object("idletime", "k"), int)
+        self.assertIsNone(r.object("idletime", "missing"))
+        with self.assertRaisesRegex(redis.ResponseError, "LFU maxmemory policy is not selected"):
+            r.object("freq", "k")
+        with self.assertRaisesRegex(redis.ResponseError, "Try OBJECT HELP"):
+            r.execute_command("OBJECT", "NOSUCH", "k")
+        self.assertGreater(r.memory_usage("k"), 3)
+        self.assertIsNone(r.memory_usage("missing"))
+        self.assertIsInstance(r.memory_stats(), dict)
+        self.assertEqual(r.latency_latest(), [])
+        self.assertEqual(r.latency_reset(), 0)
+        self.assertEqual(r.role()[0], "master")
+        self.assertEqual(r.command_getkeys("MSET", "a", "b", "c", "d"), ["a", "c"])
+        with self.assertRaisesRegex(redis.ResponseError, "Invalid command specified"):
+            r.command_getkeys("NOSUCH", "a")
+        with self.assertRaisesRegex(redis.ResponseError, "no key arguments"):
+            r.command_getkeys("PING", "x")
+        before = r.lastsave()
+        self.assertTrue(r.save())
+        self.assertGreaterEqual(r.lastsave(), before)
+        self.assertTrue(r.bgsave())
+        for _ in range(200):
+            try:
+                r.bgsave()
+                break
+            except redis.ResponseError as e:
+                self.assertIn("already in progress", str(e))
+                time.sleep(0.05)
+        # SAVE inside a transaction runs with it (no deadlock with the transaction's turn).
+        p = r.pipeline()
+        p.set("tx", 1).save().get("tx")
+        self.assertEqual(p.execute(), [True, True, "1"])
+        r.ping()
+        self.assertGreater(int(r.info()["total_commands_processed"]), 1)
+        self.assertEqual(r.info("cluster")["cluster_enabled"], 0)
+        self.assertTrue(r.config_resetstat())
+        self.assertLessEqual(int(r.info()["total_commands_processed"]), 2)
+
     def test_pipelining(self):
         p = self.r.pipeline(transaction=False)
         for i in range(1000):

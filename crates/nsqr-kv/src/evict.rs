@@ -42,7 +42,7 @@ pub fn lfu_new(now_ms: u64) -> u32 {
 }
 
 /// The counter after decay (one step per minute since the last access).
-fn lfu_decayed(clock: u32, now_ms: u64) -> u32 {
+pub(crate) fn lfu_decayed(clock: u32, now_ms: u64) -> u32 {
     let counter = clock & 0xff;
     let last = clock >> 8;
     let now = minutes(now_ms);

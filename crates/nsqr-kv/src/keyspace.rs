@@ -125,6 +125,10 @@ pub struct Keyspace {
     turns: Turns,
     /// Clients watching keys (`watch.rs`).
     pub(crate) watchers: Watchers,
+    /// Unix seconds of the last snapshot written (or of the start).
+    pub(crate) last_save: AtomicU64,
+    /// A BGSAVE is running (`persist.rs`).
+    pub(crate) bgsave_running: AtomicBool,
 }
 
 impl Drop for Keyspace {
@@ -207,6 +211,8 @@ impl Keyspace {
             compacting: Mutex::new(()),
             turns: Turns::default(),
             watchers: Watchers::default(),
+            last_save: AtomicU64::new(now_ms() / 1000),
+            bgsave_running: AtomicBool::new(false),
         }
     }
 
@@ -482,6 +488,13 @@ impl Keyspace {
             s.evicted += g.stats.evicted;
         }
         s
+    }
+
+    /// CONFIG RESETSTAT: hits, misses, expired and evicted counts back to zero.
+    pub fn reset_stats(&self) {
+        for i in 0..self.shards.len() {
+            self.lock_index(i).stats = crate::shard::ShardStats::default();
+        }
     }
 
     /// The time now (Unix ms) as commands see it.

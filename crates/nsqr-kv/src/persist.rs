@@ -264,14 +264,51 @@ impl Keyspace {
         }
     }
 
+    /// Unix seconds of the last snapshot written, or of the start (LASTSAVE).
+    pub fn last_save(&self) -> u64 {
+        self.last_save.load(Ordering::Relaxed)
+    }
+
+    /// BGSAVE: [`Keyspace::save`] on a thread of its own, while clients go on. `Ok(false)` if
+    /// one is running already. The snapshot is not a single point in time: a command that
+    /// runs meanwhile may be in it or not (in strict mode the log replayed over it makes it
+    /// whole).
+    pub fn save_in_background(self: &Arc<Self>) -> std::io::Result<bool> {
+        if self.bgsave_running.swap(true, Ordering::AcqRel) {
+            return Ok(false);
+        }
+        let ks = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("kv-bgsave".into())
+            .spawn(move || {
+                if let Err(e) = ks.save() {
+                    tracing::error!("KV: background save failed - {e}");
+                }
+                ks.bgsave_running.store(false, Ordering::Release);
+            });
+        match spawned {
+            Ok(_) => Ok(true),
+            Err(e) => {
+                self.bgsave_running.store(false, Ordering::Release);
+                Err(e)
+            }
+        }
+    }
+
+    /// Whether a BGSAVE is running.
+    pub fn saving_in_background(&self) -> bool {
+        self.bgsave_running.load(Ordering::Acquire)
+    }
+
     /// SAVE: a snapshot now (strict mode: a compaction of the log).
     pub fn save(&self) -> Result<(), PersistError> {
         let Some(dir) = self.data_dir.clone() else {
             return Ok(());
         };
+        // One snapshot at a time (SAVE, BGSAVE, compaction): they share a temporary file.
+        let _one = self.compacting.lock();
         match &self.log {
             Some(log) => {
-                let _one = self.compacting.lock();
                 let g = log.rotate().map_err(|what| PersistError::Log {
                     path: dir.clone(),
                     what,
@@ -286,6 +323,7 @@ impl Keyspace {
                 self.drop_logs_before(&dir, g);
             }
         }
+        self.last_save.store(now_ms() / 1000, Ordering::Relaxed);
         Ok(())
     }
 
@@ -303,6 +341,8 @@ impl Keyspace {
         let Some(dir) = self.data_dir.clone() else {
             return Ok(());
         };
+        // A BGSAVE still running finishes first: snapshots share a temporary file.
+        let _one = self.compacting.lock();
         let generation = match &self.log {
             Some(log) => {
                 let g = log.rotate().map_err(|what| PersistError::Log {

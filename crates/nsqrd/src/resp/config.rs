@@ -60,6 +60,7 @@ pub fn config(ctx: &mut Ctx<'_>, a: &Args<'_>) {
                 ctx.out
                     .error("ERR The server is running without a config file");
             } else {
+                reset_stats(ctx);
                 ctx.out.ok();
             }
         }
@@ -73,6 +74,14 @@ pub fn config(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             ));
         }
     }
+}
+
+/// CONFIG RESETSTAT: the counters INFO shows start again from zero.
+fn reset_stats(ctx: &Ctx<'_>) {
+    use std::sync::atomic::Ordering::Relaxed;
+    ctx.shared.total_commands.store(0, Relaxed);
+    ctx.shared.total_connections.store(0, Relaxed);
+    ctx.shared.ks.reset_stats();
 }
 
 fn get(ctx: &mut Ctx<'_>, a: &Args<'_>) {

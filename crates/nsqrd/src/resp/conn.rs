@@ -183,7 +183,8 @@ impl Conn {
             ..
         } = self;
         let mut turn = Some(shared.ks.enter());
-        loop {
+        let mut commands = 0u64;
+        let next = loop {
             if *start >= *warmed_to {
                 *warmed_to = *start + warm(shared, session, &rbuf[*start..]);
             }
@@ -198,10 +199,11 @@ impl Conn {
                         turn: &mut turn,
                     };
                     dispatch(&mut ctx, &args);
+                    commands += 1;
                     ctx.move_to_outbox();
                     *start += n;
                     if session.quit {
-                        return Next::Close;
+                        break Next::Close;
                     }
                     let unauthenticated = shared.password.is_some() && !session.authenticated;
                     if parser.limits().unauthenticated != unauthenticated {
@@ -211,11 +213,11 @@ impl Conn {
                         });
                     }
                     if out.len() >= WRITE_AT {
-                        return Next::Write;
+                        break Next::Write;
                     }
                 }
                 Ok(Parsed::Empty(n)) => *start += n,
-                Ok(Parsed::Incomplete) => return Next::Read,
+                Ok(Parsed::Incomplete) => break Next::Read,
                 Err(e) => {
                     out.error(&format!("ERR {e}"));
                     let mut ctx = Ctx {
@@ -226,10 +228,12 @@ impl Conn {
                     };
                     ctx.move_to_outbox();
                     tracing::debug!("KV: client {} protocol error - {e}", session.id);
-                    return Next::ProtocolError;
+                    break Next::ProtocolError;
                 }
             }
-        }
+        };
+        shared.total_commands.fetch_add(commands, Ordering::Relaxed);
+        next
     }
 
     /// Waits for durability (strict mode), then writes the replies (and, for a subscriber,

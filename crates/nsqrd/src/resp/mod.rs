@@ -9,7 +9,8 @@
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
-//!                 transaction (MULTI / EXEC / WATCH)
+//!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
+//!                 introspection (OBJECT / MEMORY / LATENCY / ROLE)
 //! resp/feed.rs    the change feed into an NSQ topic
 //! ```
 //!
@@ -21,7 +22,9 @@ mod config;
 mod conn;
 mod connection;
 mod feed;
+mod introspection;
 mod keys;
+mod persistence;
 mod pubsub;
 mod server;
 mod session;
@@ -52,6 +55,8 @@ pub struct Shared {
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub total_connections: AtomicU64,
+    /// Commands run (added once per batch of requests).
+    pub total_commands: AtomicU64,
     pub started: Instant,
     pub port: u16,
     pub pubsub_limit: OutputLimit,
@@ -131,6 +136,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         next_client_id: AtomicU64::new(1),
         connected: AtomicUsize::new(0),
         total_connections: AtomicU64::new(0),
+        total_commands: AtomicU64::new(0),
         started: Instant::now(),
         port: addr.port(),
         pubsub_limit: config.pubsub_limit,

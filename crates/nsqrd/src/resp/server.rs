@@ -1,5 +1,5 @@
-//! Server commands: DBSIZE, FLUSHDB / FLUSHALL, INFO, SAVE, COMMAND, TIME. (CONFIG has its
-//! own file.)
+//! Server commands: DBSIZE, FLUSHDB / FLUSHALL, INFO, COMMAND, TIME. (CONFIG and the
+//! snapshots have their own files.)
 
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
@@ -24,14 +24,6 @@ pub fn flushdb(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.out.ok();
 }
 
-pub fn save(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
-    // As in Redis, SAVE blocks: the clients of this serving thread wait for the snapshot.
-    match ctx.shared.ks.save() {
-        Ok(()) => ctx.out.ok(),
-        Err(e) => ctx.out.error(&format!("ERR {e}")),
-    }
-}
-
 pub fn time(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -52,13 +44,14 @@ fn human(bytes: u64) -> String {
 }
 
 /// The sections INFO knows, in the order it prints them.
-const SECTIONS: [&str; 7] = [
+const SECTIONS: [&str; 8] = [
     "server",
     "clients",
     "memory",
     "persistence",
     "stats",
     "replication",
+    "cluster",
     "keyspace",
 ];
 
@@ -98,8 +91,9 @@ fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String
         ),
         "stats" => write!(
             out,
-            "# Stats\r\ntotal_connections_received:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nchange_feed_revision:{}\r\nchange_feed_errors:{}\r\n",
+            "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\nexpired_keys:{}\r\nevicted_keys:{}\r\nkeyspace_hits:{}\r\nkeyspace_misses:{}\r\npubsub_channels:{}\r\npubsub_patterns:{}\r\nchange_feed_revision:{}\r\nchange_feed_errors:{}\r\n",
             sh.total_connections.load(Ordering::Relaxed),
+            sh.total_commands.load(Ordering::Relaxed),
             stats.expired,
             stats.evicted,
             stats.hits,
@@ -110,6 +104,7 @@ fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String
             ks.feed_errors()
         ),
         "replication" => write!(out, "# Replication\r\nrole:master\r\nconnected_slaves:0\r\n"),
+        "cluster" => write!(out, "# Cluster\r\ncluster_enabled:0\r\n"),
         _ => {
             out.push_str("# Keyspace\r\n");
             if stats.keys > 0 {
@@ -187,6 +182,48 @@ fn all_commands(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// The positions of the keys in a request for `c`, from its key spec (first, last, step; a
+/// negative last counts from the end).
+pub fn key_positions(c: &Command, argc: usize) -> Vec<usize> {
+    let (first, last, step) = c.keys;
+    if first <= 0 || step <= 0 {
+        return Vec::new();
+    }
+    let last = if last < 0 {
+        argc as i64 + i64::from(last)
+    } else {
+        i64::from(last)
+    };
+    (i64::from(first)..=last.min(argc as i64 - 1))
+        .step_by(step as usize)
+        .map(|i| i as usize)
+        .collect()
+}
+
+/// COMMAND GETKEYS command arg ...: the keys a request would touch.
+fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some(c) = table::lookup(a.get(2)) else {
+        return ctx.out.error("ERR Invalid command specified");
+    };
+    if c.keys.0 <= 0 {
+        return ctx.out.error("ERR The command has no key arguments");
+    }
+    let argc = a.len() - 2;
+    if !table::arity_ok(c.arity, argc) {
+        return ctx
+            .out
+            .error("ERR Invalid number of arguments specified for command");
+    }
+    let keys = key_positions(c, argc);
+    if keys.is_empty() {
+        return ctx.out.error("ERR Invalid arguments specified for command");
+    }
+    ctx.out.array(keys.len());
+    for i in keys {
+        ctx.out.bulk(a.get(i + 2));
+    }
+}
+
 pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if a.len() == 1 {
         return all_commands(ctx);
@@ -214,7 +251,10 @@ pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             }
         }
         b"docs" => ctx.out.map(0),
-        b"count" => table::wrong_arity(ctx, "command|count"),
+        b"getkeys" if a.len() >= 4 => getkeys(ctx, a),
+        b"count" | b"getkeys" => {
+            table::wrong_arity(ctx, &format!("command|{}", String::from_utf8_lossy(&sub)))
+        }
         _ => {
             let name = String::from_utf8_lossy(a.get(1)).into_owned();
             ctx.out.error(&format!(

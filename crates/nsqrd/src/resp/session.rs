@@ -96,6 +96,22 @@ impl Ctx<'_> {
         sub
     }
 
+    /// Runs `f` with no other command running: the batch's shared turn is traded for the
+    /// keyspace's exclusive one (waiting for it while holding the shared one would wait
+    /// forever). Inside EXEC, which already runs alone, `f` just runs.
+    pub fn run_alone<R>(&mut self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
+        if self.turn.is_none() {
+            return f(self);
+        }
+        let shared = self.shared;
+        *self.turn = None;
+        let alone = shared.ks.enter_alone();
+        let r = f(self);
+        drop(alone);
+        *self.turn = Some(shared.ks.enter());
+        r
+    }
+
     /// Moves what is in the reply buffer into the outbox (when the client has one).
     pub fn move_to_outbox(&mut self) {
         if let Some(sub) = &self.s.sub {

@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use resp_wire::Args;
 
 use super::session::Ctx;
-use super::{connection, keys, pubsub, server, strings, transaction};
+use super::{connection, introspection, keys, persistence, pubsub, server, strings, transaction};
 
 /// Changes the keyspace.
 pub const WRITE: u32 = 1;
@@ -77,7 +77,13 @@ commands! {
     "flushdb", -1, WRITE, NONE, server::flushdb;
     "flushall", -1, WRITE, NONE, server::flushdb;
     "info", -1, 0, NONE, server::info;
-    "save", 1, ADMIN, NONE, server::save;
+    "save", 1, ADMIN, NONE, persistence::save;
+    "bgsave", -1, ADMIN, NONE, persistence::bgsave;
+    "lastsave", 1, FAST, NONE, persistence::lastsave;
+    "object", -2, READONLY, (2, 2, 1), introspection::object;
+    "memory", -2, READONLY, NONE, introspection::memory;
+    "latency", -2, ADMIN, NONE, introspection::latency;
+    "role", 1, FAST, NONE, introspection::role;
     "command", -1, 0, NONE, server::command;
     "config", -2, ADMIN, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;

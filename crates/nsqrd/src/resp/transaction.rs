@@ -111,31 +111,27 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
             .out
             .error("EXECABORT Transaction discarded because of previous errors.");
     }
-    // The shared turn this batch holds is given up first: waiting for the exclusive turn
-    // while holding it would wait forever.
-    *ctx.turn = None;
-    let alone = ks.enter_alone();
-    let broken = ks.watch_broken(&ctx.s.watch);
-    ks.unwatch(&mut ctx.s.watch);
-    if broken {
-        ctx.out.null_array();
-    } else if let Err(e) = admit(ctx, flags) {
-        ctx.out.error(&e.to_string());
-    } else {
-        ctx.out.array(queued.len());
-        ks.begin_transaction(&mut ctx.s.pending);
-        for q in &queued {
-            let args = q.args();
-            match table::lookup(args.get(0)) {
-                Some(cmd) => table::run(ctx, cmd, &args),
-                None => ctx.out.error(&table::unknown_command_text(&args)),
+    ctx.run_alone(|ctx| {
+        let broken = ks.watch_broken(&ctx.s.watch);
+        ks.unwatch(&mut ctx.s.watch);
+        if broken {
+            ctx.out.null_array();
+        } else if let Err(e) = admit(ctx, flags) {
+            ctx.out.error(&e.to_string());
+        } else {
+            ctx.out.array(queued.len());
+            ks.begin_transaction(&mut ctx.s.pending);
+            for q in &queued {
+                let args = q.args();
+                match table::lookup(args.get(0)) {
+                    Some(cmd) => table::run(ctx, cmd, &args),
+                    None => ctx.out.error(&table::unknown_command_text(&args)),
+                }
             }
+            ks.end_transaction(&mut ctx.s.pending);
         }
-        ks.end_transaction(&mut ctx.s.pending);
-    }
-    ctx.s.tx = None;
-    drop(alone);
-    *ctx.turn = Some(ks.enter());
+        ctx.s.tx = None;
+    });
 }
 
 /// The checks EXEC makes for the transaction as a whole, as Redis does: memory for any
