@@ -289,6 +289,45 @@ class Commands:
         self.assertTrue(r.config_resetstat())
         self.assertLessEqual(int(r.info()["total_commands_processed"]), 2)
 
+    def test_bitmaps(self):
+        r = self.r
+        r.set("mykey", "foobar")
+        self.assertEqual(r.bitcount("mykey"), 26)
+        self.assertEqual(r.bitcount("mykey", 1, 1), 6)
+        self.assertEqual(r.bitcount("mykey", 5, 30, "BIT"), 17)
+        self.assertEqual(r.bitcount("missing", 0, 1), 0)
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("BITCOUNT", "mykey", 0)
+        self.assertEqual(r.setbit("b", 7, 1), 0)
+        self.assertEqual(r.setbit("b", 7, 0), 1)
+        self.assertEqual(r.setbit("b", 100, 1), 0)
+        self.assertEqual((r.getbit("b", 100), r.getbit("b", 7), r.getbit("missing", 3)), (1, 0, 0))
+        self.assertEqual(r.strlen("b"), 13)
+        with self.assertRaisesRegex(redis.ResponseError, "bit offset is not an integer or out of range"):
+            r.setbit("b", 4294967296, 1)
+        with self.assertRaisesRegex(redis.ResponseError, "bit is not an integer or out of range"):
+            r.execute_command("SETBIT", "b", 1, 2)
+        r.set("bp", b"\xff\xf0\x00")
+        self.assertEqual(r.bitpos("bp", 0), 12)
+        self.assertEqual(r.bitpos("bp", 1, 7, 15, "BIT"), 7)
+        self.assertEqual(r.bitpos("bp", 1, 2, -1), -1)
+        self.assertEqual(r.bitpos("missing", 0), 0)
+        r.set("ones", b"\xff\xff")
+        self.assertEqual(r.bitpos("ones", 0), 16)
+        self.assertEqual(r.bitpos("ones", 0, 0, -1), -1)
+        with self.assertRaisesRegex(redis.ResponseError, "must be 1 or 0"):
+            r.bitpos("bp", 2)
+        r.set("k1", "foobar")
+        r.set("k2", "abcdef")
+        self.assertEqual(r.bitop("AND", "dest", "k1", "k2"), 6)
+        self.assertEqual(r.get("dest"), "`bc`ab")
+        self.assertEqual(r.bitop("OR", "dest", "k1", "k2", "missing"), 6)
+        self.assertEqual(r.get("dest"), "goofev")
+        self.assertEqual(r.bitop("AND", "dest", "missing"), 0)
+        self.assertFalse(r.exists("dest"))
+        with self.assertRaisesRegex(redis.ResponseError, "single source key"):
+            r.bitop("NOT", "dest", "k1", "k2")
+
     def test_pipelining(self):
         p = self.r.pipeline(transaction=False)
         for i in range(1000):

@@ -43,6 +43,7 @@ pub enum Op {
     IncrbyFloat,
     Append,
     SetRange,
+    SetBit,
     /// RENAME's source (the key is gone).
     RenameFrom,
     /// RENAME's destination (the value and deadline the source had).
@@ -65,6 +66,7 @@ impl Op {
             Op::IncrbyFloat => "incrbyfloat",
             Op::Append => "append",
             Op::SetRange => "setrange",
+            Op::SetBit => "setbit",
             Op::RenameFrom => "rename_from",
             Op::RenameTo => "rename_to",
             Op::CopyTo => "copy_to",
@@ -86,6 +88,7 @@ impl Op {
                 | Op::IncrbyFloat
                 | Op::Append
                 | Op::SetRange
+                | Op::SetBit
                 | Op::RenameTo
                 | Op::CopyTo
         )

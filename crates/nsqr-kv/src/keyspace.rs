@@ -403,6 +403,7 @@ impl Keyspace {
             Op::IncrbyFloat => Event::IncrbyFloat,
             Op::Append => Event::Append,
             Op::SetRange => Event::SetRange,
+            Op::SetBit => Event::SetBit,
             Op::RenameFrom => Event::RenameFrom,
             Op::RenameTo => Event::RenameTo,
             Op::CopyTo => Event::CopyTo,
@@ -524,6 +525,7 @@ fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
         | Op::IncrbyFloat
         | Op::Append
         | Op::SetRange
+        | Op::SetBit
         | Op::RenameTo
         | Op::CopyTo => Record::Put {
             key: e.key,

@@ -15,6 +15,7 @@
 //! ks.close()?;                              // shutdown snapshot
 //! ```
 
+pub mod bits;
 mod clock;
 pub mod config;
 mod entry;

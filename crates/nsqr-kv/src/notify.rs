@@ -127,6 +127,7 @@ pub enum Event {
     IncrbyFloat,
     Append,
     SetRange,
+    SetBit,
     RenameFrom,
     RenameTo,
     CopyTo,
@@ -147,6 +148,7 @@ impl Event {
             Event::IncrbyFloat => "incrbyfloat",
             Event::Append => "append",
             Event::SetRange => "setrange",
+            Event::SetBit => "setbit",
             Event::RenameFrom => "rename_from",
             Event::RenameTo => "rename_to",
             Event::CopyTo => "copy_to",
@@ -159,9 +161,12 @@ impl Event {
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Set | Event::Incrby | Event::IncrbyFloat | Event::Append | Event::SetRange => {
-                class::STRING
-            }
+            Event::Set
+            | Event::Incrby
+            | Event::IncrbyFloat
+            | Event::Append
+            | Event::SetRange
+            | Event::SetBit => class::STRING,
             Event::Del
             | Event::Expire
             | Event::Persist

@@ -10,7 +10,7 @@
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
-//!                 introspection (OBJECT / MEMORY / LATENCY / ROLE)
+//!                 introspection (OBJECT / MEMORY / LATENCY / ROLE), bits (bitmaps)
 //! resp/feed.rs    the change feed into an NSQ topic
 //! ```
 //!
@@ -18,6 +18,7 @@
 //! speaks the protocol.
 
 mod args;
+mod bits;
 mod config;
 mod conn;
 mod connection;

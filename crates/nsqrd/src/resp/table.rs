@@ -9,7 +9,9 @@ use std::sync::OnceLock;
 use resp_wire::Args;
 
 use super::session::Ctx;
-use super::{connection, introspection, keys, persistence, pubsub, server, strings, transaction};
+use super::{
+    bits, connection, introspection, keys, persistence, pubsub, server, strings, transaction,
+};
 
 /// Changes the keyspace.
 pub const WRITE: u32 = 1;
@@ -109,6 +111,12 @@ commands! {
     "getrange", 4, READONLY, ONE, strings::getrange;
     "substr", 4, READONLY, ONE, strings::getrange;
     "setrange", 4, WRITE | DENYOOM, ONE, strings::setrange;
+    // bitmaps
+    "setbit", 4, WRITE | DENYOOM, ONE, bits::setbit;
+    "getbit", 3, READONLY | FAST, ONE, bits::getbit;
+    "bitcount", -2, READONLY, ONE, bits::bitcount;
+    "bitpos", -3, READONLY, ONE, bits::bitpos;
+    "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
