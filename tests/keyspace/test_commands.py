@@ -316,7 +316,7 @@ class Commands:
         self.assertEqual(r.bitpos("ones", 0), 16)
         self.assertEqual(r.bitpos("ones", 0, 0, -1), -1)
         with self.assertRaisesRegex(redis.ResponseError, "must be 1 or 0"):
-            r.bitpos("bp", 2)
+            r.execute_command("BITPOS", "bp", 2)
         r.set("k1", "foobar")
         r.set("k2", "abcdef")
         self.assertEqual(r.bitop("AND", "dest", "k1", "k2"), 6)

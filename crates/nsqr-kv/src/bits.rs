@@ -303,7 +303,7 @@ mod tests {
         ks.get(b"b", |v| assert_eq!(v, Some(&[0x01, 0x00, 0x08][..])));
         assert!(ks.getbit(b"b", 7) && !ks.getbit(b"b", 6) && !ks.getbit(b"b", 1000));
         assert_eq!(
-            ks.setbit(b"b", 512 * 8 << 20, true, &mut p),
+            ks.setbit(b"b", (512 * 8) << 20, true, &mut p),
             Err(KvError::TooLarge)
         );
         assert_eq!(ks.bitop(BitOp::Not, b"d", &[b"b"], &mut p), 3);
