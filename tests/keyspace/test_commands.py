@@ -328,6 +328,31 @@ class Commands:
         with self.assertRaisesRegex(redis.ResponseError, "single source key"):
             r.bitop("NOT", "dest", "k1", "k2")
 
+    def test_dump_and_restore(self):
+        r = self.srv.client(protocol=self.PROTOCOL)
+        r.set("s", "hello")
+        r.set("n", 12345)
+        # The payloads redis-server 7.0 writes for the same values.
+        self.assertEqual(r.dump("s"), b"\x00\x05hello\n\x00cr\xdfve4 \n")
+        self.assertEqual(r.dump("n"), b"\x00\xc190\n\x00\x9d\x94\xea'\x93\xfc\x08\xb9")
+        self.assertIsNone(r.dump("missing"))
+        self.assertTrue(r.restore("copy", 0, r.dump("s")))
+        self.assertEqual(r.get("copy"), b"hello")
+        with self.assertRaisesRegex(redis.ResponseError, "BUSYKEY"):
+            r.restore("copy", 0, r.dump("n"))
+        self.assertTrue(r.restore("copy", 100000, r.dump("n"), replace=True))
+        self.assertEqual(r.get("copy"), b"12345")
+        self.assertTrue(about(100, r.ttl("copy")))
+        self.assertTrue(r.restore("gone", 1, r.dump("s"), absttl=True))
+        self.assertFalse(r.exists("gone"))
+        with self.assertRaisesRegex(redis.ResponseError, "payload version or checksum are wrong"):
+            r.restore("bad", 0, b"\x00\x05hellx\n\x00cr\xdfve4 \n")
+        with self.assertRaisesRegex(redis.ResponseError, "Invalid TTL value"):
+            r.restore("bad", -1, r.dump("s"))
+        self.assertTrue(r.restore("idle", 0, r.dump("s"), idletime=1000))
+        self.assertGreaterEqual(r.object("idletime", "idle"), 999)
+        r.close()
+
     def test_pipelining(self):
         p = self.r.pipeline(transaction=False)
         for i in range(1000):

@@ -50,6 +50,8 @@ pub enum Op {
     RenameTo,
     /// COPY's destination.
     CopyTo,
+    /// RESTORE's key.
+    Restore,
     Expire,
     Persist,
     Del,
@@ -70,6 +72,7 @@ impl Op {
             Op::RenameFrom => "rename_from",
             Op::RenameTo => "rename_to",
             Op::CopyTo => "copy_to",
+            Op::Restore => "restore",
             Op::Expire => "expire",
             Op::Persist => "persist",
             Op::Del => "del",
@@ -91,6 +94,7 @@ impl Op {
                 | Op::SetBit
                 | Op::RenameTo
                 | Op::CopyTo
+                | Op::Restore
         )
     }
 

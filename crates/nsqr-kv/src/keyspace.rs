@@ -407,6 +407,7 @@ impl Keyspace {
             Op::RenameFrom => Event::RenameFrom,
             Op::RenameTo => Event::RenameTo,
             Op::CopyTo => Event::CopyTo,
+            Op::Restore => Event::Restore,
             Op::Expire => Event::Expire,
             Op::Persist => Event::Persist,
             Op::Del => Event::Del,
@@ -527,7 +528,8 @@ fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
         | Op::SetRange
         | Op::SetBit
         | Op::RenameTo
-        | Op::CopyTo => Record::Put {
+        | Op::CopyTo
+        | Op::Restore => Record::Put {
             key: e.key,
             value: e.value.unwrap_or_default(),
             deadline: e.deadline,

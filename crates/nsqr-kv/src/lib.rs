@@ -18,6 +18,7 @@
 pub mod bits;
 mod clock;
 pub mod config;
+pub mod dump;
 mod entry;
 pub mod error;
 mod evict;

@@ -131,6 +131,7 @@ pub enum Event {
     RenameFrom,
     RenameTo,
     CopyTo,
+    Restore,
     Expired,
     Evicted,
     New,
@@ -152,6 +153,7 @@ impl Event {
             Event::RenameFrom => "rename_from",
             Event::RenameTo => "rename_to",
             Event::CopyTo => "copy_to",
+            Event::Restore => "restore",
             Event::Expired => "expired",
             Event::Evicted => "evicted",
             Event::New => "new",
@@ -172,7 +174,8 @@ impl Event {
             | Event::Persist
             | Event::RenameFrom
             | Event::RenameTo
-            | Event::CopyTo => class::GENERIC,
+            | Event::CopyTo
+            | Event::Restore => class::GENERIC,
             Event::Expired => class::EXPIRED,
             Event::Evicted => class::EVICTED,
             Event::New => class::NEW,

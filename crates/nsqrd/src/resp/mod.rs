@@ -10,7 +10,8 @@
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
-//!                 introspection (OBJECT / MEMORY / LATENCY / ROLE), bits (bitmaps)
+//!                 introspection (OBJECT / MEMORY / LATENCY / ROLE), bits (bitmaps),
+//!                 dump (DUMP / RESTORE)
 //! resp/feed.rs    the change feed into an NSQ topic
 //! ```
 //!
@@ -22,6 +23,7 @@ mod bits;
 mod config;
 mod conn;
 mod connection;
+mod dump;
 mod feed;
 mod introspection;
 mod keys;

@@ -10,7 +10,7 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, connection, introspection, keys, persistence, pubsub, server, strings, transaction,
+    bits, connection, dump, introspection, keys, persistence, pubsub, server, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -138,6 +138,8 @@ commands! {
     "copy", -3, WRITE | DENYOOM, (1, 2, 1), keys::copy;
     "randomkey", 1, READONLY, NONE, keys::randomkey;
     "touch", -2, READONLY | FAST, ALL, keys::touch;
+    "dump", 2, READONLY, ONE, dump::dump;
+    "restore", -4, WRITE | DENYOOM, ONE, dump::restore;
     // pub/sub
     "subscribe", -2, PUBSUB, NONE, pubsub::subscribe;
     "unsubscribe", -1, PUBSUB, NONE, pubsub::unsubscribe;

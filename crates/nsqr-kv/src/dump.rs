@@ -1,0 +1,256 @@
+//! DUMP and RESTORE payloads in Redis's format, so a value dumped here restores into Redis
+//! 7.0 and back: an RDB-encoded value (type byte 0 for a string; the string as an integer
+//! encoding when Redis would use one, else length-prefixed), the RDB version as two bytes, then
+//! the CRC-64 (Redis's, `crc` crate) of all that, little-endian.
+//!
+//! Strings that Redis compressed with LZF (long, compressible ones) are refused on RESTORE as
+//! bad data; nothing here writes LZF.
+
+use crc::{Crc, CRC_64_REDIS};
+
+use crate::clock::now_ms;
+use crate::feed::Op;
+use crate::keyspace::{Emit, Keyspace, Pending};
+
+/// Redis 7.0's RDB version.
+pub const RDB_VERSION: u16 = 10;
+const RDB_TYPE_STRING: u8 = 0;
+const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
+
+/// Why a payload cannot be restored (the texts are Redis's).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DumpError {
+    #[error("ERR DUMP payload version or checksum are wrong")]
+    Checksum,
+    #[error("ERR Bad data format")]
+    BadData,
+}
+
+/// The DUMP payload of a string value.
+pub fn dump_string(value: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(value.len() + 16);
+    out.push(RDB_TYPE_STRING);
+    encode_string(value, &mut out);
+    out.extend_from_slice(&RDB_VERSION.to_le_bytes());
+    let crc = CRC64.checksum(&out);
+    out.extend_from_slice(&crc.to_le_bytes());
+    out
+}
+
+/// A string as Redis writes it in an RDB: as an 8, 16 or 32-bit integer when it is the
+/// canonical text of one (at most 11 bytes), else its length then its bytes.
+fn encode_string(v: &[u8], out: &mut Vec<u8>) {
+    if v.len() <= 11 {
+        if let Some(n) =
+            resp_wire::parse_i64(v).filter(|n| itoa::Buffer::new().format(*n).as_bytes() == v)
+        {
+            if let Ok(n) = i8::try_from(n) {
+                out.push(0xc0);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+            if let Ok(n) = i16::try_from(n) {
+                out.push(0xc1);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+            if let Ok(n) = i32::try_from(n) {
+                out.push(0xc2);
+                out.extend_from_slice(&n.to_le_bytes());
+                return;
+            }
+        }
+    }
+    let len = v.len() as u64;
+    if len < 1 << 6 {
+        out.push(len as u8);
+    } else if len < 1 << 14 {
+        out.extend_from_slice(&[0x40 | (len >> 8) as u8, len as u8]);
+    } else if len <= u64::from(u32::MAX) {
+        out.push(0x80);
+        out.extend_from_slice(&(len as u32).to_be_bytes());
+    } else {
+        out.push(0x81);
+        out.extend_from_slice(&len.to_be_bytes());
+    }
+    out.extend_from_slice(v);
+}
+
+/// The string value of a DUMP payload.
+pub fn restore_string(payload: &[u8]) -> Result<Vec<u8>, DumpError> {
+    let body_len = payload.len().checked_sub(10).ok_or(DumpError::Checksum)?;
+    let (body, footer) = payload.split_at(body_len);
+    let version = u16::from_le_bytes([footer[0], footer[1]]);
+    let mut crc = [0u8; 8];
+    crc.copy_from_slice(&footer[2..]);
+    if version > RDB_VERSION || CRC64.checksum(&payload[..body_len + 2]) != u64::from_le_bytes(crc)
+    {
+        return Err(DumpError::Checksum);
+    }
+    match body.split_first() {
+        Some((&RDB_TYPE_STRING, rest)) => match decode_string(rest) {
+            Some((v, used)) if used == rest.len() => Ok(v),
+            _ => Err(DumpError::BadData),
+        },
+        _ => Err(DumpError::BadData),
+    }
+}
+
+/// A string at the start of `b` and the bytes it took.
+fn decode_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+    let first = *b.first()?;
+    let (len, at): (u64, usize) = match first >> 6 {
+        0 => (u64::from(first & 0x3f), 1),
+        1 => (u64::from(first & 0x3f) << 8 | u64::from(*b.get(1)?), 2),
+        2 if first == 0x80 => (
+            u64::from(u32::from_be_bytes(b.get(1..5)?.try_into().ok()?)),
+            5,
+        ),
+        2 if first == 0x81 => (u64::from_be_bytes(b.get(1..9)?.try_into().ok()?), 9),
+        3 => {
+            let n: i64 = match first & 0x3f {
+                0 => i64::from(i8::from_le_bytes([*b.get(1)?])),
+                1 => i64::from(i16::from_le_bytes(b.get(1..3)?.try_into().ok()?)),
+                2 => i64::from(i32::from_le_bytes(b.get(1..5)?.try_into().ok()?)),
+                _ => return None,
+            };
+            let used = 1 + (1usize << (first & 0x3f));
+            return Some((n.to_string().into_bytes(), used));
+        }
+        _ => return None,
+    };
+    let end = at.checked_add(usize::try_from(len).ok()?)?;
+    Some((b.get(at..end)?.to_vec(), end))
+}
+
+/// RESTORE's IDLETIME or FREQ: the access history the key starts with (each applies only
+/// under a policy of its kind, LRU or LFU, as in Redis).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Access {
+    #[default]
+    Now,
+    IdleSeconds(u64),
+    Frequency(u8),
+}
+
+/// What RESTORE does with a key that exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restored {
+    Written,
+    /// The key exists and REPLACE was not given.
+    Busy,
+    /// The deadline had passed: nothing written (an existing key was removed, with REPLACE).
+    Expired,
+}
+
+impl Keyspace {
+    /// RESTORE of a string value, with an absolute deadline or none.
+    pub fn restore(
+        &self,
+        key: &[u8],
+        value: &[u8],
+        deadline: Option<u64>,
+        replace: bool,
+        access: Access,
+        pending: &mut Pending,
+    ) -> Restored {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let old_clock = self.live(&mut g, hash, key, now).map(|e| e.clock());
+        if old_clock.is_some() && !replace {
+            return Restored::Busy;
+        }
+        if deadline.is_some_and(|d| d <= now) {
+            if old_clock.is_some() && g.remove(hash, key).is_some() {
+                self.emit(Emit::new(Op::Del, key), now, pending);
+            }
+            return Restored::Expired;
+        }
+        let lfu = self.settings.policy().is_lfu();
+        let clock = match access {
+            Access::IdleSeconds(s) if !lfu => {
+                crate::clock::lru_clock(now.saturating_sub(s.saturating_mul(1000)))
+            }
+            Access::Frequency(f) if lfu => (crate::evict::lfu_new(now) & !0xff) | u32::from(f),
+            _ => self.write_clock(None, now),
+        };
+        g.store(hash, key, value, deadline, clock, self.hasher());
+        if let Some(d) = deadline {
+            self.timer.schedule(d);
+        }
+        let emit = Emit {
+            value: Some(value),
+            deadline,
+            created: old_clock.is_none(),
+            ..Emit::new(Op::Restore, key)
+        };
+        self.emit(emit, now, pending);
+        Restored::Written
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn payloads_are_redis_7_bytes() {
+        assert_eq!(dump_string(b"hello"), b"\x00\x05hello\n\x00cr\xdfve4 \n");
+        assert_eq!(
+            dump_string(b"12345"),
+            b"\x00\xc190\n\x00\x9d\x94\xea'\x93\xfc\x08\xb9"
+        );
+    }
+
+    #[test]
+    fn round_trips_and_refusals() {
+        for v in [
+            &b""[..],
+            b"0",
+            b"-128",
+            b"127",
+            b"70000",
+            b"-2147483648",
+            b"2147483648",
+            b"007",
+            &[b'x'; 100],
+            &[b'y'; 20_000],
+        ] {
+            assert_eq!(restore_string(&dump_string(v)).as_deref(), Ok(v), "{v:?}");
+        }
+        let mut bad = dump_string(b"hello");
+        bad[2] ^= 1;
+        assert_eq!(restore_string(&bad), Err(DumpError::Checksum));
+        assert_eq!(restore_string(b"short"), Err(DumpError::Checksum));
+        // Redis's LZF-compressed string: refused as bad data.
+        let lzf = b"\x00\xc3\t/\x01aa\xe0\"\x00\x01aa\n\x00&`\x80[\x8e:X=";
+        assert_eq!(restore_string(lzf), Err(DumpError::BadData));
+        // A newer RDB version.
+        let mut newer = b"\x00\x01a".to_vec();
+        newer.extend_from_slice(&11u16.to_le_bytes());
+        let crc = CRC64.checksum(&newer);
+        newer.extend_from_slice(&crc.to_le_bytes());
+        assert_eq!(restore_string(&newer), Err(DumpError::Checksum));
+    }
+
+    #[test]
+    fn restore_respects_busy_keys_and_past_deadlines() {
+        let ks = crate::test_support::mem();
+        let mut p = Pending::default();
+        let now = Access::Now;
+        let r =
+            |key: &[u8], d, replace, a, p: &mut Pending| ks.restore(key, b"v", d, replace, a, p);
+        assert_eq!(r(b"k", None, false, now, &mut p), Restored::Written);
+        assert_eq!(r(b"k", None, false, now, &mut p), Restored::Busy);
+        assert_eq!(r(b"k", Some(1), true, now, &mut p), Restored::Expired);
+        assert!(!ks.contains(b"k"));
+        let at = ks.now_ms() + 100_000;
+        let idle = Access::IdleSeconds(1000);
+        assert_eq!(r(b"k", Some(at), true, idle, &mut p), Restored::Written);
+        assert_eq!(ks.deadline(b"k"), Some(Some(at)));
+        let info = ks.key_info(b"k").unwrap();
+        assert!((999..=1010).contains(&info.idle_seconds), "{info:?}");
+    }
+}
