@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics keyspace cluster queues conformance transports fuzz clean
+.PHONY: run build test deps lint unit example metrics keyspace redis-py cluster queues conformance transports fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -22,7 +22,7 @@ build:
 	$(CARGO) build --release -p nsqrd
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics keyspace cluster queues conformance transports
+test: deps lint unit example metrics keyspace redis-py cluster queues conformance transports
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -61,6 +61,13 @@ metrics: deps
 keyspace: deps
 	$(CARGO) build -p nsqrd
 	NSQRD_BIN=target/debug/nsqrd $(VENV)/bin/python -m unittest discover -s tests/keyspace -p 'test_*.py'
+
+# redis-py's own test suite (its PyPI sdist's tests/, pinned in tests/redis-py/run.py) against
+# the debug nsqrd, RESP2 and RESP3: every test listed in tests/redis-py/passing-resp*.txt must
+# pass. `python3 tests/redis-py/run.py --all` runs the whole of its files and prints the counts.
+redis-py:
+	$(CARGO) build -p nsqrd
+	NSQRD_BIN=target/debug/nsqrd python3 tests/redis-py/run.py
 
 # 3 nsqrd + 2 nsqrlookupd with a go-nsq consumer (tests/cluster/run.sh; LOOKUPD_BIN overrides
 # the lookupd, default target/debug/nsqrlookupd).

@@ -22,6 +22,7 @@ import tarfile
 import tempfile
 import threading
 import time
+import xml.etree.ElementTree as ET
 
 REDIS_PY = "6.4.0"
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -89,16 +90,36 @@ def start_nsqrd(data):
     return proc, found["addr"]
 
 
+def node_id(classname, name):
+    """A JUnit test case as pytest's node id (tests/test_x.py::Class::test_y)."""
+    parts = classname.split(".")
+    for i in range(1, len(parts) + 1):
+        path = "/".join(parts[:i]) + ".py"
+        if os.path.exists(os.path.join(SUITE, path)):
+            return "::".join([path] + parts[i:] + [name])
+    return classname + "::" + name
+
+
+def passed_tests(report):
+    """Tests that passed whole: no failure, no error (in setup or teardown either), not
+    skipped."""
+    root = ET.parse(report).getroot()
+    return [
+        node_id(case.get("classname", ""), case.get("name", ""))
+        for case in root.iter("testcase")
+        if not any(child.tag in ("failure", "error", "skipped") for child in case)
+    ]
+
+
 def pytest(addr, protocol, targets, report):
-    """Runs pytest on `targets`; returns the node ids that passed."""
+    """Runs pytest on `targets`; returns the node ids that passed and its last line."""
     cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=30", "--tb=line",
-           f"--redis-url=redis://{addr}", f"--protocol={protocol}", "-rA",
+           f"--redis-url=redis://{addr}", f"--protocol={protocol}",
            "-o", "junit_family=xunit2", f"--junitxml={report}"] + targets
     out = subprocess.run(cmd, cwd=SUITE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=3000)
-    passed = [l.split(" ", 1)[1].strip() for l in out.stdout.splitlines() if l.startswith("PASSED ")]
-    summary = out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "(no output)"
-    return passed, summary, out.stdout
+    lines = out.stdout.strip().splitlines()
+    return passed_tests(report), (lines[-1] if lines else "(no output)"), out.stdout
 
 
 def listed(protocol):
@@ -118,7 +139,7 @@ def main():
             targets = FILES if run_all else listed(protocol)
             report = os.path.join(WORK, f"report-resp{protocol}.xml")
             passed, summary, text = pytest(addr, protocol, targets, report)
-            print(f"RESP{protocol}: {summary}")
+            print(f"RESP{protocol} (pytest): {summary}")
             if run_all:
                 print(f"RESP{protocol}: {len(passed)} tests of {', '.join(FILES)} pass")
                 if write:
