@@ -1,11 +1,12 @@
 """Every command nsqrd's keyspace serves, through redis-py, in RESP2 and in RESP3."""
 
+import threading
 import time
 import unittest
 
 import redis
 
-from harness import NO_RETRY, Server
+from harness import NO_RETRY, Server, read_until_closed, wait_for as wait_until
 
 
 def about(seconds, ttl):
@@ -352,6 +353,48 @@ class Commands:
         self.assertTrue(r.restore("idle", 0, r.dump("s"), idletime=1000))
         self.assertGreaterEqual(r.object("idletime", "idle"), 999)
         r.close()
+
+    def test_every_client_listed_killed_and_paused(self):
+        r = self.r
+        other = self.srv.client(protocol=self.PROTOCOL, decode_responses=True)
+        other.client_setname("other")
+        other_id = other.client_id()
+        listed = {c["id"]: c for c in r.client_list()}
+        self.assertEqual(listed[str(other_id)]["name"], "other")
+        self.assertIn(str(r.client_id()), listed)
+        self.assertEqual([c["id"] for c in r.client_list(client_id=[other_id])], [str(other_id)])
+        self.assertEqual(r.client_list(_type="pubsub"), [])
+        # PAUSE WRITE: the other client's write waits for UNPAUSE; reads go on.
+        self.assertTrue(r.client_pause(60000, all=False))
+        done = threading.Event()
+
+        def write():
+            other.set("paused", 1)
+            done.set()
+
+        t = threading.Thread(target=write)
+        t.start()
+        self.assertIsNone(r.get("paused"))
+        self.assertFalse(done.wait(0.3), "a write ran during CLIENT PAUSE WRITE")
+        self.assertTrue(r.client_unpause())
+        self.assertTrue(done.wait(20))
+        t.join(20)
+        self.assertEqual(r.get("paused"), "1")
+        # KILL by id closes the other connection; SKIPME keeps the caller.
+        self.assertEqual(r.client_kill_filter(_id=other_id), 1)
+        self.assertTrue(wait_until(lambda: str(other_id) not in {c["id"] for c in r.client_list()}))
+        self.assertTrue(r.ping())
+        with self.assertRaisesRegex(redis.ResponseError, "No such client"):
+            r.client_kill("1.2.3.4:5")
+        other.close()
+
+    def test_client_reply_off_and_skip(self):
+        s = self.srv.raw()
+        s.sendall(b"CLIENT REPLY OFF\r\nSET a 1\r\nGET a\r\nCLIENT REPLY ON\r\n"
+                  b"CLIENT REPLY SKIP\r\nGET a\r\nGET a\r\nQUIT\r\n")
+        out = read_until_closed(s)
+        s.close()
+        self.assertEqual(out, b"+OK\r\n$1\r\n1\r\n+OK\r\n")
 
     def test_pipelining(self):
         p = self.r.pipeline(transaction=False)

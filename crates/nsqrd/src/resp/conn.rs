@@ -27,7 +27,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::session::{Ctx, Session};
+use super::session::{Ctx, Replies, Session};
 use super::table::{dispatch, lookup};
 use super::Shared;
 
@@ -57,6 +57,8 @@ enum Next {
     Close,
     /// A protocol error (its reply is buffered): write, drain, close.
     ProtocolError,
+    /// The next request is held by a CLIENT PAUSE: write the replies, wait, parse on.
+    Paused,
 }
 
 struct Conn {
@@ -80,6 +82,9 @@ pub async fn run(
     stop: watch::Receiver<bool>,
 ) {
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+    let local = stream
+        .local_addr()
+        .map_or_else(|_| String::new(), |a| a.to_string());
     shared.connected.fetch_add(1, Ordering::Relaxed);
     shared.total_connections.fetch_add(1, Ordering::Relaxed);
     let authenticated = shared.password.is_none();
@@ -94,7 +99,10 @@ pub async fn run(
         start: 0,
         warmed_to: 0,
         parser: RequestParser::new(limits),
-        session: Session::new(id, peer.to_string(), authenticated),
+        session: Session::new(
+            shared.clients.add(id, peer.to_string(), local.clone()),
+            authenticated,
+        ),
         out: Reply::with_capacity(Protocol::Resp2, READ_CHUNK),
     };
     if let Err(e) = conn.serve(stop).await {
@@ -104,6 +112,7 @@ pub async fn run(
         shared.ks.hub().remove_client(id);
     }
     shared.ks.unwatch(&mut conn.session.watch);
+    shared.clients.remove(id);
     shared.connected.fetch_sub(1, Ordering::Relaxed);
 }
 
@@ -114,14 +123,17 @@ impl Conn {
         tokio::pin!(stopped);
         loop {
             self.reserve();
+            let client = Arc::clone(&self.session.client);
             let read = match self.session.sub.clone() {
                 None => tokio::select! {
                     r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    () = client.killed() => return Ok(()),
                     _ = &mut stopped => return Ok(()),
                 },
                 Some(sub) => tokio::select! {
                     r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
                     () = sub.wait() => None,
+                    () = client.killed() => return Ok(()),
                     _ = &mut stopped => return Ok(()),
                 },
             };
@@ -131,7 +143,7 @@ impl Conn {
             if self.rbuf.len() - self.start > QUERY_BUFFER_LIMIT {
                 tracing::warn!(
                     "KV: client {} closed: query buffer over 1 GiB",
-                    self.session.id
+                    self.session.id()
                 );
                 return Ok(());
             }
@@ -147,6 +159,18 @@ impl Conn {
                         self.write().await?;
                         return self.drain_and_close().await;
                     }
+                    Next::Paused => {
+                        self.write().await?;
+                        tokio::select! {
+                            () = self.shared.clients.wait_unpaused() => {}
+                            () = client.killed() => return Ok(()),
+                            _ = &mut stopped => return Ok(()),
+                        }
+                    }
+                }
+                if client.is_killed() {
+                    self.write().await?;
+                    return Ok(());
                 }
             }
             self.write().await?;
@@ -192,6 +216,11 @@ impl Conn {
             match parser.parse(input) {
                 Ok(Parsed::Request(n)) => {
                     let args = parser.args(&input[..n]);
+                    if held_by_pause(shared, &args) {
+                        // Parsed again once the pause ends.
+                        break Next::Paused;
+                    }
+                    let (mark, replies) = (out.len(), session.replies);
                     let mut ctx = Ctx {
                         shared,
                         s: session,
@@ -199,8 +228,9 @@ impl Conn {
                         turn: &mut turn,
                     };
                     dispatch(&mut ctx, &args);
-                    commands += 1;
                     ctx.move_to_outbox();
+                    silence(session, out, mark, replies);
+                    commands += 1;
                     *start += n;
                     if session.quit {
                         break Next::Close;
@@ -227,12 +257,15 @@ impl Conn {
                         turn: &mut turn,
                     };
                     ctx.move_to_outbox();
-                    tracing::debug!("KV: client {} protocol error - {e}", session.id);
+                    tracing::debug!("KV: client {} protocol error - {e}", session.id());
                     break Next::ProtocolError;
                 }
             }
         };
         shared.total_commands.fetch_add(commands, Ordering::Relaxed);
+        if commands > 0 {
+            session.client.ran(session.last_command);
+        }
         next
     }
 
@@ -243,7 +276,7 @@ impl Conn {
             if let Err(e) = self.shared.ks.durable(&mut self.session.pending).await {
                 tracing::error!(
                     "KV: client {} closed without its replies: {e}",
-                    self.session.id
+                    self.session.id()
                 );
                 return Err(std::io::Error::other(e.to_string()));
             }
@@ -334,6 +367,34 @@ impl Conn {
             }
         }
         Ok(())
+    }
+}
+
+/// Whether a CLIENT PAUSE in force holds this request (every command under `ALL`, writes
+/// under `WRITE`; the commands that end a pause or leave always run).
+fn held_by_pause(shared: &Shared, args: &resp_wire::Args<'_>) -> bool {
+    let Some(cmd) = lookup(args.get(0)) else {
+        return false;
+    };
+    if matches!(cmd.name, "client" | "quit" | "reset" | "ping") {
+        return false;
+    }
+    shared.clients.holds(cmd.flags & super::table::WRITE != 0)
+}
+
+/// CLIENT REPLY: drops the reply of a command run with replies off, or of the one command
+/// after SKIP (`mark` is where its reply began, `before` the mode it ran under).
+fn silence(session: &mut Session, out: &mut Reply, mark: usize, before: Replies) {
+    match before {
+        Replies::On => {}
+        Replies::Off if session.replies == Replies::Off => out.buf_mut().truncate(mark),
+        Replies::Off => {}
+        Replies::SkipNext => {
+            out.buf_mut().truncate(mark);
+            if session.replies == Replies::SkipNext {
+                session.replies = Replies::On;
+            }
+        }
     }
 }
 

@@ -69,7 +69,7 @@ pub fn auth(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 /// Client names and library names: printable ASCII without spaces.
-fn valid_name(name: &[u8]) -> bool {
+pub fn valid_name(name: &[u8]) -> bool {
     name.iter().all(|&c| (b'!'..=b'~').contains(&c))
 }
 
@@ -117,9 +117,13 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &Args<'_>) {
                 .error("ERR Client names cannot contain spaces, newlines or special characters.");
             return;
         }
-        ctx.s.name = n.to_vec();
+        ctx.s.client.names.lock().name = n.to_vec();
     }
     ctx.out.set_protocol(proto);
+    ctx.s
+        .client
+        .resp
+        .store(proto.number() as u8, std::sync::atomic::Ordering::Relaxed);
     if let Some(sub) = &ctx.s.sub {
         sub.set_protocol(proto);
     }
@@ -132,7 +136,7 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     out.bulk(b"proto");
     out.integer(proto.number());
     out.bulk(b"id");
-    out.integer(ctx.s.id as i64);
+    out.integer(ctx.s.id() as i64);
     out.bulk(b"mode");
     out.bulk(b"standalone");
     out.bulk(b"role");
@@ -163,8 +167,17 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         ctx.move_to_outbox();
         ctx.shared.ks.hub().remove_client(sub.id());
     }
-    ctx.s.name.clear();
+    ctx.s.client.names.lock().name.clear();
+    ctx.s
+        .client
+        .resp
+        .store(2, std::sync::atomic::Ordering::Relaxed);
+    ctx.s.replies = super::session::Replies::On;
     ctx.s.tx = None;
+    ctx.s
+        .client
+        .multi
+        .store(-1, std::sync::atomic::Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
     ctx.s.authenticated = ctx.shared.password.is_none();
     ctx.out.set_protocol(Protocol::Resp2);
@@ -172,109 +185,4 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         sub.set_protocol(Protocol::Resp2);
     }
     ctx.out.simple(b"RESET");
-}
-
-/// The `CLIENT INFO` line of this client.
-fn info_line(ctx: &Ctx<'_>) -> String {
-    let (channels, patterns) = ctx.s.subscriptions(ctx.shared);
-    format!(
-        "id={} addr={} laddr=127.0.0.1:{} name={} age={} idle=0 flags={} db=0 sub={} psub={} multi={} cmd=client|info user=default lib-name={} lib-ver={} resp={}\n",
-        ctx.s.id,
-        ctx.s.addr,
-        ctx.shared.port,
-        String::from_utf8_lossy(&ctx.s.name),
-        ctx.s.created.elapsed().as_secs(),
-        match (&ctx.s.tx, channels + patterns) {
-            (Some(_), _) => "x",
-            (None, 0) => "N",
-            (None, _) => "P",
-        },
-        channels,
-        patterns,
-        ctx.s.tx.as_ref().map_or(-1, |t| t.len() as i64),
-        String::from_utf8_lossy(&ctx.s.lib_name),
-        String::from_utf8_lossy(&ctx.s.lib_ver),
-        ctx.proto().number(),
-    )
-}
-
-pub fn client(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let sub = a.get(1).to_ascii_lowercase();
-    let arity_ok = match sub.as_slice() {
-        b"id" | b"getname" | b"info" | b"help" => a.len() == 2,
-        b"setname" => a.len() == 3,
-        b"setinfo" => a.len() == 4,
-        b"list" => a.len() >= 2,
-        _ => {
-            let name = String::from_utf8_lossy(a.get(1)).into_owned();
-            return ctx.out.error(&format!(
-                "ERR unknown subcommand '{name}'. Try CLIENT HELP."
-            ));
-        }
-    };
-    if !arity_ok {
-        let name = format!("client|{}", String::from_utf8_lossy(&sub));
-        return wrong_arity(ctx, &name);
-    }
-    match sub.as_slice() {
-        b"id" => ctx.out.integer(ctx.s.id as i64),
-        b"getname" if ctx.s.name.is_empty() => ctx.out.null(),
-        b"getname" => ctx.out.bulk(&ctx.s.name.clone()),
-        b"setname" => {
-            if valid_name(a.get(2)) {
-                ctx.s.name = a.get(2).to_vec();
-                ctx.out.ok();
-            } else {
-                ctx.out.error(
-                    "ERR Client names cannot contain spaces, newlines or special characters.",
-                );
-            }
-        }
-        b"setinfo" => client_setinfo(ctx, a),
-        b"info" => {
-            let line = info_line(ctx);
-            ctx.out.verbatim(b"txt", line.as_bytes());
-        }
-        b"list" => {
-            let line = info_line(ctx).replace("cmd=client|info", "cmd=client|list");
-            ctx.out.verbatim(b"txt", line.as_bytes());
-        }
-        _ => {
-            let lines: [&[u8]; 6] = [
-                b"CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-                b"ID, GETNAME, SETNAME <name>, INFO, LIST (this client only),",
-                b"SETINFO <LIB-NAME|LIB-VER> <value>,",
-                b"HELP",
-                b"Other CLIENT subcommands of Redis are not served by nsqrd.",
-                b"See docs/keyspace.md.",
-            ];
-            ctx.out.array(lines.len());
-            for l in lines {
-                ctx.out.simple(l);
-            }
-        }
-    }
-}
-
-fn client_setinfo(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let (attr, value) = (a.get(2), a.get(3));
-    let which = if is(attr, "lib-name") {
-        "lib-name"
-    } else if is(attr, "lib-ver") {
-        "lib-ver"
-    } else {
-        let opt = String::from_utf8_lossy(attr).into_owned();
-        return ctx.out.error(&format!("ERR Unrecognized option '{opt}'"));
-    };
-    if !valid_name(value) {
-        return ctx.out.error(&format!(
-            "ERR {which} cannot contain spaces, newlines or special characters."
-        ));
-    }
-    if which == "lib-name" {
-        ctx.s.lib_name = value.to_vec();
-    } else {
-        ctx.s.lib_ver = value.to_vec();
-    }
-    ctx.out.ok();
 }

@@ -6,6 +6,7 @@
 //! resp/mod.rs     start(): open the keyspace, bind, accept; Handle::shutdown()
 //! resp/workers.rs the serving threads (one single-threaded runtime each)
 //! resp/conn.rs    one task per client: read, parse (resp-wire), dispatch, write
+//! resp/registry.rs every connected client (CLIENT LIST / KILL / PAUSE)
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
@@ -20,6 +21,7 @@
 
 mod args;
 mod bits;
+mod client;
 mod config;
 mod conn;
 mod connection;
@@ -29,6 +31,7 @@ mod introspection;
 mod keys;
 mod persistence;
 mod pubsub;
+mod registry;
 mod server;
 mod session;
 mod strings;
@@ -64,6 +67,8 @@ pub struct Shared {
     pub port: u16,
     pub pubsub_limit: OutputLimit,
     pub max_bulk: u64,
+    /// Every connected client (`CLIENT LIST / KILL / PAUSE`).
+    pub clients: registry::Clients,
 }
 
 /// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
@@ -144,6 +149,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         port: addr.port(),
         pubsub_limit: config.pubsub_limit,
         max_bulk: config.max_bulk,
+        clients: registry::Clients::default(),
     });
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the
     // rest, and one request at a time gains nothing from more threads than cores free.

@@ -2,30 +2,34 @@
 //! and the reply buffer.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
+use super::registry::Client;
 use super::transaction::Transaction;
 use super::Shared;
 
-/// A client of the keyspace server.
+/// Whether replies are sent (`CLIENT REPLY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Replies {
+    #[default]
+    On,
+    Off,
+    /// Not for the next command.
+    SkipNext,
+}
+
+/// A client of the keyspace server: what only its own connection needs. What other clients
+/// may see of it (`CLIENT LIST`) is its [`Client`] in the registry.
 pub struct Session {
-    pub id: u64,
-    pub addr: String,
-    pub created: Instant,
+    pub client: Arc<Client>,
     pub authenticated: bool,
-    /// `CLIENT SETNAME` / `HELLO ... SETNAME`.
-    pub name: Vec<u8>,
-    /// `CLIENT SETINFO LIB-NAME` / `LIB-VER`.
-    pub lib_name: Vec<u8>,
-    pub lib_ver: Vec<u8>,
     /// The client's outbox once it subscribed to something (see `conn.rs`).
     pub sub: Option<Arc<Subscriber>>,
     /// Changes to wait for (strict mode) before the replies of this batch go out.
     pub pending: Pending,
-    /// Close once the replies are written (QUIT).
+    /// Close once the replies are written (QUIT, or a CLIENT KILL of itself).
     pub quit: bool,
     /// The last command's name (`CLIENT INFO`).
     pub last_command: &'static str,
@@ -33,31 +37,32 @@ pub struct Session {
     pub tx: Option<Transaction>,
     /// Keys WATCHed for the next EXEC.
     pub watch: Watch,
+    pub replies: Replies,
 }
 
 impl Session {
-    pub fn new(id: u64, addr: String, authenticated: bool) -> Session {
+    pub fn new(client: Arc<Client>, authenticated: bool) -> Session {
         Session {
-            id,
-            addr,
-            created: Instant::now(),
+            client,
             authenticated,
-            name: Vec::new(),
-            lib_name: Vec::new(),
-            lib_ver: Vec::new(),
             sub: None,
             pending: Pending::default(),
             quit: false,
             last_command: "NULL",
             tx: None,
             watch: Watch::default(),
+            replies: Replies::default(),
         }
+    }
+
+    pub fn id(&self) -> u64 {
+        self.client.id
     }
 
     /// The client's (channels, patterns) subscription counts.
     pub fn subscriptions(&self, shared: &Shared) -> (usize, usize) {
         match &self.sub {
-            Some(_) => shared.ks.hub().counts(self.id),
+            Some(_) => shared.ks.hub().counts(self.id()),
             None => (0, 0),
         }
     }
@@ -86,7 +91,7 @@ impl Ctx<'_> {
     /// so they stay ahead of what publishers add from now on.
     pub fn subscriber(&mut self) -> Arc<Subscriber> {
         let proto = self.proto();
-        let (id, limit) = (self.s.id, self.shared.pubsub_limit);
+        let (id, limit) = (self.s.id(), self.shared.pubsub_limit);
         let sub = self
             .s
             .sub

@@ -10,7 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, connection, dump, introspection, keys, persistence, pubsub, server, strings, transaction,
+    bits, client, connection, dump, introspection, keys, persistence, pubsub, server, strings,
+    transaction,
 };
 
 /// Changes the keyspace.
@@ -65,7 +66,7 @@ commands! {
     "hello", -1, FAST | NO_AUTH, NONE, connection::hello;
     "auth", -2, FAST | NO_AUTH, NONE, connection::auth;
     "select", 2, FAST, NONE, connection::select;
-    "client", -2, 0, NONE, connection::client;
+    "client", -2, 0, NONE, client::client;
     "quit", -1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::quit;
     "reset", 1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::reset;
     // transactions

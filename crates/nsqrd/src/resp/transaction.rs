@@ -9,6 +9,8 @@
 //! array and run nothing. In strict mode the transaction's changes reach the log as one
 //! record, so a crash keeps all of them or none.
 
+use std::sync::atomic::Ordering;
+
 use resp_wire::{Args, OwnedArgs};
 
 use super::session::Ctx;
@@ -21,20 +23,13 @@ const MAX_QUEUED_BYTES: usize = 1 << 30;
 #[derive(Debug, Default)]
 pub struct Transaction {
     queued: Vec<OwnedArgs>,
-    /// Commands queued (still counted while EXEC runs them).
+    /// Commands queued (`CLIENT LIST`'s `multi=`, still counted while EXEC runs them).
     count: usize,
     bytes: usize,
     /// The flags of every queued command, or'ed (memory and log checks at EXEC).
     flags: u32,
     /// A command was refused while queueing: EXEC answers EXECABORT.
     doomed: bool,
-}
-
-impl Transaction {
-    /// Commands queued so far (`CLIENT INFO`'s `multi=`).
-    pub fn len(&self) -> usize {
-        self.count
-    }
 }
 
 impl Ctx<'_> {
@@ -62,6 +57,7 @@ pub fn queue(ctx: &mut Ctx<'_>, flags: u32, args: &Args<'_>) {
     tx.count += 1;
     tx.flags |= flags;
     tx.queued.push(owned);
+    ctx.s.client.multi.store(tx.count as i64, Ordering::Relaxed);
     ctx.out.simple(b"QUEUED");
 }
 
@@ -70,6 +66,7 @@ pub fn multi(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         return ctx.out.error("ERR MULTI calls can not be nested");
     }
     ctx.s.tx = Some(Transaction::default());
+    ctx.s.client.multi.store(0, Ordering::Relaxed);
     ctx.out.ok();
 }
 
@@ -77,6 +74,7 @@ pub fn discard(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     if ctx.s.tx.take().is_none() {
         return ctx.out.error("ERR DISCARD without MULTI");
     }
+    ctx.s.client.multi.store(-1, Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
     ctx.out.ok();
 }
@@ -106,6 +104,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     let ks = &shared.ks;
     if doomed {
         ctx.s.tx = None;
+        ctx.s.client.multi.store(-1, Ordering::Relaxed);
         ks.unwatch(&mut ctx.s.watch);
         return ctx
             .out
@@ -131,6 +130,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
             ks.end_transaction(&mut ctx.s.pending);
         }
         ctx.s.tx = None;
+        ctx.s.client.multi.store(-1, Ordering::Relaxed);
     });
 }
 
