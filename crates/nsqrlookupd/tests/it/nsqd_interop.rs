@@ -4,10 +4,6 @@
 //! The node is this workspace's nsqrd (built by `nsqr_testkit::daemon_bin`), or the binary
 //! named by `NSQD_BIN` (e.g. upstream nsqd).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -15,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 struct Nsqd {
     child: Child,
@@ -41,8 +37,7 @@ fn nsqd_bin() -> PathBuf {
 }
 
 fn start_nsqd(bin: &Path, lookupd_tcp: SocketAddr) -> Nsqd {
-    let dir = std::env::temp_dir().join(format!("nsqrlookupd-interop-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = nsqr_testkit::temp_dir("nsqrlookupd-interop");
     let mut child = Command::new(bin)
         .arg("--tcp-address=127.0.0.1:0")
         .arg("--http-address=127.0.0.1:0")

@@ -2,13 +2,9 @@
 //! `--version`, `-h`, `--config` precedence, fatal exit on a busy port, and a graceful stop on
 //! SIGTERM / SIGINT that closes nsqd connections.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 #[test]
 fn version_and_help() {
@@ -99,8 +95,7 @@ fn log_prefix_and_level() {
 
 #[test]
 fn config_file_with_flag_precedence() {
-    let dir = std::env::temp_dir().join(format!("nsqrlookupd-cfg-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = nsqr_testkit::temp_dir("nsqrlookupd-cfg");
     let path = dir.join("lookupd.toml");
     std::fs::write(
         &path,

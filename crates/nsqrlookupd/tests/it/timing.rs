@@ -5,13 +5,9 @@
 //! windows are long enough (seconds) that the state just after a command is still there when
 //! a slow machine gets to look at it: a slow machine makes these slower, not flaky.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::time::{Duration, Instant};
 
-use common::*;
+use crate::common::*;
 
 const NODE: &str = "127.0.0.1:4151";
 

@@ -2,14 +2,10 @@
 //! clients that trickle bytes or stall mid-command, connection floods, broken HTTP. After each
 //! abuse the server must still answer correctly.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 /// The server still registers and answers.
 fn assert_healthy(l: &Lookupd) {

@@ -2,15 +2,11 @@
 //! registrations show up (ephemeral cleanup, keys outliving producers, HTTP mutations).
 //! Lists are compared sorted: nsqlookupd's order is arbitrary.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::time::Duration;
 
 use serde_json::json;
 
-use common::*;
+use crate::common::*;
 
 /// Asserts a V1 JSON answer: status, both content-type headers, exact body.
 fn assert_v1(r: &HttpResponse, status: u16, body: &str) {

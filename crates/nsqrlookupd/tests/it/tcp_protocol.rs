@@ -5,13 +5,9 @@
 //! Run against upstream with `NSQLOOKUPD_BIN=/path/to/nsqlookupd`; the few places where
 //! nsqrlookupd deliberately differs assert each side's behaviour (docs/compatibility.md).
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
-
 use std::time::Duration;
 
-use common::*;
+use crate::common::*;
 
 const BODY: &str =
     r#"{"broadcast_address":"127.0.0.1","tcp_port":4150,"http_port":4151,"version":"1.3.0"}"#;

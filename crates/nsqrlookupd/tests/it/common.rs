@@ -3,16 +3,13 @@
 //! `NSQLOOKUPD_BIN` (so every test also runs against upstream nsqlookupd). Only std, a timeout on
 //! every read, and the server is killed on drop, so a hung or crashed server fails a test
 //! instead of hanging it or leaking a process.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use nsqr_testkit::listen_addr;
+use nsqr_testkit::Daemon;
 /// How long any single read may block before the test fails.
 pub use nsqr_testkit::READ_TIMEOUT;
 
@@ -39,10 +36,9 @@ pub fn os_hostname() -> String {
 
 /// A running server; killed on drop.
 pub struct Lookupd {
-    child: Child,
+    proc: Daemon,
     pub tcp: SocketAddr,
     pub http: SocketAddr,
-    log: mpsc::Receiver<String>,
 }
 
 impl Lookupd {
@@ -59,59 +55,15 @@ impl Lookupd {
 
     /// Starts with exactly `args`; they must make it listen on ports it logs.
     pub fn start_with(args: &[&str]) -> Lookupd {
-        let mut child = Command::new(server_bin())
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn server");
-        let (tx, rx) = mpsc::channel::<String>();
-        let pipes: Vec<Box<dyn Read + Send>> = vec![
-            Box::new(child.stderr.take().expect("stderr")),
-            Box::new(child.stdout.take().expect("stdout")),
-        ];
-        for pipe in pipes {
-            let tx = tx.clone();
-            // Lines are read as bytes: a server may log what a client sent, which need not be
-            // UTF-8, and a reader that stopped would kill the server with SIGPIPE.
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(pipe);
-                let mut line = Vec::new();
-                while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-                    let text = String::from_utf8_lossy(&line).trim_end().to_string();
-                    line.clear();
-                    let _ = tx.send(text);
-                }
-            });
-        }
-        drop(tx);
-        let (mut tcp, mut http) = (None, None);
-        let deadline = Instant::now() + Duration::from_secs(15);
-        let mut seen = Vec::new();
-        while tcp.is_none() || http.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    tcp = tcp.or_else(|| listen_addr(&line, "TCP: listening on "));
-                    http = http.or_else(|| listen_addr(&line, "HTTP: listening on "));
-                    seen.push(line);
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    panic!(
-                        "server did not report its listeners; log:\n{}",
-                        seen.join("\n")
-                    );
-                }
-            }
-        }
+        let mut proc = Daemon::spawn(Command::new(server_bin()).args(args));
+        let addrs = proc.listeners(
+            Duration::from_secs(15),
+            &["TCP: listening on ", "HTTP: listening on "],
+        );
         Lookupd {
-            child,
-            tcp: tcp.expect("tcp"),
-            http: http.expect("http"),
-            log: rx,
+            proc,
+            tcp: addrs[0],
+            http: addrs[1],
         }
     }
 
@@ -193,40 +145,22 @@ impl Lookupd {
 
     /// Lines logged so far.
     pub fn log_lines(&self) -> Vec<String> {
-        self.log.try_iter().collect()
+        self.proc.log_lines()
     }
 
     /// True while the process runs.
     pub fn is_running(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        self.proc.is_running()
     }
 
     /// Waits (bounded) for the process to exit; its exit code.
     pub fn wait_exit(&mut self, t: Duration) -> Option<i32> {
-        let deadline = Instant::now() + t;
-        while Instant::now() < deadline {
-            if let Ok(Some(st)) = self.child.try_wait() {
-                return st.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
+        self.proc.wait_exit(t)
     }
 
     /// Sends `signal` (e.g. "TERM") and waits (bounded) for exit; the exit code.
     pub fn signal(&mut self, signal: &str) -> Option<i32> {
-        let pid = self.child.id().to_string();
-        let _ = Command::new("kill")
-            .args([&format!("-{signal}"), &pid])
-            .status();
-        self.wait_exit(Duration::from_secs(10))
-    }
-}
-
-impl Drop for Lookupd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.proc.signal(signal, Duration::from_secs(10))
     }
 }
 
@@ -290,17 +224,7 @@ impl Conn {
     /// True if the server closed the connection (EOF or reset) within the read timeout,
     /// discarding anything else it sends.
     pub fn expect_closed(&mut self) -> bool {
-        let mut b = [0u8; 1024];
-        loop {
-            match self.s.read(&mut b) {
-                Ok(0) => return true,
-                Ok(_) => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return true,
-                // A signal interrupted the wait (a read with a timeout is not restarted).
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return false,
-            }
-        }
+        nsqr_testkit::expect_closed(&mut self.s)
     }
 
     /// Expects exactly this error reply, then the connection closing.
@@ -311,19 +235,7 @@ impl Conn {
 
     /// True if nothing arrives within `t` and the connection stays open.
     pub fn expect_silence(&mut self, t: Duration) -> bool {
-        self.s.set_read_timeout(Some(t)).expect("timeout");
-        let mut b = [0u8; 1];
-        let r = match self.s.peek(&mut b) {
-            Ok(_) => false,
-            Err(e) => matches!(
-                e.kind(),
-                std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
-            ),
-        };
-        self.s
-            .set_read_timeout(Some(READ_TIMEOUT))
-            .expect("timeout");
-        r
+        nsqr_testkit::expect_silence(&self.s, t)
     }
 
     /// Half-close: the server sees EOF, we can still read.
@@ -348,5 +260,4 @@ pub fn identify_bytes(body: &[u8]) -> Vec<u8> {
     v
 }
 
-#[allow(unused_imports)]
 pub use nsqr_testkit::{http_request, parse_http_response, wait_until, HttpResponse};
