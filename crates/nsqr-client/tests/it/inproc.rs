@@ -2,8 +2,6 @@
 //! (flushed when awaited or dropped, at the limit, on another topic or kind of publish, by
 //! the timer; in order), and `next_batch` settling its FINs together while honouring
 //! max-in-flight and requeues.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::time::Duration;
 
 use nsqr_broker::{Broker, BrokerConfig, SubscribeOptions, Subscription};

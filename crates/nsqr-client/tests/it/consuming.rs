@@ -1,15 +1,12 @@
 //! A consumer's behaviour with one nsqd (nsqrd, or `NSQD_BIN`) and in process: handlers and
 //! their concurrency, client-side max attempts, backoff (RDY 0, then 1, then back to the
 //! share), TOUCH, and what happens to messages on drop and stop.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{config, eventually, within, Daemon};
+use crate::common::{config, eventually, within, Daemon};
 use nsqr_broker::{Broker, BrokerConfig};
 use nsqr_client::{
     handler_fn, Config, Consumer, Handler, HandlerError, Message, Producer, Reply, Stopper,

@@ -2,23 +2,13 @@
 //! binary named by `NSQD_BIN`, e.g. upstream nsqd) and nsqrlookupd (or `NSQLOOKUPD_BIN`),
 //! started on ephemeral loopback ports and killed on drop, plus the TLS fixtures nsqrd's
 //! tests use.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
-
-use std::io::{BufRead, BufReader, Read};
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nsqr_client::Config;
 use nsqr_testkit::{daemon_bin, http_request, listen_addr};
-
-/// True when the tests run against a reference nsqd.
-pub fn is_reference() -> bool {
-    std::env::var_os("NSQD_BIN").is_some()
-}
 
 fn nsqd_bin() -> PathBuf {
     std::env::var_os("NSQD_BIN").map_or_else(|| daemon_bin("nsqrd"), PathBuf::from)
@@ -29,87 +19,35 @@ fn lookupd_bin() -> PathBuf {
 }
 
 pub fn temp_dir() -> PathBuf {
-    static N: AtomicU32 = AtomicU32::new(0);
-    let d = std::env::temp_dir().join(format!(
-        "nsqr-client-test-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+    nsqr_testkit::temp_dir("client-test")
 }
 
 /// A daemon process; killed on drop.
 pub struct Daemon {
-    child: Child,
+    proc: nsqr_testkit::Daemon,
     pub tcp: SocketAddr,
     pub http: SocketAddr,
     pub dir: PathBuf,
-    log: mpsc::Receiver<String>,
 }
 
 impl Daemon {
     fn spawn(bin: PathBuf, args: Vec<String>, dir: PathBuf) -> Daemon {
-        let mut child = Command::new(bin)
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn daemon");
-        let (tx, rx) = mpsc::channel::<String>();
-        for pipe in [
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(pipe);
-                let mut line = Vec::new();
-                while matches!(r.read_until(b'\n', &mut line), Ok(n) if n > 0) {
-                    let _ = tx.send(String::from_utf8_lossy(&line).trim_end().to_string());
-                    line.clear();
-                }
-            });
-        }
-        drop(tx);
+        let mut proc = nsqr_testkit::Daemon::spawn(Command::new(bin).args(&args));
         let (mut tcp, mut http) = (None, None);
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut seen = Vec::new();
-        while tcp.is_none() || http.is_none() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match rx.recv_timeout(left) {
-                Ok(line) => {
-                    if line.contains("TCP: listening on /") {
-                        // A unix socket: the test knows its path.
-                        tcp = tcp.or_else(|| "0.0.0.0:0".parse().ok());
-                    }
-                    tcp = tcp.or_else(|| listen_addr(&line, "TCP: listening on "));
-                    http = http.or_else(|| listen_addr(&line, "HTTP: listening on "));
-                    seen.push(line);
-                }
-                Err(_) => {
-                    let _ = child.kill();
-                    panic!("daemon did not report its listeners:\n{}", seen.join("\n"));
-                }
+        proc.wait_for_log(Duration::from_secs(20), |line| {
+            if line.contains("TCP: listening on /") {
+                // A unix socket: the test knows its path.
+                tcp = tcp.or_else(|| "0.0.0.0:0".parse().ok());
             }
-        }
+            tcp = tcp.or_else(|| listen_addr(line, "TCP: listening on "));
+            http = http.or_else(|| listen_addr(line, "HTTP: listening on "));
+            tcp.is_some() && http.is_some()
+        });
         Daemon {
-            child,
+            proc,
             tcp: tcp.unwrap(),
             http: http.unwrap(),
             dir,
-            log: rx,
         }
     }
 
@@ -148,8 +86,7 @@ impl Daemon {
 
     /// Kill it, keeping its data directory; returns it and the TCP address.
     pub fn kill(mut self) -> (PathBuf, SocketAddr) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.proc.kill();
         let dir = std::mem::take(&mut self.dir);
         (dir, self.tcp)
     }
@@ -176,23 +113,11 @@ impl Daemon {
             .clone();
         c[field].as_i64()
     }
-
-    /// POST an HTTP API path; panics unless 200.
-    pub fn post(&self, path: &str, body: &[u8]) {
-        let r = http_request(self.http, "POST", path, &[], body);
-        assert_eq!(r.status, 200, "{path}: {}", r.text());
-    }
-
-    /// Log lines so far.
-    pub fn log_lines(&self) -> Vec<String> {
-        self.log.try_iter().collect()
-    }
 }
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.proc.kill();
         if !self.dir.as_os_str().is_empty() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }

@@ -2,16 +2,13 @@
 //! without a client certificate, and required by the server), snappy, deflate, TLS with
 //! compression, large compressible bodies through compression, AUTH against an auth server,
 //! and heartbeats keeping an idle connection open.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{config, fixture, strs, tls_flags, within, Daemon};
+use crate::common::{config, fixture, strs, tls_flags, within, Daemon};
 use nsqr_client::tls::TlsFiles;
 use nsqr_client::{Compression, Config, Consumer, Error, ErrorCode, Producer};
 

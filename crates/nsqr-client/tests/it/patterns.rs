@@ -2,15 +2,12 @@
 //! (every channel gets every message), work queue (the consumers of one channel share its
 //! messages, each exactly once here), request-reply (replies matched to requests, errors and
 //! timeouts, two responders sharing the requests).
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::common::{config, within, Daemon};
 use bytes::Bytes;
-use common::{config, within, Daemon};
 use nsqr_broker::{Broker, BrokerConfig};
 use nsqr_client::patterns::{Requester, Responder};
 use nsqr_client::{Config, Consumer, Error, Producer, Reply};

@@ -1,14 +1,11 @@
 //! A consumer over several nsqd: max-in-flight spread and redistributed across connections,
 //! discovery through nsqlookupd (nodes found as they get the topic), and reconnecting to an
 //! nsqd that restarts. Against nsqrd and nsqrlookupd, or `NSQD_BIN` / `NSQLOOKUPD_BIN`.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use common::{config, eventually, within, Daemon};
+use crate::common::{config, eventually, within, Daemon};
 use nsqr_client::{Consumer, Producer};
 
 /// Publish `n` messages named after the node to each node.

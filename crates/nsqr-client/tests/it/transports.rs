@@ -1,15 +1,13 @@
 //! One API over the three transports: publishing (PUB, MPUB, DPUB, pipelined, coalesced) and
 //! consuming over TCP and a unix socket against nsqd (nsqrd, or `NSQD_BIN`), and in process
 //! against the embedded broker, where a body arrives as the very buffer published.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::common::{config, within, Daemon};
 use bytes::Bytes;
-use common::{config, within, Daemon};
 use nsqr_broker::{Broker, BrokerConfig};
 use nsqr_client::{Config, Consumer, Error, ErrorCode, Producer};
 
