@@ -2,21 +2,11 @@
 //! come back in order; strict mode acknowledges a publish only once it is on disk and keeps
 //! unfinished messages there until FIN; what a closed broker leaves is read back with the
 //! `diskqueue` crate.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use nsq_wire::Bodies;
 use nsqr_broker::{Broker, BrokerConfig, Consumer, ConsumerInfo, ConsumerKind, Durability};
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nsqr-broker-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 async fn broker(dir: &std::path::Path, durability: Durability, mem: usize) -> Broker {
     Broker::start(BrokerConfig {
@@ -83,7 +73,7 @@ async fn take_messages(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn spill_to_disk_and_back_in_order() {
-    let dir = temp_dir("spill");
+    let dir = nsqr_testkit::temp_dir("spill");
     let b = broker(&dir, Durability::Default, 3).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
@@ -110,7 +100,7 @@ async fn spill_to_disk_and_back_in_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strict_keeps_unfinished_messages_on_disk() {
-    let dir = temp_dir("strict");
+    let dir = nsqr_testkit::temp_dir("strict");
     let b = broker(&dir, Durability::Strict, 100).await;
     let t = b.get_or_create_topic("t").unwrap();
     let ch = t.get_or_create_channel("c").unwrap();
@@ -159,7 +149,7 @@ fn record(ts: i64, attempts: u16, id: &[u8; 16], body: &[u8]) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept() {
-    let dir = temp_dir("chunks");
+    let dir = nsqr_testkit::temp_dir("chunks");
     // 1,500 records of ~230 B: several 64 KiB chunks. Record 700 has an id that is not hex.
     let n = 1500u64;
     {
@@ -224,7 +214,7 @@ async fn a_backlog_left_on_disk_is_read_back_by_the_chunk_with_every_header_kept
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk() {
-    let dir = temp_dir("backlog");
+    let dir = nsqr_testkit::temp_dir("backlog");
     // 50 in memory per queue: the topic keeps 50 of its 120 in memory and 70 on disk; the
     // channel takes runs into its memory up to 50 and writes the rest to its own disk queue.
     let b = broker(&dir, Durability::Default, 50).await;

@@ -1,9 +1,6 @@
 //! Queue features of the engine through its public API: settings, dead letters (delivery
 //! limit, given up, expired), time to live, ordered channels (with keys, across requeues,
 //! timeouts, the disk and a restart) and answers by delivery number.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
-use std::path::PathBuf;
 use std::time::Duration;
 
 use nsqr_broker::{
@@ -14,13 +11,6 @@ use serde_json::json;
 
 async fn broker() -> Broker {
     Broker::start(BrokerConfig::default()).await.unwrap()
-}
-
-fn temp_dir(tag: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("nsqr-queues-{tag}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
 }
 
 async fn disk_broker(dir: &std::path::Path, mem: usize) -> Broker {
@@ -397,7 +387,7 @@ async fn receipts_refuse_an_earlier_delivery() {
 
 #[tokio::test]
 async fn order_holds_across_the_disk_and_a_restart() {
-    let dir = temp_dir("ordered-restart");
+    let dir = nsqr_testkit::temp_dir("ordered-restart");
     let n: usize = 300;
     {
         let b = disk_broker(&dir, 20).await;
@@ -460,7 +450,7 @@ async fn order_holds_across_the_disk_and_a_restart() {
 
 #[tokio::test]
 async fn dead_letters_and_ttls_survive_the_disk_and_a_restart() {
-    let dir = temp_dir("attrs-restart");
+    let dir = nsqr_testkit::temp_dir("attrs-restart");
     {
         let b = disk_broker(&dir, 2).await;
         b.configure_channel("t", "c", &json!({"max_attempts": 1}))

@@ -1,7 +1,5 @@
 //! The engine as a library: a broker handle that owns its tasks, publishing and subscribing in
 //! process, and the event bus, through the public API only.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -377,9 +375,7 @@ async fn only_a_holding_listener_holds_new_topics() {
 #[tokio::test(flavor = "current_thread")]
 async fn opening_channels_with_disk_backlogs_does_not_stall_publishers() {
     const CHANNELS: usize = 1000;
-    let dir = std::env::temp_dir().join(format!("nsqr-embed-open-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = nsqr_testkit::temp_dir("nsqr-embed-open");
     let cfg = BrokerConfig {
         data_path: Some(dir.clone()),
         ..BrokerConfig::default()
