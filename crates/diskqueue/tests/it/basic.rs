@@ -1,11 +1,7 @@
 //! The queue's everyday contract: FIFO round trip, peek, sizes, sync rules, metadata text,
 //! close/reopen, empty, delete, `max_bytes`, batches, bad arguments.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
-use common::*;
+use crate::common::*;
 use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions};
 
 #[test]

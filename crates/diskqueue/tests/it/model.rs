@@ -3,13 +3,9 @@
 //! deletion happen constantly. A crash may only redeliver records read since the last explicit
 //! sync (at-least-once), never lose or reorder one.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
 use std::collections::VecDeque;
 
-use common::*;
+use crate::common::*;
 use diskqueue::{DiskQueue, DiskQueueOptions};
 use proptest::prelude::*;
 

@@ -2,13 +2,9 @@
 //! anything with the crate: files written by hand in nsqd's documented format are read by
 //! `DiskQueue`, and `DiskQueue`'s output is read by a minimal independent reader.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
 use std::fs;
 
-use common::*;
+use crate::common::*;
 
 /// Lays out what nsqd would leave for a channel after 9 messages with rolling and 2 reads:
 /// file 0 with 4 records (2 already read), file 1 with 5, metadata `7\n0,80\n1,155\n`.

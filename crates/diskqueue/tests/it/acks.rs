@@ -2,13 +2,9 @@
 //! acknowledged, so a crash redelivers everything handed out but not acknowledged; plus
 //! `put_batch_read`, `rewind` and `flush_durable`.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
 use std::fs;
 
-use common::*;
+use crate::common::*;
 
 fn explicit(dir: &std::path::Path, file_size: u64) -> diskqueue::DiskQueue {
     let mut q = open(dir, "t", opts(file_size));

@@ -1,11 +1,7 @@
 //! Rolling across data files: the roll rule, deletion of finished files, the metadata at each
 //! file change, and a reader following a writer through rolls.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
-use common::*;
+use crate::common::*;
 
 #[test]
 fn rolls_and_deletes_files_once_read() {

@@ -1,8 +1,6 @@
 //! Helpers shared by the integration tests: self-cleaning temp dirs, nsqd-shaped payloads, and an
 //! independent minimal reader/writer of nsqd's on-disk format (deliberately not using the
 //! crate's code, so format bugs cannot cancel out).
-#![allow(dead_code, clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
-
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -2,14 +2,10 @@
 //! data is in the files, the metadata is whatever the last sync wrote), lost tails, torn
 //! records, corrupt lengths, missing files and broken metadata.
 
-#![allow(clippy::unwrap_used)] // test code: a failed unwrap is a failed test
-
-mod common;
-
 use std::fs::{self, OpenOptions};
 use std::io::Write;
 
-use common::*;
+use crate::common::*;
 
 fn append(path: &std::path::Path, bytes: &[u8]) {
     let mut f = OpenOptions::new().append(true).open(path).unwrap();
