@@ -42,8 +42,13 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The workspace's unit and integration tests (debug build).
+# The workspace's unit and integration tests (debug build). The daemons are built first, as
+# every later step runs them: the tests of nsqr-client and nsqr start them too
+# (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
+# waits). They differ from the tests' build: the tests' dev-dependencies add features (tokio's
+# test-util) that the daemons do not get.
 unit:
+	$(CARGO) build -p nsqrd -p nsqrlookupd
 	$(CARGO) test --workspace
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,

@@ -11,7 +11,7 @@
 //!   another none (its own queue takes the publishes; a channel created at the drain takes
 //!   that backlog).
 //! - An ignored side-by-side run of the default-mode test with 10 kills against nsqrd and the
-//!   nsqd named by `NSQD_REF_BIN` (`cargo test -p nsqrd --test durability_crash -- --ignored
+//!   nsqd named by `NSQD_REF_BIN` (`cargo test -p nsqrd --test it durability_crash -- --ignored
 //!   --nocapture`), printing lost / acknowledged for both.
 
 use std::collections::{HashMap, HashSet, VecDeque};

@@ -1,8 +1,8 @@
-//! What a graceful restart (SIGTERM, then start on the same `--data-path`) keeps: topics,
-//! channels and paused flags (`nsqd.dat`), the backlog in memory and on disk, in-flight
-//! messages (redelivered, attempts kept) and deferred messages with their remaining delay.
-//! Each scenario runs in the default (nsqd) mode and in `--durability=strict`; all but the
-//! deferred one also pass against the reference nsqd (`NSQD_BIN`).
+//! What a graceful restart (SIGTERM, then start on the same `--data-path`) keeps: topics, channels
+//! and paused flags (`nsqd.dat`), the backlog in memory and on disk, in-flight messages
+//! (redelivered, attempts kept) and deferred messages with their remaining delay. Each scenario
+//! runs in the default (nsqd) mode and in `--durability=strict`; all but the deferred one also pass
+//! against the reference nsqd (`NSQD_BIN`).
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -171,7 +171,7 @@ fn restart_redelivers_in_flight_messages_with_attempts_kept() {
 #[test]
 fn restart_keeps_the_remaining_delay_of_deferred_messages() {
     if is_reference() {
-        return; // nsqd delivers them at once after a restart (§15.4): beyond nsqd
+        return; // nsqd delivers them at once after a restart: beyond nsqd
     }
     for mode in modes() {
         let flags = [mode];

@@ -1,6 +1,6 @@
-//! `/config/:opt` (spec §12.4, option names from §1): GET of every kind of option (raw-text
-//! strings, JSON ints / bools / nanosecond durations / lists, log_level and TLS enums), unknown
-//! names, PUT of `log_level` and `nsqlookupd_tcp_addresses`, PUT errors and their order.
+//! `/config/:opt`: GET of every kind of option (raw-text strings, JSON ints / bools / nanosecond
+//! durations / lists, log_level and TLS enums), unknown names, PUT of `log_level` and
+//! `nsqlookupd_tcp_addresses`, PUT errors and their order.
 use crate::common::*;
 use crate::http_common::*;
 

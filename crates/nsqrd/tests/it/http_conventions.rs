@@ -1,6 +1,6 @@
-//! HTTP API conventions (spec §11.1, §11.4): router errors (404 / 405 + Allow), trailing-slash
-//! and case redirects, HEAD / OPTIONS handling, the `X-NSQ-Content-Type` header, content types,
-//! query parsing (INVALID_REQUEST, first value wins, form bodies ignored), `/ping` and `/info`.
+//! HTTP API conventions: router errors (404 / 405 + Allow), trailing-slash and case redirects, HEAD
+//! / OPTIONS handling, the `X-NSQ-Content-Type` header, content types, query parsing
+//! (INVALID_REQUEST, first value wins, form bodies ignored), `/ping` and `/info`.
 use crate::common::*;
 use crate::http_common::*;
 

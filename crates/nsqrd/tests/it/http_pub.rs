@@ -1,6 +1,6 @@
-//! HTTP publishing (spec §11.2 `/pub`, `/mpub`): success paths, `defer`, every error in the
-//! documented check order, `/mpub` text mode (line splitting, `\r` kept, empty lines skipped)
-//! and binary mode (`binary=` parsing, BAD_BODY / BAD_MESSAGE, bytes after the declared messages), all-or-nothing
+//! HTTP publishing (`/pub`, `/mpub`): success paths, `defer`, every error in the documented check
+//! order, `/mpub` text mode (line splitting, `\r` kept, empty lines skipped) and binary mode
+//! (`binary=` parsing, BAD_BODY / BAD_MESSAGE, bytes after the declared messages), all-or-nothing
 //! semantics, delivery to a TCP consumer and the topic counters in `/stats`.
 use crate::common::*;
 use crate::http_common::*;
@@ -87,7 +87,7 @@ fn pub_defer_delivers_after_delay() {
     let mut c = consumer(&s, "pdd", "ch", 5);
     let start = Instant::now();
     assert_text_ok(&s.post("/pub?topic=pdd&defer=500", b"deferred"), "OK");
-    // Not before the delay; the scanner may need up to ~5 s more on a new channel (§6.9).
+    // Not before the delay; the scanner may need up to ~5 s more on a new channel.
     assert!(c.expect_silence(Duration::from_millis(300)));
     let m = c.expect_message();
     assert!(

@@ -1,7 +1,6 @@
-//! `/stats` (spec §12.1–12.3, §13 shape): JSON schema and key order at every level (top,
-//! topic, channel, client, producer, pub_counts, memory, e2e), values in a scripted scenario,
-//! sorting, the `topic` / `channel` / `include_clients` / `include_mem` parameters, and the text
-//! format with its exact padding.
+//! `/stats`: JSON schema and key order at every level (top, topic, channel, client, producer,
+//! pub_counts, memory, e2e), values in a scripted scenario, sorting, the `topic` / `channel` /
+//! `include_clients` / `include_mem` parameters, and the text format with its exact padding.
 use crate::common::*;
 use crate::http_common::*;
 use serde_json::{json, Value};
@@ -443,7 +442,7 @@ fn counters_in_a_scripted_scenario() {
     assert_eq!(ch["in_flight_count"], 1);
     assert_eq!(ch["deferred_count"], 2);
     assert_eq!(ch["timeout_count"], 0);
-    // The last in-flight message times out after msg_timeout (scanner slack, §6.9).
+    // The last in-flight message times out after msg_timeout (scanner slack).
     assert!(wait_until(Duration::from_secs(9), || {
         s.channel_stats("sc", "c1").expect("c1")["timeout_count"] == 1
     }));

@@ -1,6 +1,6 @@
-//! Topic and channel administration over HTTP (spec §11.2, §7): `/topic/*` and `/channel/*`
-//! create / delete / empty / pause / unpause — success (200, empty body), every error of the
-//! table in check order, and the effects visible in `/stats`, on consumers and in `nsqd.dat`.
+//! Topic and channel administration over HTTP: `/topic/*` and `/channel/*` create / delete / empty
+//! / pause / unpause — success (200, empty body), every error of the table in check order, and the
+//! effects visible in `/stats`, on consumers and in `nsqd.dat`.
 use crate::common::*;
 use crate::http_common::*;
 use std::time::Duration;

@@ -1,8 +1,8 @@
 //! A scripted stand-in for nsqlookupd, for the registration tests (`lookupd_*.rs`): it records
-//! every connection and command an nsqd sends (reference §17) and answers as lookupd does, or
-//! misbehaves on purpose (garbage replies, silence), so each test can assert the exact
-//! conversation against nsqrd and the reference nsqd alike. Its HTTP side answers
-//! `GET /channels?topic=` from a table the test fills (channel pre-creation).
+//! every connection and command an nsqd sends and answers as lookupd does, or misbehaves on purpose
+//! (garbage replies, silence), so each test can assert the exact conversation against nsqrd and the
+//! reference nsqd alike. Its HTTP side answers `GET /channels?topic=` from a table the test fills
+//! (channel pre-creation).
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};

@@ -1,9 +1,9 @@
-//! nsqd → nsqlookupd (reference §17, §7.2): IDENTIFY and the full REGISTER on connect,
-//! REGISTER / UNREGISTER as topics and channels come and go, reconnection, PING every 15 s, the
-//! live peer swap of `PUT /config/nsqlookupd_tcp_addresses`, channel pre-creation from lookupd's
-//! `/channels`, and that a lookupd that is down, slow or answers garbage never holds up
-//! publishing or consuming. Against a scripted lookupd (`lookupd_common`), so every line is
-//! checked; all of it passes against the reference nsqd too (`NSQD_BIN`).
+//! nsqd → nsqlookupd: IDENTIFY and the full REGISTER on connect, REGISTER / UNREGISTER as topics
+//! and channels come and go, reconnection, PING every 15 s, the live peer swap of
+//! `PUT /config/nsqlookupd_tcp_addresses`, channel pre-creation from lookupd's `/channels`, and
+//! that a lookupd that is down, slow or answers garbage never holds up publishing or consuming.
+//! Against a scripted lookupd (`lookupd_common`), so every line is checked; all of it passes
+//! against the reference nsqd too (`NSQD_BIN`).
 
 use std::time::{Duration, Instant};
 

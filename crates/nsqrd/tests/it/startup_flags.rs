@@ -1,6 +1,6 @@
-//! Command line and config file (spec §1): `--version`, flag errors (exit 2), startup
-//! validation failures (exit 1, §1.13), Go `flag` syntaxes, and the TOML config file with its
-//! precedence rules and millisecond integer durations — observed through `/config/<opt>`.
+//! Command line and config file: `--version`, flag errors (exit 2), startup validation failures
+//! (exit 1), Go `flag` syntaxes, and the TOML config file with its precedence rules and millisecond
+//! integer durations — observed through `/config/<opt>`.
 use crate::common::*;
 use std::path::Path;
 

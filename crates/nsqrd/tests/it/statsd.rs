@@ -1,7 +1,7 @@
-//! The statsd push (reference §1.6, §14): a UDP listener in the test receives the datagrams and
-//! checks nsqd's metric names, the `|c` / `|g` types, the prefix (`nsq.<host key>.`), the
-//! packet size bound, counters sent as deltas that add up to the workload, gauges, memory
-//! stats, e2e percentile gauges and `--statsd-exclude-ephemeral`. Passes against nsqd too.
+//! The statsd push: a UDP listener in the test receives the datagrams and checks nsqd's metric
+//! names, the `|c` / `|g` types, the prefix (`nsq.<host key>.`), the packet size bound, counters
+//! sent as deltas that add up to the workload, gauges, memory stats, e2e percentile gauges and
+//! `--statsd-exclude-ephemeral`. Passes against nsqd too.
 
 use std::collections::HashMap;
 use std::net::UdpSocket;

@@ -1,7 +1,7 @@
-//! AUTH against an auth server (nsqd §3.3, §10), with a small auth server inside the test:
-//! allowed and denied PUB / MPUB / DPUB / SUB, the exact request nsqd sends (GET and POST),
-//! TTL expiry and re-query, every AUTH error string, and an auth server that is down, hangs or
-//! answers garbage. Passes against nsqd too (`NSQD_BIN`).
+//! AUTH against an auth server, with a small auth server inside the test: allowed and denied PUB /
+//! MPUB / DPUB / SUB, the exact request nsqd sends (GET and POST), TTL expiry and re-query, every
+//! AUTH error string, and an auth server that is down, hangs or answers garbage. Passes against
+//! nsqd too (`NSQD_BIN`).
 
 use crate::common;
 

@@ -1,7 +1,7 @@
-//! Snappy and deflate through IDENTIFY (nsqd §1.9, §4.2, §4.4), alone and inside TLS: the reply
-//! grants them, traffic in both directions is really compressed, `/stats` shows them, the
-//! switches and `--max-deflate-level` apply, and a corrupt stream drops only its own client.
-//! Passes against nsqd too (`NSQD_BIN`).
+//! Snappy and deflate through IDENTIFY, alone and inside TLS: the reply grants them, traffic in
+//! both directions is really compressed, `/stats` shows them, the switches and
+//! `--max-deflate-level` apply, and a corrupt stream drops only its own client. Passes against nsqd
+//! too (`NSQD_BIN`).
 
 use crate::common;
 

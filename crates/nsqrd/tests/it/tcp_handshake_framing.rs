@@ -1,8 +1,7 @@
-//! TCP protocol framing and connection model (spec §2, §2.5, §3.1): the `  V2` magic handshake,
-//! command-line parsing (case, empty line, CR LF, single-space splitting, line length limit),
-//! the exact byte layout of response and error frames, NOP, which errors are fatal (connection
-//! closed after the error frame) and which are not (FIN/REQ/TOUCH failures), and in-order
-//! responses for pipelined commands.
+//! TCP protocol framing and connection model: the `  V2` magic handshake, command-line parsing
+//! (case, empty line, CR LF, single-space splitting, line length limit), the exact byte layout of
+//! response and error frames, NOP, which errors are fatal (connection closed after the error frame)
+//! and which are not (FIN/REQ/TOUCH failures), and in-order responses for pipelined commands.
 use crate::common::*;
 
 use std::io::Read;

@@ -1,12 +1,11 @@
-//! Heartbeats and the client read deadline (spec §5, §20): with IDENTIFY
-//! `heartbeat_interval:1000` the server sends `_heartbeat_` response frames about every second,
-//! subscribed or not; a client that sends nothing for 2 × the interval is disconnected without
-//! an error frame; any command (NOP, PUB) resets that deadline; `heartbeat_interval:-1` turns
-//! heartbeats and the deadline off.
+//! Heartbeats and the client read deadline: with IDENTIFY `heartbeat_interval:1000` the server
+//! sends `_heartbeat_` response frames about every second, subscribed or not; a client that sends
+//! nothing for 2 × the interval is disconnected without an error frame; any command (NOP, PUB)
+//! resets that deadline; `heartbeat_interval:-1` turns heartbeats and the deadline off.
 //!
-//! No test bounds an elapsed time from above (a loaded machine is slow): that heartbeats come
-//! often enough is shown by the server itself, which keeps open a client that only answers
-//! heartbeats, and so must send them more often than its 2 s read deadline.
+//! No test bounds an elapsed time from above (a loaded machine is slow): that heartbeats come often
+//! enough is shown by the server itself, which keeps open a client that only answers heartbeats,
+//! and so must send them more often than its 2 s read deadline.
 use crate::common::*;
 
 use std::io::Read;

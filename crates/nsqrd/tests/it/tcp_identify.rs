@@ -1,8 +1,7 @@
-//! TCP IDENTIFY (spec §3.2, §4): `OK` without feature negotiation, the exact JSON reply with
-//! defaults and its key order, effective values reflected in the reply (flags and client
-//! values, `-1` specials), every IDENTIFY error string with its validation order, body-size
-//! errors, truncated bodies, IDENTIFY after SUB, repeated IDENTIFY, and the identity fields
-//! showing up in /stats.
+//! TCP IDENTIFY: `OK` without feature negotiation, the exact JSON reply with defaults and its key
+//! order, effective values reflected in the reply (flags and client values, `-1` specials), every
+//! IDENTIFY error string with its validation order, body-size errors, truncated bodies, IDENTIFY
+//! after SUB, repeated IDENTIFY, and the identity fields showing up in /stats.
 use crate::common::*;
 
 use serde_json::{json, Value};

@@ -1,8 +1,8 @@
-//! Topic and channel lifecycle as seen by TCP clients (spec §6.8, §7.2–§7.5): `#ephemeral`
-//! channels and topics deleted when their last client / channel goes, non-ephemeral ones kept,
-//! ephemeral overflow beyond `--mem-queue-size` dropped silently, a topic without channels
-//! buffering for its first channel only, channel and topic pause/unpause over HTTP,
-//! `/channel/empty` dropping in-flight messages, and topic/channel deletion closing consumers.
+//! Topic and channel lifecycle as seen by TCP clients: `#ephemeral` channels and topics deleted
+//! when their last client / channel goes, non-ephemeral ones kept, ephemeral overflow beyond
+//! `--mem-queue-size` dropped silently, a topic without channels buffering for its first channel
+//! only, channel and topic pause/unpause over HTTP, `/channel/empty` dropping in-flight messages,
+//! and topic/channel deletion closing consumers.
 use crate::common::*;
 
 use std::time::Duration;

@@ -1,9 +1,8 @@
-//! TCP publishing (spec §3.10–§3.12, §7.1, §7.2, §9): PUB, MPUB and DPUB success paths and
-//! every error string in check order (params, topic name, sizes against `--max-msg-size` /
-//! `--max-body-size`, message count, DPUB timeout parsing and range against
-//! `--max-req-timeout`, truncated input), topic auto-creation visible in /stats, MPUB
-//! all-or-nothing, the topic/channel name validation rules, and a long pipelined publish
-//! stream whose commands straddle the server's read buffers.
+//! TCP publishing: PUB, MPUB and DPUB success paths and every error string in check order (params,
+//! topic name, sizes against `--max-msg-size` / `--max-body-size`, message count, DPUB timeout
+//! parsing and range against `--max-req-timeout`, truncated input), topic auto-creation visible in
+//! /stats, MPUB all-or-nothing, the topic/channel name validation rules, and a long pipelined
+//! publish stream whose commands straddle the server's read buffers.
 use crate::common::*;
 
 use std::time::Duration;

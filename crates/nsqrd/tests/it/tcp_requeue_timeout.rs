@@ -1,13 +1,13 @@
-//! Redelivery (spec §3.7, §3.8, §6.4–§6.6, §6.9, §6.10): REQ immediate and delayed, the REQ
-//! delay clamp (`--max-req-timeout`), REQ and TOUCH errors, TOUCH extending the in-flight
-//! deadline and its cap (`--max-msg-timeout`), in-flight timeout and redelivery (attempts
-//! incremented, same id / timestamp / body), FIN/REQ/TOUCH of a timed-out message, DPUB
-//! deferred delivery, and the requeue / timeout / deferred counters in /stats.
+//! Redelivery: REQ immediate and delayed, the REQ delay clamp (`--max-req-timeout`), REQ and TOUCH
+//! errors, TOUCH extending the in-flight deadline and its cap (`--max-msg-timeout`), in-flight
+//! timeout and redelivery (attempts incremented, same id / timestamp / body), FIN/REQ/TOUCH of a
+//! timed-out message, DPUB deferred delivery, and the requeue / timeout / deferred counters in
+//! /stats.
 //!
-//! Timing: nsqd only processes timeouts and deferred messages of a channel after its queue
-//! scanner has listed the channel, up to ~5 s after the channel is created (§6.9, §20). Tests
-//! therefore either allow `SCAN_SLACK` extra, or first "warm up" the channel (a 1 ms REQ that
-//! must come back) after which nsqd is accurate to ~100 ms. nsqrd handles both on time.
+//! Timing: nsqd only processes timeouts and deferred messages of a channel after its queue scanner
+//! has listed the channel, up to ~5 s after the channel is created. Tests therefore either allow
+//! `SCAN_SLACK` extra, or first "warm up" the channel (a 1 ms REQ that must come back) after which
+//! nsqd is accurate to ~100 ms. nsqrd handles both on time.
 use crate::common::*;
 
 use std::time::{Duration, Instant};

@@ -1,8 +1,7 @@
-//! TCP consuming (spec §2.4, §3.4–§3.6, §3.9, §6.1–§6.3, §7.6, §8, §9): SUB and its errors
-//! (state, params, names, heartbeats disabled, `--max-channel-consumers`), RDY and its errors
-//! (parse, range against `--max-rdy-count`, default 1, empty = 0), the client state machine,
-//! the message frame layout and message ids, fan-out to channels and load-splitting within
-//! one, RDY as an in-flight limit, FIN and its errors, and CLS.
+//! TCP consuming: SUB and its errors (state, params, names, heartbeats disabled,
+//! `--max-channel-consumers`), RDY and its errors (parse, range against `--max-rdy-count`, default
+//! 1, empty = 0), the client state machine, the message frame layout and message ids, fan-out to
+//! channels and load-splitting within one, RDY as an in-flight limit, FIN and its errors, and CLS.
 use crate::common::*;
 
 use std::collections::HashSet;

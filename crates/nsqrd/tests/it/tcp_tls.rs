@@ -1,7 +1,7 @@
-//! TLS through IDENTIFY `tls_v1` (nsqd §4.4, §18), `--tls-required` on TCP and HTTP (§2.4,
-//! §11.1), client-certificate policies, `--tls-min-version`, the HTTPS listener, TLS fields in
-//! `/stats` (§12.2), and bad input where a handshake is due. Passes against nsqd too
-//! (`NSQD_BIN`), except where a test says it checks an nsqrd-only choice.
+//! TLS through IDENTIFY `tls_v1`, `--tls-required` on TCP and HTTP, client-certificate policies,
+//! `--tls-min-version`, the HTTPS listener, TLS fields in `/stats`, and bad input where a handshake
+//! is due. Passes against nsqd too (`NSQD_BIN`), except where a test says it checks an nsqrd-only
+//! choice.
 
 use std::io::Write;
 use std::time::{Duration, Instant};

@@ -1,8 +1,7 @@
-//! Unix-socket listeners (nsqd §1.2): a `--tcp-address` / `--http-address` that is not
-//! `host:port` is a socket path. The V2 protocol and the HTTP API work over them, `/info`
-//! reports port -1 and a unix client shows as `@` with empty ids. Passes against nsqd too
-//! (`NSQD_BIN`), except the removal of the socket files at shutdown, which nsqd leaves behind
-//! (docs/compatibility.md).
+//! Unix-socket listeners: a `--tcp-address` / `--http-address` that is not `host:port` is a socket
+//! path. The V2 protocol and the HTTP API work over them, `/info` reports port -1 and a unix client
+//! shows as `@` with empty ids. Passes against nsqd too (`NSQD_BIN`), except the removal of the
+//! socket files at shutdown, which nsqd leaves behind (docs/compatibility.md).
 
 use std::io::{Read, Write};
 use std::os::unix::net::UnixStream;
