@@ -315,4 +315,5 @@ fn the_config_file_declares_topics_and_channels() {
         out.contains("invalid setting in topics.orders.channels.billing: max_attempts"),
         "{out}"
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
