@@ -17,7 +17,7 @@ run:
 	mkdir -p $(DATA_PATH)
 	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH) --kv-address=127.0.0.1:6379
 
-# Release build of nsqrd (target/release/nsqrd): the binary the conformance suite runs.
+# Release build of nsqrd (target/release/nsqrd): what the conformance scripts run by default.
 build:
 	$(CARGO) build --release -p nsqrd
 
@@ -42,8 +42,13 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The workspace's unit and integration tests (debug build).
+# The workspace's unit and integration tests (debug build). The daemons are built first, as
+# every later step runs them: the tests of nsqr-client and nsqr start them too
+# (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
+# waits). They differ from the tests' build: the tests' dev-dependencies add features (tokio's
+# test-util) that the daemons do not get.
 unit:
+	$(CARGO) build -p nsqrd -p nsqrlookupd
 	$(CARGO) test --workspace
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
@@ -93,10 +98,13 @@ transports:
 		--counts 200,100,50,20 --fanout-count 100 --reps 1 --cell-timeout 60s
 
 # go-nsq v1.1.0's own test suite, then pynsq from PyPI (plain, TLS, snappy, deflate and
-# combinations), against target/release/nsqrd (see tests/conformance/*.sh).
-conformance: build
-	tests/conformance/go-nsq.sh
-	tests/conformance/pynsq.sh
+# combinations), against the debug nsqrd (see tests/conformance/*.sh; they default to
+# target/release/nsqrd, from `make build`, when run by hand). The debug build is the one every
+# other step already built; a fat-LTO release build would cost minutes and test the same code.
+conformance:
+	$(CARGO) build -p nsqrd
+	NSQD_BIN=target/debug/nsqrd tests/conformance/go-nsq.sh
+	NSQD_BIN=target/debug/nsqrd tests/conformance/pynsq.sh
 
 # Fuzz every target in fuzz/ for FUZZ_TIME seconds each, on nightly with cargo-fuzz
 # (docs/fuzzing.md). New inputs go to target/fuzz-corpus/<target>; a crash stops the run and

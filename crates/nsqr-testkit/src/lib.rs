@@ -1,11 +1,16 @@
-//! What the black-box test harnesses of nsqrd and nsqrlookupd have in common: a minimal
-//! HTTP/1.1 client (so tests see the exact bytes a daemon sends, with no client library
-//! normalising them), bounded polling, running a binary to its exit with a deadline, and
-//! building the other package's daemon (`daemon_bin`). Only std, with a timeout on every read,
-//! so a hung server fails a test instead of hanging it.
+//! What the black-box test harnesses of nsqrd, nsqrlookupd and nsqr-client have in common: a
+//! daemon as a child process with its log and a kill on drop (`Daemon`), unique temporary
+//! directories, a minimal HTTP/1.1 client (so tests see the exact bytes a daemon sends, with no
+//! client library normalising them), raw-socket checks, bounded polling, running a binary to its
+//! exit with a deadline, and building the other package's daemon (`daemon_bin`). Only std, with
+//! a timeout on every read, so a hung server fails a test instead of hanging it.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{Read, Write};
+mod daemon;
+
+pub use daemon::{temp_dir, Daemon};
+
+use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -115,6 +120,34 @@ fn dechunk(mut b: &[u8]) -> Vec<u8> {
         b = &b[start + len + 2..];
     }
     out
+}
+
+/// True if the peer closed `s` (EOF or reset) within its read timeout; anything it sends
+/// before that is discarded.
+pub fn expect_closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 1024];
+    loop {
+        match s.read(&mut b) {
+            Ok(0) => return true,
+            Ok(_) => continue,
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => return true,
+            // A signal interrupted the wait (a read with a timeout is not restarted).
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(_) => return false,
+        }
+    }
+}
+
+/// True if nothing at all arrives on `s` within `t` (the connection stays open); the read
+/// timeout is `READ_TIMEOUT` afterwards.
+pub fn expect_silence(s: &TcpStream, t: Duration) -> bool {
+    s.set_read_timeout(Some(t)).expect("timeout");
+    let r = match s.peek(&mut [0u8; 1]) {
+        Ok(_) => false,
+        Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    };
+    s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
+    r
 }
 
 /// Poll `f` every 10 ms until it returns true or `timeout` passes; returns the last result.

@@ -7,7 +7,7 @@ use nsqrd::Options;
 
 /// Fault injection for black-box tests on machines where no small file system can be mounted:
 /// while the file named by `NSQRD_FAULT_ENOSPC_FILE` exists, every disk write fails with
-/// ENOSPC (`crates/nsqrd/tests/durability_disk_full.rs`). Only the binary reads it; the
+/// ENOSPC (`crates/nsqrd/tests/it/durability_disk_full.rs`). Only the binary reads it; the
 /// libraries take the hook as configuration.
 fn test_hooks() -> nsqrd::Hooks {
     let Some(path) = std::env::var_os("NSQRD_FAULT_ENOSPC_FILE").map(std::path::PathBuf::from)
