@@ -14,8 +14,8 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerInfo};
 use crate::error::{BrokerError, StartError};
 use crate::events::{EventListener, Listening};

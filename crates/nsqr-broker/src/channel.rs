@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::attrs::DeadLetterReason;
-use crate::config::BrokerConfig;
+use crate::broker_config::BrokerConfig;
 use crate::consumer::Consumer;
 use crate::dead_letter::DeadLetter;
 use crate::durability::Ticket;

@@ -20,9 +20,9 @@ pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
 
 use crate::attrs_store::{self, AttrMap};
+use crate::broker_config::BrokerConfig;
 use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
-use crate::config::BrokerConfig;
 use crate::deferred_store;
 use crate::durability::{DiskError, Promise, Ticket};
 use crate::head_store::{self, SkipMap};
@@ -175,7 +175,7 @@ pub(crate) struct DiskWriter {
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
     health: crate::health::Health,
-    faults: Option<crate::config::DiskFaults>,
+    faults: Option<crate::broker_config::DiskFaults>,
     /// Times `spawn` was called (tests check that a link starts one writer at a time).
     #[cfg(test)]
     pub(crate) spawned: std::sync::atomic::AtomicUsize,

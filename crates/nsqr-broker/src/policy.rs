@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use crate::config::BrokerConfig;
+use crate::broker_config::BrokerConfig;
 
 /// The longest message time to live: a year.
 pub const MAX_MESSAGE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerInfo};
 use crate::dead_letter::DeadLetterBox;
 use crate::error::BrokerError;

@@ -16,8 +16,8 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::attrs::Attributes;
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;

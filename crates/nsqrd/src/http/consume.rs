@@ -458,7 +458,7 @@ mod tests {
         let state = HttpState {
             broker: Arc::clone(&broker),
             clients: Arc::default(),
-            settings: super::super::HttpSettings::default(),
+            settings: super::super::tests::test_settings(),
             config: Arc::new(super::super::tests::MemConfig::new()),
             consumers: Arc::default(),
         };

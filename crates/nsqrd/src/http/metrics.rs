@@ -286,7 +286,7 @@ pub fn render(state: &HttpState) -> String {
     .sample(
         "nsq_info",
         &[
-            ("version", &state.settings.version),
+            ("version", state.settings.version()),
             ("nsqrd_version", env!("CARGO_PKG_VERSION")),
         ],
         1.0,

@@ -98,7 +98,7 @@ pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiErr
     let mem = p.include_mem.then(MemStats::current);
     if !p.json {
         let text = stats_text::render(&stats_text::TextStats {
-            version: &state.settings.version,
+            version: state.settings.version(),
             start_time_ns: state.broker.start_time_ns(),
             now_ns: nsqr_broker::now_unix_nanos(),
             health: &health,
@@ -108,7 +108,7 @@ pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiErr
         return Ok(Reply::Text(text.into()));
     }
     Reply::json(&StatsDoc {
-        version: &state.settings.version,
+        version: state.settings.version(),
         health: &health,
         start_time: state.broker.start_time(),
         topics: &view.topics,
