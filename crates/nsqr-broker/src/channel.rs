@@ -113,10 +113,9 @@ impl ChannelState {
 /// One channel of a topic: its own copy of every message the topic gets, shared by the
 /// consumers that join it (each message goes to one of them).
 pub struct Channel {
-    name: String,
-    topic_name: String,
-    /// The names again, shared by the channel's dead-letter records.
-    names: (Arc<str>, Arc<str>),
+    /// Shared with the channel's dead-letter records.
+    name: Arc<str>,
+    topic_name: Arc<str>,
     ephemeral: bool,
     /// End-to-end latency, when percentiles are configured.
     e2e: Option<E2eStream>,
@@ -148,9 +147,8 @@ impl Channel {
         let eff = Effective::resolve(topic_name, &own, topic_policy, &shared.cfg);
         let (ready, head) = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral, &eff);
         let ch = Arc::new_cyclic(|me| Channel {
-            name: name.to_string(),
-            topic_name: topic_name.to_string(),
-            names: (Arc::from(topic_name), Arc::from(name)),
+            name: Arc::from(name),
+            topic_name: Arc::from(topic_name),
             ephemeral,
             e2e: E2eStream::for_config(&shared.cfg),
             shared,
@@ -484,8 +482,8 @@ impl Channel {
         let limit = self.shared.cfg.max_channel_consumers;
         if limit > 0 && st.consumers.len() >= limit {
             return Err(BrokerError::TooManyConsumers {
-                topic: self.topic_name.clone(),
-                channel: self.name.clone(),
+                topic: self.topic_name.to_string(),
+                channel: self.name.to_string(),
                 limit,
             });
         }
@@ -653,7 +651,7 @@ impl Channel {
         let st = self.state.lock();
         let dead = self.dead_letter_stats(&st);
         ChannelStats {
-            channel_name: self.name.clone(),
+            channel_name: self.name.to_string(),
             depth: st.depth(),
             backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),

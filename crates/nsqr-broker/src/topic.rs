@@ -107,7 +107,6 @@ impl PutOptions {
 pub struct Topic {
     name: String,
     ephemeral: bool,
-    cfg: Arc<BrokerConfig>,
     shared: Arc<Shared>,
     /// Serialises channel creation (the disk queue is opened under it, not under `state`).
     creating: Mutex<()>,
@@ -123,7 +122,7 @@ impl Topic {
     /// [`Topic::start`].
     pub(crate) fn open(name: &str, shared: Arc<Shared>, held: bool) -> Arc<Topic> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let cfg = Arc::clone(&shared.cfg);
+        let cfg = &shared.cfg;
         let t = Arc::new(Topic {
             name: name.to_string(),
             ephemeral,
@@ -131,12 +130,11 @@ impl Topic {
                 channels: BTreeMap::new(),
                 paused: false,
                 held,
-                backlog: disk::backlog_queue(&cfg, name, ephemeral),
+                backlog: disk::backlog_queue(cfg, name, ephemeral),
                 deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
                 policy: Policy::default(),
             }),
-            cfg,
             shared,
             creating: Mutex::new(()),
             deleted: AtomicBool::new(false),
@@ -150,6 +148,10 @@ impl Topic {
     /// The topic's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cfg(&self) -> &BrokerConfig {
+        &self.shared.cfg
     }
 
     /// An `#ephemeral` topic: memory only, deleted with its last channel.
@@ -171,7 +173,7 @@ impl Topic {
 
     /// Publish as [`Topic::put`] does, with a time to live or an ordering key.
     pub fn put_with(&self, publishes: &[Bodies], opts: &PutOptions) -> Result<Ticket, BrokerError> {
-        let defer = opts.defer.min(self.cfg.max_req_timeout);
+        let defer = opts.defer.min(self.cfg().max_req_timeout);
         let now_ns = crate::now_unix_nanos();
         let attrs = opts.attributes(now_ns);
         let bytes: usize = publishes.iter().map(Bodies::total_bytes).sum();
@@ -205,7 +207,7 @@ impl Topic {
             match due {
                 Some(at) if !st.backlog.is_strict() => {
                     let room = if self.ephemeral {
-                        self.cfg
+                        self.cfg()
                             .mem_queue_size
                             .saturating_sub(st.backlog.len() + st.deferred.len())
                     } else {
@@ -443,7 +445,7 @@ impl Topic {
     /// What a channel of this topic without settings of its own runs with.
     pub fn effective_policy(&self) -> Effective {
         let p = self.policy();
-        Effective::resolve(&self.name, &Policy::default(), &p, &self.cfg)
+        Effective::resolve(&self.name, &Policy::default(), &p, self.cfg())
     }
 
     /// Apply `changes` (a JSON object, `policy.rs`) to the topic's settings; every channel
@@ -452,7 +454,7 @@ impl Topic {
         let mut st = self.state.lock();
         let p = st
             .policy
-            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
+            .patch(changes, &Limits::of(self.cfg(), &self.name))?;
         self.replace_policy(&mut st, p.clone());
         Ok(p)
     }
@@ -466,7 +468,7 @@ impl Topic {
     fn replace_policy(&self, st: &mut TopicState, p: Policy) {
         let changed = st.policy != p;
         st.backlog
-            .set_cap(p.mem_queue_size.unwrap_or(self.cfg.mem_queue_size));
+            .set_cap(p.mem_queue_size.unwrap_or(self.cfg().mem_queue_size));
         for ch in st.channels.values() {
             ch.inherit(&p);
         }
@@ -490,7 +492,7 @@ impl Topic {
             .ok_or(BrokerError::ChannelNotFound)?;
         let p = ch
             .policy()
-            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
+            .patch(changes, &Limits::of(self.cfg(), &self.name))?;
         self.replace_channel_policy(&st, &ch, p.clone());
         Ok(p)
     }

@@ -166,8 +166,8 @@ impl Channel {
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
         let info = DeadLetterInfo {
             reason,
-            topic: Arc::clone(&self.names.0),
-            channel: Arc::clone(&self.names.1),
+            topic: Arc::clone(&self.topic_name),
+            channel: Arc::clone(&self.name),
             id: m.id,
             attempts: m.attempts,
             timestamp: m.timestamp(),
