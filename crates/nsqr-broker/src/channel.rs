@@ -5,7 +5,7 @@
 //! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
 //!
-//! A channel's settings (`policy.rs`: delivery limit, dead letters, order, time to live) are
+//! A channel's settings (`queue_settings.rs`: delivery limit, dead letters, order, time to live) are
 //! applied by `channel/rules.rs`; with none set and no message carrying attributes, a message's
 //! path does not look at them (`ChannelState::checks` is false). Answers by receipt (HTTP
 //! consumers) are in `channel/settle.rs`.
@@ -27,7 +27,7 @@ use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
 use crate::ordered::Ordered;
-use crate::policy::{Effective, Policy};
+use crate::queue_settings::{EffectiveSettings, QueueSettings};
 use crate::registry::Shared;
 use crate::spill_queue::{Put, SpillQueue};
 use crate::stats::{ChannelStats, ConsumerStats, DeadLetterStats};
@@ -51,9 +51,9 @@ struct ChannelState {
     timer_at: Option<Instant>,
     next_wake: usize,
     /// The settings set on this channel.
-    own: Policy,
+    own: QueueSettings,
     /// What it runs with: its own settings, else its topic's, else the broker's.
-    eff: Effective,
+    eff: EffectiveSettings,
     /// Messages must be looked at before delivery (a limit, a time to live, order, or a
     /// message with attributes arrived). False: the plain path of nsqd.
     checks: bool,
@@ -140,11 +140,11 @@ impl Channel {
         topic_name: &str,
         name: &str,
         shared: Arc<Shared>,
-        own: Policy,
-        topic_policy: &Policy,
+        own: QueueSettings,
+        topic_settings: &QueueSettings,
     ) -> Arc<Channel> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let eff = Effective::resolve(topic_name, &own, topic_policy, &shared.cfg);
+        let eff = EffectiveSettings::resolve(topic_name, &own, topic_settings, &shared.cfg);
         let (ready, head) = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral, &eff);
         let ch = Arc::new_cyclic(|me| Channel {
             name: Arc::from(name),
@@ -669,7 +669,7 @@ impl Channel {
             paused: st.paused,
             e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
             disk_queue: st.ready.disk_stats(),
-            config: (!st.own.is_empty()).then(|| st.own.clone()),
+            settings: (!st.own.is_empty()).then(|| st.own.clone()),
             dead_letters: dead,
         }
     }

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use crate::consumer::{Consumer, ConsumerKind};
-use crate::policy::Policy;
+use crate::queue_settings::QueueSettings;
 
 /// One topic and its channels.
 #[derive(Debug, Clone)]
@@ -30,7 +30,7 @@ pub struct TopicStats {
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
     /// Its settings, when any are set.
-    pub config: Option<Policy>,
+    pub settings: Option<QueueSettings>,
 }
 
 /// One channel.
@@ -63,7 +63,7 @@ pub struct ChannelStats {
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
     /// Its own settings, when any are set.
-    pub config: Option<Policy>,
+    pub settings: Option<QueueSettings>,
     /// Dead letters, when it has settings that make them or has made some.
     pub dead_letters: Option<DeadLetterStats>,
 }

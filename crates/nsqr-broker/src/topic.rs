@@ -23,7 +23,7 @@ use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::Event;
 use crate::message::{Message, Published};
-use crate::policy::{Effective, Limits, Policy};
+use crate::queue_settings::{EffectiveSettings, Limits, QueueSettings};
 use crate::registry::Shared;
 use crate::run_queue::Span;
 use crate::spill_queue::SpillQueue;
@@ -40,8 +40,8 @@ struct TopicState {
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
     deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
-    /// The topic's settings: its backlog's, and its channels' defaults (`policy.rs`).
-    policy: Policy,
+    /// The topic's settings: its backlog's, and its channels' defaults (`queue_settings.rs`).
+    settings: QueueSettings,
 }
 
 /// How a publish is made: a delay, a time to live, an ordering key.
@@ -133,7 +133,7 @@ impl Topic {
                 backlog: disk::backlog_queue(cfg, name, ephemeral),
                 deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
-                policy: Policy::default(),
+                settings: QueueSettings::default(),
             }),
             shared,
             creating: Mutex::new(()),
@@ -262,7 +262,7 @@ impl Topic {
     pub(crate) fn get_or_create_channel_with(
         &self,
         name: &str,
-        own: Option<Policy>,
+        own: Option<QueueSettings>,
     ) -> Result<Arc<Channel>, BrokerError> {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
@@ -271,13 +271,13 @@ impl Topic {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
         }
-        let topic_policy = self.state.lock().policy.clone();
+        let topic_settings = self.state.lock().settings.clone();
         let ch = Channel::open(
             &self.name,
             name,
             Arc::clone(&self.shared),
             own.unwrap_or_default(),
-            &topic_policy,
+            &topic_settings,
         );
         let mut st = self.state.lock();
         if self.is_deleted() {
@@ -285,8 +285,8 @@ impl Topic {
             ch.delete();
             return Err(BrokerError::Exiting);
         }
-        if st.policy != topic_policy {
-            ch.inherit(&st.policy);
+        if st.settings != topic_settings {
+            ch.inherit(&st.settings);
         }
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         if !st.paused && !st.held {
@@ -404,7 +404,7 @@ impl Topic {
 
     /// A snapshot of its counters and its channels' (only `channel` if given).
     pub fn stats(&self, channel: Option<&str>, include_consumers: bool) -> TopicStats {
-        let (all, paused, depth, backend_depth, disk_queue, config) = {
+        let (all, paused, depth, backend_depth, disk_queue, settings) = {
             let st = self.state.lock();
             let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
             (
@@ -413,7 +413,7 @@ impl Topic {
                 st.backlog.depth() + st.deferred.len() as i64,
                 st.backlog.backend_depth(),
                 st.backlog.disk_stats(),
-                (!st.policy.is_empty()).then(|| st.policy.clone()),
+                (!st.settings.is_empty()).then(|| st.settings.clone()),
             )
         };
         let channels: Vec<&Arc<Channel>> = all
@@ -433,46 +433,46 @@ impl Topic {
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
-            config,
+            settings,
         }
     }
 
     /// The topic's own settings.
-    pub fn policy(&self) -> Policy {
-        self.state.lock().policy.clone()
+    pub fn settings(&self) -> QueueSettings {
+        self.state.lock().settings.clone()
     }
 
     /// What a channel of this topic without settings of its own runs with.
-    pub fn effective_policy(&self) -> Effective {
-        let p = self.policy();
-        Effective::resolve(&self.name, &Policy::default(), &p, self.cfg())
+    pub fn effective_settings(&self) -> EffectiveSettings {
+        let p = self.settings();
+        EffectiveSettings::resolve(&self.name, &QueueSettings::default(), &p, self.cfg())
     }
 
-    /// Apply `changes` (a JSON object, `policy.rs`) to the topic's settings; every channel
+    /// Apply `changes` (a JSON object, `queue_settings.rs`) to the topic's settings; every channel
     /// follows. All or nothing: a bad key or value changes nothing.
-    pub fn configure(&self, changes: &serde_json::Value) -> Result<Policy, BrokerError> {
+    pub fn configure(&self, changes: &serde_json::Value) -> Result<QueueSettings, BrokerError> {
         let mut st = self.state.lock();
         let p = st
-            .policy
+            .settings
             .patch(changes, &Limits::of(self.cfg(), &self.name))?;
-        self.replace_policy(&mut st, p.clone());
+        self.replace_settings(&mut st, p.clone());
         Ok(p)
     }
 
     /// Replace the topic's settings (loading `nsqd.dat`, the config file).
-    pub(crate) fn set_policy(&self, p: Policy) {
+    pub(crate) fn set_settings(&self, p: QueueSettings) {
         let mut st = self.state.lock();
-        self.replace_policy(&mut st, p);
+        self.replace_settings(&mut st, p);
     }
 
-    fn replace_policy(&self, st: &mut TopicState, p: Policy) {
-        let changed = st.policy != p;
+    fn replace_settings(&self, st: &mut TopicState, p: QueueSettings) {
+        let changed = st.settings != p;
         st.backlog
             .set_cap(p.mem_queue_size.unwrap_or(self.cfg().mem_queue_size));
         for ch in st.channels.values() {
             ch.inherit(&p);
         }
-        st.policy = p;
+        st.settings = p;
         if changed && !self.ephemeral {
             self.shared.meta_dirty.notify_one();
         }
@@ -483,7 +483,7 @@ impl Topic {
         &self,
         name: &str,
         changes: &serde_json::Value,
-    ) -> Result<Policy, BrokerError> {
+    ) -> Result<QueueSettings, BrokerError> {
         let st = self.state.lock();
         let ch = st
             .channels
@@ -491,21 +491,21 @@ impl Topic {
             .cloned()
             .ok_or(BrokerError::ChannelNotFound)?;
         let p = ch
-            .policy()
+            .settings()
             .patch(changes, &Limits::of(self.cfg(), &self.name))?;
-        self.replace_channel_policy(&st, &ch, p.clone());
+        self.replace_channel_settings(&st, &ch, p.clone());
         Ok(p)
     }
 
     /// Replace the settings of a channel of this topic.
-    pub(crate) fn set_channel_policy(&self, ch: &Channel, p: Policy) {
+    pub(crate) fn set_channel_settings(&self, ch: &Channel, p: QueueSettings) {
         let st = self.state.lock();
-        self.replace_channel_policy(&st, ch, p);
+        self.replace_channel_settings(&st, ch, p);
     }
 
-    fn replace_channel_policy(&self, st: &TopicState, ch: &Channel, p: Policy) {
-        let changed = ch.policy() != p;
-        ch.set_policy(p, &st.policy);
+    fn replace_channel_settings(&self, st: &TopicState, ch: &Channel, p: QueueSettings) {
+        let changed = ch.settings() != p;
+        ch.set_settings(p, &st.settings);
         if changed && !self.ephemeral && !ch.is_ephemeral() {
             self.shared.meta_dirty.notify_one();
         }

@@ -20,7 +20,7 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
-mod queue_settings;
+mod queue_settings_file;
 mod resp;
 mod rlimit;
 mod server;

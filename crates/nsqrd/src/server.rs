@@ -203,14 +203,15 @@ impl Server {
             .map_err(|e| format!("failed to build TLS config - {e}"))?;
         let auth = authenticator(&opts)?;
 
-        let queues = crate::queue_settings::from_config_file(&opts.config, opts.max_msg_timeout)?;
+        let queues =
+            crate::queue_settings_file::from_config_file(&opts.config, opts.max_msg_timeout)?;
         let broker = Broker::start(BrokerConfig {
             disk_faults: hooks.disk_faults,
             ..broker_config(&opts)
         })
         .await
         .map_err(|e| e.to_string())?;
-        crate::queue_settings::apply(&broker, queues).await?;
+        crate::queue_settings_file::apply(&broker, queues).await?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
         let kv = crate::resp::start(&opts, &broker).await?;
 

@@ -1,4 +1,4 @@
-//! How a channel applies its settings (`policy.rs`) to the messages that pass through it:
+//! How a channel applies its settings (`queue_settings.rs`) to the messages that pass through it:
 //! the delivery limit, time to live and order checked as a message is taken for delivery,
 //! requeued or times out; dead letters collected under the lock and handed to the broker's
 //! dead-letter task once it is released (`dead_letter.rs`); and a sweep of the queue's head
@@ -30,30 +30,30 @@ pub(super) const MAX_LOOKAHEAD: usize = 16_384;
 
 impl Channel {
     /// The settings set on this channel.
-    pub fn policy(&self) -> Policy {
+    pub fn settings(&self) -> QueueSettings {
         self.state.lock().own.clone()
     }
 
     /// The settings it runs with (its own, its topic's, the broker's).
-    pub fn effective_policy(&self) -> Effective {
+    pub fn effective_settings(&self) -> EffectiveSettings {
         self.state.lock().eff.clone()
     }
 
-    /// Replace the channel's own settings (`topic_policy`: its topic's, which fill the gaps).
-    pub(crate) fn set_policy(&self, own: Policy, topic_policy: &Policy) {
+    /// Replace the channel's own settings (`topic_settings`: its topic's, which fill the gaps).
+    pub(crate) fn set_settings(&self, own: QueueSettings, topic_settings: &QueueSettings) {
         let mut st = self.state.lock();
         st.own = own;
-        self.resolve(&mut st, topic_policy);
+        self.resolve(&mut st, topic_settings);
     }
 
     /// Its topic's settings changed.
-    pub(crate) fn inherit(&self, topic_policy: &Policy) {
+    pub(crate) fn inherit(&self, topic_settings: &QueueSettings) {
         let mut st = self.state.lock();
-        self.resolve(&mut st, topic_policy);
+        self.resolve(&mut st, topic_settings);
     }
 
-    fn resolve(&self, st: &mut ChannelState, topic_policy: &Policy) {
-        st.eff = Effective::resolve(&self.topic_name, &st.own, topic_policy, self.cfg());
+    fn resolve(&self, st: &mut ChannelState, topic_settings: &QueueSettings) {
+        st.eff = EffectiveSettings::resolve(&self.topic_name, &st.own, topic_settings, self.cfg());
         self.apply_rules(st);
         // Order turned off, a limit lifted: what waited may be deliverable now.
         for c in st.consumers.iter_mut() {
@@ -284,10 +284,15 @@ impl Channel {
     }
 }
 
-use crate::policy::ExpiredAction;
+use crate::queue_settings::ExpiredAction;
 
 /// Why a message about to be delivered must leave instead, if it must.
-fn verdict(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> Option<DeadLetterReason> {
+fn verdict(
+    eff: &EffectiveSettings,
+    m: &Message,
+    expires_at: i64,
+    now_ns: i64,
+) -> Option<DeadLetterReason> {
     if expired_at(eff, m, expires_at, now_ns) {
         return Some(DeadLetterReason::Expired);
     }
@@ -298,12 +303,12 @@ fn verdict(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> Option
 }
 
 /// Past its own expiry time, or older than the channel's time to live.
-fn expired(eff: &Effective, m: &Message, now_ns: i64) -> bool {
+fn expired(eff: &EffectiveSettings, m: &Message, now_ns: i64) -> bool {
     expired_at(eff, m, m.attributes().map_or(0, |a| a.expires_at), now_ns)
 }
 
 /// [`expired`] with the message's own expiry time given (`expires_at`, 0: none).
-fn expired_at(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> bool {
+fn expired_at(eff: &EffectiveSettings, m: &Message, expires_at: i64, now_ns: i64) -> bool {
     if expires_at != 0 && now_ns >= expires_at {
         return true;
     }

@@ -138,7 +138,7 @@ impl Channel {
 
     /// The in-flight timeout of `consumer`'s deliveries: its own if it asked for one, else the
     /// channel's setting, else the broker's.
-    pub(super) fn timeout_for(eff: &Effective, consumer: &Consumer) -> Duration {
+    pub(super) fn timeout_for(eff: &EffectiveSettings, consumer: &Consumer) -> Duration {
         match eff.msg_timeout {
             Some(t) if !consumer.has_own_msg_timeout() => t,
             _ => consumer.msg_timeout(),

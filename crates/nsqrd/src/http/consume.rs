@@ -25,7 +25,7 @@ use nsqr_broker::{BrokerError, Channel, Consumer, DeadLetterInfo, Message};
 use serde::Serialize;
 
 use super::consumers::HttpClient;
-use super::queue_config::name_arg;
+use super::queue_settings::name_arg;
 use super::receipt::Receipt;
 use super::HttpState;
 

@@ -8,14 +8,14 @@
 //! per-connection hyper setup) are in `nsq_common::http`.
 
 mod body;
-pub mod config;
+pub mod config_opt;
 mod consume;
 pub mod consumers;
 mod info;
 mod metrics;
 mod publish;
 mod query;
-mod queue_config;
+mod queue_settings;
 mod receipt;
 mod router;
 mod server;
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use nsqr_broker::Broker;
 
-pub use config::{ConfigPutError, ConfigStore, ConfigValue};
+pub use config_opt::{ConfigPutError, ConfigStore, ConfigValue};
 pub use server::serve;
 pub use stats::MemStats;
 pub mod stats_json;

@@ -23,8 +23,8 @@ pub struct TopicStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
     /// nsqr only, and only when any are set: the topic's settings (`/topic/config`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<nsqr_broker::policy::Settings>,
+    #[serde(rename = "config", skip_serializing_if = "Option::is_none")]
+    pub settings: Option<nsqr_broker::QueueSettings>,
 }
 
 /// One channel as nsqd reports it.
@@ -46,8 +46,8 @@ pub struct ChannelStats {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub disk_queue: Option<DiskStats>,
     /// nsqr only, and only when any are set: the channel's own settings (`/channel/config`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<nsqr_broker::policy::Settings>,
+    #[serde(rename = "config", skip_serializing_if = "Option::is_none")]
+    pub settings: Option<nsqr_broker::QueueSettings>,
     /// nsqr only: dead letters by reason, when the channel's settings can make them or it
     /// has made some.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -200,7 +200,7 @@ impl From<&engine::TopicStats> for TopicStats {
             paused: t.paused,
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
             disk_queue: t.disk_queue.as_ref().map(DiskStats::from),
-            config: t.config.as_ref().map(nsqr_broker::Policy::to_json),
+            settings: t.settings.clone(),
         }
     }
 }
@@ -224,7 +224,7 @@ impl From<&engine::ChannelStats> for ChannelStats {
             paused: c.paused,
             e2e_processing_latency: E2eLatency::from(&c.e2e_processing_latency),
             disk_queue: c.disk_queue.as_ref().map(DiskStats::from),
-            config: c.config.as_ref().map(nsqr_broker::Policy::to_json),
+            settings: c.settings.clone(),
             dead_letters: c.dead_letters.as_ref().map(|d| DeadLetters {
                 topic: d.topic.clone(),
                 delivery_limit: d.delivery_limit,

@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 
 use super::consume::{duration_arg, push_int, write_delivery};
 use super::consumers::HttpClient;
-use super::queue_config::name_arg;
+use super::queue_settings::name_arg;
 use super::{HttpBody, HttpState};
 
 /// The most messages a stream may hold unanswered (nsqd's default `--max-rdy-count`).
