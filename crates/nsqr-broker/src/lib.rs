@@ -73,6 +73,7 @@ mod publisher;
 pub mod queue_settings;
 mod registry;
 mod run_queue;
+mod side_file;
 mod spill_queue;
 pub mod stats;
 mod subscription;
