@@ -1,5 +1,6 @@
 //! What nsqrd (nsqd), nsqrlookupd (nsqlookupd) and the `nsqr` bench CLI share, written once:
-//! Go duration text and Go's JSON escaping, UTC calendar dates, and (behind features) nsqd-style log lines, the
+//! Go duration text, Go's JSON escaping and integral floats, UTC calendar dates, the process's
+//! memory from procfs, and (behind features) nsqd-style log lines, the
 //! accept loop of every listener, the Go/httprouter HTTP conventions both daemons reproduce,
 //! the TOML config-file reading, and faulting fresh memory in with one call (`prefault`).
 //!
@@ -9,8 +10,10 @@
 
 pub mod civil;
 pub mod duration;
+pub mod float;
 pub mod goflag;
 pub mod json;
+pub mod procfs;
 
 #[cfg(feature = "config")]
 pub mod config_file;

@@ -55,15 +55,8 @@ pub struct MemStats {
 impl MemStats {
     /// Read from `/proc/self/statm` (zeros where that is unavailable).
     pub fn current() -> MemStats {
-        const PAGE: u64 = 4096;
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-        let mut fields = statm
-            .split_whitespace()
-            .map(|f| f.parse::<u64>().unwrap_or(0));
-        let _size = fields.next();
-        let resident = fields.next().unwrap_or(0);
         MemStats {
-            heap_in_use_bytes: resident * PAGE,
+            heap_in_use_bytes: nsq_common::procfs::statm().map_or(0, |m| m.resident_bytes),
             ..MemStats::default()
         }
     }

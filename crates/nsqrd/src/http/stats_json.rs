@@ -102,10 +102,9 @@ pub struct Percentile {
 
 /// Go's `encoding/json` writes integral floats without a fraction (`1`, not `1.0`).
 fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.fract() == 0.0 && v.abs() < 1e18 {
-        s.serialize_i64(*v as i64)
-    } else {
-        s.serialize_f64(*v)
+    match nsq_common::float::integral(*v, nsq_common::float::JSON_LIMIT) {
+        Some(n) => s.serialize_i64(n),
+        None => s.serialize_f64(*v),
     }
 }
 
