@@ -149,6 +149,6 @@ mod tests {
         ));
         let e = apply("x = [", &[]).unwrap_err();
         assert_eq!(e.exit_code(), 1);
-        assert!(!e.shows_usage());
+        assert!(!matches!(e, OptionsError::Flag(_)));
     }
 }
