@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 use crate::attrs::Attributes;
 use crate::side_file::SideFile;
 
-const FILE: SideFile = SideFile {
+pub(crate) const FILE: SideFile = SideFile {
     header: "nsqr-attrs 1",
     suffix: "nsqr.attrs.dat",
     tag: "ATTRS",
@@ -67,10 +67,6 @@ pub(crate) fn save(
         text.push_str(&serde_json::to_string(&line).map_err(std::io::Error::other)?);
         Ok(())
     })
-}
-
-pub(crate) fn remove(dir: &Path, queue: &str) -> std::io::Result<()> {
-    FILE.remove(dir, queue)
 }
 
 #[cfg(test)]

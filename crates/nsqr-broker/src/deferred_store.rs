@@ -17,7 +17,7 @@ use rustc_hash::FxHashMap;
 
 use crate::side_file::SideFile;
 
-const FILE: SideFile = SideFile {
+pub(crate) const FILE: SideFile = SideFile {
     header: "nsqr-deferred 1",
     suffix: "nsqr.deferred.dat",
     tag: "DEFERRED",
@@ -53,10 +53,6 @@ pub(crate) fn save(
         text.push_str(&due.to_string());
         Ok(())
     })
-}
-
-pub(crate) fn remove(dir: &Path, queue: &str) -> std::io::Result<()> {
-    FILE.remove(dir, queue)
 }
 
 #[cfg(test)]

@@ -362,8 +362,14 @@ impl DiskWriter {
     /// The queue is gone or emptied: so are its side files.
     fn remove_side_files(&self) {
         for (what, r) in [
-            ("deferred", deferred_store::remove(&self.dir, &self.name)),
-            ("attributes", attrs_store::remove(&self.dir, &self.name)),
+            (
+                "deferred",
+                deferred_store::FILE.remove(&self.dir, &self.name),
+            ),
+            (
+                "attributes",
+                attrs_store::FILE.remove(&self.dir, &self.name),
+            ),
             ("head", head_store::remove(&self.dir, &self.name)),
         ] {
             if let Err(e) = r {

@@ -123,28 +123,7 @@ fn statsd_config(live: &Options) -> StatsdConfig {
 
 /// Wait for SIGINT or SIGTERM.
 pub async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! {
-                    _ = i.recv() => {}
-                    _ = t.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    nsq_common::net::shutdown_signal().await
 }
 
 /// Run nsqrd until SIGINT / SIGTERM, then shut down gracefully.
