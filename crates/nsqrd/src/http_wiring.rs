@@ -45,7 +45,7 @@ impl ConfigStore for OptionsStore {
             "nsqlookupd_tcp_addresses" => self
                 .lookupd
                 .set_addresses(&candidate.nsqlookupd_tcp_addresses),
-            "log_level" => nsq_common::logging::set_level(candidate.log_level.level_filter()),
+            "log_level" => nsq_common::logging::set_level(candidate.log_filter()),
             _ => {}
         }
         *opts = candidate;

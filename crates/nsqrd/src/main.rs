@@ -42,7 +42,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    nsq_common::logging::init(&opts.log_prefix, opts.log_level.level_filter());
+    nsq_common::logging::init(&opts.log_prefix, opts.log_filter());
     nsqrd::raise_open_files_limit();
     if let Err(e) = opts.validate() {
         tracing::error!("FATAL: {e}");

@@ -13,41 +13,16 @@ mod config_file;
 
 use nsq_common::{duration, goflag};
 
-/// nsqlookupd's log levels (`--log-level`), case-insensitive on input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Warn,
-    Error,
-    Fatal,
-}
+pub use nsq_common::logging::LogLevel;
 
-impl LogLevel {
-    pub fn parse(text: &str) -> Result<LogLevel, String> {
-        Ok(match text.to_ascii_lowercase().as_str() {
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            "fatal" => LogLevel::Fatal,
-            _ => {
-                return Err(format!(
-                    "invalid log level '{text}' (debug, info, warn, error, fatal)"
-                ))
-            }
-        })
-    }
-
-    /// The name nsqlookupd prints (usage default, log lines).
-    pub fn name(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "DEBUG",
-            LogLevel::Info => "INFO",
-            LogLevel::Warn => "WARNING",
-            LogLevel::Error => "ERROR",
-            LogLevel::Fatal => "FATAL",
-        }
+/// The name nsqlookupd prints for a level (the usage text's default).
+fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "DEBUG",
+        LogLevel::Info => "INFO",
+        LogLevel::Warn => "WARNING",
+        LogLevel::Error => "ERROR",
+        LogLevel::Fatal => "FATAL",
     }
 }
 
@@ -276,7 +251,7 @@ impl Options {
                     "http-address" => Some(format!("{:?}", d.http_address)),
                     "tcp-address" => Some(format!("{:?}", d.tcp_address)),
                     "log-prefix" => Some(format!("{:?}", d.log_prefix)),
-                    "log-level" => Some(d.log_level.name().to_string()),
+                    "log-level" => Some(level_name(d.log_level).to_string()),
                     "inactive-producer-timeout" => {
                         Some(duration::format_nanos(d.inactive_producer_timeout))
                     }
@@ -293,7 +268,10 @@ fn parse_value(kind: Kind, text: &str) -> Result<Value, String> {
     Ok(match kind {
         Kind::Str => Value::Str(text.to_string()),
         Kind::Duration => Value::Duration(duration::parse_nanos(text).map_err(|_| "parse error")?),
-        Kind::LogLevel => Value::LogLevel(LogLevel::parse(text)?),
+        Kind::LogLevel => Value::LogLevel(
+            text.parse()
+                .map_err(|e: nsq_common::logging::LogLevelError| e.to_string())?,
+        ),
         Kind::Bool => Value::Bool(goflag::parse_bool(text).ok_or("parse error")?),
     })
 }
