@@ -88,6 +88,10 @@ pub mod defaults {
     pub const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
     /// `--e2e-processing-latency-window-time`.
     pub const E2E_WINDOW: Duration = Duration::from_secs(600);
+    /// `--max-channel-consumers` (0: unlimited).
+    pub const MAX_CHANNEL_CONSUMERS: usize = 0;
+    /// `--max-disk-bytes` (0: unlimited).
+    pub const MAX_DISK_BYTES: u64 = 0;
 }
 
 impl Default for BrokerConfig {
@@ -99,13 +103,13 @@ impl Default for BrokerConfig {
             msg_timeout: wire::MSG_TIMEOUT,
             max_msg_timeout: wire::MAX_MSG_TIMEOUT,
             max_req_timeout: wire::MAX_REQ_TIMEOUT,
-            max_channel_consumers: 0,
+            max_channel_consumers: defaults::MAX_CHANNEL_CONSUMERS,
             data_path: None,
             durability: Durability::Default,
             max_bytes_per_file: defaults::MAX_BYTES_PER_FILE,
             sync_every: defaults::SYNC_EVERY,
             sync_timeout: defaults::SYNC_TIMEOUT,
-            max_disk_bytes: 0,
+            max_disk_bytes: defaults::MAX_DISK_BYTES,
             max_msg_size: wire::MAX_MSG_SIZE as u64,
             health: Health::default(),
             e2e_percentiles: Vec::new(),

@@ -89,6 +89,10 @@ fn s(v: &str) -> String {
     v.to_string()
 }
 
+/// The HTTP connection limits both daemons default to.
+const HTTP_TIMEOUTS: nsq_common::http::server::Timeouts =
+    nsq_common::http::server::Timeouts::DEFAULT;
+
 const fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
@@ -133,11 +137,11 @@ option_table! {
         "http-client-connect-timeout", Some("http_client_connect_timeout"), Duration, "connect timeout for outbound HTTP requests";
     http_client_request_timeout: Duration = secs(5);
         "http-client-request-timeout", Some("http_client_request_timeout"), Duration, "total timeout for outbound HTTP requests";
-    http_idle_timeout: Duration = secs(120);
+    http_idle_timeout: Duration = HTTP_TIMEOUTS.idle;
         "http-idle-timeout", Some("http_idle_timeout"), Duration, "[nsqr] close an HTTP(S) connection idle this long between requests (0 = never)";
-    http_read_timeout: Duration = secs(60);
+    http_read_timeout: Duration = HTTP_TIMEOUTS.read;
         "http-read-timeout", Some("http_read_timeout"), Duration, "[nsqr] time an HTTP(S) request may take to arrive, headers and body, from its first byte (0 = unlimited)";
-    http_write_timeout: Duration = secs(60);
+    http_write_timeout: Duration = HTTP_TIMEOUTS.write;
         "http-write-timeout", Some("http_write_timeout"), Duration, "[nsqr] close an HTTP(S) connection whose client accepts no response bytes for this long (0 = never)";
     http_max_connections: i64 = 0;
         "http-max-connections", Some("http_max_connections"), Int, "[nsqr] open connections per HTTP(S) listener; more wait to be accepted (0 = half the open-file limit)";
@@ -163,7 +167,7 @@ option_table! {
         "queue-scan-selection-count", Some("queue_scan_selection_count"), Int, "channels checked per 100ms cycle for in-flight and deferred timeouts";
     durability: String = s("default");
         "durability", Some("durability"), Str, "[nsqr] 'default' (nsqd: memory first, disk past --mem-queue-size) or 'strict' (PUB/MPUB/DPUB acknowledged once fsynced; unfinished messages survive a crash)";
-    max_disk_bytes: i64 = 0;
+    max_disk_bytes: i64 = broker::MAX_DISK_BYTES as i64;
         "max-disk-bytes", Some("max_disk_bytes"), Int, "[nsqr] max bytes of disk queue files per topic and per channel; a publish beyond it fails (0 = unlimited)";
 
     // 1.4 message and command limits
@@ -191,7 +195,7 @@ option_table! {
         "min-output-buffer-timeout", Some("min_output_buffer_timeout"), Duration, "min output flush interval a client may ask for";
     output_buffer_timeout: Duration = wire::OUTPUT_BUFFER_TIMEOUT;
         "output-buffer-timeout", Some("output_buffer_timeout"), Duration, "default output flush interval for clients";
-    max_channel_consumers: i64 = 0;
+    max_channel_consumers: i64 = broker::MAX_CHANNEL_CONSUMERS as i64;
         "max-channel-consumers", Some("max_channel_consumers"), Int, "max consumers per channel on this node (0 = unlimited)";
 
     // 1.6 statsd
