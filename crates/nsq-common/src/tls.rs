@@ -33,30 +33,30 @@ impl AnyCertificate {
 /// the provider's algorithms, whatever the certificate.
 macro_rules! signature_checks {
     () => {
-        fn verify_tls12_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            let algorithms = &self.provider.signature_verification_algorithms;
-            rustls::crypto::verify_tls12_signature(message, cert, dss, algorithms)
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            message: &[u8],
-            cert: &CertificateDer<'_>,
-            dss: &DigitallySignedStruct,
-        ) -> Result<HandshakeSignatureValid, rustls::Error> {
-            let algorithms = &self.provider.signature_verification_algorithms;
-            rustls::crypto::verify_tls13_signature(message, cert, dss, algorithms)
-        }
+        signature_checks!(
+            verify_tls12_signature,
+            rustls::crypto::verify_tls12_signature
+        );
+        signature_checks!(
+            verify_tls13_signature,
+            rustls::crypto::verify_tls13_signature
+        );
 
         fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
             self.provider
                 .signature_verification_algorithms
                 .supported_schemes()
+        }
+    };
+    ($method:ident, $verify:path) => {
+        fn $method(
+            &self,
+            message: &[u8],
+            cert: &CertificateDer<'_>,
+            dss: &DigitallySignedStruct,
+        ) -> Result<HandshakeSignatureValid, rustls::Error> {
+            let algorithms = &self.provider.signature_verification_algorithms;
+            $verify(message, cert, dss, algorithms)
         }
     };
 }
