@@ -6,7 +6,8 @@
 //! the one serde type behind every place settings travel as JSON: the HTTP `/topic/config`
 //! and `/channel/config` bodies, the `[topics.*]` tables of the config file, the `nsqr_config`
 //! objects of `nsqd.dat` and `/stats`. Adding a setting is adding a field: its serde attributes
-//! say how it is read and shown, and the list of known keys is read from serde.
+//! say how it is read and shown, and the list of known keys is read from serde; its default is
+//! one line of [`EffectiveSettings::resolve`], and what channels read of it one accessor.
 //!
 //! A channel runs with its [`EffectiveSettings`]: its own, else its topic's (a topic's settings
 //! are its channels' defaults), else the broker's. Changes are checked whole: one bad value
@@ -423,24 +424,12 @@ pub fn default_dead_letter_topic(topic: &str) -> String {
     format!("{base}{SUFFIX}{eph}")
 }
 
-/// The settings a channel runs with (see the module documentation).
+/// The settings a channel runs with (see the module documentation): its own, else its
+/// topic's, else the defaults, every key set but `msg_timeout` (unset: consumers get the
+/// broker's `--msg-timeout`). A setting's default is one line of [`EffectiveSettings::resolve`];
+/// what the channel reads of it, one accessor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EffectiveSettings {
-    /// 0: no limit.
-    pub max_attempts: u16,
-    /// Where its dead letters go.
-    pub dead_letter_topic: String,
-    /// Strict order (per ordering key).
-    pub ordered: bool,
-    /// None: messages live until delivered (unless published with a TTL).
-    pub message_ttl: Option<Duration>,
-    /// What happens to an expired message.
-    pub expired: ExpiredAction,
-    /// For consumers that did not ask for their own timeout (None: the broker's default).
-    pub msg_timeout: Option<Duration>,
-    /// The memory queue's bound.
-    pub mem_queue_size: usize,
-}
+pub struct EffectiveSettings(QueueSettings);
 
 impl EffectiveSettings {
     /// `own`, else `topic_settings`, else the broker's defaults, for a channel of `topic`.
@@ -450,37 +439,64 @@ impl EffectiveSettings {
         topic_settings: &QueueSettings,
         cfg: &BrokerConfig,
     ) -> EffectiveSettings {
-        let p = own.or(topic_settings);
-        EffectiveSettings {
-            max_attempts: p.max_attempts.unwrap_or(0),
-            dead_letter_topic: p
-                .dead_letter_topic
-                .unwrap_or_else(|| default_dead_letter_topic(topic)),
-            ordered: p.ordered.unwrap_or(false),
-            message_ttl: p.message_ttl.filter(|d| !d.is_zero()),
-            expired: p.expired.unwrap_or_default(),
-            msg_timeout: p.msg_timeout,
-            mem_queue_size: p.mem_queue_size.unwrap_or(cfg.mem_queue_size),
-        }
+        let defaults = QueueSettings {
+            max_attempts: Some(0),
+            dead_letter_topic: Some(default_dead_letter_topic(topic)),
+            ordered: Some(false),
+            message_ttl: Some(Duration::ZERO),
+            expired: Some(ExpiredAction::default()),
+            msg_timeout: None,
+            mem_queue_size: Some(cfg.mem_queue_size),
+        };
+        EffectiveSettings(own.or(topic_settings).or(&defaults))
+    }
+
+    /// Deliveries before a message is dead-lettered (0: no limit).
+    pub fn max_attempts(&self) -> u16 {
+        self.0.max_attempts.unwrap_or(0)
+    }
+
+    /// Where its dead letters go.
+    pub fn dead_letter_topic(&self) -> &str {
+        self.0.dead_letter_topic.as_deref().unwrap_or_default()
+    }
+
+    /// Strict order (per ordering key).
+    pub fn ordered(&self) -> bool {
+        self.0.ordered.unwrap_or(false)
+    }
+
+    /// None: messages live until delivered (unless published with a TTL).
+    pub fn message_ttl(&self) -> Option<Duration> {
+        self.0.message_ttl.filter(|d| !d.is_zero())
+    }
+
+    /// What happens to an expired message.
+    pub fn expired(&self) -> ExpiredAction {
+        self.0.expired.unwrap_or_default()
+    }
+
+    /// For consumers that did not ask for their own timeout (None: the broker's default).
+    pub fn msg_timeout(&self) -> Option<Duration> {
+        self.0.msg_timeout
+    }
+
+    /// The memory queue's bound.
+    pub fn mem_queue_size(&self) -> usize {
+        self.0.mem_queue_size.unwrap_or(0)
     }
 
     /// True when a message's path must look at it: a delivery limit, a time to live, order.
     pub fn checks_messages(&self) -> bool {
-        self.max_attempts > 0 || self.message_ttl.is_some() || self.ordered
+        self.max_attempts() > 0 || self.message_ttl().is_some() || self.ordered()
     }
 
     /// Every setting with its value (the answer to `GET /channel/config`);
     /// `default_timeout` is the broker's `--msg-timeout`.
     pub fn to_settings(&self, default_timeout: Duration) -> QueueSettings {
-        QueueSettings {
-            max_attempts: Some(self.max_attempts),
-            dead_letter_topic: Some(self.dead_letter_topic.clone()),
-            ordered: Some(self.ordered),
-            message_ttl: Some(self.message_ttl.unwrap_or_default()),
-            expired: Some(self.expired),
-            msg_timeout: Some(self.msg_timeout.unwrap_or(default_timeout)),
-            mem_queue_size: Some(self.mem_queue_size),
-        }
+        let mut all = self.0.clone();
+        all.msg_timeout.get_or_insert(default_timeout);
+        all
     }
 }
 

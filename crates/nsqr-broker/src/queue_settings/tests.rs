@@ -92,10 +92,10 @@ fn effective_settings_inherit() {
         ..QueueSettings::default()
     };
     let e = EffectiveSettings::resolve("orders", &own, &topic, &cfg);
-    assert_eq!(e.max_attempts, 2);
-    assert_eq!(e.message_ttl, Some(Duration::from_secs(60)));
-    assert_eq!(e.dead_letter_topic, "orders.dead");
-    assert_eq!(e.mem_queue_size, cfg.mem_queue_size);
+    assert_eq!(e.max_attempts(), 2);
+    assert_eq!(e.message_ttl(), Some(Duration::from_secs(60)));
+    assert_eq!(e.dead_letter_topic(), "orders.dead");
+    assert_eq!(e.mem_queue_size(), cfg.mem_queue_size);
     assert!(e.checks_messages());
     let plain = EffectiveSettings::resolve(
         "t",
