@@ -25,6 +25,76 @@ pub enum SyntaxError {
     MissingArgument(String),
 }
 
+/// A command-line error as Go's flag package reports it: the syntax, an unknown flag, or a
+/// value the flag cannot take. Go prints the message (none for `-h`) and the usage text, and
+/// exits 0 for `-h`, 2 otherwise ([`FlagError::print`], [`FlagError::exit_code`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FlagError {
+    #[error(transparent)]
+    Syntax(#[from] SyntaxError),
+    /// A value a non-bool flag cannot take; `reason` is the program's.
+    #[error("invalid value {value:?} for flag -{flag}: {reason}")]
+    InvalidValue {
+        flag: String,
+        value: String,
+        reason: String,
+    },
+    /// A value a bool flag cannot take.
+    #[error("invalid boolean value {value:?} for -{flag}: {reason}")]
+    InvalidBool {
+        flag: String,
+        value: String,
+        reason: String,
+    },
+}
+
+impl FlagError {
+    /// An unknown flag.
+    pub fn unknown(name: String) -> FlagError {
+        FlagError::Syntax(SyntaxError::Unknown(name))
+    }
+
+    /// A refused value of flag `flag` (a bool-style one if `bool_style`).
+    pub fn bad_value(bool_style: bool, flag: &str, value: &str, reason: String) -> FlagError {
+        let (flag, value) = (flag.to_string(), value.to_string());
+        if bool_style {
+            FlagError::InvalidBool {
+                flag,
+                value,
+                reason,
+            }
+        } else {
+            FlagError::InvalidValue {
+                flag,
+                value,
+                reason,
+            }
+        }
+    }
+
+    /// `-h` / `-help`.
+    pub fn is_help(&self) -> bool {
+        *self == FlagError::Syntax(SyntaxError::Help)
+    }
+
+    /// Go's exit status: 0 after `-h`, 2 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        if self.is_help() {
+            0
+        } else {
+            2
+        }
+    }
+
+    /// Write the error to stderr as Go does: the message (none for `-h`), then `usage`.
+    pub fn print(&self, usage: &str) {
+        if !self.is_help() {
+            eprintln!("{self}");
+        }
+        eprint!("{usage}");
+    }
+}
+
 /// One flag occurrence: its name (as defined) and its value text (`"true"` for a bare bool).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Occurrence {

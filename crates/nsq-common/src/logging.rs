@@ -19,6 +19,62 @@ use tracing_subscriber::{reload, Registry};
 
 pub use tracing_subscriber::filter::LevelFilter;
 
+/// The `--log-level` values of nsqd and nsqlookupd, read case-insensitively (nothing is
+/// trimmed); the numbers are nsqd's (`/config/log_level` reports them). Which lines each level
+/// shows, and how a daemon names it in its usage text, stay in the daemon.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum LogLevel {
+    Debug = 1,
+    Info = 2,
+    Warn = 3,
+    Error = 4,
+    Fatal = 5,
+}
+
+/// A `--log-level` that names no level.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid log level '{0}' (debug, info, warn, error, fatal)")]
+pub struct LogLevelError(pub String);
+
+impl LogLevel {
+    /// The level's lower-case name, as accepted on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Warn => "warn",
+            LogLevel::Error => "error",
+            LogLevel::Fatal => "fatal",
+        }
+    }
+
+    /// nsqd's integer for the level (1 = debug … 5 = fatal).
+    pub fn as_int(self) -> i64 {
+        self as i64
+    }
+}
+
+impl std::str::FromStr for LogLevel {
+    type Err = LogLevelError;
+
+    fn from_str(s: &str) -> Result<Self, LogLevelError> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "debug" => LogLevel::Debug,
+            "info" => LogLevel::Info,
+            "warn" => LogLevel::Warn,
+            "error" => LogLevel::Error,
+            "fatal" => LogLevel::Fatal,
+            _ => return Err(LogLevelError(s.to_string())),
+        })
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Formats an event as `<prefix><timestamp> <LEVEL>: <fields>`.
 pub struct NsqFormat {
     pub prefix: String,

@@ -15,6 +15,32 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+/// Resolves at SIGINT or SIGTERM (at Ctrl-C where there are no such signals or their handlers
+/// cannot be installed): both daemons' signal to shut down gracefully. The handlers are
+/// installed when this is called, so a signal that arrives before the future is awaited still
+/// counts.
+pub fn shutdown_signal() -> impl Future<Output = ()> + Send {
+    #[cfg(unix)]
+    let handlers = {
+        use tokio::signal::unix::{signal, SignalKind};
+        (
+            signal(SignalKind::interrupt()),
+            signal(SignalKind::terminate()),
+        )
+    };
+    async move {
+        #[cfg(unix)]
+        if let (Ok(mut i), Ok(mut t)) = handlers {
+            tokio::select! {
+                _ = i.recv() => {}
+                _ = t.recv() => {}
+            }
+            return;
+        }
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
 /// How long connections may run after shutdown begins.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// Pause after a failed `accept` so the loop does not spin.

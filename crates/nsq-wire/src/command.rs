@@ -22,6 +22,7 @@ mod simple;
 use bytes::{Buf, Bytes, BytesMut};
 
 use crate::bodies::Bodies;
+use crate::defaults;
 use crate::error::{Code, ParseError, ProtocolError};
 
 pub use eof::error_at_eof;
@@ -54,12 +55,13 @@ pub struct Limits {
 }
 
 impl Default for Limits {
+    /// nsqd's defaults, for a client that has not identified.
     fn default() -> Self {
         Limits {
-            max_msg_size: 1_048_576,
-            max_body_size: 5_242_880,
-            max_rdy_count: 2500,
-            max_req_timeout_ms: 3_600_000,
+            max_msg_size: defaults::MAX_MSG_SIZE,
+            max_body_size: defaults::MAX_BODY_SIZE,
+            max_rdy_count: defaults::MAX_RDY_COUNT,
+            max_req_timeout_ms: defaults::MAX_REQ_TIMEOUT.as_millis() as i64,
             heartbeats_disabled: false,
             tls_pending: false,
         }

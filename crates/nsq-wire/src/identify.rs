@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::defaults;
 use crate::error::{Code, ProtocolError};
+use crate::Limits;
 
 /// The request body. Every field is optional; `null` counts as absent (as Go's decoder does),
 /// and absent fields are not serialised.
@@ -67,12 +69,15 @@ pub struct IdentifyRequest {
 }
 
 /// What the server allows and defaults to: the part of its flags IDENTIFY is checked against
-/// and reports. Borrowed, so a server can build one per IDENTIFY for free.
+/// and reports, and the command limits a connection starts with. `Default` is nsqd's
+/// ([`crate::defaults`]), without TLS or auth.
 #[derive(Debug, Clone)]
-pub struct ServerConfig<'a> {
+pub struct ServerConfig {
     /// The version string the reply reports (nsqd's, for compatible servers).
-    pub version: &'a str,
-    /// Heartbeat interval when the client asks for 0 (nsqd: half its 60 s client timeout).
+    pub version: &'static str,
+    /// The command limits; IDENTIFY reports `max_rdy_count` from them.
+    pub limits: Limits,
+    /// Heartbeat interval when the client asks for 0.
     pub default_heartbeat: Duration,
     pub max_heartbeat_interval: Duration,
     pub default_output_buffer_size: usize,
@@ -84,7 +89,6 @@ pub struct ServerConfig<'a> {
     /// In-flight timeout when the client asks for 0.
     pub msg_timeout: Duration,
     pub max_msg_timeout: Duration,
-    pub max_rdy_count: i64,
     /// DEFLATE may be granted.
     pub deflate: bool,
     /// Snappy may be granted.
@@ -94,32 +98,31 @@ pub struct ServerConfig<'a> {
     pub auth_required: bool,
     /// TLS may be granted (a certificate and key are configured).
     pub tls_available: bool,
-    pub topology_region: &'a str,
-    pub topology_zone: &'a str,
+    pub topology_region: String,
+    pub topology_zone: String,
 }
 
-impl Default for ServerConfig<'_> {
-    /// nsqd 1.3.0's defaults (no TLS).
+impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
-            version: "1.3.0",
-            default_heartbeat: Duration::from_secs(30),
-            max_heartbeat_interval: Duration::from_secs(60),
-            default_output_buffer_size: 16 * 1024,
-            max_output_buffer_size: 65536,
-            output_buffer_timeout: Duration::from_millis(250),
-            min_output_buffer_timeout: Duration::from_millis(25),
-            max_output_buffer_timeout: Duration::from_secs(30),
-            msg_timeout: Duration::from_secs(60),
-            max_msg_timeout: Duration::from_secs(15 * 60),
-            max_rdy_count: 2500,
-            deflate: true,
-            snappy: true,
-            max_deflate_level: 6,
+            version: defaults::NSQD_VERSION,
+            limits: Limits::default(),
+            default_heartbeat: defaults::DEFAULT_HEARTBEAT,
+            max_heartbeat_interval: defaults::MAX_HEARTBEAT_INTERVAL,
+            default_output_buffer_size: defaults::DEFAULT_OUTPUT_BUFFER_SIZE,
+            max_output_buffer_size: defaults::MAX_OUTPUT_BUFFER_SIZE,
+            output_buffer_timeout: defaults::OUTPUT_BUFFER_TIMEOUT,
+            min_output_buffer_timeout: defaults::MIN_OUTPUT_BUFFER_TIMEOUT,
+            max_output_buffer_timeout: defaults::MAX_OUTPUT_BUFFER_TIMEOUT,
+            msg_timeout: defaults::MSG_TIMEOUT,
+            max_msg_timeout: defaults::MAX_MSG_TIMEOUT,
+            deflate: defaults::DEFLATE,
+            snappy: defaults::SNAPPY,
+            max_deflate_level: defaults::MAX_DEFLATE_LEVEL,
             auth_required: false,
             tls_available: false,
-            topology_region: "",
-            topology_zone: "",
+            topology_region: String::new(),
+            topology_zone: String::new(),
         }
     }
 }
@@ -192,7 +195,7 @@ pub fn decode(body: &[u8]) -> Result<IdentifyRequest, ProtocolError> {
 
 /// Decode and validate, in nsqd's order with nsqd's errors. Like nsqd, absent `client_id` /
 /// `hostname` overwrite the defaults (the remote IP) with "".
-pub fn negotiate(body: &[u8], s: &ServerConfig<'_>) -> Result<Negotiated, ProtocolError> {
+pub fn negotiate(body: &[u8], s: &ServerConfig) -> Result<Negotiated, ProtocolError> {
     let req = decode(body)?;
 
     let heartbeat = match req.heartbeat_interval.unwrap_or(0) {
@@ -245,7 +248,7 @@ pub fn negotiate(body: &[u8], s: &ServerConfig<'_>) -> Result<Negotiated, Protoc
             "cannot enable both deflate and snappy compression",
         ));
     }
-    let mut deflate_level = 6;
+    let mut deflate_level = defaults::DEFLATE_LEVEL;
     if deflate {
         if let Some(l) = req.deflate_level.filter(|&l| l > 0) {
             deflate_level = l;
@@ -273,9 +276,9 @@ pub fn negotiate(body: &[u8], s: &ServerConfig<'_>) -> Result<Negotiated, Protoc
 }
 
 /// The JSON reply to a negotiated IDENTIFY (serialise it with serde_json).
-pub fn response<'a>(n: &Negotiated, s: &ServerConfig<'a>) -> IdentifyResponse<'a> {
+pub fn response<'a>(n: &Negotiated, s: &'a ServerConfig) -> IdentifyResponse<'a> {
     IdentifyResponse {
-        max_rdy_count: s.max_rdy_count,
+        max_rdy_count: s.limits.max_rdy_count,
         version: Cow::Borrowed(s.version),
         max_msg_timeout: ms(s.max_msg_timeout),
         msg_timeout: ms(n.msg_timeout),
@@ -289,8 +292,8 @@ pub fn response<'a>(n: &Negotiated, s: &ServerConfig<'a>) -> IdentifyResponse<'a
         auth_required: s.auth_required,
         output_buffer_size: n.output_buffer_size,
         output_buffer_timeout: ms(n.output_buffer_timeout),
-        topology_region: Cow::Borrowed(s.topology_region),
-        topology_zone: Cow::Borrowed(s.topology_zone),
+        topology_region: Cow::Borrowed(&s.topology_region),
+        topology_zone: Cow::Borrowed(&s.topology_zone),
     }
 }
 

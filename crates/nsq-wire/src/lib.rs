@@ -6,7 +6,7 @@
 //!
 //! The server's side: [`command`] parses what clients send, [`frame`] encodes the answers.
 //! The client's side: [`client`] encodes commands and decodes frames. Both sides: [`identify`]
-//! (the IDENTIFY request, its validation and the reply), `compress` (snappy and deflate
+//! (the IDENTIFY request, its validation and the reply), nsqd's [`defaults`], `compress` (snappy and deflate
 //! streams, with the `compress` feature, on by default), [`bodies`], [`message`] ids, topic
 //! and channel [`names`].
 
@@ -15,6 +15,7 @@ pub mod client;
 pub mod command;
 #[cfg(feature = "compress")]
 pub mod compress;
+pub mod defaults;
 pub mod error;
 pub mod frame;
 pub mod identify;
@@ -26,6 +27,7 @@ pub mod spliced;
 pub use bodies::Bodies;
 pub use client::{Frame, FrameDecoder};
 pub use command::{error_at_eof, parse, parse_with, ClientState, Command, Handover, Limits};
+pub use defaults::NSQD_VERSION;
 pub use error::{Code, ParseError, ProtocolError};
 pub use frame::{FrameType, MAGIC_V2};
 pub use message::MessageId;

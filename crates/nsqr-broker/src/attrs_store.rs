@@ -7,11 +7,10 @@
 //! ignores the file (its messages simply lose their attributes there). A crash loses them too: the
 //! messages are still delivered, without expiry or key (`docs/http-queues.md`).
 //!
-//! Format: `nsqr-attrs 1\n`, then one JSON object per line: `{"id":"<16 hex>", ...}` with the
-//! attribute fields of `attrs.rs`. Written atomically (tmp file, fsync, rename); a missing file
-//! means none; an unreadable line is logged and skipped.
+//! Format (a `side_file.rs` file): `nsqr-attrs 1\n`, then one JSON object per line:
+//! `{"id":"<16 hex>", ...}` with the attribute fields of `attrs.rs`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use nsq_wire::MessageId;
@@ -19,14 +18,21 @@ use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 
 use crate::attrs::Attributes;
+use crate::side_file::SideFile;
 
-const HEADER: &str = "nsqr-attrs 1";
+pub(crate) const FILE: SideFile = SideFile {
+    header: "nsqr-attrs 1",
+    suffix: "nsqr.attrs.dat",
+    tag: "ATTRS",
+    loss: "its messages lose their expiry and ordering keys",
+};
 
 /// Attributes by message id.
 pub(crate) type AttrMap = FxHashMap<u64, Arc<Attributes>>;
 
-pub(crate) fn path(dir: &Path, queue: &str) -> PathBuf {
-    dir.join(format!("{queue}.nsqr.attrs.dat"))
+#[cfg(test)]
+fn path(dir: &Path, queue: &str) -> std::path::PathBuf {
+    FILE.path(dir, queue)
 }
 
 #[derive(Serialize, Deserialize)]
@@ -38,41 +44,13 @@ struct Line {
 
 /// The stored attributes (empty when there is no file).
 pub(crate) fn load(dir: &Path, queue: &str) -> AttrMap {
-    let p = path(dir, queue);
-    let mut out = AttrMap::default();
-    let text = match std::fs::read_to_string(&p) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return out,
-        Err(e) => {
-            tracing::error!(
-                "ATTRS({queue}): cannot read {} - {e}; its messages lose their expiry and ordering keys",
-                p.display()
-            );
-            return out;
-        }
-    };
-    let mut lines = text.lines();
-    if lines.next() != Some(HEADER) {
-        tracing::error!(
-            "ATTRS({queue}): {} has no '{HEADER}' header; ignored",
-            p.display()
-        );
-        return out;
-    }
-    for line in lines.filter(|l| !l.is_empty()) {
-        let parsed = serde_json::from_str::<Line>(line)
-            .ok()
-            .and_then(|l| Some((MessageId::from_hex(l.id.as_bytes())?.0, l.attrs)));
-        match parsed {
-            Some((id, attrs)) => {
-                if let Some(a) = attrs.into_shared() {
-                    out.insert(id, a);
-                }
-            }
-            None => tracing::error!("ATTRS({queue}): bad line {line:?} skipped"),
-        }
-    }
-    out
+    FILE.load(dir, queue, |line| {
+        let l = serde_json::from_str::<Line>(line).ok()?;
+        Some((MessageId::from_hex(l.id.as_bytes())?.0, l.attrs))
+    })
+    .into_iter()
+    .filter_map(|(id, attrs)| Some((id, attrs.into_shared()?)))
+    .collect()
 }
 
 /// Replace the file with `entries` (or remove it when there are none).
@@ -81,29 +59,14 @@ pub(crate) fn save(
     queue: &str,
     entries: impl IntoIterator<Item = (u64, Arc<Attributes>)>,
 ) -> std::io::Result<()> {
-    let mut text = String::from(HEADER);
-    text.push('\n');
-    let mut n = 0usize;
-    for (id, attrs) in entries {
+    FILE.save(dir, queue, entries, |id, attrs, text| {
         let line = Line {
             id: String::from_utf8_lossy(&MessageId(id).to_hex()).into_owned(),
             attrs: (*attrs).clone(),
         };
         text.push_str(&serde_json::to_string(&line).map_err(std::io::Error::other)?);
-        text.push('\n');
-        n += 1;
-    }
-    if n == 0 {
-        return remove(dir, queue);
-    }
-    crate::deferred_store::write_atomically(dir, &path(dir, queue), text.as_bytes())
-}
-
-pub(crate) fn remove(dir: &Path, queue: &str) -> std::io::Result<()> {
-    match std::fs::remove_file(path(dir, queue)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
+        Ok(())
+    })
 }
 
 #[cfg(test)]

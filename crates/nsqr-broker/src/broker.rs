@@ -14,14 +14,14 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use tokio::task::JoinHandle;
 
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerInfo};
 use crate::error::{BrokerError, StartError};
 use crate::events::{EventListener, Listening};
 use crate::metadata::MetadataError;
-use crate::policy::{Limits, Policy};
 use crate::publisher::Publisher;
+use crate::queue_settings::{Limits, QueueSettings};
 use crate::registry::Registry;
 use crate::stats::Snapshot;
 use crate::subscription::{SubscribeOptions, Subscription};
@@ -207,16 +207,16 @@ impl Broker {
         self.reg.get_or_create_topic(name)
     }
 
-    /// Apply `changes` (a JSON object of settings: `policy.rs`, `docs/http-queues.md`) to
+    /// Apply `changes` (a JSON object of settings: `queue_settings.rs`, `docs/http-queues.md`) to
     /// `topic`'s settings, which are also its channels' defaults; the topic is created if
     /// needed (blocking). All or nothing: a bad key or value changes (and creates) nothing.
     pub fn configure_topic(
         &self,
         topic: &str,
         changes: &serde_json::Value,
-    ) -> Result<Policy, BrokerError> {
+    ) -> Result<QueueSettings, BrokerError> {
         check_name(topic)?;
-        Policy::default().patch(changes, &Limits::of(self.config(), topic))?;
+        QueueSettings::default().patch(changes, &Limits::of(self.config(), topic))?;
         self.reg.get_or_create_topic(topic)?.configure(changes)
     }
 
@@ -227,42 +227,40 @@ impl Broker {
         topic: &str,
         channel: &str,
         changes: &serde_json::Value,
-    ) -> Result<Policy, BrokerError> {
+    ) -> Result<QueueSettings, BrokerError> {
         check_name(topic)?;
         check_name(channel)?;
-        Policy::default().patch(changes, &Limits::of(self.config(), topic))?;
+        QueueSettings::default().patch(changes, &Limits::of(self.config(), topic))?;
         let t = self.reg.get_or_create_topic(topic)?;
         t.get_or_create_channel(channel)?;
         t.configure_channel(channel, changes)
     }
 
     /// Replace `topic`'s settings (created if needed; blocking).
-    pub fn set_topic_policy(&self, topic: &str, policy: &Policy) -> Result<(), BrokerError> {
+    pub fn set_topic_settings(
+        &self,
+        topic: &str,
+        settings: &QueueSettings,
+    ) -> Result<(), BrokerError> {
         check_name(topic)?;
-        let p = Policy::from_json(
-            &policy.to_json().into_value(),
-            &Limits::of(self.config(), topic),
-        )?;
-        self.reg.get_or_create_topic(topic)?.set_policy(p);
+        let p = QueueSettings::from_json(&settings.to_json(), &Limits::of(self.config(), topic))?;
+        self.reg.get_or_create_topic(topic)?.set_settings(p);
         Ok(())
     }
 
     /// Replace the settings of `channel` of `topic` (both created if needed; blocking).
-    pub fn set_channel_policy(
+    pub fn set_channel_settings(
         &self,
         topic: &str,
         channel: &str,
-        policy: &Policy,
+        settings: &QueueSettings,
     ) -> Result<(), BrokerError> {
         check_name(topic)?;
         check_name(channel)?;
-        let p = Policy::from_json(
-            &policy.to_json().into_value(),
-            &Limits::of(self.config(), topic),
-        )?;
+        let p = QueueSettings::from_json(&settings.to_json(), &Limits::of(self.config(), topic))?;
         let t = self.reg.get_or_create_topic(topic)?;
         let ch = t.get_or_create_channel(channel)?;
-        t.set_channel_policy(&ch, p);
+        t.set_channel_settings(&ch, p);
         Ok(())
     }
 

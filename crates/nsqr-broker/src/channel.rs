@@ -5,7 +5,7 @@
 //! marked `waiting`; a put wakes as many of them as it added messages (round robin), so an idle
 //! consumer gets a message immediately and a busy channel does no wake-ups at all.
 //!
-//! A channel's settings (`policy.rs`: delivery limit, dead letters, order, time to live) are
+//! A channel's settings (`queue_settings.rs`: delivery limit, dead letters, order, time to live) are
 //! applied by `channel/rules.rs`; with none set and no message carrying attributes, a message's
 //! path does not look at them (`ChannelState::checks` is false). Answers by receipt (HTTP
 //! consumers) are in `channel/settle.rs`.
@@ -18,7 +18,7 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::attrs::DeadLetterReason;
-use crate::config::BrokerConfig;
+use crate::broker_config::BrokerConfig;
 use crate::consumer::Consumer;
 use crate::dead_letter::DeadLetter;
 use crate::durability::Ticket;
@@ -27,7 +27,7 @@ use crate::error::BrokerError;
 use crate::inflight::{DeferredQueue, InFlight, InFlightTable};
 use crate::message::{Message, Published};
 use crate::ordered::Ordered;
-use crate::policy::{Effective, Policy};
+use crate::queue_settings::{EffectiveSettings, QueueSettings};
 use crate::registry::Shared;
 use crate::spill_queue::{Put, SpillQueue};
 use crate::stats::{ChannelStats, ConsumerStats, DeadLetterStats};
@@ -51,15 +51,15 @@ struct ChannelState {
     timer_at: Option<Instant>,
     next_wake: usize,
     /// The settings set on this channel.
-    own: Policy,
+    own: QueueSettings,
     /// What it runs with: its own settings, else its topic's, else the broker's.
-    eff: Effective,
+    eff: EffectiveSettings,
     /// Messages must be looked at before delivery (a limit, a time to live, order, or a
     /// message with attributes arrived). False: the plain path of nsqd.
     checks: bool,
     /// A message with attributes (a TTL, an ordering key) reached the channel.
     attrs_seen: bool,
-    /// Per-key order, when `eff.ordered`.
+    /// Per-key order, when `eff.ordered()`.
     ordered: Option<Box<Ordered>>,
     /// Deliveries so far; each delivery is known by its number (receipts).
     deliveries: u64,
@@ -113,10 +113,9 @@ impl ChannelState {
 /// One channel of a topic: its own copy of every message the topic gets, shared by the
 /// consumers that join it (each message goes to one of them).
 pub struct Channel {
-    name: String,
-    topic_name: String,
-    /// The names again, shared by the channel's dead-letter records.
-    names: (Arc<str>, Arc<str>),
+    /// Shared with the channel's dead-letter records.
+    name: Arc<str>,
+    topic_name: Arc<str>,
     ephemeral: bool,
     /// End-to-end latency, when percentiles are configured.
     e2e: Option<E2eStream>,
@@ -141,16 +140,15 @@ impl Channel {
         topic_name: &str,
         name: &str,
         shared: Arc<Shared>,
-        own: Policy,
-        topic_policy: &Policy,
+        own: QueueSettings,
+        topic_settings: &QueueSettings,
     ) -> Arc<Channel> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let eff = Effective::resolve(topic_name, &own, topic_policy, &shared.cfg);
+        let eff = EffectiveSettings::resolve(topic_name, &own, topic_settings, &shared.cfg);
         let (ready, head) = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral, &eff);
         let ch = Arc::new_cyclic(|me| Channel {
-            name: name.to_string(),
-            topic_name: topic_name.to_string(),
-            names: (Arc::from(topic_name), Arc::from(name)),
+            name: Arc::from(name),
+            topic_name: Arc::from(topic_name),
             ephemeral,
             e2e: E2eStream::for_config(&shared.cfg),
             shared,
@@ -484,8 +482,8 @@ impl Channel {
         let limit = self.shared.cfg.max_channel_consumers;
         if limit > 0 && st.consumers.len() >= limit {
             return Err(BrokerError::TooManyConsumers {
-                topic: self.topic_name.clone(),
-                channel: self.name.clone(),
+                topic: self.topic_name.to_string(),
+                channel: self.name.to_string(),
                 limit,
             });
         }
@@ -653,7 +651,7 @@ impl Channel {
         let st = self.state.lock();
         let dead = self.dead_letter_stats(&st);
         ChannelStats {
-            channel_name: self.name.clone(),
+            channel_name: self.name.to_string(),
             depth: st.depth(),
             backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),
@@ -671,7 +669,7 @@ impl Channel {
             paused: st.paused,
             e2e_processing_latency: self.e2e.as_ref().map(E2eStream::result).unwrap_or_default(),
             disk_queue: st.ready.disk_stats(),
-            config: (!st.own.is_empty()).then(|| st.own.clone()),
+            settings: (!st.own.is_empty()).then(|| st.own.clone()),
             dead_letters: dead,
         }
     }
@@ -682,7 +680,7 @@ impl Channel {
         let dropped = self.expired_dropped.load(Relaxed);
         let any = counts.iter().any(|n| *n > 0) || dropped > 0;
         (any || st.eff.checks_messages()).then(|| DeadLetterStats {
-            topic: st.eff.dead_letter_topic.clone(),
+            topic: st.eff.dead_letter_topic().to_string(),
             delivery_limit: counts[DeadLetterReason::DeliveryLimit.index()],
             rejected: counts[DeadLetterReason::Rejected.index()],
             expired: counts[DeadLetterReason::Expired.index()],

@@ -20,9 +20,9 @@ pub(crate) use crate::codec::record_len;
 use parking_lot::Mutex;
 
 use crate::attrs_store::{self, AttrMap};
+use crate::broker_config::BrokerConfig;
 use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
-use crate::config::BrokerConfig;
 use crate::deferred_store;
 use crate::disk_link::Opened;
 use crate::durability::{DiskError, Promise, Ticket};
@@ -175,7 +175,7 @@ pub(crate) struct DiskWriter {
     owner: OnceLock<Weak<dyn QueueOwner>>,
     rt: Option<tokio::runtime::Handle>,
     health: crate::health::Health,
-    faults: Option<crate::config::DiskFaults>,
+    faults: Option<crate::broker_config::DiskFaults>,
     /// Times `spawn` was called (tests check that a link starts one writer at a time).
     #[cfg(test)]
     pub(crate) spawned: std::sync::atomic::AtomicUsize,
@@ -362,8 +362,14 @@ impl DiskWriter {
     /// The queue is gone or emptied: so are its side files.
     fn remove_side_files(&self) {
         for (what, r) in [
-            ("deferred", deferred_store::remove(&self.dir, &self.name)),
-            ("attributes", attrs_store::remove(&self.dir, &self.name)),
+            (
+                "deferred",
+                deferred_store::FILE.remove(&self.dir, &self.name),
+            ),
+            (
+                "attributes",
+                attrs_store::FILE.remove(&self.dir, &self.name),
+            ),
             ("head", head_store::remove(&self.dir, &self.name)),
         ] {
             if let Err(e) = r {

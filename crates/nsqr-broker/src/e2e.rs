@@ -17,7 +17,7 @@
 use parking_lot::{Mutex, MutexGuard};
 use sketches_ddsketch::{Config, DDSketch};
 
-use crate::config::BrokerConfig;
+use crate::broker_config::BrokerConfig;
 use crate::stats::{E2eLatency, Percentile};
 
 /// The shortest half-window (a zero window would rotate on every sample).

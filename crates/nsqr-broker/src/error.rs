@@ -19,7 +19,7 @@ pub enum BrokerError {
     Redelivered,
     /// Settings that cannot be applied (`/topic/config`, `/channel/config`).
     #[error("{0}")]
-    Policy(#[from] crate::policy::PolicyError),
+    QueueSettings(#[from] crate::queue_settings::QueueSettingsError),
     /// The broker is shutting down, or the topic or channel was deleted meanwhile.
     #[error("exiting")]
     Exiting,

@@ -127,7 +127,7 @@ pub(crate) fn save(
         out.extend_from_slice(&due.unwrap_or(0).to_be_bytes());
         crate::codec::encode(m, &mut out);
     }
-    crate::deferred_store::write_atomically(dir, &path(dir, queue), &out)
+    crate::side_file::write_atomically(dir, &path(dir, queue), &out)
 }
 
 pub(crate) fn remove(dir: &Path, queue: &str) -> std::io::Result<()> {

@@ -50,10 +50,10 @@ pub mod attrs;
 mod attrs_store;
 mod block_deque;
 mod broker;
+mod broker_config;
 mod channel;
 mod chunk_pool;
 mod codec;
-mod config;
 mod consumer;
 mod dead_letter;
 mod deferred_store;
@@ -69,10 +69,11 @@ mod inflight;
 mod message;
 mod metadata;
 mod ordered;
-pub mod policy;
 mod publisher;
+pub mod queue_settings;
 mod registry;
 mod run_queue;
+mod side_file;
 mod spill_queue;
 pub mod stats;
 mod subscription;
@@ -81,8 +82,8 @@ mod topic;
 
 pub use attrs::{Attributes, DeadLetterInfo, DeadLetterReason};
 pub use broker::Broker;
+pub use broker_config::{defaults, BrokerConfig, DiskFaults};
 pub use channel::{Channel, Settle};
-pub use config::{BrokerConfig, DiskFaults};
 pub use consumer::{Consumer, ConsumerInfo, ConsumerKind};
 pub use durability::{DiskError, Durability, Ticket};
 pub use error::{BrokerError, StartError};
@@ -91,14 +92,14 @@ pub use health::Health;
 pub use message::Message;
 pub use metadata::MetadataError;
 pub use nsq_wire::MessageId;
-pub use policy::{Effective, ExpiredAction, Policy, PolicyError};
 pub use publisher::Publisher;
+pub use queue_settings::{EffectiveSettings, ExpiredAction, QueueSettings, QueueSettingsError};
 pub use subscription::{Delivery, SubscribeOptions, Subscription};
 pub use topic::{PutOptions, Topic};
 
 /// The nsqd version nsqrd reports on the wire, in /info, /stats and nsqd.dat: clients and
 /// tools (nsqadmin, go-nsq) gate features on it, so it names the protocol level implemented.
-pub const NSQD_COMPAT_VERSION: &str = "1.3.0";
+pub const NSQD_COMPAT_VERSION: &str = nsq_wire::NSQD_VERSION;
 
 /// Unix time in nanoseconds (message timestamps, ids).
 pub fn now_unix_nanos() -> i64 {

@@ -3,7 +3,7 @@
 //! after non-ephemeral creates and deletes (by a background writer), immediately on pause and
 //! unpause, and at shutdown; read once at startup.
 //!
-//! Topic and channel settings (`policy.rs`) ride along as an extra `nsqr_config` object on
+//! Topic and channel settings (`queue_settings.rs`) ride along as an extra `nsqr_config` object on
 //! their entry, written only when something is set: nsqd's reader ignores fields it does not
 //! know (Go's `encoding/json`), so it still reads the file (and drops the settings when it
 //! writes it again).
@@ -37,7 +37,7 @@ pub(crate) struct TopicMeta {
         rename = "nsqr_config",
         skip_serializing_if = "Option::is_none"
     )]
-    pub config: Option<serde_json::Value>,
+    pub settings: Option<serde_json::Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -51,7 +51,7 @@ pub(crate) struct ChannelMeta {
         rename = "nsqr_config",
         skip_serializing_if = "Option::is_none"
     )]
-    pub config: Option<serde_json::Value>,
+    pub settings: Option<serde_json::Value>,
 }
 
 /// Why `nsqd.dat` could not be read or written.
@@ -153,7 +153,7 @@ mod tests {
                     name: "a".into(),
                     paused: true,
                     channels: None,
-                    config: None,
+                    settings: None,
                 },
                 TopicMeta {
                     name: "b".into(),
@@ -161,9 +161,9 @@ mod tests {
                     channels: Some(vec![ChannelMeta {
                         name: "c".into(),
                         paused: true,
-                        config: Some(serde_json::json!({"max_attempts": 3})),
+                        settings: Some(serde_json::json!({"max_attempts": 3})),
                     }]),
-                    config: None,
+                    settings: None,
                 },
             ],
             version: "1.3.0".into(),

@@ -13,14 +13,14 @@ use std::sync::Arc;
 use parking_lot::{Mutex, RwLock};
 use tokio::sync::Notify;
 
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::consumer::{Consumer, ConsumerInfo};
 use crate::dead_letter::DeadLetterBox;
 use crate::error::BrokerError;
 use crate::events::EventBus;
 use crate::metadata::{self, ChannelMeta, Metadata, MetadataError, TopicMeta};
-use crate::policy::{Limits, Policy};
+use crate::queue_settings::{Limits, QueueSettings};
 use crate::timers::Timers;
 use crate::topic::Topic;
 
@@ -215,14 +215,14 @@ impl Registry {
                         .map(|c| ChannelMeta {
                             name: c.name().to_string(),
                             paused: c.is_paused(),
-                            config: settings_json(&c.policy()),
+                            settings: settings_json(&c.settings()),
                         })
                         .collect();
                     TopicMeta {
                         name: t.name().to_string(),
                         paused: t.is_paused(),
                         channels: (!channels.is_empty()).then_some(channels),
-                        config: settings_json(&t.policy()),
+                        settings: settings_json(&t.settings()),
                     }
                 })
                 .collect(),
@@ -257,9 +257,9 @@ impl Registry {
                 continue;
             };
             let limits = Limits::of(self.cfg(), &tm.name);
-            if let Some(v) = &tm.config {
+            if let Some(v) = &tm.settings {
                 let what = format!("TOPIC({})", tm.name);
-                t.set_policy(Policy::from_json_lenient(v, &limits, &what));
+                t.set_settings(QueueSettings::from_json_lenient(v, &limits, &what));
             }
             t.set_paused(tm.paused);
             for cm in tm.channels.unwrap_or_default() {
@@ -267,9 +267,9 @@ impl Registry {
                     tracing::warn!("skipping creation of invalid channel {}", cm.name);
                     continue;
                 }
-                let own = cm.config.as_ref().map(|v| {
+                let own = cm.settings.as_ref().map(|v| {
                     let what = format!("TOPIC({}) CHANNEL({})", tm.name, cm.name);
-                    Policy::from_json_lenient(v, &limits, &what)
+                    QueueSettings::from_json_lenient(v, &limits, &what)
                 });
                 if let Ok(c) = t.get_or_create_channel_with(&cm.name, own) {
                     c.set_paused(cm.paused);
@@ -309,6 +309,6 @@ impl Registry {
 }
 
 /// Settings as `nsqd.dat` keeps them (None when there are none, so nothing is written).
-fn settings_json(p: &Policy) -> Option<serde_json::Value> {
-    (!p.is_empty()).then(|| p.to_json().into_value())
+fn settings_json(p: &QueueSettings) -> Option<serde_json::Value> {
+    (!p.is_empty()).then(|| p.to_json())
 }

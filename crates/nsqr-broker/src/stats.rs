@@ -1,11 +1,13 @@
 //! Snapshots of the engine's counters, taken on demand: counters are atomics or live under the
 //! locks they describe, and nothing samples in the background. How they are shown (nsqd's
-//! `/stats` JSON and text, statsd, Prometheus) is the daemon's business, not the engine's.
+//! `/stats` JSON and text, statsd, Prometheus) is the daemon's business, not the engine's; the
+//! nsqr-only parts with no nsqd shape to follow ([`DiskStats`], [`DeadLetterStats`]) serialize
+//! as they are.
 
 use std::sync::Arc;
 
 use crate::consumer::{Consumer, ConsumerKind};
-use crate::policy::Policy;
+use crate::queue_settings::QueueSettings;
 
 /// One topic and its channels.
 #[derive(Debug, Clone)]
@@ -30,7 +32,7 @@ pub struct TopicStats {
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
     /// Its settings, when any are set.
-    pub config: Option<Policy>,
+    pub settings: Option<QueueSettings>,
 }
 
 /// One channel.
@@ -63,14 +65,14 @@ pub struct ChannelStats {
     /// Disk queue anomalies, when there were any.
     pub disk_queue: Option<DiskStats>,
     /// Its own settings, when any are set.
-    pub config: Option<Policy>,
+    pub settings: Option<QueueSettings>,
     /// Dead letters, when it has settings that make them or has made some.
     pub dead_letters: Option<DeadLetterStats>,
 }
 
 /// What a channel sent to its dead-letter topic, by reason, and the expired messages it
 /// dropped.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DeadLetterStats {
     /// Where they go.
     pub topic: String,
@@ -145,8 +147,8 @@ impl ConsumerStats {
 
 /// What the disk queue of a topic or channel met since it was opened: recovery after a crash,
 /// corruption, failed writes. Reported only when something is non-zero, so a healthy node's
-/// stats are nsqd's.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// stats are nsqd's. Serialized, the attribute count and the descriptions appear only when set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
 pub struct DiskStats {
     /// Data files found corrupt (invalid length, short record) and set aside as `.bad`.
     pub corrupt_files: u64,
@@ -164,13 +166,21 @@ pub struct DiskStats {
     pub write_errors: u64,
     /// Messages written to disk without their attributes (more than `MAX_SIDE_ATTRS` with
     /// attributes were on disk).
+    #[serde(skip_serializing_if = "is_zero")]
     pub attributes_dropped: u64,
     /// The last corruption met, described.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_corruption: Option<String>,
     /// The last failed write, described.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_write_error: Option<String>,
     /// The last failed read, described.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub last_read_error: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl DiskStats {

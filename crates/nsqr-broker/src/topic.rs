@@ -16,14 +16,14 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 
 use crate::attrs::Attributes;
+use crate::broker_config::BrokerConfig;
 use crate::channel::Channel;
-use crate::config::BrokerConfig;
 use crate::durability::Ticket;
 use crate::e2e::E2eStream;
 use crate::error::BrokerError;
 use crate::events::Event;
 use crate::message::{Message, Published};
-use crate::policy::{Effective, Limits, Policy};
+use crate::queue_settings::{EffectiveSettings, Limits, QueueSettings};
 use crate::registry::Shared;
 use crate::run_queue::Span;
 use crate::spill_queue::SpillQueue;
@@ -40,8 +40,8 @@ struct TopicState {
     /// Deferred publishes waiting for a channel (in memory; on disk in strict mode).
     deferred: Vec<(Message, Instant)>,
     ids: IdGenerator,
-    /// The topic's settings: its backlog's, and its channels' defaults (`policy.rs`).
-    policy: Policy,
+    /// The topic's settings: its backlog's, and its channels' defaults (`queue_settings.rs`).
+    settings: QueueSettings,
 }
 
 /// How a publish is made: a delay, a time to live, an ordering key.
@@ -107,7 +107,6 @@ impl PutOptions {
 pub struct Topic {
     name: String,
     ephemeral: bool,
-    cfg: Arc<BrokerConfig>,
     shared: Arc<Shared>,
     /// Serialises channel creation (the disk queue is opened under it, not under `state`).
     creating: Mutex<()>,
@@ -123,7 +122,7 @@ impl Topic {
     /// [`Topic::start`].
     pub(crate) fn open(name: &str, shared: Arc<Shared>, held: bool) -> Arc<Topic> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
-        let cfg = Arc::clone(&shared.cfg);
+        let cfg = &shared.cfg;
         let t = Arc::new(Topic {
             name: name.to_string(),
             ephemeral,
@@ -131,12 +130,11 @@ impl Topic {
                 channels: BTreeMap::new(),
                 paused: false,
                 held,
-                backlog: disk::backlog_queue(&cfg, name, ephemeral),
+                backlog: disk::backlog_queue(cfg, name, ephemeral),
                 deferred: Vec::new(),
                 ids: IdGenerator::new(cfg.node_id),
-                policy: Policy::default(),
+                settings: QueueSettings::default(),
             }),
-            cfg,
             shared,
             creating: Mutex::new(()),
             deleted: AtomicBool::new(false),
@@ -150,6 +148,10 @@ impl Topic {
     /// The topic's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    fn cfg(&self) -> &BrokerConfig {
+        &self.shared.cfg
     }
 
     /// An `#ephemeral` topic: memory only, deleted with its last channel.
@@ -171,7 +173,7 @@ impl Topic {
 
     /// Publish as [`Topic::put`] does, with a time to live or an ordering key.
     pub fn put_with(&self, publishes: &[Bodies], opts: &PutOptions) -> Result<Ticket, BrokerError> {
-        let defer = opts.defer.min(self.cfg.max_req_timeout);
+        let defer = opts.defer.min(self.cfg().max_req_timeout);
         let now_ns = crate::now_unix_nanos();
         let attrs = opts.attributes(now_ns);
         let bytes: usize = publishes.iter().map(Bodies::total_bytes).sum();
@@ -205,7 +207,7 @@ impl Topic {
             match due {
                 Some(at) if !st.backlog.is_strict() => {
                     let room = if self.ephemeral {
-                        self.cfg
+                        self.cfg()
                             .mem_queue_size
                             .saturating_sub(st.backlog.len() + st.deferred.len())
                     } else {
@@ -260,7 +262,7 @@ impl Topic {
     pub(crate) fn get_or_create_channel_with(
         &self,
         name: &str,
-        own: Option<Policy>,
+        own: Option<QueueSettings>,
     ) -> Result<Arc<Channel>, BrokerError> {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
@@ -269,13 +271,13 @@ impl Topic {
         if let Some(ch) = self.existing_channel(name)? {
             return Ok(ch);
         }
-        let topic_policy = self.state.lock().policy.clone();
+        let topic_settings = self.state.lock().settings.clone();
         let ch = Channel::open(
             &self.name,
             name,
             Arc::clone(&self.shared),
             own.unwrap_or_default(),
-            &topic_policy,
+            &topic_settings,
         );
         let mut st = self.state.lock();
         if self.is_deleted() {
@@ -283,8 +285,8 @@ impl Topic {
             ch.delete();
             return Err(BrokerError::Exiting);
         }
-        if st.policy != topic_policy {
-            ch.inherit(&st.policy);
+        if st.settings != topic_settings {
+            ch.inherit(&st.settings);
         }
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         if !st.paused && !st.held {
@@ -402,7 +404,7 @@ impl Topic {
 
     /// A snapshot of its counters and its channels' (only `channel` if given).
     pub fn stats(&self, channel: Option<&str>, include_consumers: bool) -> TopicStats {
-        let (all, paused, depth, backend_depth, disk_queue, config) = {
+        let (all, paused, depth, backend_depth, disk_queue, settings) = {
             let st = self.state.lock();
             let all: Vec<Arc<Channel>> = st.channels.values().cloned().collect();
             (
@@ -411,7 +413,7 @@ impl Topic {
                 st.backlog.depth() + st.deferred.len() as i64,
                 st.backlog.backend_depth(),
                 st.backlog.disk_stats(),
-                (!st.policy.is_empty()).then(|| st.policy.clone()),
+                (!st.settings.is_empty()).then(|| st.settings.clone()),
             )
         };
         let channels: Vec<&Arc<Channel>> = all
@@ -431,46 +433,46 @@ impl Topic {
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
-            config,
+            settings,
         }
     }
 
     /// The topic's own settings.
-    pub fn policy(&self) -> Policy {
-        self.state.lock().policy.clone()
+    pub fn settings(&self) -> QueueSettings {
+        self.state.lock().settings.clone()
     }
 
     /// What a channel of this topic without settings of its own runs with.
-    pub fn effective_policy(&self) -> Effective {
-        let p = self.policy();
-        Effective::resolve(&self.name, &Policy::default(), &p, &self.cfg)
+    pub fn effective_settings(&self) -> EffectiveSettings {
+        let p = self.settings();
+        EffectiveSettings::resolve(&self.name, &QueueSettings::default(), &p, self.cfg())
     }
 
-    /// Apply `changes` (a JSON object, `policy.rs`) to the topic's settings; every channel
+    /// Apply `changes` (a JSON object, `queue_settings.rs`) to the topic's settings; every channel
     /// follows. All or nothing: a bad key or value changes nothing.
-    pub fn configure(&self, changes: &serde_json::Value) -> Result<Policy, BrokerError> {
+    pub fn configure(&self, changes: &serde_json::Value) -> Result<QueueSettings, BrokerError> {
         let mut st = self.state.lock();
         let p = st
-            .policy
-            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
-        self.replace_policy(&mut st, p.clone());
+            .settings
+            .patch(changes, &Limits::of(self.cfg(), &self.name))?;
+        self.replace_settings(&mut st, p.clone());
         Ok(p)
     }
 
     /// Replace the topic's settings (loading `nsqd.dat`, the config file).
-    pub(crate) fn set_policy(&self, p: Policy) {
+    pub(crate) fn set_settings(&self, p: QueueSettings) {
         let mut st = self.state.lock();
-        self.replace_policy(&mut st, p);
+        self.replace_settings(&mut st, p);
     }
 
-    fn replace_policy(&self, st: &mut TopicState, p: Policy) {
-        let changed = st.policy != p;
+    fn replace_settings(&self, st: &mut TopicState, p: QueueSettings) {
+        let changed = st.settings != p;
         st.backlog
-            .set_cap(p.mem_queue_size.unwrap_or(self.cfg.mem_queue_size));
+            .set_cap(p.mem_queue_size.unwrap_or(self.cfg().mem_queue_size));
         for ch in st.channels.values() {
             ch.inherit(&p);
         }
-        st.policy = p;
+        st.settings = p;
         if changed && !self.ephemeral {
             self.shared.meta_dirty.notify_one();
         }
@@ -481,7 +483,7 @@ impl Topic {
         &self,
         name: &str,
         changes: &serde_json::Value,
-    ) -> Result<Policy, BrokerError> {
+    ) -> Result<QueueSettings, BrokerError> {
         let st = self.state.lock();
         let ch = st
             .channels
@@ -489,21 +491,21 @@ impl Topic {
             .cloned()
             .ok_or(BrokerError::ChannelNotFound)?;
         let p = ch
-            .policy()
-            .patch(changes, &Limits::of(&self.cfg, &self.name))?;
-        self.replace_channel_policy(&st, &ch, p.clone());
+            .settings()
+            .patch(changes, &Limits::of(self.cfg(), &self.name))?;
+        self.replace_channel_settings(&st, &ch, p.clone());
         Ok(p)
     }
 
     /// Replace the settings of a channel of this topic.
-    pub(crate) fn set_channel_policy(&self, ch: &Channel, p: Policy) {
+    pub(crate) fn set_channel_settings(&self, ch: &Channel, p: QueueSettings) {
         let st = self.state.lock();
-        self.replace_channel_policy(&st, ch, p);
+        self.replace_channel_settings(&st, ch, p);
     }
 
-    fn replace_channel_policy(&self, st: &TopicState, ch: &Channel, p: Policy) {
-        let changed = ch.policy() != p;
-        ch.set_policy(p, &st.policy);
+    fn replace_channel_settings(&self, st: &TopicState, ch: &Channel, p: QueueSettings) {
+        let changed = ch.settings() != p;
+        ch.set_settings(p, &st.settings);
         if changed && !self.ephemeral && !ch.is_ephemeral() {
             self.shared.meta_dirty.notify_one();
         }

@@ -5,10 +5,10 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{ACCEPT, AUTHORIZATION, HOST};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
+use http_body_util::Empty;
+use hyper::header::AUTHORIZATION;
+use hyper::Method;
+use nsq_common::http::client;
 use tokio::net::TcpStream;
 
 use crate::error::Error;
@@ -33,31 +33,16 @@ pub async fn get(
         let stream = TcpStream::connect(hostport)
             .await
             .map_err(|e| bad(e.to_string()))?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| bad(e.to_string()))?;
-        let driver = tokio::spawn(conn);
-        let mut req = Request::get(path_and_query)
-            .header(HOST, hostport)
-            .header(ACCEPT, "application/vnd.nsq; version=1.0");
+        let mut req = client::request(Method::GET, hostport, path_and_query);
         if let Some(secret) = bearer {
             req = req.header(AUTHORIZATION, format!("Bearer {secret}"));
         }
         let req = req
             .body(Empty::<Bytes>::new())
             .map_err(|e| bad(e.to_string()))?;
-        let resp = sender
-            .send_request(req)
+        client::exchange(stream, req, MAX_BODY)
             .await
-            .map_err(|e| bad(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| bad(e.to_string()))?
-            .to_bytes();
-        driver.abort();
-        Ok((status, body))
+            .map_err(|e| bad(e.to_string()))
     };
     tokio::time::timeout(timeout, request)
         .await

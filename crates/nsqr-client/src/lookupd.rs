@@ -71,22 +71,14 @@ pub fn parse_lookupd_address(addr: &str) -> Result<(String, String), Error> {
 
 /// The producers in a `/lookup` answer.
 pub fn parse_lookup(addr: &str, body: &[u8]) -> Result<Vec<Producer>, Error> {
-    #[derive(Deserialize)]
-    struct Answer {
-        producers: Option<Vec<Producer>>,
-        data: Option<Box<Answer>>,
-    }
-    let bad = |why: String| Error::Lookupd {
+    use nsq_common::http::client::{lookupd_list, LookupdAnswerError};
+    lookupd_list(body, "producers").map_err(|e| Error::Lookupd {
         addr: addr.to_string(),
-        why,
-    };
-    let a: Answer =
-        serde_json::from_slice(body).map_err(|e| bad(format!("invalid /lookup answer: {e}")))?;
-    match (a.producers, a.data) {
-        (Some(p), _) => Ok(p),
-        (None, Some(d)) => Ok(d.producers.unwrap_or_default()),
-        (None, None) => Err(bad("/lookup answer without producers".into())),
-    }
+        why: match e {
+            LookupdAnswerError::Json(e) => format!("invalid /lookup answer: {e}"),
+            LookupdAnswerError::Missing(_) => "/lookup answer without producers".into(),
+        },
+    })
 }
 
 /// The nsqd nodes lookupd at `addr` lists for `topic` (none if it does not know the topic),

@@ -5,18 +5,13 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::{ring, CryptoProvider};
+use nsq_common::tls::{provider, AnyCertificate};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
-use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::{ClientConfig, RootCertStore};
 
 use crate::config::TlsConfig;
 use crate::error::Error;
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(ring::default_provider())
-}
 
 fn tls_err(what: &str, path: &Path, e: impl std::fmt::Display) -> Error {
     Error::Tls(format!("{what} {}: {e}", path.display()))
@@ -55,9 +50,7 @@ impl TlsFiles<'_> {
         let builder = if self.insecure_skip_verify {
             builder
                 .dangerous()
-                .with_custom_certificate_verifier(Arc::new(AnyServerCert {
-                    provider: provider(),
-                }))
+                .with_custom_certificate_verifier(Arc::new(AnyCertificate::new(provider())))
         } else {
             let mut roots = RootCertStore::empty();
             if let Some(path) = self.root_ca_file {
@@ -87,58 +80,5 @@ impl TlsFiles<'_> {
             client: Arc::new(client),
             server_name: None,
         })
-    }
-}
-
-/// `tls_insecure_skip_verify`: any certificate is accepted, signatures are still checked.
-#[derive(Debug)]
-struct AnyServerCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ServerCertVerifier for AnyServerCert {
-    fn verify_server_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _server_name: &ServerName<'_>,
-        _ocsp_response: &[u8],
-        _now: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
     }
 }

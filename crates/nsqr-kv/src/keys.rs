@@ -124,14 +124,7 @@ impl Keyspace {
             self.emit(Emit::new(Op::Del, key), now, pending);
             return true;
         }
-        let d = at_ms as u64;
-        g.set_deadline(hash, key, Some(d));
-        self.timer.schedule(d);
-        let emit = Emit {
-            deadline: Some(d),
-            ..Emit::new(Op::Expire, key)
-        };
-        self.emit(emit, now, pending);
+        self.set_expiry(&mut g, hash, key, at_ms as u64, now, pending);
         true
     }
 

@@ -344,6 +344,26 @@ impl Keyspace {
         }
     }
 
+    /// Gives the live `key` the deadline `at` (Unix ms, in the future), schedules its expiry
+    /// and announces the change (`expire`).
+    pub(crate) fn set_expiry(
+        &self,
+        g: &mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        at: u64,
+        now: u64,
+        pending: &mut Pending,
+    ) {
+        g.set_deadline(hash, key, Some(at));
+        self.timer.schedule(at);
+        let emit = Emit {
+            deadline: Some(at),
+            ..Emit::new(Op::Expire, key)
+        };
+        self.emit(emit, now, pending);
+    }
+
     /// Announces one change: log record, notifications, change feed.
     pub(crate) fn emit(&self, e: Emit<'_>, now: u64, pending: &mut Pending) {
         if let Some(log) = &self.log {

@@ -212,15 +212,7 @@ impl Keyspace {
                 g.remove(hash, key);
                 self.emit(Emit::new(Op::Del, key), now, pending);
             }
-            Some(Expiry::At(d)) => {
-                g.set_deadline(hash, key, Some(d));
-                self.timer.schedule(d);
-                let emit = Emit {
-                    deadline: Some(d),
-                    ..Emit::new(Op::Expire, key)
-                };
-                self.emit(emit, now, pending);
-            }
+            Some(Expiry::At(d)) => self.set_expiry(&mut g, hash, key, d, now, pending),
         }
         r
     }

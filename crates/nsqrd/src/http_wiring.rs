@@ -14,7 +14,6 @@ use crate::http::consumers::HttpConsumers;
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
 use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
-use crate::settings::NSQD_COMPAT_VERSION;
 use crate::tasks::lookupd::Lookupd;
 use crate::tcp::client::Clients;
 
@@ -46,7 +45,7 @@ impl ConfigStore for OptionsStore {
             "nsqlookupd_tcp_addresses" => self
                 .lookupd
                 .set_addresses(&candidate.nsqlookupd_tcp_addresses),
-            "log_level" => nsq_common::logging::set_level(candidate.log_level.level_filter()),
+            "log_level" => nsq_common::logging::set_level(candidate.log_filter()),
             _ => {}
         }
         *opts = candidate;
@@ -119,6 +118,36 @@ pub struct Served {
     pub lookupd: Arc<Lookupd>,
 }
 
+/// The HTTP view of the options; `tcp_port` and `http_port` are the bound ports (-1 for a unix
+/// socket, 0 when disabled).
+pub(crate) fn http_settings(live: &Options, tcp_port: i32, http_port: i32) -> HttpSettings {
+    HttpSettings {
+        broadcast_address: live.broadcast_address.clone(),
+        hostname: crate::options::hostname().to_string(),
+        tcp_port,
+        http_port,
+        max_msg_size: live.max_msg_size,
+        max_body_size: live.max_body_size,
+        max_req_timeout: live.max_req_timeout,
+        max_heartbeat_interval: live.max_heartbeat_interval,
+        max_output_buffer_size: live.max_output_buffer_size,
+        max_output_buffer_timeout: live.max_output_buffer_timeout,
+        max_deflate_level: live.max_deflate_level,
+        topology_zone: live.topology_zone.clone(),
+        topology_region: live.topology_region.clone(),
+        tls_required_https_port: None,
+        timeouts: nsq_common::http::server::Timeouts {
+            idle: live.http_idle_timeout,
+            read: live.http_read_timeout,
+            write: live.http_write_timeout,
+        },
+        max_connections: max_connections(
+            live.http_max_connections,
+            crate::rlimit::open_files_limit(),
+        ),
+    }
+}
+
 /// Serve the bound listeners until `shutdown`; `live` comes from [`live_options`]. Returns
 /// their tasks.
 pub fn start(
@@ -135,32 +164,11 @@ pub fn start(
         .as_ref()
         .and_then(Listener::tcp_addr)
         .map_or(0, |a| a.port());
-    let settings = HttpSettings {
-        version: NSQD_COMPAT_VERSION.to_string(),
-        broadcast_address: live.broadcast_address.clone(),
-        hostname: gethostname::gethostname().to_string_lossy().into_owned(),
-        tcp_port: tcp_addr.map_or(-1, |a| a.port() as i32),
-        http_port: if http.is_some() { http_port } else { 0 },
-        max_msg_size: live.max_msg_size,
-        max_body_size: live.max_body_size,
-        max_req_timeout: live.max_req_timeout,
-        max_heartbeat_interval: live.max_heartbeat_interval,
-        max_output_buffer_size: live.max_output_buffer_size,
-        max_output_buffer_timeout: live.max_output_buffer_timeout,
-        max_deflate_level: live.max_deflate_level,
-        topology_zone: live.topology_zone.clone(),
-        topology_region: live.topology_region.clone(),
-        timeouts: nsq_common::http::server::Timeouts {
-            idle: live.http_idle_timeout,
-            read: live.http_read_timeout,
-            write: live.http_write_timeout,
-        },
-        max_connections: max_connections(
-            live.http_max_connections,
-            crate::rlimit::open_files_limit(),
-        ),
-        ..HttpSettings::default()
-    };
+    let settings = http_settings(
+        &live,
+        tcp_addr.map_or(-1, |a| i32::from(a.port())),
+        if http.is_some() { http_port } else { 0 },
+    );
     // `--tls-required=true` (not tcp-https) turns plain HTTP away.
     let refuse = (live.tls_required == TlsRequired::True).then_some(https_port);
     let Served {

@@ -20,16 +20,15 @@ mod http_wiring;
 mod listener;
 mod memtrim;
 mod options;
-mod queue_settings;
+mod queue_settings_file;
 mod resp;
 mod rlimit;
 mod server;
-mod settings;
 mod tasks;
 mod tcp;
 mod tls;
 
+pub use nsqr_broker::NSQD_COMPAT_VERSION;
 pub use options::{Options, OptionsError};
 pub use rlimit::raise_open_files_limit;
 pub use server::{run, wait_for_signal, Hooks, Server};
-pub use settings::NSQD_COMPAT_VERSION;

@@ -24,17 +24,14 @@ fn test_hooks() -> nsqrd::Hooks {
 fn main() -> ExitCode {
     let mut opts = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
+        Err(nsqrd::OptionsError::Flag(e)) => {
+            e.print(&Options::usage());
+            return ExitCode::from(e.exit_code());
+        }
+        // Config-file errors are FATAL as in nsqd.
         Err(e) => {
-            // Flag errors print like Go's flag package; config-file errors are FATAL as in nsqd.
-            if e.exit_code() == 1 {
-                eprintln!("FATAL: {e}");
-            } else {
-                eprintln!("{e}");
-            }
-            if e.shows_usage() {
-                eprintln!("{}", Options::usage());
-            }
-            return ExitCode::from(e.exit_code() as u8);
+            eprintln!("FATAL: {e}");
+            return ExitCode::from(1);
         }
     };
     if opts.version_requested {
@@ -45,7 +42,7 @@ fn main() -> ExitCode {
         );
         return ExitCode::SUCCESS;
     }
-    nsq_common::logging::init(&opts.log_prefix, opts.log_level.level_filter());
+    nsq_common::logging::init(&opts.log_prefix, opts.log_filter());
     nsqrd::raise_open_files_limit();
     if let Err(e) = opts.validate() {
         tracing::error!("FATAL: {e}");

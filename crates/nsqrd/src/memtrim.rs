@@ -52,11 +52,9 @@ pub async fn run(broker: Arc<Broker>) {
     }
 }
 
-/// The process's resident set size, from /proc/self/statm.
+/// The process's resident set size.
 fn rss_bytes() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    Some(pages * 4096)
+    nsq_common::procfs::statm().map(|m| m.resident_bytes)
 }
 
 /// Return free heap pages to the OS. A no-op where the allocator is not glibc's.

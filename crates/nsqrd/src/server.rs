@@ -13,12 +13,11 @@ use tokio::task::JoinHandle;
 
 use crate::auth::Authenticator;
 use crate::listener::Listener;
-use crate::options::{Options, TlsRequired};
-use crate::settings::TcpSettings;
+use crate::options::Options;
 use crate::tasks::lookup_peer::Identity;
 use crate::tasks::lookupd::{Lookupd, LookupdConfig};
 use crate::tasks::statsd::{self, StatsdConfig};
-use crate::tcp::{self, client};
+use crate::tcp::{self, client, TcpSettings};
 
 /// The exclusively locked data directory (released when dropped).
 struct DataDirLock {
@@ -75,34 +74,6 @@ pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
     }
 }
 
-pub(crate) fn tcp_settings(o: &Options) -> TcpSettings {
-    let mut s = TcpSettings {
-        max_heartbeat_interval: o.max_heartbeat_interval,
-        max_output_buffer_size: o.max_output_buffer_size,
-        output_buffer_timeout: o.output_buffer_timeout,
-        min_output_buffer_timeout: o.min_output_buffer_timeout,
-        max_output_buffer_timeout: o.max_output_buffer_timeout,
-        msg_timeout: o.msg_timeout,
-        max_msg_timeout: o.max_msg_timeout,
-        max_req_timeout: o.max_req_timeout,
-        max_rdy_count: o.max_rdy_count,
-        deflate: o.deflate,
-        snappy: o.snappy,
-        max_deflate_level: o.max_deflate_level,
-        auth_required: !o.auth_http_addresses.is_empty(),
-        tls_available: !o.tls_cert.is_empty() || !o.tls_key.is_empty(),
-        tls_required: o.tls_required != TlsRequired::False,
-        topology_region: o.topology_region.clone(),
-        topology_zone: o.topology_zone.clone(),
-        ..TcpSettings::default()
-    };
-    s.limits.max_msg_size = o.max_msg_size;
-    s.limits.max_body_size = o.max_body_size;
-    s.limits.max_rdy_count = o.max_rdy_count;
-    s.limits.max_req_timeout_ms = o.max_req_timeout.as_millis() as i64;
-    s
-}
-
 /// The auth-server client, when `--auth-http-address` is set.
 fn authenticator(o: &Options) -> Result<Option<Arc<Authenticator>>, String> {
     if o.auth_http_addresses.is_empty() {
@@ -129,7 +100,7 @@ fn lookupd_config(live: &Options) -> LookupdConfig {
             tcp_port: live.broadcast_tcp_port,
             topology_region: live.topology_region.clone(),
             topology_zone: live.topology_zone.clone(),
-            version: crate::settings::NSQD_COMPAT_VERSION.to_string(),
+            version: nsqr_broker::NSQD_COMPAT_VERSION.to_string(),
         },
         max_body_size: live.max_body_size,
         http_connect_timeout: live.http_client_connect_timeout,
@@ -152,28 +123,7 @@ fn statsd_config(live: &Options) -> StatsdConfig {
 
 /// Wait for SIGINT or SIGTERM.
 pub async fn wait_for_signal() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        match (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! {
-                    _ = i.recv() => {}
-                    _ = t.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-    }
+    nsq_common::net::shutdown_signal().await
 }
 
 /// Run nsqrd until SIGINT / SIGTERM, then shut down gracefully.
@@ -225,21 +175,22 @@ impl Server {
         tracing::info!(
             "nsqrd v{} (nsqd v{} compatible)",
             env!("CARGO_PKG_VERSION"),
-            crate::settings::NSQD_COMPAT_VERSION
+            nsqr_broker::NSQD_COMPAT_VERSION
         );
         tracing::info!("ID: {}", opts.node_id);
         let tls = crate::tls::server_config(&opts)
             .map_err(|e| format!("failed to build TLS config - {e}"))?;
         let auth = authenticator(&opts)?;
 
-        let queues = crate::queue_settings::from_config_file(&opts.config, opts.max_msg_timeout)?;
+        let queues =
+            crate::queue_settings_file::from_config_file(&opts.config, opts.max_msg_timeout)?;
         let broker = Broker::start(BrokerConfig {
             disk_faults: hooks.disk_faults,
             ..broker_config(&opts)
         })
         .await
         .map_err(|e| e.to_string())?;
-        crate::queue_settings::apply(&broker, queues).await?;
+        crate::queue_settings_file::apply(&broker, queues).await?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
         let kv = crate::resp::start(&opts, &broker).await?;
 
@@ -252,7 +203,7 @@ impl Server {
         let shared = Arc::new(tcp::Shared {
             broker: broker.clone(),
             clients: Arc::clone(&clients),
-            settings: tcp_settings(&opts),
+            settings: TcpSettings::from_options(&opts),
             tls: tls.clone().map(tokio_rustls::TlsAcceptor::from),
             auth,
         });

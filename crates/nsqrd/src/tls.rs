@@ -10,15 +10,12 @@
 
 use std::sync::Arc;
 
-use rustls::client::danger::HandshakeSignatureValid;
-use rustls::crypto::{ring, CryptoProvider};
+use nsq_common::tls::{provider, AnyCertificate};
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
-use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
 use rustls::{
-    ClientConfig, DigitallySignedStruct, DistinguishedName, ProtocolVersion, RootCertStore,
-    ServerConfig, SignatureScheme, SupportedProtocolVersion,
+    ClientConfig, ProtocolVersion, RootCertStore, ServerConfig, SupportedProtocolVersion,
 };
 
 use crate::options::Options;
@@ -44,10 +41,6 @@ pub enum TlsError {
     VerifyWithoutCa,
     #[error("client certificate verifier: {0}")]
     Verifier(String),
-}
-
-fn provider() -> Arc<CryptoProvider> {
-    Arc::new(ring::default_provider())
 }
 
 static TLS13_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13];
@@ -102,7 +95,7 @@ pub fn server_config(o: &Options) -> Result<Option<Arc<ServerConfig>>, TlsError>
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions(o.tls_min_version))?;
     let builder = match o.tls_client_auth_policy.as_str() {
-        "require" => builder.with_client_cert_verifier(Arc::new(AnyClientCert { provider })),
+        "require" => builder.with_client_cert_verifier(Arc::new(AnyCertificate::new(provider))),
         "require-verify" => {
             if o.tls_root_ca_file.is_empty() {
                 return Err(TlsError::VerifyWithoutCa);
@@ -138,62 +131,6 @@ pub fn client_config(o: &Options) -> Result<Arc<ClientConfig>, TlsError> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
-}
-
-/// `require`: a client certificate must be presented and its key proven, nothing more
-/// (Go's `RequireAnyClientCert`).
-#[derive(Debug)]
-struct AnyClientCert {
-    provider: Arc<CryptoProvider>,
-}
-
-impl ClientCertVerifier for AnyClientCert {
-    fn root_hint_subjects(&self) -> &[DistinguishedName] {
-        &[]
-    }
-
-    fn verify_client_cert(
-        &self,
-        _end_entity: &CertificateDer<'_>,
-        _intermediates: &[CertificateDer<'_>],
-        _now: UnixTime,
-    ) -> Result<ClientCertVerified, rustls::Error> {
-        Ok(ClientCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls12_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn verify_tls13_signature(
-        &self,
-        message: &[u8],
-        cert: &CertificateDer<'_>,
-        dss: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        rustls::crypto::verify_tls13_signature(
-            message,
-            cert,
-            dss,
-            &self.provider.signature_verification_algorithms,
-        )
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.provider
-            .signature_verification_algorithms
-            .supported_schemes()
-    }
 }
 
 /// What `/stats` and the auth server learn about a TLS session.

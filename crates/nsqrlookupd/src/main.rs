@@ -19,16 +19,12 @@ use options::Options;
 fn main() -> ExitCode {
     let opts = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
+        Err(options::OptionsError::Flag(e)) => {
+            e.print(&Options::usage());
+            return ExitCode::from(e.exit_code());
+        }
         Err(e) => {
-            if e.shows_usage() {
-                // Go's flag package: the error (none for -h), then the usage text.
-                if e != options::OptionsError::Help {
-                    eprintln!("{e}");
-                }
-                eprint!("{}", Options::usage());
-            } else {
-                logging::fatal("[nsqlookupd] ", &e.to_string());
-            }
+            logging::fatal("[nsqlookupd] ", &e.to_string());
             return ExitCode::from(e.exit_code());
         }
     };

@@ -30,32 +30,11 @@ async fn bind(addr: &str) -> Result<TcpListener, String> {
         .map_err(|e| format!("listen ({addr}) failed - {e}"))
 }
 
-/// SIGINT / SIGTERM handlers, installed before the listeners are announced so a signal sent
-/// right after `listening on` is always a graceful stop.
-fn signals() -> impl std::future::Future<Output = ()> {
-    use tokio::signal::unix::{signal, SignalKind};
-    let handlers = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    );
-    async move {
-        match handlers {
-            (Ok(mut i), Ok(mut t)) => {
-                tokio::select! {
-                    _ = i.recv() => {}
-                    _ = t.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
-        }
-    }
-}
-
 /// Runs until a signal; `Err` is a fatal startup error.
 pub async fn run(opts: Options) -> Result<(), String> {
-    let signal = signals();
+    // The SIGINT / SIGTERM handlers are installed before the listeners are announced, so a
+    // signal sent right after `listening on` is always a graceful stop.
+    let signal = nsq_common::net::shutdown_signal();
     tracing::info!(
         "nsqrlookupd v{} (nsqlookupd v{} compatible)",
         env!("CARGO_PKG_VERSION"),

@@ -34,15 +34,20 @@ pub struct Timeouts {
     pub write: Duration,
 }
 
-impl Default for Timeouts {
+impl Timeouts {
     /// Longer than any legitimate client needs: idle beyond Go's client pools' 90 s, a 5 MiB
     /// body (nsqd's `--max-body-size`) at under 100 KB/s, a response not read for a minute.
+    /// nsqrd's `--http-*-timeout` flags default to these.
+    pub const DEFAULT: Timeouts = Timeouts {
+        idle: Duration::from_secs(120),
+        read: Duration::from_secs(60),
+        write: Duration::from_secs(60),
+    };
+}
+
+impl Default for Timeouts {
     fn default() -> Self {
-        Timeouts {
-            idle: Duration::from_secs(120),
-            read: Duration::from_secs(60),
-            write: Duration::from_secs(60),
-        }
+        Timeouts::DEFAULT
     }
 }
 

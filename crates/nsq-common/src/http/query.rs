@@ -112,6 +112,32 @@ pub(crate) fn hex(c: u8) -> Option<u8> {
     }
 }
 
+/// Go's `url.QueryEscape`: unreserved bytes as they are, a space as `+`, the rest `%XX` (the
+/// query nsqd sends auth servers).
+pub fn escape(s: &str) -> String {
+    escape_with(s, "+")
+}
+
+/// Percent-encoding of a query value: as [`escape`] but a space as `%20` (the topic nsqd
+/// sends lookupd's `/channels`; topic names have no spaces, so only `#` is ever encoded).
+pub fn escape_percent(s: &str) -> String {
+    escape_with(s, "%20")
+}
+
+fn escape_with(s: &str, space: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for &b in s.as_bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            b' ' => out.push_str(space),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -146,5 +172,13 @@ mod tests {
             Query::parse(Some("a=%zz")),
             Err(QueryError::BadEscape("%zz".into()))
         );
+    }
+
+    #[test]
+    fn escapes_like_go() {
+        assert_eq!(escape("a b&c=d/é*"), "a+b%26c%3Dd%2F%C3%A9%2A");
+        assert_eq!(escape("AZaz09-_.~"), "AZaz09-_.~");
+        assert_eq!(escape_percent("a b"), "a%20b");
+        assert_eq!(escape_percent("a.b#ephemeral"), "a.b%23ephemeral");
     }
 }

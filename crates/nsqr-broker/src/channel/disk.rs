@@ -9,7 +9,7 @@ use super::*;
 use crate::disk_link::DiskLink;
 use crate::disk_writer::{Accepted, AckPolicy, DiskWriter, Done, Final, Outgoing, QueueOwner};
 use crate::durability::Durability;
-use crate::policy::Effective;
+use crate::queue_settings::EffectiveSettings;
 
 /// The ready queue for a channel: memory only for `#ephemeral` channels (dropping beyond its
 /// memory bound) and without a data path; memory + disk otherwise. Also returns the messages
@@ -19,9 +19,9 @@ pub(super) fn ready_queue(
     topic: &str,
     name: &str,
     ephemeral: bool,
-    eff: &Effective,
+    eff: &EffectiveSettings,
 ) -> (SpillQueue, Vec<(Message, Option<i64>)>) {
-    let cap = eff.mem_queue_size;
+    let cap = eff.mem_queue_size();
     if ephemeral {
         return (SpillQueue::memory(cap, true), Vec::new());
     }

@@ -1,4 +1,4 @@
-//! How a channel applies its settings (`policy.rs`) to the messages that pass through it:
+//! How a channel applies its settings (`queue_settings.rs`) to the messages that pass through it:
 //! the delivery limit, time to live and order checked as a message is taken for delivery,
 //! requeued or times out; dead letters collected under the lock and handed to the broker's
 //! dead-letter task once it is released (`dead_letter.rs`); and a sweep of the queue's head
@@ -30,30 +30,30 @@ pub(super) const MAX_LOOKAHEAD: usize = 16_384;
 
 impl Channel {
     /// The settings set on this channel.
-    pub fn policy(&self) -> Policy {
+    pub fn settings(&self) -> QueueSettings {
         self.state.lock().own.clone()
     }
 
     /// The settings it runs with (its own, its topic's, the broker's).
-    pub fn effective_policy(&self) -> Effective {
+    pub fn effective_settings(&self) -> EffectiveSettings {
         self.state.lock().eff.clone()
     }
 
-    /// Replace the channel's own settings (`topic_policy`: its topic's, which fill the gaps).
-    pub(crate) fn set_policy(&self, own: Policy, topic_policy: &Policy) {
+    /// Replace the channel's own settings (`topic_settings`: its topic's, which fill the gaps).
+    pub(crate) fn set_settings(&self, own: QueueSettings, topic_settings: &QueueSettings) {
         let mut st = self.state.lock();
         st.own = own;
-        self.resolve(&mut st, topic_policy);
+        self.resolve(&mut st, topic_settings);
     }
 
     /// Its topic's settings changed.
-    pub(crate) fn inherit(&self, topic_policy: &Policy) {
+    pub(crate) fn inherit(&self, topic_settings: &QueueSettings) {
         let mut st = self.state.lock();
-        self.resolve(&mut st, topic_policy);
+        self.resolve(&mut st, topic_settings);
     }
 
-    fn resolve(&self, st: &mut ChannelState, topic_policy: &Policy) {
-        st.eff = Effective::resolve(&self.topic_name, &st.own, topic_policy, self.cfg());
+    fn resolve(&self, st: &mut ChannelState, topic_settings: &QueueSettings) {
+        st.eff = EffectiveSettings::resolve(&self.topic_name, &st.own, topic_settings, self.cfg());
         self.apply_rules(st);
         // Order turned off, a limit lifted: what waited may be deliverable now.
         for c in st.consumers.iter_mut() {
@@ -65,9 +65,9 @@ impl Channel {
     /// Bring the state in line with `st.eff`.
     pub(super) fn apply_rules(&self, st: &mut ChannelState) {
         st.checks = st.eff.checks_messages() || st.attrs_seen;
-        st.ready.set_cap(st.eff.mem_queue_size);
-        let lookahead = st.eff.mem_queue_size.clamp(MIN_LOOKAHEAD, MAX_LOOKAHEAD);
-        match (st.eff.ordered, st.ordered.as_mut()) {
+        st.ready.set_cap(st.eff.mem_queue_size());
+        let lookahead = st.eff.mem_queue_size().clamp(MIN_LOOKAHEAD, MAX_LOOKAHEAD);
+        match (st.eff.ordered(), st.ordered.as_mut()) {
             (true, Some(o)) => o.set_lookahead(lookahead),
             (true, None) => st.ordered = Some(Box::new(Ordered::new(lookahead))),
             (false, Some(o)) => {
@@ -95,7 +95,7 @@ impl Channel {
 
     /// Schedule a sweep of the queue's head if messages may expire and none is scheduled.
     fn ensure_sweep(&self, st: &mut ChannelState) {
-        let may_expire = st.eff.message_ttl.is_some() || st.attrs_seen;
+        let may_expire = st.eff.message_ttl().is_some() || st.attrs_seen;
         if may_expire && st.sweep_at.is_none() && !st.ready.is_empty() {
             let at = Instant::now() + SWEEP_EVERY;
             st.sweep_at = Some(at);
@@ -158,7 +158,7 @@ impl Channel {
                 }
             }
         }
-        if reason == DeadLetterReason::Expired && st.eff.expired == ExpiredAction::Drop {
+        if reason == DeadLetterReason::Expired && st.eff.expired() == ExpiredAction::Drop {
             self.expired_dropped.fetch_add(1, Relaxed);
             st.ready.finished(m.id.0);
             return;
@@ -166,15 +166,15 @@ impl Channel {
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
         let info = DeadLetterInfo {
             reason,
-            topic: Arc::clone(&self.names.0),
-            channel: Arc::clone(&self.names.1),
+            topic: Arc::clone(&self.topic_name),
+            channel: Arc::clone(&self.name),
             id: m.id,
             attempts: m.attempts,
             timestamp: m.timestamp(),
             at: crate::now_unix_nanos(),
         };
         dead.push(DeadLetter {
-            target: st.eff.dead_letter_topic.clone(),
+            target: st.eff.dead_letter_topic().to_string(),
             msg: m,
             info,
             source: self.me.clone(),
@@ -191,7 +191,7 @@ impl Channel {
         delay: Duration,
         dead: &mut Vec<DeadLetter>,
     ) {
-        if st.eff.max_attempts > 0 && m.attempts >= st.eff.max_attempts {
+        if st.eff.max_attempts() > 0 && m.attempts >= st.eff.max_attempts() {
             self.leave(st, m, DeadLetterReason::DeliveryLimit, true, dead);
             return;
         }
@@ -284,30 +284,35 @@ impl Channel {
     }
 }
 
-use crate::policy::ExpiredAction;
+use crate::queue_settings::ExpiredAction;
 
 /// Why a message about to be delivered must leave instead, if it must.
-fn verdict(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> Option<DeadLetterReason> {
+fn verdict(
+    eff: &EffectiveSettings,
+    m: &Message,
+    expires_at: i64,
+    now_ns: i64,
+) -> Option<DeadLetterReason> {
     if expired_at(eff, m, expires_at, now_ns) {
         return Some(DeadLetterReason::Expired);
     }
-    if eff.max_attempts > 0 && m.attempts >= eff.max_attempts {
+    if eff.max_attempts() > 0 && m.attempts >= eff.max_attempts() {
         return Some(DeadLetterReason::DeliveryLimit);
     }
     None
 }
 
 /// Past its own expiry time, or older than the channel's time to live.
-fn expired(eff: &Effective, m: &Message, now_ns: i64) -> bool {
+fn expired(eff: &EffectiveSettings, m: &Message, now_ns: i64) -> bool {
     expired_at(eff, m, m.attributes().map_or(0, |a| a.expires_at), now_ns)
 }
 
 /// [`expired`] with the message's own expiry time given (`expires_at`, 0: none).
-fn expired_at(eff: &Effective, m: &Message, expires_at: i64, now_ns: i64) -> bool {
+fn expired_at(eff: &EffectiveSettings, m: &Message, expires_at: i64, now_ns: i64) -> bool {
     if expires_at != 0 && now_ns >= expires_at {
         return true;
     }
-    eff.message_ttl.is_some_and(|ttl| {
+    eff.message_ttl().is_some_and(|ttl| {
         let ttl = i64::try_from(ttl.as_nanos()).unwrap_or(i64::MAX);
         now_ns >= m.timestamp().saturating_add(ttl)
     })

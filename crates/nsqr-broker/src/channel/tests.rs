@@ -159,12 +159,12 @@ fn keyed(id: u64, key: &str) -> Message {
 #[tokio::test]
 async fn ordered_lookahead_is_capped() {
     let (_b, ch, cl) = setup().await;
-    let own = Policy {
+    let own = QueueSettings {
         ordered: Some(true),
         mem_queue_size: Some(1_000_000),
-        ..Policy::default()
+        ..QueueSettings::default()
     };
-    ch.set_policy(own, &Policy::default());
+    ch.set_settings(own, &QueueSettings::default());
     let hot = 20_000u64;
     let mut all: Vec<Message> = (1..=hot).map(|i| keyed(i, "hot")).collect();
     all.push(keyed(hot + 1, "cold"));

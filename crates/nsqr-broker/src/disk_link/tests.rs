@@ -10,7 +10,7 @@ use bytes::Bytes;
 use nsq_wire::MessageId;
 
 use super::*;
-use crate::config::BrokerConfig;
+use crate::broker_config::BrokerConfig;
 use crate::disk_writer::{AckPolicy, DiskState};
 
 /// A temporary directory, removed on drop.

@@ -247,7 +247,7 @@ async fn bad_settings_change_nothing() {
     let e = b
         .configure_channel("t", "c", &json!({"max_attempts": 3, "ordered": "yes"}))
         .unwrap_err();
-    assert!(matches!(e, BrokerError::Policy(_)), "{e}");
+    assert!(matches!(e, BrokerError::QueueSettings(_)), "{e}");
     assert!(b.topic("t").is_none(), "nothing created");
     b.configure_channel("t", "c", &json!({"max_attempts": 3}))
         .unwrap();
@@ -255,7 +255,7 @@ async fn bad_settings_change_nothing() {
         .configure_channel("t", "c", &json!({"max_attempts": 5, "bogus": 1}))
         .is_err());
     let ch = b.topic("t").unwrap().channel("c").unwrap();
-    assert_eq!(ch.policy().max_attempts, Some(3));
+    assert_eq!(ch.settings().max_attempts, Some(3));
     assert!(b
         .configure_channel("t", "c", &json!({"dead_letter_topic": "t"}))
         .is_err());
@@ -421,7 +421,10 @@ async fn order_holds_across_the_disk_and_a_restart() {
     let b = disk_broker(&dir, 20).await;
     let ch = b.topic("t").unwrap().channel("c").unwrap();
     let md = std::fs::read_to_string(dir.join("nsqd.dat")).unwrap();
-    assert!(ch.effective_policy().ordered, "settings came back: {md}");
+    assert!(
+        ch.effective_settings().ordered(),
+        "settings came back: {md}"
+    );
     let mut sub = b
         .subscribe("t", "c", SubscribeOptions::default().max_in_flight(8))
         .await

@@ -1,5 +1,5 @@
 //! The HTTP side of authorization: one request to an auth server, as nsqd's `QueryAuthd` sends
-//! it (GET with a sorted, escaped query or POST with a JSON body of one-element arrays; `Accept:
+//! it (GET with a sorted query escaped as Go's `url.QueryEscape` or POST with a JSON body of one-element arrays; `Accept:
 //! application/vnd.nsq; version=1.0`; a 403 from a plain-HTTP endpoint retried once on the
 //! `https_port` its body names), and the round over every configured server starting at a
 //! random one.
@@ -14,10 +14,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited};
-use hyper::header::{HeaderValue, ACCEPT, CONTENT_TYPE, HOST};
+use http_body_util::Full;
+use hyper::header::{HeaderValue, CONTENT_TYPE};
 use hyper::{Method, Request, Uri};
-use hyper_util::rt::TokioIo;
+use nsq_common::http::client::{self, ExchangeError};
+use nsq_common::http::query::escape;
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::TcpStream;
@@ -47,21 +48,6 @@ pub struct Authenticator {
     connect_timeout: Duration,
     request_timeout: Duration,
     tls: TlsConnector,
-}
-
-/// Go's `url.QueryEscape`.
-fn query_escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for &b in s.as_bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            b' ' => out.push('+'),
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 impl Authenticator {
@@ -129,7 +115,7 @@ impl Authenticator {
         } else {
             let q: Vec<String> = params
                 .iter()
-                .map(|(k, v)| format!("{}={}", query_escape(k), query_escape(v)))
+                .map(|(k, v)| format!("{}={}", escape(k), escape(v)))
                 .collect();
             endpoint = format!("{endpoint}?{}", q.join("&"));
             None
@@ -195,14 +181,11 @@ impl Authenticator {
         } else {
             Method::GET
         };
-        let mut req = Request::builder()
-            .method(method)
-            .uri(uri.path_and_query().map_or("/", |p| p.as_str()))
-            .header(HOST, authority.as_str())
-            .header(
-                ACCEPT,
-                HeaderValue::from_static("application/vnd.nsq; version=1.0"),
-            );
+        let mut req = client::request(
+            method,
+            authority.as_str(),
+            uri.path_and_query().map_or("/", |p| p.as_str()),
+        );
         if body.is_some() {
             req = req.header(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         }
@@ -222,23 +205,12 @@ async fn send<I>(io: I, req: Request<Full<Bytes>>) -> Result<(u16, Bytes), AuthE
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(io)).await?;
-    let driver = tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let result = async {
-        let resp = sender.send_request(req).await?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_REPLY)
-            .collect()
-            .await
-            .map_err(|_| AuthError::Body)?
-            .to_bytes();
-        Ok((status, body))
-    }
-    .await;
-    driver.abort();
-    result
+    client::exchange(io, req, MAX_REPLY)
+        .await
+        .map_err(|e| match e {
+            ExchangeError::Http(e) => AuthError::Http(e),
+            ExchangeError::Body(_) => AuthError::Body,
+        })
 }
 
 /// Go's `httpsEndpoint`: same URL, scheme https, port from the 403 body's `https_port`.
@@ -281,12 +253,6 @@ fn random() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn escapes_like_go() {
-        assert_eq!(query_escape("a b&c=d/é*"), "a+b%26c%3Dd%2F%C3%A9%2A");
-        assert_eq!(query_escape("AZaz09-_.~"), "AZaz09-_.~");
-    }
 
     #[test]
     fn https_retry_endpoint() {

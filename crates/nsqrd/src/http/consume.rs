@@ -25,7 +25,7 @@ use nsqr_broker::{BrokerError, Channel, Consumer, DeadLetterInfo, Message};
 use serde::Serialize;
 
 use super::consumers::HttpClient;
-use super::queue_config::name_arg;
+use super::queue_settings::name_arg;
 use super::receipt::Receipt;
 use super::HttpState;
 
@@ -213,6 +213,19 @@ pub(crate) fn duration_arg(v: &str) -> Option<Duration> {
     }
 }
 
+/// The `timeout` argument of a consumer: its in-flight timeout, up to `--max-msg-timeout`
+/// (None: the channel's).
+pub(super) fn timeout_arg(state: &HttpState, q: &Query) -> Result<Option<Duration>, ApiError> {
+    let max_timeout = state.broker.config().max_msg_timeout;
+    q.get("timeout")
+        .map(|v| {
+            duration_arg(v)
+                .filter(|d| !d.is_zero() && *d <= max_timeout)
+                .ok_or(ApiError::bad_request("INVALID_TIMEOUT"))
+        })
+        .transpose()
+}
+
 fn parse(state: &HttpState, req: &Request<Incoming>) -> Result<Poll, ApiError> {
     let q =
         Query::parse(req.uri().query()).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))?;
@@ -232,15 +245,7 @@ fn parse(state: &HttpState, req: &Request<Incoming>) -> Result<Poll, ApiError> {
             .filter(|d| *d <= MAX_WAIT)
             .ok_or(ApiError::bad_request("INVALID_WAIT"))?,
     };
-    let max_timeout = state.broker.config().max_msg_timeout;
-    let timeout = match q.get("timeout") {
-        None => None,
-        Some(v) => Some(
-            duration_arg(v)
-                .filter(|d| !d.is_zero() && *d <= max_timeout)
-                .ok_or(ApiError::bad_request("INVALID_TIMEOUT"))?,
-        ),
-    };
+    let timeout = timeout_arg(state, &q)?;
     let raw = req
         .headers()
         .get(ACCEPT)
@@ -458,7 +463,7 @@ mod tests {
         let state = HttpState {
             broker: Arc::clone(&broker),
             clients: Arc::default(),
-            settings: super::super::HttpSettings::default(),
+            settings: super::super::tests::test_settings(),
             config: Arc::new(super::super::tests::MemConfig::new()),
             consumers: Arc::default(),
         };

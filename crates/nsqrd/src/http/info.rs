@@ -38,7 +38,7 @@ struct Info<'a> {
 pub fn info(state: &HttpState) -> Result<Reply, ApiError> {
     let s = &state.settings;
     Reply::json(&Info {
-        version: &s.version,
+        version: s.version(),
         broadcast_address: &s.broadcast_address,
         hostname: &s.hostname,
         http_port: s.http_port,

@@ -30,11 +30,7 @@ fn label(v: &str) -> String {
 
 /// A float as Prometheus reads it.
 fn num(v: f64) -> String {
-    if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e15 {
-        format!("{}", v as i64)
-    } else {
-        format!("{v}")
-    }
+    nsq_common::float::to_text(v, nsq_common::float::EXACT_LIMIT)
 }
 
 /// One metric family: its header, then samples added one by one.
@@ -216,27 +212,22 @@ fn dead_letters(out: &mut String, topics: &[TopicStats]) {
 
 /// Process figures from `/proc/self` (absent where it is unavailable).
 fn process(out: &mut String, start_time: i64) {
-    const PAGE: f64 = 4096.0;
-    let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-    let mut pages = statm
-        .split_whitespace()
-        .map(|f| f.parse::<f64>().unwrap_or(0.0));
-    let (virt, rss) = (pages.next(), pages.next());
-    if let (Some(v), Some(r)) = (virt, rss) {
+    if let Some(m) = nsq_common::procfs::statm() {
+        let (v, r) = (m.virtual_bytes as f64, m.resident_bytes as f64);
         Family::new(
             out,
             "process_resident_memory_bytes",
             "gauge",
             "Resident memory size in bytes.",
         )
-        .sample("process_resident_memory_bytes", &[], r * PAGE);
+        .sample("process_resident_memory_bytes", &[], r);
         Family::new(
             out,
             "process_virtual_memory_bytes",
             "gauge",
             "Virtual memory size in bytes.",
         )
-        .sample("process_virtual_memory_bytes", &[], v * PAGE);
+        .sample("process_virtual_memory_bytes", &[], v);
     }
     if let Ok(fds) = std::fs::read_dir("/proc/self/fd") {
         Family::new(out, "process_open_fds", "gauge", "Open file descriptors.").sample(
@@ -286,7 +277,7 @@ pub fn render(state: &HttpState) -> String {
     .sample(
         "nsq_info",
         &[
-            ("version", &state.settings.version),
+            ("version", state.settings.version()),
             ("nsqrd_version", env!("CARGO_PKG_VERSION")),
         ],
         1.0,

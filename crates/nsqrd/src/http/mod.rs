@@ -8,14 +8,14 @@
 //! per-connection hyper setup) are in `nsq_common::http`.
 
 mod body;
-pub mod config;
+pub mod config_opt;
 mod consume;
 pub mod consumers;
 mod info;
 mod metrics;
 mod publish;
 mod query;
-mod queue_config;
+mod queue_settings;
 mod receipt;
 mod router;
 mod server;
@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use nsqr_broker::Broker;
 
-pub use config::{ConfigPutError, ConfigStore, ConfigValue};
+pub use config_opt::{ConfigPutError, ConfigStore, ConfigValue};
 pub use server::serve;
 pub use stats::MemStats;
 pub mod stats_json;
@@ -60,11 +60,9 @@ pub type HttpBody = http_body_util::Either<nsq_common::http::response::Body, str
 pub struct Peer(pub std::net::SocketAddr);
 
 /// The option values the HTTP API reads, copied from the daemon's options at startup (none of
-/// them can change at runtime).
+/// them can change at runtime; `crate::http_wiring::http_settings` derives them).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpSettings {
-    /// `version` in `/info` and `/stats` (`1.3.0`).
-    pub version: String,
     pub broadcast_address: String,
     /// The OS hostname, for `/info`.
     pub hostname: String,
@@ -89,32 +87,12 @@ pub struct HttpSettings {
     pub max_connections: usize,
 }
 
-impl Default for HttpSettings {
-    /// nsqd's defaults.
-    fn default() -> Self {
-        HttpSettings {
-            version: "1.3.0".to_string(),
-            broadcast_address: String::new(),
-            hostname: String::new(),
-            tcp_port: 4150,
-            http_port: 4151,
-            max_msg_size: 1_048_576,
-            max_body_size: 5_242_880,
-            max_req_timeout: Duration::from_secs(3600),
-            max_heartbeat_interval: Duration::from_secs(60),
-            max_output_buffer_size: 65_536,
-            max_output_buffer_timeout: Duration::from_secs(30),
-            max_deflate_level: 6,
-            topology_zone: String::new(),
-            topology_region: String::new(),
-            tls_required_https_port: None,
-            timeouts: nsq_common::http::server::Timeouts::default(),
-            max_connections: usize::MAX,
-        }
-    }
-}
-
 impl HttpSettings {
+    /// `version` in `/info` and `/stats`.
+    pub fn version(&self) -> &'static str {
+        nsqr_broker::NSQD_COMPAT_VERSION
+    }
+
     pub(crate) fn max_msg_size_usize(&self) -> usize {
         usize::try_from(self.max_msg_size).unwrap_or(0)
     }

@@ -156,7 +156,7 @@ pub(crate) fn parse_ttl(v: &str) -> Option<Duration> {
     } else {
         nsq_common::duration::parse(v).ok()?
     };
-    (!d.is_zero() && d <= nsqr_broker::policy::MAX_MESSAGE_TTL).then_some(d)
+    (!d.is_zero() && d <= nsqr_broker::queue_settings::MAX_MESSAGE_TTL).then_some(d)
 }
 
 /// `defer` in milliseconds: a Go `ParseInt`, then `0 <= d <= max-req-timeout`. The

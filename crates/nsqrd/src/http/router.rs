@@ -26,11 +26,11 @@ pub enum Endpoint {
     ConfigPut,
     /// Not in nsqd: Prometheus' text format (`metrics.rs`).
     Metrics,
-    /// Not in nsqd: topic and channel settings (`queue_config.rs`).
-    TopicConfigGet,
-    TopicConfigSet,
-    ChannelConfigGet,
-    ChannelConfigSet,
+    /// Not in nsqd: topic and channel settings (`queue_settings.rs`).
+    TopicSettingsGet,
+    TopicSettingsSet,
+    ChannelSettingsGet,
+    ChannelSettingsSet,
     /// Not in nsqd: consuming over HTTP (`consume.rs`, `stream.rs`, `settle.rs`).
     ChannelReceive,
     ChannelStream,
@@ -61,10 +61,10 @@ const ROUTES: &[Route<Endpoint>] = &[
     route("GET", "/config/:opt", Endpoint::ConfigGet),
     route("PUT", "/config/:opt", Endpoint::ConfigPut),
     route("GET", "/metrics", Endpoint::Metrics),
-    route("GET", "/topic/config", Endpoint::TopicConfigGet),
-    route("POST", "/topic/config", Endpoint::TopicConfigSet),
-    route("GET", "/channel/config", Endpoint::ChannelConfigGet),
-    route("POST", "/channel/config", Endpoint::ChannelConfigSet),
+    route("GET", "/topic/config", Endpoint::TopicSettingsGet),
+    route("POST", "/topic/config", Endpoint::TopicSettingsSet),
+    route("GET", "/channel/config", Endpoint::ChannelSettingsGet),
+    route("POST", "/channel/config", Endpoint::ChannelSettingsSet),
     route("POST", "/channel/receive", Endpoint::ChannelReceive),
     route("GET", "/channel/stream", Endpoint::ChannelStream),
     route("POST", "/message/fin", Endpoint::MessageFin),

@@ -21,7 +21,7 @@ use super::router::{self, Endpoint, Routed};
 use super::settle::Answer;
 use super::topics::{self, ChannelAction, TopicAction};
 use super::{
-    config, consume, info, metrics, publish, queue_config, settle, stats, stream, HttpBody,
+    config_opt, consume, info, metrics, publish, queue_settings, settle, stats, stream, HttpBody,
     HttpState,
 };
 
@@ -104,12 +104,12 @@ async fn dispatch(
         Endpoint::ChannelEmpty => topics::channel_action(s, q, ChannelAction::Empty),
         Endpoint::ChannelPause => topics::channel_action(s, q, ChannelAction::Pause),
         Endpoint::ChannelUnpause => topics::channel_action(s, q, ChannelAction::Unpause),
-        Endpoint::ConfigGet => config::get(s, opt),
-        Endpoint::ConfigPut => config::put(s, opt, req).await,
-        Endpoint::TopicConfigGet => queue_config::get_topic(s, q),
-        Endpoint::TopicConfigSet => queue_config::set_topic(s, req).await,
-        Endpoint::ChannelConfigGet => queue_config::get_channel(s, q),
-        Endpoint::ChannelConfigSet => queue_config::set_channel(s, req).await,
+        Endpoint::ConfigGet => config_opt::get(s, opt),
+        Endpoint::ConfigPut => config_opt::put(s, opt, req).await,
+        Endpoint::TopicSettingsGet => queue_settings::get_topic(s, q),
+        Endpoint::TopicSettingsSet => queue_settings::set_topic(s, req).await,
+        Endpoint::ChannelSettingsGet => queue_settings::get_channel(s, q),
+        Endpoint::ChannelSettingsSet => queue_settings::set_channel(s, req).await,
         Endpoint::ChannelReceive => return consume::receive(s, req).await,
         Endpoint::MessageFin => return settle::settle(s, req, Answer::Fin).await,
         Endpoint::MessageReq => return settle::settle(s, req, Answer::Req).await,

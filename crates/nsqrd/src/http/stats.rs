@@ -55,15 +55,8 @@ pub struct MemStats {
 impl MemStats {
     /// Read from `/proc/self/statm` (zeros where that is unavailable).
     pub fn current() -> MemStats {
-        const PAGE: u64 = 4096;
-        let statm = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
-        let mut fields = statm
-            .split_whitespace()
-            .map(|f| f.parse::<u64>().unwrap_or(0));
-        let _size = fields.next();
-        let resident = fields.next().unwrap_or(0);
         MemStats {
-            heap_in_use_bytes: resident * PAGE,
+            heap_in_use_bytes: nsq_common::procfs::statm().map_or(0, |m| m.resident_bytes),
             ..MemStats::default()
         }
     }
@@ -98,7 +91,7 @@ pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiErr
     let mem = p.include_mem.then(MemStats::current);
     if !p.json {
         let text = stats_text::render(&stats_text::TextStats {
-            version: &state.settings.version,
+            version: state.settings.version(),
             start_time_ns: state.broker.start_time_ns(),
             now_ns: nsqr_broker::now_unix_nanos(),
             health: &health,
@@ -108,7 +101,7 @@ pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiErr
         return Ok(Reply::Text(text.into()));
     }
     Reply::json(&StatsDoc {
-        version: &state.settings.version,
+        version: state.settings.version(),
         health: &health,
         start_time: state.broker.start_time(),
         topics: &view.topics,

@@ -21,10 +21,10 @@ pub struct TopicStats {
     pub e2e_processing_latency: E2eLatency,
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub disk_queue: Option<DiskStats>,
+    pub disk_queue: Option<engine::DiskStats>,
     /// nsqr only, and only when any are set: the topic's settings (`/topic/config`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<nsqr_broker::policy::Settings>,
+    #[serde(rename = "config", skip_serializing_if = "Option::is_none")]
+    pub settings: Option<nsqr_broker::QueueSettings>,
 }
 
 /// One channel as nsqd reports it.
@@ -44,45 +44,14 @@ pub struct ChannelStats {
     pub e2e_processing_latency: E2eLatency,
     /// nsqr only, and only when there is something to report: disk queue anomalies.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub disk_queue: Option<DiskStats>,
+    pub disk_queue: Option<engine::DiskStats>,
     /// nsqr only, and only when any are set: the channel's own settings (`/channel/config`).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<nsqr_broker::policy::Settings>,
+    #[serde(rename = "config", skip_serializing_if = "Option::is_none")]
+    pub settings: Option<nsqr_broker::QueueSettings>,
     /// nsqr only: dead letters by reason, when the channel's settings can make them or it
     /// has made some.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub dead_letters: Option<DeadLetters>,
-}
-
-/// What a channel sent to its dead-letter topic (nsqr only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DeadLetters {
-    pub topic: String,
-    pub delivery_limit: u64,
-    pub rejected: u64,
-    pub expired: u64,
-    pub expired_dropped: u64,
-}
-
-/// Disk queue anomalies (nsqr only).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct DiskStats {
-    pub corrupt_files: u64,
-    pub missing_files: u64,
-    pub recovered_records: u64,
-    pub torn_tails_truncated: u64,
-    pub metadata_rebuilds: u64,
-    pub undecodable_records: u64,
-    pub write_errors: u64,
-    /// Messages written to disk without their attributes (nsqr's HTTP queues); shown when any.
-    #[serde(skip_serializing_if = "is_zero")]
-    pub attributes_dropped: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_corruption: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_write_error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub last_read_error: Option<String>,
+    pub dead_letters: Option<engine::DeadLetterStats>,
 }
 
 /// nsqd's quantile result; `percentiles` is null when no percentiles are configured.
@@ -102,10 +71,9 @@ pub struct Percentile {
 
 /// Go's `encoding/json` writes integral floats without a fraction (`1`, not `1.0`).
 fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
-    if v.fract() == 0.0 && v.abs() < 1e18 {
-        s.serialize_i64(*v as i64)
-    } else {
-        s.serialize_f64(*v)
+    match nsq_common::float::integral(*v, nsq_common::float::JSON_LIMIT) {
+        Some(n) => s.serialize_i64(n),
+        None => s.serialize_f64(*v),
     }
 }
 
@@ -113,10 +81,6 @@ fn go_float<S: serde::Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
 pub struct PubCount {
     pub topic: String,
     pub count: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 fn is_false(b: &bool) -> bool {
@@ -199,8 +163,8 @@ impl From<&engine::TopicStats> for TopicStats {
             message_bytes: t.message_bytes,
             paused: t.paused,
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
-            disk_queue: t.disk_queue.as_ref().map(DiskStats::from),
-            config: t.config.as_ref().map(nsqr_broker::Policy::to_json),
+            disk_queue: t.disk_queue.clone(),
+            settings: t.settings.clone(),
         }
     }
 }
@@ -223,15 +187,9 @@ impl From<&engine::ChannelStats> for ChannelStats {
                 .map(|cs| cs.iter().map(ClientStats::of_member).collect()),
             paused: c.paused,
             e2e_processing_latency: E2eLatency::from(&c.e2e_processing_latency),
-            disk_queue: c.disk_queue.as_ref().map(DiskStats::from),
-            config: c.config.as_ref().map(nsqr_broker::Policy::to_json),
-            dead_letters: c.dead_letters.as_ref().map(|d| DeadLetters {
-                topic: d.topic.clone(),
-                delivery_limit: d.delivery_limit,
-                rejected: d.rejected,
-                expired: d.expired,
-                expired_dropped: d.expired_dropped,
-            }),
+            disk_queue: c.disk_queue.clone(),
+            settings: c.settings.clone(),
+            dead_letters: c.dead_letters.clone(),
         }
     }
 }
@@ -248,24 +206,6 @@ impl From<&engine::E2eLatency> for E2eLatency {
                     })
                     .collect()
             }),
-        }
-    }
-}
-
-impl From<&engine::DiskStats> for DiskStats {
-    fn from(d: &engine::DiskStats) -> DiskStats {
-        DiskStats {
-            corrupt_files: d.corrupt_files,
-            missing_files: d.missing_files,
-            recovered_records: d.recovered_records,
-            torn_tails_truncated: d.torn_tails_truncated,
-            metadata_rebuilds: d.metadata_rebuilds,
-            undecodable_records: d.undecodable_records,
-            write_errors: d.write_errors,
-            attributes_dropped: d.attributes_dropped,
-            last_corruption: d.last_corruption.clone(),
-            last_write_error: d.last_write_error.clone(),
-            last_read_error: d.last_read_error.clone(),
         }
     }
 }

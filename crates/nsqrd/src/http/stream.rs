@@ -25,7 +25,7 @@ use tokio::sync::mpsc;
 
 use super::consume::{duration_arg, push_int, write_delivery};
 use super::consumers::HttpClient;
-use super::queue_config::name_arg;
+use super::queue_settings::name_arg;
 use super::{HttpBody, HttpState};
 
 /// The most messages a stream may hold unanswered (nsqd's default `--max-rdy-count`).
@@ -63,15 +63,7 @@ fn parse(state: &HttpState, q: &Query) -> Result<Params, ApiError> {
             .filter(|n| (1..=MAX_IN_FLIGHT).contains(n))
             .ok_or(ApiError::bad_request("INVALID_MAX_IN_FLIGHT"))?,
     };
-    let max_timeout = state.broker.config().max_msg_timeout;
-    let timeout = match q.get("timeout") {
-        None => None,
-        Some(v) => Some(
-            duration_arg(v)
-                .filter(|d| !d.is_zero() && *d <= max_timeout)
-                .ok_or(ApiError::bad_request("INVALID_TIMEOUT"))?,
-        ),
-    };
+    let timeout = super::consume::timeout_arg(state, q)?;
     let heartbeat = match q.get("heartbeat") {
         None => DEFAULT_HEARTBEAT,
         Some(v) => duration_arg(v)

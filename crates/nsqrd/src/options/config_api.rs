@@ -58,10 +58,9 @@ impl ConfigPutError {
 
 /// A float as Go's JSON encoder writes it: integral values without a fraction (`1`, not `1.0`).
 fn json_float(f: f64) -> serde_json::Value {
-    if f.fract() == 0.0 && f.abs() < 1e15 {
-        json!(f as i64)
-    } else {
-        json!(f)
+    match nsq_common::float::integral(f, nsq_common::float::EXACT_LIMIT) {
+        Some(n) => json!(n),
+        None => json!(f),
     }
 }
 

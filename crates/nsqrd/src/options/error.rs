@@ -8,27 +8,9 @@
 /// Why options could not be built. The `Display` text is what nsqd prints.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum OptionsError {
-    /// `-h` / `-help` / `--help`: print the usage, exit 0.
-    #[error("flag: help requested")]
-    Help,
-    #[error("flag provided but not defined: -{0}")]
-    UnknownFlag(String),
-    #[error("bad flag syntax: {0}")]
-    BadSyntax(String),
-    #[error("flag needs an argument: -{0}")]
-    MissingArgument(String),
-    #[error("invalid value {value:?} for flag -{flag}: {reason}")]
-    InvalidValue {
-        flag: String,
-        value: String,
-        reason: String,
-    },
-    #[error("invalid boolean value {value:?} for -{flag}: {reason}")]
-    InvalidBool {
-        flag: String,
-        value: String,
-        reason: String,
-    },
+    /// A command-line error (`-h` included): Go's texts, usage, exit 0 or 2.
+    #[error(transparent)]
+    Flag(#[from] nsq_common::goflag::FlagError),
 
     /// The config file could not be read or is not TOML.
     #[error("failed to load config file {path} - {reason}")]
@@ -72,35 +54,20 @@ pub enum OptionsError {
 
 impl From<nsq_common::goflag::SyntaxError> for OptionsError {
     fn from(e: nsq_common::goflag::SyntaxError) -> OptionsError {
-        use nsq_common::goflag::SyntaxError;
-        match e {
-            SyntaxError::Help => OptionsError::Help,
-            SyntaxError::Unknown(n) => OptionsError::UnknownFlag(n),
-            SyntaxError::BadSyntax(a) => OptionsError::BadSyntax(a),
-            SyntaxError::MissingArgument(n) => OptionsError::MissingArgument(n),
-        }
+        OptionsError::Flag(e.into())
     }
 }
 
 impl OptionsError {
     /// True for errors of the command line itself, after which nsqd prints its usage.
     pub fn shows_usage(&self) -> bool {
-        matches!(
-            self,
-            OptionsError::Help
-                | OptionsError::UnknownFlag(_)
-                | OptionsError::BadSyntax(_)
-                | OptionsError::MissingArgument(_)
-                | OptionsError::InvalidValue { .. }
-                | OptionsError::InvalidBool { .. }
-        )
+        matches!(self, OptionsError::Flag(_))
     }
 
     /// Process exit status: 0 for help, 2 for other command-line errors, 1 for fatal errors.
     pub fn exit_code(&self) -> i32 {
         match self {
-            OptionsError::Help => 0,
-            e if e.shows_usage() => 2,
+            OptionsError::Flag(f) => i32::from(f.exit_code()),
             _ => 1,
         }
     }
@@ -112,10 +79,18 @@ mod tests {
 
     #[test]
     fn exit_codes_follow_nsqd() {
-        assert_eq!(OptionsError::Help.exit_code(), 0);
-        assert!(OptionsError::Help.shows_usage());
-        assert_eq!(OptionsError::UnknownFlag("x".into()).exit_code(), 2);
-        assert_eq!(OptionsError::BadSyntax("---x".into()).exit_code(), 2);
+        use nsq_common::goflag::{FlagError, SyntaxError};
+        let help = OptionsError::from(SyntaxError::Help);
+        assert_eq!(help.exit_code(), 0);
+        assert!(help.shows_usage());
+        assert_eq!(
+            OptionsError::Flag(FlagError::unknown("x".into())).exit_code(),
+            2
+        );
+        assert_eq!(
+            OptionsError::from(SyntaxError::BadSyntax("---x".into())).exit_code(),
+            2
+        );
         assert_eq!(OptionsError::NodeId.exit_code(), 1);
         assert!(!OptionsError::NodeId.shows_usage());
         let e = OptionsError::ConfigFile {

@@ -17,22 +17,10 @@ pub fn parse_args<I: IntoIterator<Item = String>>(
     for occurrence in goflag::Flags::new(args, kind) {
         let goflag::Occurrence { name, value: text } = occurrence?;
         let Some(spec) = FlagSpec::by_name(&name) else {
-            return Err(OptionsError::UnknownFlag(name));
+            return Err(goflag::FlagError::unknown(name).into());
         };
         let value = spec.kind.parse_text(&text).map_err(|e| {
-            if spec.kind.is_bool_style() {
-                OptionsError::InvalidBool {
-                    flag: name.clone(),
-                    value: text.clone(),
-                    reason: e.flag_reason(),
-                }
-            } else {
-                OptionsError::InvalidValue {
-                    flag: name.clone(),
-                    value: text.clone(),
-                    reason: e.flag_reason(),
-                }
-            }
+            goflag::FlagError::bad_value(spec.kind.is_bool_style(), &name, &text, e.flag_reason())
         })?;
         add(opts, spec, value);
         if !given.contains(&spec.name) {
@@ -192,7 +180,13 @@ mod tests {
         ]);
         assert_eq!(o.e2e_processing_latency_percentiles, [1.0, 0.99, 0.5]);
         let e = run(&["--e2e-processing-latency-percentile=0.5,abc"]).unwrap_err();
-        assert!(matches!(e, OptionsError::InvalidValue { .. }), "{e}");
+        assert!(
+            matches!(
+                e,
+                OptionsError::Flag(goflag::FlagError::InvalidValue { .. })
+            ),
+            "{e}"
+        );
     }
 
     #[test]
@@ -259,12 +253,15 @@ mod tests {
     #[test]
     fn help_flags() {
         for h in ["-h", "--h", "-help", "--help"] {
-            assert_eq!(run(&[h]).unwrap_err(), OptionsError::Help);
+            assert_eq!(
+                run(&[h]).unwrap_err(),
+                OptionsError::from(goflag::SyntaxError::Help)
+            );
         }
         // An earlier error wins over a later -h, as in Go.
         assert!(matches!(
             run(&["--nope", "-h"]).unwrap_err(),
-            OptionsError::UnknownFlag(_)
+            OptionsError::Flag(goflag::FlagError::Syntax(goflag::SyntaxError::Unknown(_)))
         ));
     }
 

@@ -41,6 +41,11 @@ impl Options {
         Ok(opts)
     }
 
+    /// The tracing filter of `--log-level`.
+    pub fn log_filter(&self) -> nsq_common::logging::LevelFilter {
+        types::level_filter(self.log_level)
+    }
+
     /// Usage text listing every flag with its default, in Go's layout (`Usage of nsqd:` …).
     pub fn usage() -> String {
         flags::usage()

@@ -4,10 +4,16 @@
 //! Each row names the struct field, its Rust type and default, the flag, the config key (also the
 //! `/config/:opt` name), how the value is read, and the help text. One macro expands the rows into
 //! the struct, its `Default` and the static `FLAGS` table, so argv parsing, the config file,
-//! `/config/:opt` and the usage text cannot drift apart.
+//! `/config/:opt` and the usage text cannot drift apart. Defaults the libraries also need
+//! (protocol limits, the engine's queue sizes) are their constants (`nsq_wire::defaults`,
+//! `nsqr_broker::defaults`), read here rather than written again; the TCP, HTTP, IDENTIFY and
+//! broker views are derived from `Options`.
 
 use std::sync::OnceLock;
 use std::time::Duration;
+
+use nsq_wire::defaults as wire;
+use nsqr_broker::defaults as broker;
 
 use super::types::{Kind, LogLevel, OptType, TlsRequired, Value, TLS_1_0};
 
@@ -83,6 +89,10 @@ fn s(v: &str) -> String {
     v.to_string()
 }
 
+/// The HTTP connection limits both daemons default to.
+const HTTP_TIMEOUTS: nsq_common::http::server::Timeouts =
+    nsq_common::http::server::Timeouts::DEFAULT;
+
 const fn secs(n: u64) -> Duration {
     Duration::from_secs(n)
 }
@@ -127,11 +137,11 @@ option_table! {
         "http-client-connect-timeout", Some("http_client_connect_timeout"), Duration, "connect timeout for outbound HTTP requests";
     http_client_request_timeout: Duration = secs(5);
         "http-client-request-timeout", Some("http_client_request_timeout"), Duration, "total timeout for outbound HTTP requests";
-    http_idle_timeout: Duration = secs(120);
+    http_idle_timeout: Duration = HTTP_TIMEOUTS.idle;
         "http-idle-timeout", Some("http_idle_timeout"), Duration, "[nsqr] close an HTTP(S) connection idle this long between requests (0 = never)";
-    http_read_timeout: Duration = secs(60);
+    http_read_timeout: Duration = HTTP_TIMEOUTS.read;
         "http-read-timeout", Some("http_read_timeout"), Duration, "[nsqr] time an HTTP(S) request may take to arrive, headers and body, from its first byte (0 = unlimited)";
-    http_write_timeout: Duration = secs(60);
+    http_write_timeout: Duration = HTTP_TIMEOUTS.write;
         "http-write-timeout", Some("http_write_timeout"), Duration, "[nsqr] close an HTTP(S) connection whose client accepts no response bytes for this long (0 = never)";
     http_max_connections: i64 = 0;
         "http-max-connections", Some("http_max_connections"), Int, "[nsqr] open connections per HTTP(S) listener; more wait to be accepted (0 = half the open-file limit)";
@@ -143,13 +153,13 @@ option_table! {
     // 1.3 disk queue
     data_path: String = String::new();
         "data-path", Some("data_path"), Str, "directory for disk-backed messages and metadata (default is the working directory)";
-    mem_queue_size: i64 = 10_000;
+    mem_queue_size: i64 = broker::MEM_QUEUE_SIZE as i64;
         "mem-queue-size", Some("mem_queue_size"), Int, "messages kept in memory per topic and per channel before spilling to disk";
-    max_bytes_per_file: i64 = 104_857_600;
+    max_bytes_per_file: i64 = broker::MAX_BYTES_PER_FILE as i64;
         "max-bytes-per-file", Some("max_bytes_per_file"), Int, "bytes per disk queue file before rolling to a new one";
-    sync_every: i64 = 2_500;
+    sync_every: i64 = broker::SYNC_EVERY as i64;
         "sync-every", Some("sync_every"), Int, "messages read or written per disk queue fsync";
-    sync_timeout: Duration = secs(2);
+    sync_timeout: Duration = broker::SYNC_TIMEOUT;
         "sync-timeout", Some("sync_timeout"), Duration, "longest time between disk queue fsyncs while active";
     queue_scan_worker_pool_max: i64 = 4;
         "queue-scan-worker-pool-max", Some("queue_scan_worker_pool_max"), Int, "max workers checking in-flight and deferred message timeouts";
@@ -157,35 +167,35 @@ option_table! {
         "queue-scan-selection-count", Some("queue_scan_selection_count"), Int, "channels checked per 100ms cycle for in-flight and deferred timeouts";
     durability: String = s("default");
         "durability", Some("durability"), Str, "[nsqr] 'default' (nsqd: memory first, disk past --mem-queue-size) or 'strict' (PUB/MPUB/DPUB acknowledged once fsynced; unfinished messages survive a crash)";
-    max_disk_bytes: i64 = 0;
+    max_disk_bytes: i64 = broker::MAX_DISK_BYTES as i64;
         "max-disk-bytes", Some("max_disk_bytes"), Int, "[nsqr] max bytes of disk queue files per topic and per channel; a publish beyond it fails (0 = unlimited)";
 
     // 1.4 message and command limits
-    msg_timeout: Duration = secs(60);
+    msg_timeout: Duration = wire::MSG_TIMEOUT;
         "msg-timeout", Some("msg_timeout"), Duration, "default time before an unfinished message is requeued";
-    max_msg_timeout: Duration = secs(15 * 60);
+    max_msg_timeout: Duration = wire::MAX_MSG_TIMEOUT;
         "max-msg-timeout", Some("max_msg_timeout"), Duration, "longest time a message may stay in flight";
-    max_msg_size: i64 = 1_048_576;
+    max_msg_size: i64 = wire::MAX_MSG_SIZE;
         "max-msg-size", Some("max_msg_size"), Int, "max size of one message body in bytes";
-    max_req_timeout: Duration = secs(3600);
+    max_req_timeout: Duration = wire::MAX_REQ_TIMEOUT;
         "max-req-timeout", Some("max_req_timeout"), Duration, "max requeue and deferred publish delay";
-    max_body_size: i64 = 5_242_880;
+    max_body_size: i64 = wire::MAX_BODY_SIZE;
         "max-body-size", Some("max_body_size"), Int, "max size of one command body in bytes";
 
     // 1.5 client-overridable limits
-    max_heartbeat_interval: Duration = secs(60);
+    max_heartbeat_interval: Duration = wire::MAX_HEARTBEAT_INTERVAL;
         "max-heartbeat-interval", Some("max_heartbeat_interval"), Duration, "max heartbeat interval a client may ask for";
-    max_rdy_count: i64 = 2_500;
+    max_rdy_count: i64 = wire::MAX_RDY_COUNT;
         "max-rdy-count", Some("max_rdy_count"), Int, "max RDY count of a client";
-    max_output_buffer_size: i64 = 65_536;
+    max_output_buffer_size: i64 = wire::MAX_OUTPUT_BUFFER_SIZE;
         "max-output-buffer-size", Some("max_output_buffer_size"), Int, "max output buffer size (bytes) a client may ask for";
-    max_output_buffer_timeout: Duration = secs(30);
+    max_output_buffer_timeout: Duration = wire::MAX_OUTPUT_BUFFER_TIMEOUT;
         "max-output-buffer-timeout", Some("max_output_buffer_timeout"), Duration, "max output flush interval a client may ask for";
-    min_output_buffer_timeout: Duration = Duration::from_millis(25);
+    min_output_buffer_timeout: Duration = wire::MIN_OUTPUT_BUFFER_TIMEOUT;
         "min-output-buffer-timeout", Some("min_output_buffer_timeout"), Duration, "min output flush interval a client may ask for";
-    output_buffer_timeout: Duration = Duration::from_millis(250);
+    output_buffer_timeout: Duration = wire::OUTPUT_BUFFER_TIMEOUT;
         "output-buffer-timeout", Some("output_buffer_timeout"), Duration, "default output flush interval for clients";
-    max_channel_consumers: i64 = 0;
+    max_channel_consumers: i64 = broker::MAX_CHANNEL_CONSUMERS as i64;
         "max-channel-consumers", Some("max_channel_consumers"), Int, "max consumers per channel on this node (0 = unlimited)";
 
     // 1.6 statsd
@@ -205,7 +215,7 @@ option_table! {
     // 1.7 end-to-end latency
     e2e_processing_latency_percentiles: Vec<f64> = Vec::new();
         "e2e-processing-latency-percentile", Some("e2e_processing_latency_percentiles"), FloatList, "message processing time percentile to track, in (0,1] (may be given multiple times or comma separated '1.0,0.99,0.95')";
-    e2e_processing_latency_window_time: Duration = secs(600);
+    e2e_processing_latency_window_time: Duration = broker::E2E_WINDOW;
         "e2e-processing-latency-window-time", Some("e2e_processing_latency_window_time"), Duration, "time window of the end-to-end latency percentiles";
 
     // 1.8 TLS
@@ -223,11 +233,11 @@ option_table! {
         "tls-min-version", Some("tls_min_version"), TlsMinVersion, "minimum TLS version: 'tls1.0', 'tls1.1', 'tls1.2' or 'tls1.3'";
 
     // 1.9 compression
-    deflate: bool = true;
+    deflate: bool = wire::DEFLATE;
         "deflate", Some("deflate"), Bool, "allow clients to negotiate deflate compression";
-    max_deflate_level: i64 = 6;
+    max_deflate_level: i64 = wire::MAX_DEFLATE_LEVEL;
         "max-deflate-level", Some("max_deflate_level"), Int, "highest deflate level a client may negotiate, in [1,9]";
-    snappy: bool = true;
+    snappy: bool = wire::SNAPPY;
         "snappy", Some("snappy"), Bool, "allow clients to negotiate snappy compression";
 
     // [nsqr] the keyspace: a Redis-protocol key-value store (docs/keyspace.md)

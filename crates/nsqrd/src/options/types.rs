@@ -6,74 +6,22 @@
 //! follow Go's `strconv` rules so that `-mem-queue-size=0x10` or `-snappy=F` mean what they mean
 //! to nsqd.
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use nsq_common::duration::{self, DurationError};
 use nsq_common::logging::LevelFilter;
 
-/// Log verbosity; the numbers are nsqd's (`/config/log_level` reports them).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Debug = 1,
-    Info = 2,
-    Warn = 3,
-    Error = 4,
-    Fatal = 5,
-}
+/// Log verbosity (`nsq_common::logging`, shared with nsqrlookupd).
+pub use nsq_common::logging::LogLevel;
 
-impl LogLevel {
-    /// The tracing filter that shows what nsqd shows at this level.
-    pub fn level_filter(self) -> LevelFilter {
-        match self {
-            LogLevel::Debug => LevelFilter::DEBUG,
-            LogLevel::Info => LevelFilter::INFO,
-            LogLevel::Warn => LevelFilter::WARN,
-            LogLevel::Error | LogLevel::Fatal => LevelFilter::ERROR,
-        }
-    }
-
-    /// The level's lower-case name, as accepted on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "debug",
-            LogLevel::Info => "info",
-            LogLevel::Warn => "warn",
-            LogLevel::Error => "error",
-            LogLevel::Fatal => "fatal",
-        }
-    }
-
-    /// nsqd's integer for the level (1 = debug … 5 = fatal).
-    pub fn as_int(self) -> i64 {
-        self as i64
-    }
-}
-
-impl FromStr for LogLevel {
-    type Err = ValueError;
-
-    /// Case-insensitive level name; nothing is trimmed.
-    fn from_str(s: &str) -> Result<Self, ValueError> {
-        Ok(match s.to_ascii_lowercase().as_str() {
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            "fatal" => LogLevel::Fatal,
-            _ => {
-                return Err(ValueError::Other(format!(
-                    "invalid log level '{s}' (debug, info, warn, error, fatal)"
-                )))
-            }
-        })
-    }
-}
-
-impl fmt::Display for LogLevel {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+/// The tracing filter that shows what nsqd shows at `level`.
+pub fn level_filter(level: LogLevel) -> LevelFilter {
+    match level {
+        LogLevel::Debug => LevelFilter::DEBUG,
+        LogLevel::Info => LevelFilter::INFO,
+        LogLevel::Warn => LevelFilter::WARN,
+        LogLevel::Error | LogLevel::Fatal => LevelFilter::ERROR,
     }
 }
 
@@ -163,6 +111,8 @@ pub enum ValueError {
     Range,
     #[error(transparent)]
     Duration(#[from] DurationError),
+    #[error(transparent)]
+    LogLevel(#[from] nsq_common::logging::LogLevelError),
     #[error("{0}")]
     Other(String),
 }

@@ -10,10 +10,9 @@
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{BodyExt, Empty, Limited};
-use hyper::header::{ACCEPT, HOST};
-use hyper::Request;
-use hyper_util::rt::TokioIo;
+use http_body_util::Empty;
+use hyper::Method;
+use nsq_common::http::client::{self, ExchangeError, LookupdAnswerError};
 use tokio::net::TcpStream;
 use tokio::time::timeout;
 
@@ -36,32 +35,10 @@ pub enum ChannelsError {
     Body(String),
 }
 
-/// Percent-encode a query value (topic names only need `#`, but encode anything unusual).
-fn encode_query(v: &str) -> String {
-    let mut out = String::with_capacity(v.len());
-    for b in v.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'~') {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
 /// The channel names in a `/channels` answer of either shape.
 pub fn parse_channels(body: &[u8]) -> Result<Vec<String>, ChannelsError> {
-    #[derive(serde::Deserialize)]
-    struct V1 {
-        channels: Option<Vec<String>>,
-        data: Option<Box<V1>>,
-    }
-    let v: V1 = serde_json::from_slice(body).map_err(|e| ChannelsError::Body(e.to_string()))?;
-    match (v.channels, v.data) {
-        (Some(c), _) => Ok(c),
-        (None, Some(d)) => Ok(d.channels.unwrap_or_default()),
-        (None, None) => Err(ChannelsError::Body("no channels".to_string())),
-    }
+    client::lookupd_list(body, "channels")
+        .map_err(|e: LookupdAnswerError| ChannelsError::Body(e.to_string()))
 }
 
 /// Ask the lookupd at `http_addr` (`host:port`) for the channels of `topic`.
@@ -75,26 +52,20 @@ pub async fn lookup_channels(
         .await
         .map_err(|_| ChannelsError::ConnectTimeout)??;
     let request = async {
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .map_err(|e| ChannelsError::Http(e.to_string()))?;
-        let driver = tokio::spawn(conn);
-        let req = Request::get(format!("/channels?topic={}", encode_query(topic)))
-            .header(HOST, http_addr)
-            .header(ACCEPT, "application/vnd.nsq; version=1.0")
+        let path = format!(
+            "/channels?topic={}",
+            nsq_common::http::query::escape_percent(topic)
+        );
+        let req = client::request(Method::GET, http_addr, &path)
             .body(Empty::<Bytes>::new())
             .map_err(|e| ChannelsError::Http(e.to_string()))?;
-        let resp = sender
-            .send_request(req)
-            .await
-            .map_err(|e| ChannelsError::Http(e.to_string()))?;
-        let status = resp.status().as_u16();
-        let body = Limited::new(resp.into_body(), MAX_BODY)
-            .collect()
-            .await
-            .map_err(|e| ChannelsError::Body(e.to_string()))?
-            .to_bytes();
-        driver.abort();
+        let (status, body) =
+            client::exchange(stream, req, MAX_BODY)
+                .await
+                .map_err(|e| match e {
+                    ExchangeError::Http(e) => ChannelsError::Http(e.to_string()),
+                    ExchangeError::Body(e) => ChannelsError::Body(e),
+                })?;
         if status != 200 {
             return Err(ChannelsError::Status(status));
         }
@@ -126,7 +97,6 @@ mod tests {
         assert!(parse_channels(b"<html>").is_err());
         assert!(parse_channels(br#"{"channels":[1]}"#).is_err());
         assert!(parse_channels(b"{}").is_err());
-        assert_eq!(encode_query("a.b#ephemeral"), "a.b%23ephemeral");
     }
 
     /// Serve one HTTP request with `reply` (after `delay`); returns the request head.

@@ -241,7 +241,7 @@ mod tests {
                 }]),
             },
             disk_queue: None,
-            config: None,
+            settings: None,
             dead_letters: None,
         }
     }
@@ -257,7 +257,7 @@ mod tests {
             paused: false,
             e2e_processing_latency: E2eLatency::default(),
             disk_queue: None,
-            config: None,
+            settings: None,
         }
     }
 

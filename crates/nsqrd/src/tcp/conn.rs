@@ -115,10 +115,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
         remote_ip: String,
     ) -> Self {
         let s = &shared.settings;
-        let heartbeat = Some(s.default_heartbeat);
-        let mut limits = s.limits;
+        let heartbeat = Some(s.server.default_heartbeat);
+        let mut limits = s.server.limits;
         limits.tls_pending = s.tls_required;
-        let output_buffer_size = s.default_output_buffer_size;
+        let output_buffer_size = s.server.default_output_buffer_size;
         Conn {
             rng: client.id().wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1,
             shared,
@@ -665,7 +665,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     }
 
     fn req(&mut self, id: IdToken, delay_ms: u64) -> Flow {
-        let delay = Duration::from_millis(delay_ms).min(self.shared.settings.max_req_timeout);
+        let delay = Duration::from_millis(delay_ms).min(self.shared.settings.max_req_timeout());
         self.in_flight_op(id, Code::ReqFailed, "REQ", |ch, c, mid| {
             ch.requeue(c, mid, delay)
         })

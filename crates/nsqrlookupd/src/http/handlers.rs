@@ -17,8 +17,9 @@ use crate::tcp::now_ns;
 
 type Outcome = Result<Reply, ApiError>;
 
-/// The version nsqlookupd reports; clients gate features on it.
-pub const VERSION: &str = "1.3.0";
+/// The version nsqlookupd reports; clients gate features on it. nsqlookupd is released with
+/// nsqd, so it is the nsqd version nsqr reproduces.
+pub const VERSION: &str = nsq_wire::NSQD_VERSION;
 
 /// Runs a V1 endpoint (everything but `/ping`).
 pub fn run(s: &HttpState, endpoint: Endpoint, raw_query: Option<&str>) -> Outcome {

@@ -6,49 +6,23 @@
 //! never eats the next argument), parsing stops at the first non-flag or `--`, and the error
 //! texts and exit codes are Go's (usage + 2 for a bad flag, usage + 0 for `-h`).
 //!
-//! The Go `flag` syntax itself is `nsq_common::goflag`, shared with nsqrd (whose options module
-//! has nsqd's 57 flags); this module holds nsqlookupd's table of 10 flags and what their values
-//! mean.
+//! The Go flag syntax, its error texts and how they are printed are `nsq_common::goflag`,
+//! shared with nsqrd; this module keeps nsqlookupd's small table and its value rules.
 
 mod config_file;
 
 use nsq_common::{duration, goflag};
 
-/// nsqlookupd's log levels (`--log-level`), case-insensitive on input.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub enum LogLevel {
-    Debug,
-    Info,
-    Warn,
-    Error,
-    Fatal,
-}
+pub use nsq_common::logging::LogLevel;
 
-impl LogLevel {
-    pub fn parse(text: &str) -> Result<LogLevel, String> {
-        Ok(match text.to_ascii_lowercase().as_str() {
-            "debug" => LogLevel::Debug,
-            "info" => LogLevel::Info,
-            "warn" => LogLevel::Warn,
-            "error" => LogLevel::Error,
-            "fatal" => LogLevel::Fatal,
-            _ => {
-                return Err(format!(
-                    "invalid log level '{text}' (debug, info, warn, error, fatal)"
-                ))
-            }
-        })
-    }
-
-    /// The name nsqlookupd prints (usage default, log lines).
-    pub fn name(self) -> &'static str {
-        match self {
-            LogLevel::Debug => "DEBUG",
-            LogLevel::Info => "INFO",
-            LogLevel::Warn => "WARNING",
-            LogLevel::Error => "ERROR",
-            LogLevel::Fatal => "FATAL",
-        }
+/// The name nsqlookupd prints for a level (the usage text's default).
+fn level_name(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "DEBUG",
+        LogLevel::Info => "INFO",
+        LogLevel::Warn => "WARNING",
+        LogLevel::Error => "ERROR",
+        LogLevel::Fatal => "FATAL",
     }
 }
 
@@ -93,37 +67,18 @@ impl Default for Options {
 /// Why the options were refused. The texts are Go's `flag` package's and nsqlookupd's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum OptionsError {
-    #[error("flag: help requested")]
-    Help,
-    #[error("flag provided but not defined: -{0}")]
-    UnknownFlag(String),
-    #[error("bad flag syntax: {0}")]
-    BadSyntax(String),
-    #[error("flag needs an argument: -{0}")]
-    MissingArgument(String),
-    #[error("invalid boolean value {value:?} for -{flag}: parse error")]
-    InvalidBool { flag: String, value: String },
-    #[error("invalid value {value:?} for flag -{flag}: {reason}")]
-    InvalidValue {
-        flag: String,
-        value: String,
-        reason: String,
-    },
+    /// A command-line error (`-h` included): Go's texts, usage, exit 0 or 2.
+    #[error(transparent)]
+    Flag(#[from] goflag::FlagError),
     #[error("failed to load config file {path} - {reason}")]
     ConfigFile { path: String, reason: String },
     #[error("{0}")]
     ConfigValue(String),
 }
 
-impl From<nsq_common::goflag::SyntaxError> for OptionsError {
-    fn from(e: nsq_common::goflag::SyntaxError) -> OptionsError {
-        use nsq_common::goflag::SyntaxError;
-        match e {
-            SyntaxError::Help => OptionsError::Help,
-            SyntaxError::Unknown(n) => OptionsError::UnknownFlag(n),
-            SyntaxError::BadSyntax(a) => OptionsError::BadSyntax(a),
-            SyntaxError::MissingArgument(n) => OptionsError::MissingArgument(n),
-        }
+impl From<goflag::SyntaxError> for OptionsError {
+    fn from(e: goflag::SyntaxError) -> OptionsError {
+        OptionsError::Flag(e.into())
     }
 }
 
@@ -131,15 +86,9 @@ impl OptionsError {
     /// nsqlookupd's exit code: 0 after `-h`, 2 for flag errors, 1 for config-file errors.
     pub fn exit_code(&self) -> u8 {
         match self {
-            OptionsError::Help => 0,
+            OptionsError::Flag(f) => f.exit_code(),
             OptionsError::ConfigFile { .. } | OptionsError::ConfigValue(_) => 1,
-            _ => 2,
         }
-    }
-
-    /// Whether Go would print the usage text after the message.
-    pub fn shows_usage(&self) -> bool {
-        self.exit_code() != 1
     }
 }
 
@@ -265,21 +214,15 @@ impl Options {
         for occurrence in goflag::Flags::new(args, kind) {
             let goflag::Occurrence { name, value: text } = occurrence?;
             let Some(spec) = FLAGS.iter().find(|f| f.name == name) else {
-                return Err(OptionsError::UnknownFlag(name));
+                return Err(goflag::FlagError::unknown(name).into());
             };
             let value = if spec.kind == Kind::Bool {
-                Value::Bool(
-                    goflag::parse_bool(&text).ok_or_else(|| OptionsError::InvalidBool {
-                        flag: name.clone(),
-                        value: text.clone(),
-                    })?,
-                )
+                Value::Bool(goflag::parse_bool(&text).ok_or_else(|| {
+                    goflag::FlagError::bad_value(true, &name, &text, "parse error".into())
+                })?)
             } else {
-                parse_value(spec.kind, &text).map_err(|reason| OptionsError::InvalidValue {
-                    flag: name.clone(),
-                    value: text.clone(),
-                    reason,
-                })?
+                parse_value(spec.kind, &text)
+                    .map_err(|reason| goflag::FlagError::bad_value(false, &name, &text, reason))?
             };
             self.set(spec.name, value);
             if !given.contains(&spec.name) {
@@ -308,7 +251,7 @@ impl Options {
                     "http-address" => Some(format!("{:?}", d.http_address)),
                     "tcp-address" => Some(format!("{:?}", d.tcp_address)),
                     "log-prefix" => Some(format!("{:?}", d.log_prefix)),
-                    "log-level" => Some(d.log_level.name().to_string()),
+                    "log-level" => Some(level_name(d.log_level).to_string()),
                     "inactive-producer-timeout" => {
                         Some(duration::format_nanos(d.inactive_producer_timeout))
                     }
@@ -325,7 +268,10 @@ fn parse_value(kind: Kind, text: &str) -> Result<Value, String> {
     Ok(match kind {
         Kind::Str => Value::Str(text.to_string()),
         Kind::Duration => Value::Duration(duration::parse_nanos(text).map_err(|_| "parse error")?),
-        Kind::LogLevel => Value::LogLevel(LogLevel::parse(text)?),
+        Kind::LogLevel => Value::LogLevel(
+            text.parse()
+                .map_err(|e: nsq_common::logging::LogLevelError| e.to_string())?,
+        ),
         Kind::Bool => Value::Bool(goflag::parse_bool(text).ok_or("parse error")?),
     })
 }
@@ -423,8 +369,8 @@ mod tests {
         for h in ["-h", "--help", "-help"] {
             let e = err(&[h]);
             assert_eq!(
-                (e.clone(), e.exit_code(), e.shows_usage()),
-                (OptionsError::Help, 0, true)
+                (e.clone(), e.exit_code()),
+                (OptionsError::from(goflag::SyntaxError::Help), 0)
             );
         }
     }

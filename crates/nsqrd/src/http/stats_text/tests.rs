@@ -93,7 +93,7 @@ fn channel(name: &str, paused: bool, clients: Option<Vec<ClientStats>>) -> Chann
         paused,
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,
-        config: None,
+        settings: None,
         dead_letters: None,
     }
 }
@@ -109,7 +109,7 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
         paused,
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,
-        config: None,
+        settings: None,
     }
 }
 

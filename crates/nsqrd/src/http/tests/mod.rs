@@ -87,7 +87,7 @@ pub fn test_settings() -> HttpSettings {
         hostname: "testhost".into(),
         tcp_port: 14150,
         http_port: 14151,
-        ..HttpSettings::default()
+        ..crate::http_wiring::http_settings(&crate::options::Options::default(), 4150, 4151)
     }
 }
 

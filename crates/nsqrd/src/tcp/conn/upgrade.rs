@@ -13,8 +13,8 @@ use tokio::time::Instant;
 
 use super::{Conn, Flow};
 use crate::tcp::compress::Codec;
-use crate::tcp::identify::{self, Negotiated};
 use crate::tcp::transport::UpgradeError;
+use nsq_wire::identify::{self, Negotiated};
 
 /// The layers one IDENTIFY granted.
 #[derive(Debug, Clone, Copy)]
@@ -40,7 +40,7 @@ impl Upgrade {
 impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
     /// IDENTIFY: apply the negotiation, answer, and ask for the upgrade it granted.
     pub(super) fn identify(&mut self, body: &[u8]) -> Flow {
-        let n = match identify::negotiate(body, &self.shared.settings) {
+        let n = match identify::negotiate(body, &self.shared.settings.server) {
             Ok(n) => n,
             Err(e) => return self.error(&e),
         };
@@ -63,12 +63,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Conn<S> {
             self.sample_rate = n.sample_rate;
             // A timeout other than --msg-timeout is the client's own; otherwise a channel's
             // msg_timeout setting applies (http-queues.md).
-            if n.msg_timeout != self.shared.settings.msg_timeout {
+            if n.msg_timeout != self.shared.settings.server.msg_timeout {
                 self.client.set_msg_timeout(n.msg_timeout);
             }
         }
         if n.feature_negotiation {
-            let resp = identify::response(&n, &self.shared.settings);
+            let resp = identify::response(&n, &self.shared.settings.server);
             match serde_json::to_vec(&resp) {
                 Ok(json) => put_response(&mut self.wbuf, &json),
                 Err(e) => {

@@ -52,10 +52,12 @@ pub async fn put(state: &HttpState, opt: &str, req: Request<Incoming>) -> Result
 fn go_numbers(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Number(n) => {
-            if let Some(f) = n.as_f64().filter(|_| n.is_f64()) {
-                if f.fract() == 0.0 && f.abs() < 1e18 {
-                    *n = serde_json::Number::from(f as i64);
-                }
+            let whole = n
+                .as_f64()
+                .filter(|_| n.is_f64())
+                .and_then(|f| nsq_common::float::integral(f, nsq_common::float::JSON_LIMIT));
+            if let Some(i) = whole {
+                *n = serde_json::Number::from(i);
             }
         }
         serde_json::Value::Array(a) => a.iter_mut().for_each(go_numbers),

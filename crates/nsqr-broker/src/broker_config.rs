@@ -1,4 +1,7 @@
-//! The engine's settings, taken from nsqd's flags by the daemon.
+//! The engine's settings, taken from nsqd's flags by the daemon, and nsqd's defaults for the
+//! ones only the engine reads ([`defaults`]; the protocol's are `nsq_wire::defaults`). The
+//! daemon's flag table starts from the same constants, so an embedded broker and nsqrd
+//! default alike.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -71,25 +74,46 @@ impl std::fmt::Debug for DiskFaults {
     }
 }
 
+/// nsqd's defaults for the engine's own flags.
+pub mod defaults {
+    use std::time::Duration;
+
+    /// `--mem-queue-size`.
+    pub const MEM_QUEUE_SIZE: usize = 10_000;
+    /// `--max-bytes-per-file`.
+    pub const MAX_BYTES_PER_FILE: u64 = 100 * 1024 * 1024;
+    /// `--sync-every`.
+    pub const SYNC_EVERY: u64 = 2_500;
+    /// `--sync-timeout`.
+    pub const SYNC_TIMEOUT: Duration = Duration::from_secs(2);
+    /// `--e2e-processing-latency-window-time`.
+    pub const E2E_WINDOW: Duration = Duration::from_secs(600);
+    /// `--max-channel-consumers` (0: unlimited).
+    pub const MAX_CHANNEL_CONSUMERS: usize = 0;
+    /// `--max-disk-bytes` (0: unlimited).
+    pub const MAX_DISK_BYTES: u64 = 0;
+}
+
 impl Default for BrokerConfig {
     fn default() -> Self {
+        use nsq_wire::defaults as wire;
         BrokerConfig {
             node_id: 0,
-            mem_queue_size: 10_000,
-            msg_timeout: Duration::from_secs(60),
-            max_msg_timeout: Duration::from_secs(15 * 60),
-            max_req_timeout: Duration::from_secs(3600),
-            max_channel_consumers: 0,
+            mem_queue_size: defaults::MEM_QUEUE_SIZE,
+            msg_timeout: wire::MSG_TIMEOUT,
+            max_msg_timeout: wire::MAX_MSG_TIMEOUT,
+            max_req_timeout: wire::MAX_REQ_TIMEOUT,
+            max_channel_consumers: defaults::MAX_CHANNEL_CONSUMERS,
             data_path: None,
             durability: Durability::Default,
-            max_bytes_per_file: 100 * 1024 * 1024,
-            sync_every: 2500,
-            sync_timeout: Duration::from_secs(2),
-            max_disk_bytes: 0,
-            max_msg_size: 1024 * 1024,
+            max_bytes_per_file: defaults::MAX_BYTES_PER_FILE,
+            sync_every: defaults::SYNC_EVERY,
+            sync_timeout: defaults::SYNC_TIMEOUT,
+            max_disk_bytes: defaults::MAX_DISK_BYTES,
+            max_msg_size: wire::MAX_MSG_SIZE as u64,
             health: Health::default(),
             e2e_percentiles: Vec::new(),
-            e2e_window: Duration::from_secs(600),
+            e2e_window: defaults::E2E_WINDOW,
             disk_faults: None,
         }
     }

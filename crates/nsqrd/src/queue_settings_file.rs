@@ -1,4 +1,4 @@
-//! Topic and channel settings declared in the `--config` file (nsqr only):
+//! Queue settings (topic and channel settings) declared in the `--config` file (nsqr only):
 //!
 //! ```toml
 //! [topics.orders]                      # the topic's settings, its channels' defaults
@@ -10,19 +10,19 @@
 //! ```
 //!
 //! The keys and values are those of `POST /topic/config` and `/channel/config`
-//! (`nsqr_broker::policy`). At every start, after `nsqd.dat` is loaded, each declared topic and
+//! (`nsqr_broker::queue_settings`). At every start, after `nsqd.dat` is loaded, each declared topic and
 //! channel is created if needed and the keys the file sets are applied over what `nsqd.dat`
 //! holds (settings changed over HTTP since and not in the file stay). A bad name, key or value
 //! stops the start with a message naming it, as any bad config value does. nsqd ignores the
 //! `topics` table.
 
-use nsqr_broker::policy::{Limits, Policy};
+use nsqr_broker::queue_settings::{Limits, QueueSettings};
 use nsqr_broker::Broker;
 use serde_json::Value;
 
 /// One declared topic (`channel` None) or channel, with the settings the file gives it.
 #[derive(Debug, Clone, PartialEq)]
-pub struct QueueSetting {
+pub struct Declared {
     pub topic: String,
     pub channel: Option<String>,
     pub settings: Value,
@@ -32,7 +32,7 @@ pub struct QueueSetting {
 pub fn from_config_file(
     path: &str,
     max_msg_timeout: std::time::Duration,
-) -> Result<Vec<QueueSetting>, String> {
+) -> Result<Vec<Declared>, String> {
     if path.is_empty() {
         return Ok(Vec::new());
     }
@@ -42,10 +42,7 @@ pub fn from_config_file(
 }
 
 /// The declarations in TOML `text`, checked.
-pub fn parse(
-    text: &str,
-    max_msg_timeout: std::time::Duration,
-) -> Result<Vec<QueueSetting>, String> {
+pub fn parse(text: &str, max_msg_timeout: std::time::Duration) -> Result<Vec<Declared>, String> {
     let table = nsq_common::config_file::parse(text).map_err(|e| e.to_string())?;
     let Some(topics) = table.get("topics") else {
         return Ok(Vec::new());
@@ -96,15 +93,16 @@ fn setting(
     table: toml::Table,
     here: &str,
     max_msg_timeout: std::time::Duration,
-) -> Result<QueueSetting, String> {
+) -> Result<Declared, String> {
     let settings = serde_json::to_value(toml::Value::Table(table))
         .map_err(|e| format!("invalid value for {here}: {e}"))?;
     let limits = Limits {
         max_msg_timeout,
         topic: Some(topic.to_string()),
     };
-    Policy::from_json(&settings, &limits).map_err(|e| format!("invalid setting in {here}: {e}"))?;
-    Ok(QueueSetting {
+    QueueSettings::from_json(&settings, &limits)
+        .map_err(|e| format!("invalid setting in {here}: {e}"))?;
+    Ok(Declared {
         topic: topic.to_string(),
         channel: channel.cloned(),
         settings,
@@ -112,7 +110,7 @@ fn setting(
 }
 
 /// Apply the declarations (creating topics and channels: blocking, so on the blocking pool).
-pub async fn apply(broker: &Broker, settings: Vec<QueueSetting>) -> Result<(), String> {
+pub async fn apply(broker: &Broker, settings: Vec<Declared>) -> Result<(), String> {
     if settings.is_empty() {
         return Ok(());
     }
@@ -162,17 +160,17 @@ mod tests {
         assert_eq!(
             got,
             vec![
-                QueueSetting {
+                Declared {
                     topic: "orders".into(),
                     channel: None,
                     settings: json!({"message_ttl": "1h"})
                 },
-                QueueSetting {
+                Declared {
                     topic: "orders".into(),
                     channel: Some("billing".into()),
                     settings: json!({"max_attempts": 5, "ordered": true})
                 },
-                QueueSetting {
+                Declared {
                     topic: "other".into(),
                     channel: None,
                     settings: json!({})

@@ -1,5 +1,5 @@
-//! `/topic/config` and `/channel/config` (nsqr only): a topic's and a channel's settings
-//! (`nsqr_broker::policy`: delivery limit, dead-letter topic, order, time to live, in-flight
+//! `/topic/config` and `/channel/config` (nsqr only): a topic's and a channel's queue settings
+//! (`nsqr_broker::queue_settings`: delivery limit, dead-letter topic, order, time to live, in-flight
 //! timeout, memory queue size). `POST` takes a JSON object of the settings to change (`null`
 //! unsets one) and answers with the effective settings; `GET` answers with them. A bad key or
 //! value is a 400 that names it, and nothing changes (nothing is created either). A change
@@ -10,7 +10,7 @@ use hyper::{Request, StatusCode};
 use nsq_common::http::query::Query;
 use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::names::is_valid_name;
-use nsqr_broker::{BrokerError, Effective};
+use nsqr_broker::{BrokerError, EffectiveSettings};
 
 use super::body::{content_length, read_body};
 use super::HttpState;
@@ -26,7 +26,7 @@ pub fn get_topic(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, Ap
         .broker
         .topic(topic)
         .ok_or(ApiError::not_found("TOPIC_NOT_FOUND"))?;
-    effective(state, &t.effective_policy())
+    effective(state, &t.effective_settings())
 }
 
 /// `GET /channel/config?topic=T&channel=C`: what the channel runs with.
@@ -40,7 +40,7 @@ pub fn get_channel(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, 
         .ok_or(ApiError::not_found("TOPIC_NOT_FOUND"))?
         .channel(channel)
         .ok_or(ApiError::not_found("CHANNEL_NOT_FOUND"))?;
-    effective(state, &ch.effective_policy())
+    effective(state, &ch.effective_settings())
 }
 
 /// `POST /topic/config?topic=T` with a JSON object: change the topic's settings (the
@@ -55,7 +55,7 @@ pub async fn set_topic(state: &HttpState, req: Request<Incoming>) -> Result<Repl
         .map_err(refused)?;
     persist(state)?;
     let t = state.broker.topic(&topic).ok_or_else(ApiError::exiting)?;
-    effective(state, &t.effective_policy())
+    effective(state, &t.effective_settings())
 }
 
 /// `POST /channel/config?topic=T&channel=C` with a JSON object: change the channel's
@@ -75,7 +75,7 @@ pub async fn set_channel(state: &HttpState, req: Request<Incoming>) -> Result<Re
         .topic(&topic)
         .and_then(|t| t.channel(&channel))
         .ok_or_else(ApiError::exiting)?;
-    effective(state, &ch.effective_policy())
+    effective(state, &ch.effective_settings())
 }
 
 fn parse(raw_query: Option<&str>) -> Result<Query, ApiError> {
@@ -112,7 +112,7 @@ async fn json_body(req: Request<Incoming>) -> Result<serde_json::Value, ApiError
 /// A refused change: the setting and why (400), or the broker shutting down (503).
 fn refused(e: BrokerError) -> ApiError {
     match e {
-        BrokerError::Policy(p) => {
+        BrokerError::QueueSettings(p) => {
             ApiError::new(StatusCode::BAD_REQUEST, format!("INVALID_CONFIG: {p}"))
         }
         BrokerError::InvalidName(_) => ApiError::bad_request("INVALID_TOPIC"),
@@ -127,6 +127,6 @@ fn persist(state: &HttpState) -> Result<(), ApiError> {
     })
 }
 
-fn effective(state: &HttpState, e: &Effective) -> Result<Reply, ApiError> {
-    Reply::json(&e.to_json(state.broker.config().msg_timeout))
+fn effective(state: &HttpState, e: &EffectiveSettings) -> Result<Reply, ApiError> {
+    Reply::json(&e.to_settings(state.broker.config().msg_timeout))
 }
