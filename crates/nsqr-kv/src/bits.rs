@@ -4,7 +4,6 @@
 //! source and the destination together, so it reads and writes one state).
 
 use crate::clock::now_ms;
-use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
 use crate::keyspace::{Emit, Keyspace, Pending};
@@ -150,39 +149,19 @@ impl Keyspace {
         if byte as u64 >= self.max_bulk {
             return Err(KvError::TooLarge);
         }
-        let now = now_ms();
-        let hash = self.hash(key);
-        let mut g = self.lock(hash);
-        let current = self.live(&mut g, hash, key, now);
-        let (created, deadline, clock) = match &current {
-            Some(e) => (false, e.deadline(), self.write_clock(Some(e.clock()), now)),
-            None => (true, None, self.write_clock(None, now)),
-        };
-        let mut value = current.map(|e| e.value().to_vec()).unwrap_or_default();
-        if value.len() <= byte {
-            value.resize(byte + 1, 0);
-        }
-        let mask = 0x80 >> (offset % 8);
-        let old = value[byte] & mask != 0;
-        if bit {
-            value[byte] |= mask;
-        } else {
-            value[byte] &= !mask;
-        }
-        let entry = Entry::new(key, &value, deadline, clock);
-        if created {
-            g.insert(hash, entry, self.hasher());
-        } else {
-            g.replace(hash, key, entry);
-        }
-        let emit = Emit {
-            value: Some(&value),
-            deadline,
-            created,
-            ..Emit::new(Op::SetBit, key)
-        };
-        self.emit(emit, now, pending);
-        Ok(old)
+        self.edit_value(key, Op::SetBit, pending, |value| {
+            if value.len() <= byte {
+                value.resize(byte + 1, 0);
+            }
+            let mask = 0x80 >> (offset % 8);
+            let old = value[byte] & mask != 0;
+            if bit {
+                value[byte] |= mask;
+            } else {
+                value[byte] &= !mask;
+            }
+            Ok((old, true))
+        })
     }
 
     /// BITOP: writes the result to `dest` (no deadline) and returns its length; an empty

@@ -538,27 +538,20 @@ pub struct KvStats {
     pub revision: u64,
 }
 
-/// The log record a change leaves.
+/// The log record a change leaves: the key's new value, its removal, its new deadline, or a
+/// flush.
 fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
     match e.op {
-        Op::Set
-        | Op::Incrby
-        | Op::IncrbyFloat
-        | Op::Append
-        | Op::SetRange
-        | Op::SetBit
-        | Op::RenameTo
-        | Op::CopyTo
-        | Op::Restore => Record::Put {
+        Op::Flush => Record::Flush,
+        op if op.has_value() => Record::Put {
             key: e.key,
             value: e.value.unwrap_or_default(),
             deadline: e.deadline,
         },
-        Op::Expire | Op::Persist => Record::Deadline {
+        op if op.removes() => Record::Del { key: e.key },
+        _ => Record::Deadline {
             key: e.key,
             deadline: e.deadline,
         },
-        Op::Del | Op::Expired | Op::Evicted | Op::RenameFrom => Record::Del { key: e.key },
-        Op::Flush => Record::Flush,
     }
 }

@@ -385,6 +385,45 @@ impl Keyspace {
         Ok(len)
     }
 
+    /// Rewrites the value of `key` (empty if the key does not exist) with `edit`, keeping its
+    /// deadline, and announces `op` (SETRANGE, SETBIT). `edit` returns the command's answer and
+    /// whether it changed anything; on an error, or no change, nothing is written.
+    pub(crate) fn edit_value<R>(
+        &self,
+        key: &[u8],
+        op: Op,
+        pending: &mut Pending,
+        edit: impl FnOnce(&mut Vec<u8>) -> Result<(R, bool), KvError>,
+    ) -> Result<R, KvError> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let current = self.live(&mut g, hash, key, now);
+        let (deadline, old_clock) = match &current {
+            Some(e) => (e.deadline(), Some(e.clock())),
+            None => (None, None),
+        };
+        let mut value = current.map(|e| e.value().to_vec()).unwrap_or_default();
+        let (answer, changed) = edit(&mut value)?;
+        if !changed {
+            return Ok(answer);
+        }
+        let entry = Entry::new(key, &value, deadline, self.write_clock(old_clock, now));
+        if old_clock.is_none() {
+            g.insert(hash, entry, self.hasher());
+        } else {
+            g.replace(hash, key, entry);
+        }
+        let emit = Emit {
+            value: Some(&value),
+            deadline,
+            created: old_clock.is_none(),
+            ..Emit::new(op, key)
+        };
+        self.emit(emit, now, pending);
+        Ok(answer)
+    }
+
     /// STRLEN: 0 for a missing key.
     pub fn strlen(&self, key: &[u8]) -> usize {
         self.get(key, |v| v.map_or(0, <[u8]>::len))

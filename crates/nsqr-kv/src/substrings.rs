@@ -2,11 +2,9 @@
 //! overwrites bytes from an offset, padding with zero bytes, as Redis does. Offsets are
 //! already checked by the caller; the result's size is bounded by `proto-max-bulk-len`.
 
-use crate::clock::now_ms;
-use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Keyspace, Pending};
 
 /// The bytes `start..=end` of a value of `len` bytes, negative offsets counting from the end,
 /// as Redis's GETRANGE clamps them; `None` when the range is empty.
@@ -38,41 +36,21 @@ impl Keyspace {
         data: &[u8],
         pending: &mut Pending,
     ) -> Result<usize, KvError> {
-        let now = now_ms();
-        let hash = self.hash(key);
-        let mut g = self.lock(hash);
-        let current = self.live(&mut g, hash, key, now);
-        let old_len = current.as_ref().map_or(0, |e| e.value().len());
-        if data.is_empty() {
-            return Ok(old_len);
-        }
-        let end = offset.checked_add(data.len()).ok_or(KvError::TooLarge)?;
-        if end as u64 > self.max_bulk {
-            return Err(KvError::TooLarge);
-        }
-        let (created, deadline, clock) = match &current {
-            Some(e) => (false, e.deadline(), self.write_clock(Some(e.clock()), now)),
-            None => (true, None, self.write_clock(None, now)),
-        };
-        let mut value = current.map(|e| e.value().to_vec()).unwrap_or_default();
-        if value.len() < end {
-            value.resize(end, 0);
-        }
-        value[offset..end].copy_from_slice(data);
-        let entry = Entry::new(key, &value, deadline, clock);
-        if created {
-            g.insert(hash, entry, self.hasher());
-        } else {
-            g.replace(hash, key, entry);
-        }
-        let emit = Emit {
-            value: Some(&value),
-            deadline,
-            created,
-            ..Emit::new(Op::SetRange, key)
-        };
-        self.emit(emit, now, pending);
-        Ok(value.len())
+        let max = self.max_bulk;
+        self.edit_value(key, Op::SetRange, pending, |value| {
+            if data.is_empty() {
+                return Ok((value.len(), false));
+            }
+            let end = offset.checked_add(data.len()).ok_or(KvError::TooLarge)?;
+            if end as u64 > max {
+                return Err(KvError::TooLarge);
+            }
+            if value.len() < end {
+                value.resize(end, 0);
+            }
+            value[offset..end].copy_from_slice(data);
+            Ok((value.len(), true))
+        })
     }
 }
 
