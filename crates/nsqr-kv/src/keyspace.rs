@@ -417,27 +417,13 @@ impl Keyspace {
         if e.created {
             self.notify(flags, Event::New, e.key);
         }
-        let event = match e.op {
-            Op::Set => Event::Set,
-            Op::Incrby => Event::Incrby,
-            Op::IncrbyFloat => Event::IncrbyFloat,
-            Op::Append => Event::Append,
-            Op::SetRange => Event::SetRange,
-            Op::SetBit => Event::SetBit,
-            Op::RenameFrom => Event::RenameFrom,
-            Op::RenameTo => Event::RenameTo,
-            Op::CopyTo => Event::CopyTo,
-            Op::Restore => Event::Restore,
-            Op::Expire => Event::Expire,
-            Op::Persist => Event::Persist,
-            Op::Del => Event::Del,
-            Op::Expired => Event::Expired,
-            Op::Evicted => Event::Evicted,
-            Op::Flush => return,
-        };
+        if e.op == Op::Flush {
+            return;
+        }
+        let event = Event::Change(e.op);
         self.notify(flags, event, e.key);
         if e.expire_set {
-            self.notify(flags, Event::Expire, e.key);
+            self.notify(flags, Event::Change(Op::Expire), e.key);
         }
     }
 

@@ -5,6 +5,8 @@
 
 use std::fmt;
 
+use crate::feed::Op;
+
 /// Redis's notification classes, as bits.
 pub mod class {
     pub const KEYSPACE: u32 = 1 << 0;
@@ -116,24 +118,11 @@ impl fmt::Display for NotifyFlags {
     }
 }
 
-/// An event a command causes, with its Redis name and class.
+/// An event a command causes: a change to a key (named as the change feed names it, which is
+/// Redis's event name), a key created, or a read that missed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Event {
-    Set,
-    Del,
-    Expire,
-    Persist,
-    Incrby,
-    IncrbyFloat,
-    Append,
-    SetRange,
-    SetBit,
-    RenameFrom,
-    RenameTo,
-    CopyTo,
-    Restore,
-    Expired,
-    Evicted,
+    Change(Op),
     New,
     KeyMiss,
 }
@@ -141,21 +130,7 @@ pub enum Event {
 impl Event {
     pub fn name(self) -> &'static str {
         match self {
-            Event::Set => "set",
-            Event::Del => "del",
-            Event::Expire => "expire",
-            Event::Persist => "persist",
-            Event::Incrby => "incrby",
-            Event::IncrbyFloat => "incrbyfloat",
-            Event::Append => "append",
-            Event::SetRange => "setrange",
-            Event::SetBit => "setbit",
-            Event::RenameFrom => "rename_from",
-            Event::RenameTo => "rename_to",
-            Event::CopyTo => "copy_to",
-            Event::Restore => "restore",
-            Event::Expired => "expired",
-            Event::Evicted => "evicted",
+            Event::Change(op) => op.name(),
             Event::New => "new",
             Event::KeyMiss => "keymiss",
         }
@@ -163,21 +138,12 @@ impl Event {
 
     pub fn class(self) -> u32 {
         match self {
-            Event::Set
-            | Event::Incrby
-            | Event::IncrbyFloat
-            | Event::Append
-            | Event::SetRange
-            | Event::SetBit => class::STRING,
-            Event::Del
-            | Event::Expire
-            | Event::Persist
-            | Event::RenameFrom
-            | Event::RenameTo
-            | Event::CopyTo
-            | Event::Restore => class::GENERIC,
-            Event::Expired => class::EXPIRED,
-            Event::Evicted => class::EVICTED,
+            Event::Change(
+                Op::Set | Op::Incrby | Op::IncrbyFloat | Op::Append | Op::SetRange | Op::SetBit,
+            ) => class::STRING,
+            Event::Change(Op::Expired) => class::EXPIRED,
+            Event::Change(Op::Evicted) => class::EVICTED,
+            Event::Change(_) => class::GENERIC,
             Event::New => class::NEW,
             Event::KeyMiss => class::KEY_MISS,
         }
@@ -215,10 +181,10 @@ mod tests {
     #[test]
     fn wants_needs_a_channel_kind_and_the_class() {
         let f = NotifyFlags::parse("Ex").unwrap();
-        assert!(f.wants(Event::Expired.class()));
-        assert!(!f.wants(Event::Set.class()));
+        assert!(f.wants(Event::Change(Op::Expired).class()));
+        assert!(!f.wants(Event::Change(Op::Set).class()));
         assert!(!NotifyFlags::parse("x").unwrap().wants(class::EXPIRED));
         let all = NotifyFlags::parse("KA").unwrap();
-        assert!(all.wants(Event::Evicted.class()) && !all.wants(Event::New.class()));
+        assert!(all.wants(Event::Change(Op::Evicted).class()) && !all.wants(Event::New.class()));
     }
 }
