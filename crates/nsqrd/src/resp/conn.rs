@@ -373,6 +373,9 @@ impl Conn {
 /// Whether a CLIENT PAUSE in force holds this request (every command under `ALL`, writes
 /// under `WRITE`; the commands that end a pause or leave always run).
 fn held_by_pause(shared: &Shared, args: &resp_wire::Args<'_>) -> bool {
+    if !shared.clients.may_be_paused() {
+        return false;
+    }
     let Some(cmd) = lookup(args.get(0)) else {
         return false;
     };

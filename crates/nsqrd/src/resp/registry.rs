@@ -189,6 +189,11 @@ impl Clients {
         self.pause.send_replace(None);
     }
 
+    /// Whether a pause may be in force: one relaxed load, before anything else is looked at.
+    pub fn may_be_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
     /// Whether a command (writing or not) is held by a pause now.
     pub fn holds(&self, writes: bool) -> bool {
         if !self.paused.load(Ordering::Acquire) {
