@@ -152,19 +152,5 @@ async fn bench(command: Command) -> ExitCode {
 /// Resolves on SIGINT or SIGTERM. Dropping the benchmark future on the way out kills any
 /// servers a mode started (their guards kill on drop).
 async fn interrupted() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let (Ok(mut i), Ok(mut t)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            tokio::select! {
-                _ = i.recv() => {}
-                _ = t.recv() => {}
-            }
-            return;
-        }
-    }
-    let _ = tokio::signal::ctrl_c().await;
+    nsq_common::net::shutdown_signal().await;
 }

@@ -94,19 +94,24 @@ pub fn nsqd_address(a: &str) -> String {
 
 /// Resolves on SIGINT or SIGTERM.
 pub async fn signalled() {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{signal, SignalKind};
-        if let (Ok(mut i), Ok(mut t)) = (
-            signal(SignalKind::interrupt()),
-            signal(SignalKind::terminate()),
-        ) {
-            tokio::select! {
-                _ = i.recv() => {}
-                _ = t.recv() => {}
-            }
-            return;
-        }
+    nsq_common::net::shutdown_signal().await;
+}
+
+/// Connects a consumer to every nsqd address and lookupd given (`tail`, `to-file`).
+pub async fn connect_consumer(
+    c: &mut nsqr_client::Consumer,
+    nsqds: &[String],
+    lookupds: &[String],
+) -> Result<()> {
+    for addr in nsqds {
+        c.connect(&nsqd_address(addr))
+            .await
+            .map_err(|e| crate::fail::err(e.to_string()))?;
     }
-    let _ = tokio::signal::ctrl_c().await;
+    for addr in lookupds {
+        c.connect_to_lookupd(addr)
+            .await
+            .map_err(|e| crate::fail::err(e.to_string()))?;
+    }
+    Ok(())
 }

@@ -8,7 +8,7 @@ use std::io::Write;
 use clap::Args;
 use nsqr_client::{Consumer, Message};
 
-use super::{config, nsqd_address, signalled, usage, Outcome};
+use super::{config, connect_consumer, signalled, usage, Outcome};
 use crate::fail::{err, Result};
 
 const TOOL: &str = "tail";
@@ -68,16 +68,7 @@ pub async fn run(a: TailArgs) -> Result<Outcome> {
     let mut consumers = Vec::new();
     for topic in &a.topic {
         let mut c = Consumer::new(topic, &channel, cfg.clone()).map_err(|e| err(e.to_string()))?;
-        for addr in &a.nsqd_tcp_address {
-            c.connect(&nsqd_address(addr))
-                .await
-                .map_err(|e| err(e.to_string()))?;
-        }
-        for addr in &a.lookupd_http_address {
-            c.connect_to_lookupd(addr)
-                .await
-                .map_err(|e| err(e.to_string()))?;
-        }
+        connect_consumer(&mut c, &a.nsqd_tcp_address, &a.lookupd_http_address).await?;
         consumers.push(c);
     }
     let (tx, mut rx) = tokio::sync::mpsc::channel::<(usize, Message)>(256);

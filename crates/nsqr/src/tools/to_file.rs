@@ -11,7 +11,7 @@ use clap::Args;
 use nsqr_client::{Consumer, Message};
 
 use super::rolling::{Rolling, Rules};
-use super::{config, nsqd_address, signalled, usage, Outcome};
+use super::{config, connect_consumer, signalled, usage, Outcome};
 use crate::fail::{err, Result};
 
 const TOOL: &str = "to-file";
@@ -121,16 +121,7 @@ pub async fn run(a: ToFileArgs) -> Result<Outcome> {
         let mut cfg = config("to-file");
         cfg.max_in_flight = a.max_in_flight;
         let mut c = Consumer::new(topic, &a.channel, cfg).map_err(|e| err(e.to_string()))?;
-        for addr in &a.nsqd_tcp_address {
-            c.connect(&nsqd_address(addr))
-                .await
-                .map_err(|e| err(e.to_string()))?;
-        }
-        for addr in &a.lookupd_http_address {
-            c.connect_to_lookupd(addr)
-                .await
-                .map_err(|e| err(e.to_string()))?;
-        }
+        connect_consumer(&mut c, &a.nsqd_tcp_address, &a.lookupd_http_address).await?;
         loggers.push((c, Rolling::new(rules.clone(), format)));
     }
     let stoppers: Vec<_> = loggers.iter().map(|(c, _)| c.stopper()).collect();
