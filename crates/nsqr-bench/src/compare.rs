@@ -46,13 +46,15 @@ use phases::{measure, measure_floor, server_args};
 /// One round's values, by metric key (see `metrics`).
 type Metrics = BTreeMap<String, f64>;
 
+/// One side of a comparison: the binary, every round's values and their medians (also the
+/// keyspace comparison's, `kv/compare.rs`).
 #[derive(Debug, Serialize)]
-struct ServerResult {
-    name: String,
-    path: PathBuf,
-    version: String,
-    rounds: Vec<Metrics>,
-    median: Metrics,
+pub(crate) struct ServerResult {
+    pub name: String,
+    pub path: PathBuf,
+    pub version: String,
+    pub rounds: Vec<Metrics>,
+    pub median: Metrics,
 }
 
 #[derive(Debug, Serialize)]

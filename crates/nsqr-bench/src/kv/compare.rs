@@ -14,6 +14,7 @@ use super::conn::RespConn;
 use super::phases::{Metrics, Spec, Target};
 use super::{cell, measure, Phase, ROWS};
 use crate::cli::CompareArgs;
+use crate::compare::ServerResult;
 use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::report::{emit, Render, Table};
@@ -145,19 +146,10 @@ async fn round(kind: Kind, bin: &Path, a: &CompareArgs, s: &Spec) -> Result<Metr
 }
 
 #[derive(Debug, Serialize)]
-struct Side {
-    name: String,
-    path: PathBuf,
-    version: String,
-    rounds: Vec<Metrics>,
-    median: Metrics,
-}
-
-#[derive(Debug, Serialize)]
 struct Report {
     machine: Machine,
-    nsqrd: Side,
-    reference: Side,
+    nsqrd: ServerResult,
+    reference: ServerResult,
     /// nsqrd median / reference median.
     ratio: Metrics,
     /// The settings line over the table.
@@ -173,12 +165,12 @@ fn median(rounds: &[Metrics], key: &str) -> Option<f64> {
     middle(&sorted(rounds.iter().filter_map(|m| m.get(key).copied())))
 }
 
-fn side(name: &str, path: &Path, rounds: Vec<Metrics>) -> Side {
+fn side(name: &str, path: &Path, rounds: Vec<Metrics>) -> ServerResult {
     let median = ROWS
         .iter()
         .filter_map(|r| Some((r.key.to_string(), median(&rounds, r.key)?)))
         .collect();
-    Side {
+    ServerResult {
         name: name.to_string(),
         path: path.to_path_buf(),
         version: version(path),
