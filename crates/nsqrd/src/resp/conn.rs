@@ -228,8 +228,8 @@ impl Conn {
                         turn: &mut turn,
                     };
                     dispatch(&mut ctx, &args);
+                    silence(ctx.s, ctx.out, mark, replies);
                     ctx.move_to_outbox();
-                    silence(session, out, mark, replies);
                     commands += 1;
                     *start += n;
                     if session.quit {
