@@ -17,6 +17,11 @@
 //! - **Pipelines warm the cache first.** Before running a pipelined batch, the keys of its
 //!   next requests (up to [`WARM_BATCH`]) are looked up together (`Keyspace::warm`), so their
 //!   cache misses overlap instead of coming one command at a time.
+//! - **One turn per batch.** A batch runs under one shared turn of the keyspace, so a
+//!   transaction (`EXEC`, which trades it for the exclusive turn) never interleaves with it.
+//! - **Kills and pauses.** `CLIENT KILL` wakes the task, which closes the connection; a
+//!   request a `CLIENT PAUSE` holds stops the batch before it, and the task waits for the
+//!   pause to end before parsing it again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
