@@ -69,7 +69,8 @@ fn client_cpu_s() -> Result<f64> {
 async fn measure(cluster: &Cluster, a: &ClusterCmd) -> Result<ClusterReport> {
     let c = &a.cluster;
     let nodes = &cluster.nodes;
-    let mut w = Workload::new("", &a.publish, &a.consume, a.size, a.rdy());
+    let mut w = Workload::new("", &a.publish, &a.consume, a.size);
+    w.rdy = a.rdy();
     w.progress = false;
     let plan = Plan::new(
         &w,

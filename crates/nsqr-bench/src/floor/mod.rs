@@ -242,13 +242,7 @@ mod tests {
         else {
             panic!("not sub")
         };
-        let mut w = Workload::new(
-            &addr,
-            &args.publish,
-            &args.consume,
-            args.size,
-            args.consume.rdy(),
-        );
+        let mut w = Workload::new(&addr, &args.publish, &args.consume, args.size);
         w.progress = false;
         let (p, published) = modes::publish_phase(&w, "t", 64, Stop::Count(10_001), "pub")
             .await

@@ -44,9 +44,10 @@ pub struct Workload {
 }
 
 impl Workload {
-    /// The workload of `size`-byte messages to the server at `addr`, `rdy` in flight per
-    /// consuming connection; `count`, `rate` and `sizes` are left for the modes that take them.
-    pub fn new(addr: &str, p: &PublishFlags, c: &ConsumeFlags, size: usize, rdy: u32) -> Workload {
+    /// The workload of `size`-byte messages to the server at `addr`, the consumers' `--rdy` in
+    /// flight per connection; `count`, `rate` and `sizes` are left for the modes that take
+    /// them.
+    pub fn new(addr: &str, p: &PublishFlags, c: &ConsumeFlags, size: usize) -> Workload {
         let mut sub_config = crate::publisher::bench_config();
         if let Some(v) = c.output_buffer_size {
             sub_config.output_buffer_size = (v >= 0).then_some(v as u32);
@@ -62,7 +63,7 @@ impl Workload {
             pub_connections: p.pub_connections(),
             sub_connections: c.sub_connections(p),
             pipeline: p.pipeline,
-            rdy,
+            rdy: c.rdy(),
             duration: p.duration,
             count: None,
             rate: 0.0,
@@ -158,7 +159,6 @@ pub async fn run_pub(a: &PubArgs) -> Result<bool> {
         &a.publish,
         &ConsumeFlags::default(),
         a.size,
-        ConsumeFlags::default().rdy(),
     );
     w.count = a.count;
     let mut report = new_report("pub", &w, &t.topic);
@@ -169,13 +169,7 @@ pub async fn run_pub(a: &PubArgs) -> Result<bool> {
 /// `sub` and `pubsub`.
 pub async fn run_pubsub(mode: Single, a: &PubSubArgs) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(
-        &t.nsqd_tcp_address,
-        &a.publish,
-        &a.consume,
-        a.size,
-        a.consume.rdy(),
-    );
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.size);
     w.count = a.count;
     let name = match mode {
         Single::Sub => "sub",
@@ -194,13 +188,7 @@ pub async fn run_pubsub(mode: Single, a: &PubSubArgs) -> Result<bool> {
 /// `latency`.
 pub async fn run_latency(a: &LatencyArgs) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(
-        &t.nsqd_tcp_address,
-        &a.publish,
-        &a.consume,
-        a.size,
-        a.consume.rdy(),
-    );
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.size);
     w.rate = a.rate;
     let mut report = new_report("latency", &w, &t.topic);
     let (p, s, l) = latency::run(&w, &report.topic).await?;
@@ -213,13 +201,7 @@ pub async fn run_latency(a: &LatencyArgs) -> Result<bool> {
 /// `matrix`.
 pub async fn run_matrix(a: &MatrixArgs) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(
-        &t.nsqd_tcp_address,
-        &a.publish,
-        &a.consume,
-        0,
-        a.consume.rdy(),
-    );
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, 0);
     w.sizes = a.sizes.clone();
     let mut report = new_report("matrix", &w, &t.topic);
     report.matrix = matrix::run(&w, &report.topic).await?;
