@@ -227,6 +227,16 @@ impl Keyspace {
         self.turns.exclusive()
     }
 
+    /// [`Keyspace::enter`], giving up after `wait`.
+    pub fn try_enter_for(&self, wait: std::time::Duration) -> Option<SharedTurn> {
+        self.turns.try_shared_for(wait)
+    }
+
+    /// [`Keyspace::enter_alone`], giving up after `wait`.
+    pub fn try_enter_alone_for(&self, wait: std::time::Duration) -> Option<ExclusiveTurn> {
+        self.turns.try_exclusive_for(wait)
+    }
+
     /// Starts gathering the log records of a transaction into `pending`, so they reach the
     /// log as one record: a crash keeps all of them or none (strict mode; nothing to do
     /// otherwise).

@@ -11,6 +11,7 @@
 //! runs a batch and give it up inside `EXEC`. It must never be held across an `.await`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use parking_lot::lock_api::{ArcRwLockReadGuard, ArcRwLockWriteGuard};
 use parking_lot::{RawRwLock, RwLock};
@@ -55,13 +56,25 @@ impl Turns {
             _guard: self.0.write_arc(),
         }
     }
+
+    /// A shared turn if one comes within `wait` (a caller that must not block for long: a
+    /// script may hold the exclusive turn for seconds).
+    pub fn try_shared_for(&self, wait: Duration) -> Option<SharedTurn> {
+        let guard = self.0.try_read_arc_for(wait)?;
+        Some(SharedTurn { _guard: guard })
+    }
+
+    /// The exclusive turn if it comes within `wait`.
+    pub fn try_exclusive_for(&self, wait: Duration) -> Option<ExclusiveTurn> {
+        let guard = self.0.try_write_arc_for(wait)?;
+        Some(ExclusiveTurn { _guard: guard })
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::atomic::{AtomicBool, Ordering};
-    use std::time::Duration;
 
     #[test]
     fn shared_turns_overlap_and_the_exclusive_one_waits_for_them() {
@@ -85,5 +98,19 @@ mod tests {
         drop(b);
         t.join().unwrap();
         assert!(done.load(Ordering::SeqCst));
+    }
+
+    #[test]
+    fn tries_give_up_while_the_other_kind_is_held() {
+        let turns = Turns::default();
+        let alone = turns.exclusive();
+        assert!(turns.try_shared_for(Duration::from_millis(5)).is_none());
+        assert!(turns.try_exclusive_for(Duration::from_millis(5)).is_none());
+        drop(alone);
+        let shared = turns.try_shared_for(Duration::from_millis(5));
+        assert!(shared.is_some());
+        assert!(turns.try_exclusive_for(Duration::from_millis(5)).is_none());
+        drop(shared);
+        assert!(turns.try_exclusive_for(Duration::from_millis(5)).is_some());
     }
 }

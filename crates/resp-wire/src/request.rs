@@ -323,11 +323,17 @@ pub struct OwnedArgs {
 impl OwnedArgs {
     /// Copies `args`.
     pub fn new(args: &Args<'_>) -> OwnedArgs {
-        let mut buf = Vec::with_capacity(args.iter().map(<[u8]>::len).sum());
-        let mut ranges = Vec::with_capacity(args.len());
-        for a in args.iter() {
-            ranges.push(buf.len()..buf.len() + a.len());
-            buf.extend_from_slice(a);
+        OwnedArgs::from_parts(&args.iter().collect::<Vec<_>>())
+    }
+
+    /// Copies each of `parts` as one argument (a command a script builds).
+    pub fn from_parts<A: AsRef<[u8]>>(parts: &[A]) -> OwnedArgs {
+        let mut buf = Vec::with_capacity(parts.iter().map(|p| p.as_ref().len()).sum());
+        let mut ranges = Vec::with_capacity(parts.len());
+        for p in parts {
+            let p = p.as_ref();
+            ranges.push(buf.len()..buf.len() + p.len());
+            buf.extend_from_slice(p);
         }
         OwnedArgs { buf, ranges }
     }

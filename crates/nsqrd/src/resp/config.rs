@@ -1,6 +1,6 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE. The parameters that mean something here can be
 //! read; the keyspace's runtime settings (`maxmemory`, `maxmemory-policy`,
-//! `maxmemory-samples`, `notify-keyspace-events`) can be changed. Clients that only probe
+//! `maxmemory-samples`, `notify-keyspace-events`, `busy-reply-threshold`) can be changed. Clients that only probe
 //! (redis-benchmark asks for `save` and `appendonly`) get the values that describe this
 //! server.
 
@@ -12,7 +12,7 @@ use super::session::Ctx;
 use super::table::wrong_arity;
 
 /// Every parameter CONFIG GET knows, in the order it lists them.
-const PARAMS: [&str; 11] = [
+const PARAMS: [&str; 13] = [
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
@@ -24,6 +24,8 @@ const PARAMS: [&str; 11] = [
     "proto-max-bulk-len",
     "client-output-buffer-limit",
     "timeout",
+    "busy-reply-threshold",
+    "lua-time-limit",
 ];
 
 fn value(ctx: &Ctx<'_>, name: &str) -> String {
@@ -40,6 +42,7 @@ fn value(ctx: &Ctx<'_>, name: &str) -> String {
         "appendfsync" => if strict { "always" } else { "no" }.to_string(),
         "databases" => "1".to_string(),
         "proto-max-bulk-len" => ctx.shared.max_bulk.to_string(),
+        "busy-reply-threshold" | "lua-time-limit" => ctx.shared.scripts.busy_after_ms().to_string(),
         "client-output-buffer-limit" => format!(
             "normal 0 0 0 slave 0 0 0 pubsub {} {} {}",
             l.hard,
@@ -109,6 +112,7 @@ enum Change {
     Policy(Policy),
     Samples(usize),
     Notify(NotifyFlags),
+    BusyAfterMs(u64),
     Nothing,
 }
 
@@ -137,6 +141,11 @@ fn parse_one(name: &[u8], v: &[u8]) -> Result<Change, String> {
         NotifyFlags::parse(&text)
             .map(Change::Notify)
             .map_err(|e| failed(&e.to_string()))
+    } else if is(name, "busy-reply-threshold") || is(name, "lua-time-limit") {
+        match text.parse::<u64>() {
+            Ok(ms) if ms <= i64::MAX as u64 => Ok(Change::BusyAfterMs(ms)),
+            _ => Err(failed("argument couldn't be parsed into an integer")),
+        }
     } else if is(name, "save") && v.is_empty() {
         // No periodic snapshots here, which is what `save ""` asks for.
         Ok(Change::Nothing)
@@ -167,6 +176,7 @@ fn set(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             Change::Policy(p) => s.set_policy(p),
             Change::Samples(n) => s.set_samples(n),
             Change::Notify(f) => s.set_notify(f),
+            Change::BusyAfterMs(ms) => ctx.shared.scripts.set_busy_after_ms(ms),
             Change::Nothing => {}
         }
     }

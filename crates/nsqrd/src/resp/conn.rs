@@ -32,7 +32,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::watch;
 
-use super::session::{Ctx, Replies, Session};
+use super::script;
+use super::session::{take_turn, Ctx, Replies, Session, Turn};
 use super::table::{dispatch, lookup};
 use super::Shared;
 
@@ -64,6 +65,9 @@ enum Next {
     ProtocolError,
     /// The next request is held by a CLIENT PAUSE: write the replies, wait, parse on.
     Paused,
+    /// EVAL: run the session's script on the script thread, add its reply, parse on. Carries
+    /// the CLIENT REPLY mode the command ran under.
+    Script(Replies),
 }
 
 struct Conn {
@@ -164,6 +168,7 @@ impl Conn {
                         self.write().await?;
                         return self.drain_and_close().await;
                     }
+                    Next::Script(replies) => self.run_script(replies).await,
                     Next::Paused => {
                         self.write().await?;
                         tokio::select! {
@@ -211,7 +216,7 @@ impl Conn {
             out,
             ..
         } = self;
-        let mut turn = Some(shared.ks.enter());
+        let mut turn = take_turn(shared);
         let mut commands = 0u64;
         let next = loop {
             if *start >= *warmed_to {
@@ -225,6 +230,9 @@ impl Conn {
                         // Parsed again once the pause ends.
                         break Next::Paused;
                     }
+                    if matches!(turn, Turn::Released) {
+                        turn = take_turn(shared);
+                    }
                     let (mark, replies) = (out.len(), session.replies);
                     let mut ctx = Ctx {
                         shared,
@@ -232,13 +240,20 @@ impl Conn {
                         out,
                         turn: &mut turn,
                     };
-                    dispatch(&mut ctx, &args);
+                    if matches!(ctx.turn, Turn::Busy) {
+                        script::answer_busy(&mut ctx, &args);
+                    } else {
+                        dispatch(&mut ctx, &args);
+                    }
                     silence(ctx.s, ctx.out, mark, replies);
                     ctx.move_to_outbox();
                     commands += 1;
                     *start += n;
                     if session.quit {
                         break Next::Close;
+                    }
+                    if session.script.is_some() {
+                        break Next::Script(replies);
                     }
                     let unauthenticated = shared.password.is_some() && !session.authenticated;
                     if parser.limits().unauthenticated != unauthenticated {
@@ -272,6 +287,33 @@ impl Conn {
             session.client.ran(session.last_command);
         }
         next
+    }
+
+    /// Hands the session's script to the script thread and adds its reply when it is done.
+    /// The connection reads nothing meanwhile (its next requests wait, as behind any
+    /// command); its thread serves its other clients.
+    async fn run_script(&mut self, replies: Replies) {
+        let Some(job) = self.session.script.take() else {
+            return;
+        };
+        let pending = std::mem::take(&mut self.session.pending);
+        let done = self
+            .shared
+            .scripts
+            .run(Arc::clone(&self.shared), job, pending)
+            .await;
+        self.session.pending = done.pending;
+        if replies == Replies::On {
+            self.out.raw(&done.reply);
+        }
+        let mut turn = Turn::Released;
+        Ctx {
+            shared: &self.shared,
+            s: &mut self.session,
+            out: &mut self.out,
+            turn: &mut turn,
+        }
+        .move_to_outbox();
     }
 
     /// Waits for durability (strict mode), then writes the replies (and, for a subscriber,

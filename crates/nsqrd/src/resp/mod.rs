@@ -12,7 +12,7 @@
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
 //!                 introspection (OBJECT / MEMORY / LATENCY / ROLE), bits (bitmaps),
-//!                 dump (DUMP / RESTORE)
+//!                 dump (DUMP / RESTORE), script (EVAL / SCRIPT: Lua)
 //! resp/feed.rs    the change feed into an NSQ topic
 //! ```
 //!
@@ -32,6 +32,7 @@ mod keys;
 mod persistence;
 mod pubsub;
 mod registry;
+mod script;
 mod server;
 mod session;
 mod strings;
@@ -69,6 +70,8 @@ pub struct Shared {
     pub max_bulk: u64,
     /// Every connected client (`CLIENT LIST / KILL / PAUSE`).
     pub clients: registry::Clients,
+    /// The script cache and the script thread (`EVAL`).
+    pub scripts: script::Scripts,
 }
 
 /// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
@@ -79,6 +82,8 @@ pub struct Handle {
     /// The accept loop; it hands back the serving threads when it stops.
     task: Option<JoinHandle<workers::Workers>>,
     ks: Arc<Keyspace>,
+    /// To stop a running script when the server stops.
+    shared: Arc<Shared>,
 }
 
 fn data_dir(o: &Options) -> PathBuf {
@@ -150,7 +155,9 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         pubsub_limit: config.pubsub_limit,
         max_bulk: config.max_bulk,
         clients: registry::Clients::default(),
+        scripts: script::Scripts::new()?,
     });
+    let stop_scripts = Arc::clone(&shared);
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the
     // rest, and one request at a time gains nothing from more threads than cores free.
     let threads = match o.kv_threads {
@@ -165,6 +172,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         stop: Some(stop_tx),
         task: Some(task),
         ks,
+        shared: stop_scripts,
     }))
 }
 
@@ -208,6 +216,7 @@ impl Handle {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }
+        self.shared.scripts.abort();
         let workers = match self.task.take() {
             Some(t) => t.await.ok(),
             None => None,

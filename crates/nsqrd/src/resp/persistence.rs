@@ -7,12 +7,13 @@
 use resp_wire::Args;
 
 use super::args::{is, SYNTAX};
-use super::session::Ctx;
+use super::session::{Busy, Ctx, BUSY};
 
 pub fn save(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     match ctx.run_alone(|ctx| ctx.shared.ks.save()) {
-        Ok(()) => ctx.out.ok(),
-        Err(e) => ctx.out.error(&format!("ERR {e}")),
+        Ok(Ok(())) => ctx.out.ok(),
+        Ok(Err(e)) => ctx.out.error(&format!("ERR {e}")),
+        Err(Busy) => ctx.out.error(BUSY),
     }
 }
 

@@ -148,6 +148,7 @@ fn flag_names(flags: u32) -> Vec<&'static [u8]> {
         (table::PUBSUB, b"pubsub"),
         (table::NO_AUTH, b"no_auth"),
         (table::FAST, b"fast"),
+        (table::NOSCRIPT, b"noscript"),
     ]
     .into_iter()
     .filter(|(bit, _)| flags & bit != 0)

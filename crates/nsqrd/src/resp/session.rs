@@ -38,6 +38,9 @@ pub struct Session {
     /// Keys WATCHed for the next EXEC.
     pub watch: Watch,
     pub replies: Replies,
+    /// A script the connection hands to the script thread once its command returns
+    /// (`script/mod.rs`).
+    pub script: Option<super::script::Job>,
 }
 
 impl Session {
@@ -52,6 +55,7 @@ impl Session {
             tx: None,
             watch: Watch::default(),
             replies: Replies::default(),
+            script: None,
         }
     }
 
@@ -68,13 +72,50 @@ impl Session {
     }
 }
 
+/// Which turn of the keyspace (`nsqr_kv::Keyspace::enter`) the running commands hold.
+#[derive(Debug)]
+pub enum Turn {
+    /// A batch's shared turn (EXEC trades it for the exclusive one).
+    Shared { _held: SharedTurn },
+    /// The exclusive turn, taken by whoever runs this (EXEC, a script).
+    Alone,
+    /// Given up mid-batch (after EXEC): the next request takes a new one.
+    Released,
+    /// A script has run past `busy-reply-threshold`: only SCRIPT KILL and SHUTDOWN run.
+    Busy,
+}
+
+/// The exclusive turn was not to be had: a script is running past its threshold.
+#[derive(Debug, Clone, Copy)]
+pub struct Busy;
+
+/// Redis's reply to a command refused while a script runs.
+pub const BUSY: &str =
+    "BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.";
+
+/// How long one wait for a turn lasts before checking whether a script has become busy.
+const TURN_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A shared turn, waited for in slices; [`Turn::Busy`] once a script holding the exclusive
+/// one has run past its threshold (then the client is answered BUSY rather than kept
+/// waiting, and its thread is free to read a SCRIPT KILL).
+pub fn take_turn(shared: &Shared) -> Turn {
+    loop {
+        if let Some(t) = shared.ks.try_enter_for(TURN_SLICE) {
+            return Turn::Shared { _held: t };
+        }
+        if shared.scripts.busy() {
+            return Turn::Busy;
+        }
+    }
+}
+
 /// What a command handler works with.
 pub struct Ctx<'a> {
     pub shared: &'a Shared,
     pub s: &'a mut Session,
     pub out: &'a mut Reply,
-    /// The keyspace turn the running batch holds (EXEC trades it for the exclusive one).
-    pub turn: &'a mut Option<SharedTurn>,
+    pub turn: &'a mut Turn,
 }
 
 impl Ctx<'_> {
@@ -103,18 +144,30 @@ impl Ctx<'_> {
 
     /// Runs `f` with no other command running: the batch's shared turn is traded for the
     /// keyspace's exclusive one (waiting for it while holding the shared one would wait
-    /// forever). Inside EXEC, which already runs alone, `f` just runs.
-    pub fn run_alone<R>(&mut self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> R {
-        if self.turn.is_none() {
-            return f(self);
+    /// forever); the batch's next request takes a new shared turn. Inside EXEC or a script,
+    /// which already run alone, `f` just runs. [`Busy`] if a script holds the keyspace past
+    /// its threshold.
+    pub fn run_alone<R>(&mut self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> Result<R, Busy> {
+        match self.turn {
+            Turn::Alone => return Ok(f(self)),
+            Turn::Busy => return Err(Busy),
+            Turn::Shared { .. } | Turn::Released => {}
         }
         let shared = self.shared;
-        *self.turn = None;
-        let alone = shared.ks.enter_alone();
+        *self.turn = Turn::Released;
+        let alone = loop {
+            if let Some(a) = shared.ks.try_enter_alone_for(TURN_SLICE) {
+                break a;
+            }
+            if shared.scripts.busy() {
+                return Err(Busy);
+            }
+        };
+        *self.turn = Turn::Alone;
         let r = f(self);
+        *self.turn = Turn::Released;
         drop(alone);
-        *self.turn = Some(shared.ks.enter());
-        r
+        Ok(r)
     }
 
     /// Moves what is in the reply buffer into the outbox (when the client has one).

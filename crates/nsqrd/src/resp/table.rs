@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, introspection, keys, persistence, pubsub, server, strings,
-    transaction,
+    bits, client, connection, dump, introspection, keys, persistence, pubsub, script, server,
+    strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -27,6 +27,8 @@ pub const NO_AUTH: u32 = 1 << 5;
 pub const ADMIN: u32 = 1 << 6;
 /// Runs at once inside MULTI instead of being queued.
 pub const TX: u32 = 1 << 7;
+/// Refused from a script (`redis.call`).
+pub const NOSCRIPT: u32 = 1 << 8;
 
 pub type Handler = fn(&mut Ctx<'_>, &Args<'_>);
 
@@ -63,32 +65,32 @@ commands! {
     // connection
     "ping", -1, FAST | PUBSUB, NONE, connection::ping;
     "echo", 2, FAST, NONE, connection::echo;
-    "hello", -1, FAST | NO_AUTH, NONE, connection::hello;
-    "auth", -2, FAST | NO_AUTH, NONE, connection::auth;
+    "hello", -1, FAST | NO_AUTH | NOSCRIPT, NONE, connection::hello;
+    "auth", -2, FAST | NO_AUTH | NOSCRIPT, NONE, connection::auth;
     "select", 2, FAST, NONE, connection::select;
-    "client", -2, 0, NONE, client::client;
-    "quit", -1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::quit;
-    "reset", 1, FAST | PUBSUB | NO_AUTH | TX, NONE, connection::reset;
+    "client", -2, NOSCRIPT, NONE, client::client;
+    "quit", -1, FAST | PUBSUB | NO_AUTH | TX | NOSCRIPT, NONE, connection::quit;
+    "reset", 1, FAST | PUBSUB | NO_AUTH | TX | NOSCRIPT, NONE, connection::reset;
     // transactions
-    "multi", 1, FAST | TX, NONE, transaction::multi;
-    "exec", 1, TX, NONE, transaction::exec;
-    "discard", 1, FAST | TX, NONE, transaction::discard;
-    "watch", -2, FAST | TX, ALL, transaction::watch;
-    "unwatch", 1, FAST, NONE, transaction::unwatch;
+    "multi", 1, FAST | TX | NOSCRIPT, NONE, transaction::multi;
+    "exec", 1, TX | NOSCRIPT, NONE, transaction::exec;
+    "discard", 1, FAST | TX | NOSCRIPT, NONE, transaction::discard;
+    "watch", -2, FAST | TX | NOSCRIPT, ALL, transaction::watch;
+    "unwatch", 1, FAST | NOSCRIPT, NONE, transaction::unwatch;
     // server
     "dbsize", 1, READONLY | FAST, NONE, server::dbsize;
     "flushdb", -1, WRITE, NONE, server::flushdb;
     "flushall", -1, WRITE, NONE, server::flushdb;
     "info", -1, 0, NONE, server::info;
-    "save", 1, ADMIN, NONE, persistence::save;
-    "bgsave", -1, ADMIN, NONE, persistence::bgsave;
+    "save", 1, ADMIN | NOSCRIPT, NONE, persistence::save;
+    "bgsave", -1, ADMIN | NOSCRIPT, NONE, persistence::bgsave;
     "lastsave", 1, FAST, NONE, persistence::lastsave;
     "object", -2, READONLY, (2, 2, 1), introspection::object;
     "memory", -2, READONLY, NONE, introspection::memory;
-    "latency", -2, ADMIN, NONE, introspection::latency;
+    "latency", -2, ADMIN | NOSCRIPT, NONE, introspection::latency;
     "role", 1, FAST, NONE, introspection::role;
     "command", -1, 0, NONE, server::command;
-    "config", -2, ADMIN, NONE, super::config::config;
+    "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
     // strings
     "get", 2, READONLY | FAST, ONE, strings::get;
@@ -142,12 +144,18 @@ commands! {
     "dump", 2, READONLY, ONE, dump::dump;
     "restore", -4, WRITE | DENYOOM, ONE, dump::restore;
     // pub/sub
-    "subscribe", -2, PUBSUB, NONE, pubsub::subscribe;
-    "unsubscribe", -1, PUBSUB, NONE, pubsub::unsubscribe;
-    "psubscribe", -2, PUBSUB, NONE, pubsub::psubscribe;
-    "punsubscribe", -1, PUBSUB, NONE, pubsub::punsubscribe;
+    "subscribe", -2, PUBSUB | NOSCRIPT, NONE, pubsub::subscribe;
+    "unsubscribe", -1, PUBSUB | NOSCRIPT, NONE, pubsub::unsubscribe;
+    "psubscribe", -2, PUBSUB | NOSCRIPT, NONE, pubsub::psubscribe;
+    "punsubscribe", -1, PUBSUB | NOSCRIPT, NONE, pubsub::punsubscribe;
     "publish", 3, FAST, NONE, pubsub::publish;
     "pubsub", -2, 0, NONE, pubsub::pubsub;
+    // scripts
+    "eval", -3, NOSCRIPT, (3, 3, 1), script::eval;
+    "evalsha", -3, NOSCRIPT, (3, 3, 1), script::evalsha;
+    "eval_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::eval_ro;
+    "evalsha_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::evalsha_ro;
+    "script", -2, NOSCRIPT, NONE, script::script;
 }
 
 /// The command named `name` (any case).
@@ -230,7 +238,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// The checks after name and arity: authentication, memory, a failed log, the RESP2
 /// subscribed context.
-fn admit(ctx: &mut Ctx<'_>, cmd: &Command) -> Result<(), String> {
+pub fn admit(ctx: &mut Ctx<'_>, cmd: &Command) -> Result<(), String> {
     if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
         return Err("NOAUTH Authentication required.".into());
     }

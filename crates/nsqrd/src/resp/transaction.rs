@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 
 use resp_wire::{Args, OwnedArgs};
 
-use super::session::Ctx;
+use super::session::{Ctx, BUSY};
 use super::table::{self, DENYOOM, WRITE};
 
 /// Most bytes of commands one transaction may queue (Redis's `client-query-buffer-limit`).
@@ -110,7 +110,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
             .out
             .error("EXECABORT Transaction discarded because of previous errors.");
     }
-    ctx.run_alone(|ctx| {
+    let ran = ctx.run_alone(|ctx| {
         let broken = ks.watch_broken(&ctx.s.watch);
         ks.unwatch(&mut ctx.s.watch);
         if broken {
@@ -129,9 +129,13 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
             }
             ks.end_transaction(&mut ctx.s.pending);
         }
-        ctx.s.tx = None;
-        ctx.s.client.multi.store(-1, Ordering::Relaxed);
     });
+    if ran.is_err() {
+        ks.unwatch(&mut ctx.s.watch);
+        ctx.out.error(BUSY);
+    }
+    ctx.s.tx = None;
+    ctx.s.client.multi.store(-1, Ordering::Relaxed);
 }
 
 /// The checks EXEC makes for the transaction as a whole, as Redis does: memory for any

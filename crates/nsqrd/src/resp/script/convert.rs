@@ -1,0 +1,254 @@
+//! Replies between Redis and Lua, converted as Redis 7.0 converts them.
+//!
+//! A command's reply becomes a Lua value for `redis.call`: integers are numbers, bulk strings
+//! strings, arrays tables, a status `{ok = ...}`, an error `{err = ...}`, a RESP2 null
+//! `false`; under `redis.setresp(3)` a map is `{map = {...}}`, a set `{set = {...}}`, a null
+//! `nil`, a double `{double = n}`, booleans booleans. A script's return value goes the other
+//! way. Nesting is bounded: a deeper (or self-referencing) table gives an error element.
+
+use mlua::{Lua, Table, Value};
+use resp_wire::{Frame, Protocol, Reply};
+
+/// Deepest table a script's reply may nest.
+const MAX_DEPTH: usize = 1000;
+
+/// `{err = msg}`.
+pub fn error_table(lua: &Lua, msg: &str) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set("err", msg)?;
+    Ok(Value::Table(t))
+}
+
+/// A command's reply as Lua sees it, and whether it is an error.
+pub fn to_lua(lua: &Lua, frame: &Frame, resp: Protocol) -> mlua::Result<(Value, bool)> {
+    let is_error = matches!(frame, Frame::Error(_));
+    Ok((value(lua, frame, resp)?, is_error))
+}
+
+fn value(lua: &Lua, frame: &Frame, resp: Protocol) -> mlua::Result<Value> {
+    let tagged = |tag: &str, v: Value| -> mlua::Result<Value> {
+        let t = lua.create_table()?;
+        t.raw_set(tag, v)?;
+        Ok(Value::Table(t))
+    };
+    let string = |b: &[u8]| -> mlua::Result<Value> { Ok(Value::String(lua.create_string(b)?)) };
+    Ok(match frame {
+        Frame::Simple(s) => tagged("ok", string(s)?)?,
+        Frame::Error(e) => tagged("err", string(e)?)?,
+        Frame::Integer(n) => Value::Number(*n as f64),
+        Frame::Bulk(b) => string(b)?,
+        Frame::Null if resp == Protocol::Resp2 => Value::Boolean(false),
+        Frame::Null => Value::Nil,
+        Frame::Boolean(b) => Value::Boolean(*b),
+        Frame::Double(d) => tagged("double", Value::Number(*d))?,
+        Frame::BigNumber(d) => tagged("big_number", string(d)?)?,
+        Frame::Verbatim(format, text) => {
+            let t = lua.create_table()?;
+            t.raw_set("format", lua.create_string(format)?)?;
+            t.raw_set("string", lua.create_string(text)?)?;
+            tagged("verbatim_string", Value::Table(t))?
+        }
+        Frame::Array(items) | Frame::Push(items) => {
+            let t = lua.create_table_with_capacity(items.len(), 0)?;
+            for (i, f) in items.iter().enumerate() {
+                t.raw_set(i + 1, value(lua, f, resp)?)?;
+            }
+            Value::Table(t)
+        }
+        Frame::Map(pairs) => {
+            let t = lua.create_table_with_capacity(0, pairs.len())?;
+            for (k, v) in pairs {
+                t.raw_set(value(lua, k, resp)?, value(lua, v, resp)?)?;
+            }
+            tagged("map", Value::Table(t))?
+        }
+        Frame::Set(items) => {
+            let t = lua.create_table_with_capacity(0, items.len())?;
+            for f in items {
+                t.raw_set(value(lua, f, resp)?, true)?;
+            }
+            tagged("set", Value::Table(t))?
+        }
+    })
+}
+
+/// Writes a script's return value. `resp` is the script's `redis.setresp` version, which
+/// decides what a Lua boolean becomes.
+pub fn to_reply(v: &Value, out: &mut Reply, resp: Protocol) {
+    write(v, out, resp, 0);
+}
+
+fn write(v: &Value, out: &mut Reply, resp: Protocol, depth: usize) {
+    if depth > MAX_DEPTH {
+        return out.error("ERR reached lua stack limit");
+    }
+    match v {
+        Value::Boolean(b) if resp == Protocol::Resp3 => out.boolean(*b),
+        Value::Boolean(true) => out.integer(1),
+        Value::Integer(n) => out.integer(*n),
+        Value::Number(x) => out.integer(to_integer(*x)),
+        Value::String(s) => out.bulk(&s.as_bytes()),
+        Value::Table(t) => write_table(t, out, resp, depth),
+        _ => out.null(),
+    }
+}
+
+fn field(t: &Table, name: &str) -> Value {
+    t.raw_get(name).unwrap_or(Value::Nil)
+}
+
+fn write_table(t: &Table, out: &mut Reply, resp: Protocol, depth: usize) {
+    if let Value::String(e) = field(t, "err") {
+        return out.error(&String::from_utf8_lossy(&e.as_bytes()));
+    }
+    if let Value::String(s) = field(t, "ok") {
+        let text: Vec<u8> = s
+            .as_bytes()
+            .iter()
+            .map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c })
+            .collect();
+        return out.simple(&text);
+    }
+    if let Value::Number(d) = field(t, "double") {
+        return out.double(d);
+    }
+    if let Value::String(d) = field(t, "big_number") {
+        return out.big_number(&d.as_bytes());
+    }
+    if let Value::Table(m) = field(t, "map") {
+        let pairs: Vec<(Value, Value)> = m.pairs().filter_map(Result::ok).collect();
+        out.map(pairs.len());
+        for (k, v) in &pairs {
+            write(k, out, resp, depth + 1);
+            write(v, out, resp, depth + 1);
+        }
+        return;
+    }
+    if let Value::Table(s) = field(t, "set") {
+        let members: Vec<Value> = s
+            .pairs::<Value, Value>()
+            .filter_map(Result::ok)
+            .map(|(k, _)| k)
+            .collect();
+        out.set(members.len());
+        for m in &members {
+            write(m, out, resp, depth + 1);
+        }
+        return;
+    }
+    if let Value::Table(v) = field(t, "verbatim_string") {
+        if let (Value::String(f), Value::String(s)) = (field(&v, "format"), field(&v, "string")) {
+            let f = f.as_bytes();
+            if let Ok(format) = <[u8; 3]>::try_from(&f[..]) {
+                return out.verbatim(&format, &s.as_bytes());
+            }
+        }
+    }
+    let mut items = Vec::new();
+    loop {
+        match t.raw_get::<Value>(items.len() + 1) {
+            Ok(Value::Nil) | Err(_) => break,
+            Ok(v) => items.push(v),
+        }
+    }
+    out.array(items.len());
+    for v in &items {
+        write(v, out, resp, depth + 1);
+    }
+}
+
+/// A Lua number as Redis's C code casts it to an integer: out of range (or NaN) gives the
+/// x86 result, `i64::MIN`.
+fn to_integer(x: f64) -> i64 {
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if x.is_nan() || !(-LIMIT..LIMIT).contains(&x) {
+        i64::MIN
+    } else {
+        x as i64
+    }
+}
+
+/// A Lua number passed to `redis.call`, as Redis writes it: C's `%.17g`.
+pub fn number_text(x: f64) -> String {
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0" } else { "0" }.to_owned();
+    }
+    if x.is_nan() {
+        return if x.is_sign_negative() { "-nan" } else { "nan" }.to_owned();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.to_owned();
+    }
+    let sci = format!("{x:.16e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let trim = |s: &str| -> String {
+        if s.contains('.') {
+            s.trim_end_matches('0').trim_end_matches('.').to_owned()
+        } else {
+            s.to_owned()
+        }
+    };
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{}e{sign}{:02}", trim(mantissa), exp.abs())
+    } else {
+        trim(&format!("{x:.*}", (16 - exp) as usize))
+    }
+}
+
+/// The error a failed script answers: its message, the script, and where it failed.
+pub fn error_text(err: &Value, sha: &str) -> String {
+    let Value::Table(t) = err else {
+        return "ERR unknown error".to_owned();
+    };
+    let msg = match field(t, "err") {
+        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+        _ => "ERR unknown error".to_owned(),
+    };
+    match (field(t, "source"), field(t, "line")) {
+        (Value::String(source), Value::Integer(line)) => {
+            format!(
+                "{msg} script: {sha}, on {}:{line}.",
+                source.to_string_lossy()
+            )
+        }
+        (Value::String(source), Value::Number(line)) => format!(
+            "{msg} script: {sha}, on {}:{}.",
+            source.to_string_lossy(),
+            line as i64
+        ),
+        _ => msg,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_are_written_as_c_writes_them() {
+        for (x, text) in [
+            (1.5, "1.5"),
+            (1.0 / 3.0, "0.33333333333333331"),
+            (1e15, "1000000000000000"),
+            (1e17, "1e+17"),
+            (123456789.0, "123456789"),
+            (0.0001, "0.0001"),
+            (0.00001, "1.0000000000000001e-05"),
+            (-2.5, "-2.5"),
+            (f64::INFINITY, "inf"),
+        ] {
+            assert_eq!(number_text(x), text, "{x}");
+        }
+    }
+
+    #[test]
+    fn numbers_become_integers_as_c_casts_them() {
+        assert_eq!(to_integer(3.99), 3);
+        assert_eq!(to_integer(-3.5), -3);
+        assert_eq!(to_integer(f64::INFINITY), i64::MIN);
+        assert_eq!(to_integer(f64::NAN), i64::MIN);
+        assert_eq!(to_integer(1e30), i64::MIN);
+    }
+}

@@ -1,0 +1,391 @@
+//! Lua scripts: EVAL, EVALSHA, EVAL_RO, EVALSHA_RO and SCRIPT, as Redis 7.0 runs them.
+//!
+//! - **Atomic.** A script runs alone: it holds the keyspace's exclusive turn, like EXEC, so no
+//!   other client's command runs between its `redis.call`s; in strict mode its writes reach
+//!   the log as one record.
+//! - **Off the serving threads.** A script may run for seconds, so it runs on the script
+//!   thread (`runner.rs`): the client's connection waits for it, and the serving threads stay
+//!   free to read other clients. Once a script has run past `busy-reply-threshold` (5 s),
+//!   every other command is answered `BUSY` instead of waiting, and `SCRIPT KILL` stops a
+//!   script that has not written (`UNKILLABLE` otherwise, as in Redis). A script inside
+//!   MULTI runs on the serving thread that runs the EXEC (it already runs alone).
+//! - **Sandboxed** (`vm.rs`): Lua 5.1 from the `mlua` crate with only the base, table, string
+//!   and math libraries, `cjson`, no file system, no network, read-only globals.
+//! - **Replies converted** both ways as Redis converts them (`convert.rs`).
+//!
+//! Scripts are cached by SHA1 until SCRIPT FLUSH. Scripts loaded with EVAL past
+//! [`MAX_EVAL_SCRIPTS`] are not kept (EVALSHA then answers NOSCRIPT and clients fall back to
+//! EVAL), so a client that builds a new script per call cannot grow the cache without bound.
+
+mod convert;
+mod runner;
+mod vm;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nsqr_kv::Pending;
+use parking_lot::Mutex;
+use resp_wire::{Args, OwnedArgs, Protocol};
+use sha1::{Digest, Sha1};
+use tokio::sync::oneshot;
+
+use super::args::{int, is};
+use super::registry::Client;
+use super::session::{Ctx, BUSY};
+use super::Shared;
+
+pub use runner::Done;
+
+/// Scripts kept that came by EVAL (SCRIPT LOAD's are always kept).
+pub const MAX_EVAL_SCRIPTS: usize = 10_000;
+
+/// Redis's default `busy-reply-threshold`.
+const BUSY_AFTER: Duration = Duration::from_secs(5);
+
+/// The script cache and what a running script shares with the rest of the server.
+pub struct Scripts {
+    bodies: Mutex<Bodies>,
+    state: Arc<RunState>,
+    runner: runner::Runner,
+}
+
+#[derive(Default)]
+struct Bodies {
+    by_sha: HashMap<String, Arc<str>>,
+    from_eval: usize,
+    /// Bumped by SCRIPT FLUSH: the Lua states drop what they compiled.
+    generation: u64,
+}
+
+/// The running script, as other clients see it (BUSY, SCRIPT KILL).
+#[derive(Debug)]
+pub struct RunState {
+    epoch: Instant,
+    /// Milliseconds after `epoch` the running script started, 0 when none runs.
+    started: AtomicU64,
+    busy_after_ms: AtomicU64,
+    /// The running script wrote: it cannot be killed.
+    wrote: AtomicBool,
+    /// SCRIPT KILL (or the server stopping) asked the running script to stop.
+    kill: AtomicBool,
+}
+
+impl RunState {
+    fn now_ms(&self) -> u64 {
+        self.epoch.elapsed().as_millis() as u64 + 1
+    }
+
+    fn begin(&self) {
+        self.wrote.store(false, Ordering::Relaxed);
+        self.kill.store(false, Ordering::Relaxed);
+        self.started.store(self.now_ms(), Ordering::Release);
+    }
+
+    fn end(&self) {
+        self.started.store(0, Ordering::Release);
+    }
+
+    fn killed(&self) -> bool {
+        self.kill.load(Ordering::Relaxed)
+    }
+}
+
+/// Which command asked, and what it says of the script.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    Eval,
+    EvalSha,
+}
+
+/// A script to run: what EVAL hands to the script thread.
+pub struct Job {
+    pub client: Arc<Client>,
+    pub proto: Protocol,
+    body: Arc<str>,
+    sha: String,
+    /// The whole request: the keys and arguments follow its first three arguments.
+    request: OwnedArgs,
+    numkeys: usize,
+    read_only: bool,
+}
+
+impl Scripts {
+    pub fn new() -> Result<Scripts, String> {
+        let state = Arc::new(RunState {
+            epoch: Instant::now(),
+            started: AtomicU64::new(0),
+            busy_after_ms: AtomicU64::new(BUSY_AFTER.as_millis() as u64),
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+        });
+        Ok(Scripts {
+            bodies: Mutex::new(Bodies::default()),
+            runner: runner::Runner::start(Arc::clone(&state))?,
+            state,
+        })
+    }
+
+    /// Whether a script has run past `busy-reply-threshold`.
+    pub fn busy(&self) -> bool {
+        let started = self.state.started.load(Ordering::Acquire);
+        started != 0
+            && self.state.now_ms().saturating_sub(started)
+                >= self.state.busy_after_ms.load(Ordering::Relaxed)
+    }
+
+    /// Stops a running script whatever it did (the server is stopping).
+    pub fn abort(&self) {
+        self.state.kill.store(true, Ordering::Relaxed);
+    }
+
+    /// `busy-reply-threshold` in milliseconds (CONFIG).
+    pub fn busy_after_ms(&self) -> u64 {
+        self.state.busy_after_ms.load(Ordering::Relaxed)
+    }
+
+    pub fn set_busy_after_ms(&self, ms: u64) {
+        self.state.busy_after_ms.store(ms, Ordering::Relaxed);
+    }
+
+    /// Runs `job` on the script thread; its reply, and `pending` with its writes added.
+    pub async fn run(&self, shared: Arc<Shared>, job: Job, pending: Pending) -> Done {
+        let (tx, rx) = oneshot::channel();
+        if let Err(back) = self.runner.submit(shared, job, pending, tx) {
+            return back;
+        }
+        match rx.await {
+            Ok(done) => done,
+            Err(_) => Done::error("ERR the script thread stopped", Pending::default()),
+        }
+    }
+
+    fn body(&self, sha: &str) -> Option<(Arc<str>, u64)> {
+        let b = self.bodies.lock();
+        b.by_sha
+            .get(sha)
+            .map(|body| (Arc::clone(body), b.generation))
+    }
+
+    /// Caches `body`; its SHA1.
+    fn add(&self, body: &str, from_eval: bool) -> String {
+        let sha = sha1_hex(body.as_bytes());
+        let mut b = self.bodies.lock();
+        let full = from_eval && b.from_eval >= MAX_EVAL_SCRIPTS;
+        if !full && !b.by_sha.contains_key(&sha) {
+            b.by_sha.insert(sha.clone(), Arc::from(body));
+            b.from_eval += usize::from(from_eval);
+        }
+        sha
+    }
+
+    fn generation(&self) -> u64 {
+        self.bodies.lock().generation
+    }
+
+    fn flush(&self) {
+        let mut b = self.bodies.lock();
+        b.by_sha.clear();
+        b.from_eval = 0;
+        b.generation += 1;
+    }
+}
+
+/// A script's `#!lua` line: whether it says `flags=no-writes`; Redis's error for another
+/// engine or an unknown flag.
+pub fn shebang(body: &str) -> Result<bool, String> {
+    let Some(rest) = body.strip_prefix("#!") else {
+        return Ok(false);
+    };
+    let Some((line, _)) = rest.split_once('\n') else {
+        return Err("ERR Invalid script shebang".to_owned());
+    };
+    let mut words = line.split(' ').filter(|w| !w.is_empty());
+    if words.next() != Some("lua") {
+        return Err(format!(
+            "ERR Unexpected engine in script shebang: #!{}",
+            line.split(' ').next().unwrap_or_default()
+        ));
+    }
+    let mut no_writes = false;
+    for w in words {
+        let Some(flags) = w.strip_prefix("flags=") else {
+            return Err(format!("ERR Unknown lua shebang option: {w}"));
+        };
+        for flag in flags.split(',').filter(|f| !f.is_empty()) {
+            match flag {
+                "no-writes" => no_writes = true,
+                "allow-oom" | "allow-stale" | "no-cluster" | "allow-cross-slot-keys" => {}
+                other => return Err(format!("ERR Unexpected flag in script shebang: {other}")),
+            }
+        }
+    }
+    Ok(no_writes)
+}
+
+/// SHA1 of `data` in lower-case hex, as Redis names scripts.
+pub fn sha1_hex(data: &[u8]) -> String {
+    let digest = Sha1::digest(data);
+    let mut hex = String::with_capacity(40);
+    for b in digest {
+        hex.push_str(&format!("{b:02x}"));
+    }
+    hex
+}
+
+pub fn eval(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    start(ctx, a, Flavor::Eval, false);
+}
+
+pub fn evalsha(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    start(ctx, a, Flavor::EvalSha, false);
+}
+
+pub fn eval_ro(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    start(ctx, a, Flavor::Eval, true);
+}
+
+pub fn evalsha_ro(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    start(ctx, a, Flavor::EvalSha, true);
+}
+
+/// Checks an EVAL-like request and either runs it here (inside EXEC) or leaves it for the
+/// connection to hand to the script thread.
+fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
+    let Some(numkeys) = int(ctx, a.get(2)) else {
+        return;
+    };
+    if numkeys < 0 {
+        return ctx.out.error("ERR Number of keys can't be negative");
+    }
+    let numkeys = numkeys as u64;
+    if numkeys > (a.len() - 3) as u64 {
+        return ctx
+            .out
+            .error("ERR Number of keys can't be greater than number of args");
+    }
+    let scripts = &ctx.shared.scripts;
+    let (body, sha) = match flavor {
+        Flavor::Eval => {
+            let text = String::from_utf8_lossy(a.get(1));
+            let sha = scripts.add(&text, true);
+            (Arc::from(text.as_ref()), sha)
+        }
+        Flavor::EvalSha => {
+            let sha = String::from_utf8_lossy(a.get(1)).to_ascii_lowercase();
+            match scripts.body(&sha) {
+                Some((body, _)) => (body, sha),
+                None => {
+                    return ctx
+                        .out
+                        .error("NOSCRIPT No matching script. Please use EVAL.")
+                }
+            }
+        }
+    };
+    let job = Job {
+        client: Arc::clone(&ctx.s.client),
+        proto: ctx.proto(),
+        body,
+        sha,
+        request: OwnedArgs::new(a),
+        numkeys: numkeys as usize,
+        read_only,
+    };
+    if matches!(ctx.turn, super::session::Turn::Alone) {
+        runner::run_here(ctx, &job);
+    } else {
+        ctx.s.script = Some(job);
+    }
+}
+
+/// SCRIPT LOAD | EXISTS | FLUSH | KILL | HELP.
+pub fn script(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let sub = a.get(1);
+    let scripts = &ctx.shared.scripts;
+    if is(sub, "load") && a.len() == 3 {
+        let body = String::from_utf8_lossy(a.get(2));
+        if let Err(e) = vm::check_syntax(&body) {
+            return ctx.out.error(&e);
+        }
+        let sha = scripts.add(&body, false);
+        ctx.out.bulk(sha.as_bytes());
+    } else if is(sub, "exists") && a.len() >= 3 {
+        ctx.out.array(a.len() - 2);
+        for sha in a.iter().skip(2) {
+            let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
+            ctx.out.integer(i64::from(scripts.body(&sha).is_some()));
+        }
+    } else if is(sub, "flush")
+        && (a.len() == 2 || (a.len() == 3 && (is(a.get(2), "sync") || is(a.get(2), "async"))))
+    {
+        scripts.flush();
+        ctx.out.ok();
+    } else if is(sub, "flush") && a.len() == 3 {
+        ctx.out
+            .error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
+    } else if is(sub, "kill") && a.len() == 2 {
+        kill(ctx);
+    } else if is(sub, "help") && a.len() == 2 {
+        help(ctx);
+    } else if ["load", "exists", "flush", "kill", "help"]
+        .iter()
+        .any(|known| is(sub, known))
+    {
+        let name = String::from_utf8_lossy(sub).to_ascii_lowercase();
+        super::table::wrong_arity(ctx, &format!("script|{name}"));
+    } else {
+        let name = String::from_utf8_lossy(sub);
+        ctx.out.error(&format!(
+            "ERR unknown subcommand '{name}'. Try SCRIPT HELP."
+        ));
+    }
+}
+
+fn kill(ctx: &mut Ctx<'_>) {
+    let state = &ctx.shared.scripts.state;
+    if state.started.load(Ordering::Acquire) == 0 {
+        ctx.out.error("NOTBUSY No scripts in execution right now.");
+    } else if state.wrote.load(Ordering::Relaxed) {
+        ctx.out.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+    } else {
+        state.kill.store(true, Ordering::Relaxed);
+        ctx.out.ok();
+    }
+}
+
+fn help(ctx: &mut Ctx<'_>) {
+    let lines: &[&str] = &[
+        "SCRIPT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "EXISTS <sha1> [<sha1> ...]",
+        "    Return information about the existence of the scripts in the script cache.",
+        "FLUSH [ASYNC|SYNC]",
+        "    Flush the Lua scripts cache. Very dangerous on replicas.",
+        "    When called without the optional mode argument, the behavior is determined by the",
+        "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+        "    * ASYNC: Asynchronously flush the scripts cache.",
+        "    * SYNC: Synchronously flush the scripts cache.",
+        "KILL",
+        "    Kill the currently executing Lua script.",
+        "LOAD <script>",
+        "    Load a script into the scripts cache without executing it.",
+        "HELP",
+        "    Prints this help.",
+    ];
+    ctx.out.array(lines.len());
+    for l in lines {
+        ctx.out.simple(l.as_bytes());
+    }
+}
+
+/// A request that comes while a script is busy: SCRIPT KILL runs, everything else is
+/// answered BUSY.
+pub fn answer_busy(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if is(a.get(0), "script") && is(a.get(1), "kill") && a.len() == 2 {
+        kill(ctx);
+    } else {
+        ctx.out.error(BUSY);
+    }
+}

@@ -1,0 +1,427 @@
+//! One Lua 5.1 state (the `mlua` crate, its Lua built from crates.io) set up as Redis sets up
+//! its own: the base, table, string and math libraries, `cjson` and `bit`, Redis's `redis`
+//! table (`prelude.lua`), read-only globals, and a hook that stops a script killed with
+//! SCRIPT KILL. Scripts are compiled once and kept by SHA1 until SCRIPT FLUSH.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+use std::sync::Arc;
+
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, Value, Variadic, VmState,
+};
+use resp_wire::{Protocol, Reply};
+
+use super::super::session::Ctx;
+use super::super::table::{self, NOSCRIPT, WRITE};
+use super::{convert, Job, RunState};
+
+/// Instructions between two checks for SCRIPT KILL.
+const CHECK_EVERY: u32 = 100_000;
+/// Most memory one Lua state may use (Redis sets none; this keeps a runaway script bounded).
+const MEMORY_LIMIT: usize = 1 << 30;
+/// The error of a killed script.
+const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+
+/// A Lua state ready to run scripts.
+pub struct Vm {
+    lua: Lua,
+    compiled: HashMap<String, Function>,
+    /// The script cache's generation the compiled scripts belong to.
+    generation: u64,
+    run: Function,
+    set_dispatch: Function,
+    prepare: Function,
+    /// The protocol `redis.call` replies come in (`redis.setresp`).
+    resp: Rc<Cell<Protocol>>,
+    failure: Slot,
+}
+
+/// The error a Rust function raised, with the script's line then, for the error handler
+/// (`prelude.lua`): Lua sees only an opaque userdata.
+type Slot = Rc<RefCell<Option<(String, Option<usize>)>>>;
+
+/// Raises `msg` as the script's error.
+fn raise(lua: &Lua, slot: &Slot, msg: &str) -> mlua::Error {
+    *slot.borrow_mut() = Some((msg.to_owned(), script_line(lua)));
+    mlua::Error::runtime(msg.to_owned())
+}
+
+impl Vm {
+    pub fn new(generation: u64, state: Arc<RunState>) -> mlua::Result<Vm> {
+        let lua = Lua::new_with(
+            StdLib::TABLE | StdLib::STRING | StdLib::MATH,
+            LuaOptions::new(),
+        )?;
+        lua.set_memory_limit(MEMORY_LIMIT)?;
+        let failure: Slot = Rc::default();
+        {
+            let failure = Rc::clone(&failure);
+            lua.set_hook(
+                HookTriggers::new().every_nth_instruction(CHECK_EVERY),
+                move |lua, _| {
+                    if state.killed() {
+                        return Err(raise(lua, &failure, KILLED));
+                    }
+                    Ok(VmState::Continue)
+                },
+            )?;
+        }
+        install_cjson(&lua)?;
+        install_bit(&lua)?;
+        let resp = Rc::new(Cell::new(Protocol::Resp2));
+        let take_failure = {
+            let failure = Rc::clone(&failure);
+            lua.create_function(move |_, ()| {
+                Ok(match failure.borrow_mut().take() {
+                    Some((why, line)) => (Some(why), line),
+                    None => (None, None),
+                })
+            })?
+        };
+        let where_ = lua.create_function(|lua, ()| Ok(script_line(lua)))?;
+        let sha1hex = {
+            let failure = Rc::clone(&failure);
+            lua.create_function(move |lua, args: Variadic<Value>| {
+                let text = match &args[..] {
+                    [v] => lua.coerce_string(v.clone())?,
+                    _ => None,
+                };
+                match text {
+                    Some(t) => Ok(super::sha1_hex(&t.as_bytes())),
+                    None => Err(raise(lua, &failure, "ERR wrong number of arguments")),
+                }
+            })?
+        };
+        let log = {
+            let failure = Rc::clone(&failure);
+            lua.create_function(move |lua, args: Variadic<Value>| log(lua, &failure, &args))?
+        };
+        let set_resp = {
+            let (resp, failure) = (Rc::clone(&resp), Rc::clone(&failure));
+            lua.create_function(move |lua, args: Variadic<Value>| {
+                let version = match &args[..] {
+                    [v] => lua.coerce_string(v.clone())?.map(|s| s.to_string_lossy()),
+                    _ => {
+                        return Err(raise(
+                            lua,
+                            &failure,
+                            "ERR redis.setresp() requires one argument.",
+                        ))
+                    }
+                };
+                match version.as_deref() {
+                    Some("2") => resp.set(Protocol::Resp2),
+                    Some("3") => resp.set(Protocol::Resp3),
+                    _ => return Err(raise(lua, &failure, "ERR RESP version must be 2 or 3.")),
+                }
+                Ok(())
+            })?
+        };
+        let (run, set_dispatch, prepare): (Function, Function, Function) = lua
+            .load(include_str!("prelude.lua"))
+            .set_name("=redis")
+            .call((take_failure, where_, sha1hex, log, set_resp))?;
+        Ok(Vm {
+            lua,
+            compiled: HashMap::new(),
+            generation,
+            run,
+            set_dispatch,
+            prepare,
+            resp,
+            failure,
+        })
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The compiled script, compiling it the first time.
+    fn function(&mut self, sha: &str, body: &str) -> Result<Function, String> {
+        if let Some(f) = self.compiled.get(sha) {
+            return Ok(f.clone());
+        }
+        let f = compile(&self.lua, body)?;
+        let f: Function = self
+            .prepare
+            .call(f)
+            .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
+        self.compiled.insert(sha.to_owned(), f.clone());
+        Ok(f)
+    }
+
+    /// Runs `job`'s script as `ctx`'s client and writes its reply (or error) to `ctx.out`.
+    pub fn run(&mut self, ctx: &mut Ctx<'_>, job: &Job, read_only: bool) {
+        let f = match self.function(&job.sha, &job.body) {
+            Ok(f) => f,
+            Err(e) => return ctx.out.error(&e),
+        };
+        if let Err(e) = self.set_keys_and_args(job) {
+            return ctx.out.error(&format!("ERR {e}"));
+        }
+        self.resp.set(Protocol::Resp2);
+        self.failure.borrow_mut().take();
+        let (resp, failure) = (&self.resp, &self.failure);
+        // redis.call and redis.pcall share the client: one closure, told which it is.
+        let ctx = RefCell::new(ctx);
+        let outcome = self.lua.scope(|scope| {
+            let command = |raise_errors: bool| {
+                let ctx = &ctx;
+                scope.create_function(move |lua, args: Variadic<Value>| {
+                    let mut ctx = ctx.borrow_mut();
+                    let (reply, failed) = call(lua, &mut ctx, resp.get(), read_only, &args)?;
+                    match reply {
+                        Value::Table(t) if failed && raise_errors => {
+                            let msg: String = t.raw_get("err")?;
+                            Err(raise(lua, failure, &msg))
+                        }
+                        reply => Ok(reply),
+                    }
+                })
+            };
+            self.set_dispatch
+                .call::<()>((command(true)?, command(false)?))?;
+            let outcome: (bool, Value) = self.run.call(f)?;
+            self.set_dispatch.call::<()>((Value::Nil, Value::Nil))?;
+            Ok(outcome)
+        });
+        let ctx = ctx.into_inner();
+        match outcome {
+            Ok((true, value)) => convert::to_reply(&value, ctx.out, self.resp.get()),
+            Ok((false, err)) => ctx.out.error(&convert::error_text(&err, &job.sha)),
+            Err(e) => ctx.out.error(&format!("ERR {e}")),
+        }
+    }
+
+    fn set_keys_and_args(&self, job: &Job) -> mlua::Result<()> {
+        let args = job.request.args();
+        let keys = self.lua.create_table()?;
+        let argv = self.lua.create_table()?;
+        for (i, a) in args.iter().skip(3).enumerate() {
+            let s = self.lua.create_string(a)?;
+            if i < job.numkeys {
+                keys.raw_set(i + 1, s)?;
+            } else {
+                argv.raw_set(i + 1 - job.numkeys, s)?;
+            }
+        }
+        let g = self.lua.globals();
+        g.raw_set("KEYS", keys)?;
+        g.raw_set("ARGV", argv)
+    }
+}
+
+/// The line the innermost frame of the user's script is at, if it is on the stack.
+fn script_line(lua: &Lua) -> Option<usize> {
+    (0..)
+        .map_while(|level| {
+            lua.inspect_stack(level, |d| {
+                let source = d.source();
+                (source.source.as_deref() == Some("@user_script")).then(|| d.current_line())
+            })
+        })
+        .find_map(|found| found.flatten())
+}
+
+/// Compiles `body` (its `#!lua` line blanked, so line numbers stay): Redis's error text if it
+/// does not compile.
+fn compile(lua: &Lua, body: &str) -> Result<Function, String> {
+    let code = match body.find('\n') {
+        Some(end) if body.starts_with("#!") => format!("{}{}", " ".repeat(end), &body[end..]),
+        None if body.starts_with("#!") => String::new(),
+        _ => body.to_owned(),
+    };
+    lua.load(code)
+        .set_name("@user_script")
+        .into_function()
+        .map_err(|e| {
+            let text = match e {
+                mlua::Error::SyntaxError { message, .. } => message,
+                other => other.to_string(),
+            };
+            format!("ERR Error compiling script (new function): {text}")
+        })
+}
+
+/// Whether `body` compiles (SCRIPT LOAD), with a throwaway state.
+pub fn check_syntax(body: &str) -> Result<(), String> {
+    super::shebang(body)?;
+    let lua = Lua::new_with(StdLib::NONE, LuaOptions::new()).map_err(|e| format!("ERR {e}"))?;
+    compile(&lua, body).map(drop)
+}
+
+/// `redis.call` / `redis.pcall`: runs one command as the script's client. Returns the reply
+/// and whether it is an error (which `redis.call` raises).
+fn call(
+    lua: &Lua,
+    ctx: &mut Ctx<'_>,
+    resp: Protocol,
+    read_only: bool,
+    args: &[Value],
+) -> mlua::Result<(Value, bool)> {
+    let fail = |msg: &str| Ok((convert::error_table(lua, msg)?, true));
+    if args.is_empty() {
+        return fail("ERR Please specify at least one argument for this redis lib call");
+    }
+    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        match v {
+            Value::String(s) => parts.push(s.as_bytes().to_vec()),
+            Value::Integer(n) => parts.push(n.to_string().into_bytes()),
+            Value::Number(x) => parts.push(convert::number_text(*x).into_bytes()),
+            _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let owned = resp_wire::OwnedArgs::from_parts(&parts);
+    let args = owned.args();
+    let Some(cmd) = table::lookup(args.get(0)) else {
+        return fail("ERR Unknown Redis command called from script");
+    };
+    if cmd.flags & NOSCRIPT != 0 {
+        return fail("ERR This Redis command is not allowed from script");
+    }
+    if !table::arity_ok(cmd.arity, args.len()) {
+        return fail("ERR Wrong number of args calling Redis command from script");
+    }
+    if cmd.flags & WRITE != 0 && read_only {
+        return fail("ERR Write commands are not allowed from read-only scripts.");
+    }
+    if let Err(e) = table::admit(ctx, cmd) {
+        return fail(&e);
+    }
+    if cmd.flags & WRITE != 0 {
+        ctx.shared
+            .scripts
+            .state
+            .wrote
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+    let mut out = Reply::new(resp);
+    {
+        let mut inner = Ctx {
+            shared: ctx.shared,
+            s: &mut *ctx.s,
+            out: &mut out,
+            turn: &mut *ctx.turn,
+        };
+        table::run(&mut inner, cmd, &args);
+    }
+    match resp_wire::decode(out.as_bytes()) {
+        Ok(Some((frame, _))) => convert::to_lua(lua, &frame, resp),
+        _ => fail("ERR the command gave no reply"),
+    }
+}
+
+/// `redis.log(level, message, ...)`.
+fn log(lua: &Lua, failure: &Slot, args: &[Value]) -> mlua::Result<()> {
+    if args.len() < 2 {
+        return Err(raise(
+            lua,
+            failure,
+            "ERR redis.log() requires two arguments or more.",
+        ));
+    }
+    let level = match &args[0] {
+        Value::Integer(n) => *n as f64,
+        Value::Number(n) => *n,
+        _ => -1.0,
+    };
+    if !(0.0..=3.0).contains(&level) {
+        return Err(raise(lua, failure, "ERR Invalid debug level."));
+    }
+    let mut text = String::new();
+    for (i, v) in args[1..].iter().enumerate() {
+        if i > 0 {
+            text.push(' ');
+        }
+        if let Some(s) = lua.coerce_string(v.clone())? {
+            text.push_str(&s.to_string_lossy());
+        }
+    }
+    match level as u8 {
+        0 => tracing::debug!("KV script: {text}"),
+        1 | 2 => tracing::info!("KV script: {text}"),
+        _ => tracing::warn!("KV script: {text}"),
+    }
+    Ok(())
+}
+
+/// `cjson.encode` / `cjson.decode` through serde_json.
+fn install_cjson(lua: &Lua) -> mlua::Result<()> {
+    let cjson = lua.create_table()?;
+    cjson.set(
+        "encode",
+        lua.create_function(|lua, v: Value| {
+            let json: serde_json::Value = lua.from_value(v)?;
+            serde_json::to_string(&json).map_err(mlua::Error::external)
+        })?,
+    )?;
+    cjson.set(
+        "decode",
+        lua.create_function(|lua, s: mlua::String| {
+            let json: serde_json::Value =
+                serde_json::from_slice(&s.as_bytes()).map_err(mlua::Error::external)?;
+            lua.to_value(&json)
+        })?,
+    )?;
+    cjson.set("null", Value::NULL)?;
+    lua.globals().set("cjson", cjson)
+}
+
+/// LuaBitOp's `bit` library: 32-bit operations on Lua numbers.
+fn install_bit(lua: &Lua) -> mlua::Result<()> {
+    fn tobit(x: f64) -> i32 {
+        (x as i64) as i32
+    }
+    let bit: Table = lua.create_table()?;
+    bit.set("tobit", lua.create_function(|_, x: f64| Ok(tobit(x)))?)?;
+    bit.set("bnot", lua.create_function(|_, x: f64| Ok(!tobit(x)))?)?;
+    bit.set(
+        "band",
+        lua.create_function(|_, xs: Variadic<f64>| {
+            Ok(xs.iter().fold(-1i32, |a, &x| a & tobit(x)))
+        })?,
+    )?;
+    bit.set(
+        "bor",
+        lua.create_function(|_, xs: Variadic<f64>| Ok(xs.iter().fold(0i32, |a, &x| a | tobit(x))))?,
+    )?;
+    bit.set(
+        "bxor",
+        lua.create_function(|_, xs: Variadic<f64>| Ok(xs.iter().fold(0i32, |a, &x| a ^ tobit(x))))?,
+    )?;
+    bit.set(
+        "lshift",
+        lua.create_function(|_, (x, n): (f64, f64)| {
+            Ok(tobit(x).wrapping_shl(tobit(n) as u32 & 31))
+        })?,
+    )?;
+    bit.set(
+        "rshift",
+        lua.create_function(|_, (x, n): (f64, f64)| {
+            Ok(((tobit(x) as u32) >> (tobit(n) as u32 & 31)) as i32)
+        })?,
+    )?;
+    bit.set(
+        "arshift",
+        lua.create_function(|_, (x, n): (f64, f64)| Ok(tobit(x) >> (tobit(n) as u32 & 31)))?,
+    )?;
+    bit.set(
+        "tohex",
+        lua.create_function(|_, (x, n): (f64, Option<f64>)| {
+            let n = n.map_or(8, tobit);
+            let digits = n.unsigned_abs().min(8) as usize;
+            let v = tobit(x) as u32;
+            let hex = if n < 0 {
+                format!("{v:08X}")
+            } else {
+                format!("{v:08x}")
+            };
+            Ok(hex[8 - digits..].to_owned())
+        })?,
+    )?;
+    lua.globals().set("bit", bit)
+}

@@ -1,0 +1,264 @@
+"""Lua scripts through redis-py (RESP2 and RESP3) and raw sockets: EVAL / EVALSHA / EVAL_RO /
+SCRIPT with Redis 7.0's replies and errors, redis-py's Lock (which releases with EVALSHA),
+atomicity against other clients, a runaway script answered BUSY and stopped by SCRIPT KILL,
+a script that wrote is UNKILLABLE, scripts inside MULTI, and a script's writes surviving
+kill -9 whole in strict mode."""
+
+import threading
+import time
+import unittest
+
+import redis
+
+from harness import Server, wait_for
+
+
+class Scripts:
+    PROTOCOL = 2
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server("--kv-threads=2")
+        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.r.close()
+        cls.srv.stop()
+
+    def setUp(self):
+        self.r.flushdb()
+        self.r.script_flush()
+
+    def test_eval_converts_replies_both_ways(self):
+        r = self.r
+        r.set("s", "abc")
+        self.assertEqual(r.eval("return redis.call('get', KEYS[1])", 1, "s"), "abc")
+        self.assertEqual(r.eval("return {1, 'two', {3}, false, nil, 9}", 0), [1, "two", [3], None])
+        self.assertEqual(r.eval("return 3.99", 0), 3)
+        self.assertEqual(r.eval("return redis.call('ping')", 0), "PONG")
+        self.assertEqual(r.eval("return KEYS[2] .. ARGV[1] .. #ARGV", 2, "a", "b", "c", "d"), "bc2")
+        self.assertEqual(r.eval("return redis.call('get', 'missing') == false", 0), 1)
+        self.assertEqual(r.eval("return cjson.encode({1, 2, {a = 1}})", 0), '[1,2,{"a":1}]')
+        self.assertEqual(r.eval("return bit.band(7, 3)", 0), 3)
+        # Numbers reach commands as Redis writes them (%.17g).
+        r.eval("redis.call('set', 'n', 1/3)", 0)
+        self.assertEqual(r.get("n"), "0.33333333333333331")
+
+    def test_errors_name_the_script_and_line(self):
+        r = self.r
+        r.set("s", "abc")
+        sha = r.script_load("local x = 1\nreturn redis.call('incr', 's')")
+        with self.assertRaises(redis.ResponseError) as e:
+            r.evalsha(sha, 0)
+        self.assertEqual(
+            str(e.exception),
+            f"value is not an integer or out of range script: {sha}, on @user_script:2.",
+        )
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval("x = 5", 0)
+        self.assertIn("Attempt to modify a readonly table", str(e.exception))
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval("return redis.call('multi')", 0)
+        self.assertIn("This Redis command is not allowed from script", str(e.exception))
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval("return (", 0)
+        self.assertIn("Error compiling script", str(e.exception))
+        # redis.pcall hands the error to the script.
+        self.assertEqual(
+            r.eval("local e = redis.pcall('incr', 's') return e['err']", 0),
+            "ERR value is not an integer or out of range",
+        )
+
+    def test_script_cache(self):
+        r = self.r
+        sha = r.script_load("return 'cached'")
+        self.assertEqual(r.script_exists(sha, "f" * 40), [True, False])
+        self.assertEqual(r.evalsha(sha, 0), "cached")
+        self.assertEqual(r.evalsha(sha.upper(), 0), "cached")
+        r.script_flush()
+        with self.assertRaises(redis.exceptions.NoScriptError):
+            r.evalsha(sha, 0)
+        # register_script: EVALSHA, then EVAL once the script is unknown.
+        script = r.register_script("return redis.call('incrby', KEYS[1], ARGV[1])")
+        self.assertEqual(script(keys=["c"], args=[5]), 5)
+        self.assertEqual(script(keys=["c"], args=[5]), 10)
+
+    def test_read_only_scripts_cannot_write(self):
+        r = self.r
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval_ro("return redis.call('set', 'a', 1)", 0)
+        self.assertIn("Write commands are not allowed from read-only scripts", str(e.exception))
+        with self.assertRaises(redis.ResponseError):
+            r.eval("#!lua flags=no-writes\nreturn redis.call('set', 'a', 1)", 0)
+        self.assertIsNone(r.get("a"))
+        r.set("a", "1")
+        self.assertEqual(r.eval_ro("return redis.call('get', KEYS[1])", 1, "a"), "1")
+
+    def test_lock_acquires_and_releases(self):
+        lock = self.r.lock("resource", timeout=30)
+        self.assertTrue(lock.acquire(blocking=False))
+        self.assertFalse(self.r.lock("resource", timeout=30).acquire(blocking=False))
+        lock.extend(10)
+        lock.release()
+        self.assertIsNone(self.r.get("resource"))
+        self.assertTrue(self.r.lock("resource", timeout=30).acquire(blocking=False))
+
+    def test_a_script_inside_multi_runs_at_exec(self):
+        p = self.r.pipeline()
+        p.set("m", 1)
+        p.eval("return redis.call('incr', KEYS[1])", 1, "m")
+        self.assertEqual(p.execute(), [True, 2])
+
+    def test_no_other_command_runs_inside_a_script(self):
+        # A script moves x and y together over many commands; readers on other connections
+        # must always see them equal.
+        r = self.r
+        r.mset({"x": 0, "y": 0})
+        move = r.register_script(
+            "for i = 1, 200 do redis.call('incr', 'x') end "
+            "for i = 1, 200 do redis.call('incr', 'y') end"
+        )
+        stop = threading.Event()
+        seen = []
+
+        def read():
+            c = self.srv.client(protocol=self.PROTOCOL, decode_responses=True)
+            while not stop.is_set():
+                x, y = c.mget("x", "y")
+                if x != y:
+                    seen.append((x, y))
+            c.close()
+
+        readers = [threading.Thread(target=read) for _ in range(2)]
+        for t in readers:
+            t.start()
+        for _ in range(50):
+            move()
+        stop.set()
+        for t in readers:
+            t.join()
+        self.assertEqual(seen, [])
+        self.assertEqual(r.get("x"), "10000")
+
+
+class Resp2(Scripts, unittest.TestCase):
+    PROTOCOL = 2
+
+
+class Resp3(Scripts, unittest.TestCase):
+    PROTOCOL = 3
+
+    def test_resp3_types_come_through(self):
+        r = self.r
+        self.assertEqual(r.eval("return {map = {a = 1}}", 0), {"a": 1})
+        self.assertEqual(r.eval("return {double = 1.5}", 0), 1.5)
+        self.assertIs(r.eval("redis.setresp(3) return true", 0), True)
+        self.assertEqual(r.eval("redis.setresp(3) return redis.call('get', 'missing') == nil", 0), 1)
+
+
+class Runaway(unittest.TestCase):
+    """A script that never ends: others get BUSY once it passes busy-reply-threshold, SCRIPT
+    KILL stops it, and the server serves everyone again."""
+
+    def setUp(self):
+        # One serving thread: the killer's connection shares it with the busy clients.
+        self.srv = Server("--kv-threads=1")
+        self.r = self.srv.client(decode_responses=True)
+        self.r.config_set("busy-reply-threshold", 200)
+
+    def tearDown(self):
+        self.r.close()
+        self.srv.stop()
+
+    def run_forever(self, script):
+        result = {}
+
+        def go():
+            c = self.srv.client(decode_responses=True)
+            try:
+                c.eval(script, 0)
+            except redis.ResponseError as e:
+                result["error"] = str(e)
+            c.close()
+
+        t = threading.Thread(target=go)
+        t.start()
+        return t, result
+
+    def wait_busy(self):
+        def busy():
+            try:
+                self.r.ping()
+                return False
+            except redis.exceptions.BusyLoadingError:
+                return True
+            except redis.ResponseError as e:
+                return str(e).startswith("BUSY")
+
+        wait_for(busy, timeout=30)
+
+    def test_script_kill_stops_a_script_that_did_not_write(self):
+        t, result = self.run_forever("while true do end")
+        self.wait_busy()
+        raw = self.srv.raw()
+        raw.sendall(b"GET a\r\nSCRIPT KILL\r\n")
+        buf = b""
+        while buf.count(b"\r\n") < 2:
+            buf += raw.recv(1024)
+        self.assertEqual(
+            buf,
+            b"-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n"
+            b"+OK\r\n",
+        )
+        raw.close()
+        t.join(30)
+        self.assertFalse(t.is_alive())
+        self.assertIn("Script killed by user with SCRIPT KILL", result["error"])
+        self.assertTrue(self.r.ping())
+        with self.assertRaises(redis.ResponseError) as e:
+            self.r.script_kill()
+        self.assertIn("No scripts in execution right now", str(e.exception))
+
+    def test_a_script_that_wrote_is_unkillable(self):
+        # It writes, then spins for two seconds of the server's clock and ends by itself.
+        t, result = self.run_forever(
+            "redis.call('set', 'w', 1) local t0 = redis.call('time') "
+            "while true do local t = redis.call('time') "
+            "if (t[1] - t0[1]) * 1000000 + (t[2] - t0[2]) > 2000000 then return 1 end end"
+        )
+        self.wait_busy()
+        with self.assertRaises(redis.ResponseError) as e:
+            self.r.script_kill()
+        self.assertIn("UNKILLABLE", str(e.exception))
+        t.join(600)
+        self.assertNotIn("error", result)
+        self.assertEqual(self.r.get("w"), "1")
+
+
+class Strict(unittest.TestCase):
+    def test_a_scripts_writes_survive_sigkill_whole(self):
+        srv = Server("--durability=strict")
+        try:
+            r = srv.client(decode_responses=True)
+            move = r.register_script(
+                "redis.call('set', KEYS[1], ARGV[1]) redis.call('set', KEYS[2], ARGV[1]) "
+                "return redis.call('del', KEYS[3])"
+            )
+            for i in range(30):
+                move(keys=[f"a{i}", f"b{i}", f"a{i - 1}"], args=[i])
+            r.close()
+            srv.kill()
+            srv.restart()
+            r = srv.client(decode_responses=True)
+            self.assertEqual(r.get("a29"), "29")
+            self.assertEqual(r.get("b29"), "29")
+            self.assertIsNone(r.get("a28"))
+            self.assertEqual(r.dbsize(), 31)
+            r.close()
+        finally:
+            srv.stop()
+
+
+if __name__ == "__main__":
+    unittest.main()
