@@ -10,7 +10,7 @@
 //!   script that has not written (`UNKILLABLE` otherwise, as in Redis). A script inside
 //!   MULTI runs on the serving thread that runs the EXEC (it already runs alone).
 //! - **Sandboxed** (`vm.rs`): Lua 5.1 from the `mlua` crate with only the base, table, string
-//!   and math libraries, `cjson`, no file system, no network, read-only globals.
+//!   and math libraries, `cjson`, `cmsgpack` and `bit`, no file system, no network, read-only globals.
 //! - **Replies converted** both ways as Redis converts them (`convert.rs`).
 //!
 //! Scripts are cached by SHA1 until SCRIPT FLUSH. Scripts loaded with EVAL past
@@ -18,6 +18,7 @@
 //! EVAL), so a client that builds a new script per call cannot grow the cache without bound.
 
 mod convert;
+mod libs;
 mod runner;
 mod vm;
 

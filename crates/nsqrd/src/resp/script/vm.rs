@@ -8,14 +8,12 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{
-    Function, HookTriggers, Lua, LuaOptions, LuaSerdeExt, StdLib, Table, Value, Variadic, VmState,
-};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
 use resp_wire::{Protocol, Reply};
 
 use super::super::session::Ctx;
 use super::super::table::{self, NOSCRIPT, WRITE};
-use super::{convert, Job, RunState};
+use super::{convert, libs, Job, RunState};
 
 /// Instructions between two checks for SCRIPT KILL.
 const CHECK_EVERY: u32 = 100_000;
@@ -68,8 +66,7 @@ impl Vm {
                 },
             )?;
         }
-        install_cjson(&lua)?;
-        install_bit(&lua)?;
+        libs::install(&lua)?;
         let resp = Rc::new(Cell::new(Protocol::Resp2));
         let take_failure = {
             let failure = Rc::clone(&failure);
@@ -347,81 +344,4 @@ fn log(lua: &Lua, failure: &Slot, args: &[Value]) -> mlua::Result<()> {
         _ => tracing::warn!("KV script: {text}"),
     }
     Ok(())
-}
-
-/// `cjson.encode` / `cjson.decode` through serde_json.
-fn install_cjson(lua: &Lua) -> mlua::Result<()> {
-    let cjson = lua.create_table()?;
-    cjson.set(
-        "encode",
-        lua.create_function(|lua, v: Value| {
-            let json: serde_json::Value = lua.from_value(v)?;
-            serde_json::to_string(&json).map_err(mlua::Error::external)
-        })?,
-    )?;
-    cjson.set(
-        "decode",
-        lua.create_function(|lua, s: mlua::String| {
-            let json: serde_json::Value =
-                serde_json::from_slice(&s.as_bytes()).map_err(mlua::Error::external)?;
-            lua.to_value(&json)
-        })?,
-    )?;
-    cjson.set("null", Value::NULL)?;
-    lua.globals().set("cjson", cjson)
-}
-
-/// LuaBitOp's `bit` library: 32-bit operations on Lua numbers.
-fn install_bit(lua: &Lua) -> mlua::Result<()> {
-    fn tobit(x: f64) -> i32 {
-        (x as i64) as i32
-    }
-    let bit: Table = lua.create_table()?;
-    bit.set("tobit", lua.create_function(|_, x: f64| Ok(tobit(x)))?)?;
-    bit.set("bnot", lua.create_function(|_, x: f64| Ok(!tobit(x)))?)?;
-    bit.set(
-        "band",
-        lua.create_function(|_, xs: Variadic<f64>| {
-            Ok(xs.iter().fold(-1i32, |a, &x| a & tobit(x)))
-        })?,
-    )?;
-    bit.set(
-        "bor",
-        lua.create_function(|_, xs: Variadic<f64>| Ok(xs.iter().fold(0i32, |a, &x| a | tobit(x))))?,
-    )?;
-    bit.set(
-        "bxor",
-        lua.create_function(|_, xs: Variadic<f64>| Ok(xs.iter().fold(0i32, |a, &x| a ^ tobit(x))))?,
-    )?;
-    bit.set(
-        "lshift",
-        lua.create_function(|_, (x, n): (f64, f64)| {
-            Ok(tobit(x).wrapping_shl(tobit(n) as u32 & 31))
-        })?,
-    )?;
-    bit.set(
-        "rshift",
-        lua.create_function(|_, (x, n): (f64, f64)| {
-            Ok(((tobit(x) as u32) >> (tobit(n) as u32 & 31)) as i32)
-        })?,
-    )?;
-    bit.set(
-        "arshift",
-        lua.create_function(|_, (x, n): (f64, f64)| Ok(tobit(x) >> (tobit(n) as u32 & 31)))?,
-    )?;
-    bit.set(
-        "tohex",
-        lua.create_function(|_, (x, n): (f64, Option<f64>)| {
-            let n = n.map_or(8, tobit);
-            let digits = n.unsigned_abs().min(8) as usize;
-            let v = tobit(x) as u32;
-            let hex = if n < 0 {
-                format!("{v:08X}")
-            } else {
-                format!("{v:08x}")
-            };
-            Ok(hex[8 - digits..].to_owned())
-        })?,
-    )?;
-    lua.globals().set("bit", bit)
 }
