@@ -142,6 +142,33 @@ class Scripts:
         self.assertEqual(r.get("x"), "10000")
 
 
+    def test_hostile_scripts_get_errors_and_the_server_goes_on(self):
+        r = self.r
+        # A table that contains itself: nested replies stop at a bound with an error element.
+        s = self.srv.raw()
+        s.sendall(b'EVAL "local t = {} t[1] = t return t" 0\r\nPING\r\n')
+        buf = b""
+        while not buf.endswith(b"+PONG\r\n"):
+            chunk = s.recv(65536)
+            self.assertTrue(chunk, "connection closed")
+            buf += chunk
+        s.close()
+        self.assertTrue(buf.startswith(b"*1\r\n*1\r\n"))
+        self.assertIn(b"-ERR reached lua stack limit\r\n", buf)
+        # A script that asks for more memory than a Lua state may have.
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval("local t = {string.rep('x', 1024 * 1024)} "
+                   "for i = 2, 12 do t[i] = table.concat(t) end return #t", 0)
+        self.assertIn("not enough memory", str(e.exception))
+        # ... and the next script has the memory again.
+        self.assertEqual(r.eval("return #string.rep('x', 1024 * 1024)", 0), 1 << 20)
+        # Arguments that are neither strings nor numbers.
+        with self.assertRaises(redis.ResponseError) as e:
+            r.eval("return redis.call('set', 'a', {})", 0)
+        self.assertIn("must be strings or integers", str(e.exception))
+        self.assertTrue(r.ping())
+
+
 class Resp2(Scripts, unittest.TestCase):
     PROTOCOL = 2
 

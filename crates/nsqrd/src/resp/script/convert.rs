@@ -199,8 +199,11 @@ pub fn number_text(x: f64) -> String {
 
 /// The error a failed script answers: its message, the script, and where it failed.
 pub fn error_text(err: &Value, sha: &str) -> String {
-    let Value::Table(t) = err else {
-        return "ERR unknown error".to_owned();
+    let t = match err {
+        Value::Table(t) => t,
+        // An error the handler never saw: Lua's "not enough memory".
+        Value::String(s) => return format!("ERR {} script: {sha}", s.to_string_lossy()),
+        _ => return "ERR unknown error".to_owned(),
     };
     let msg = match field(t, "err") {
         Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),

@@ -19,6 +19,9 @@ use super::{convert, libs, Job, RunState};
 const CHECK_EVERY: u32 = 100_000;
 /// Most memory one Lua state may use (Redis sets none; this keeps a runaway script bounded).
 const MEMORY_LIMIT: usize = 1 << 30;
+/// Lua memory in use past which a full collection follows a script (Lua 5.1 does not collect
+/// when an allocation fails, so a script that ran out of memory would starve the next).
+const COLLECT_ABOVE: usize = 64 << 20;
 /// The error of a killed script.
 const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
 
@@ -186,6 +189,10 @@ impl Vm {
             Ok(outcome)
         });
         let ctx = ctx.into_inner();
+        if self.lua.used_memory() > COLLECT_ABOVE {
+            // A failed collection leaves the state as it was: nothing to undo.
+            let _ = self.lua.gc_collect();
+        }
         match outcome {
             Ok((true, value)) => convert::to_reply(&value, ctx.out, self.resp.get()),
             Ok((false, err)) => ctx.out.error(&convert::error_text(&err, &job.sha)),
