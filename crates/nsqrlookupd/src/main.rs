@@ -20,7 +20,10 @@ fn main() -> ExitCode {
     let opts = match Options::parse(std::env::args().skip(1)) {
         Ok(o) => o,
         Err(options::OptionsError::Flag(e)) => {
-            e.print(&Options::usage());
+            e.print(
+                &Options::usage(),
+                &nsq_common::goflag::invoked_as("nsqrlookupd"),
+            );
             return ExitCode::from(e.exit_code());
         }
         Err(e) => {
