@@ -29,6 +29,6 @@ mod tcp;
 mod tls;
 
 pub use nsqr_broker::NSQD_COMPAT_VERSION;
-pub use options::{Options, OptionsError};
+pub use options::{Options, OptionsError, OptionsWarning};
 pub use rlimit::raise_open_files_limit;
 pub use server::{run, wait_for_signal, Hooks, Server};

@@ -23,8 +23,8 @@ fn test_hooks() -> nsqrd::Hooks {
 }
 
 fn main() -> ExitCode {
-    let mut opts = match Options::parse(std::env::args().skip(1)) {
-        Ok(o) => o,
+    let (mut opts, warnings) = match Options::parse_with_warnings(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
         Err(nsqrd::OptionsError::Flag(e)) => {
             e.print(&Options::usage(), &nsq_common::goflag::invoked_as("nsqrd"));
             return ExitCode::from(e.exit_code());
@@ -44,6 +44,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     nsq_common::logging::init(&opts.log_prefix, opts.log_filter());
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
     nsqrd::raise_open_files_limit();
     let prefix = opts.log_prefix.clone();
     if let Err(e) = opts.validate() {

@@ -17,8 +17,8 @@ use std::process::ExitCode;
 use options::Options;
 
 fn main() -> ExitCode {
-    let opts = match Options::parse(std::env::args().skip(1)) {
-        Ok(o) => o,
+    let (opts, unknown_keys) = match Options::parse_with_warnings(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
         Err(options::OptionsError::Flag(e)) => {
             e.print(
                 &Options::usage(),
@@ -40,6 +40,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     logging::init(&opts.log_prefix, opts.log_level);
+    if let Some(unknown) = unknown_keys {
+        tracing::warn!("{unknown}");
+    }
     let prefix = opts.log_prefix.clone();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

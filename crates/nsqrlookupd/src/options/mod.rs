@@ -11,6 +11,7 @@
 
 mod config_file;
 
+use nsq_common::config_file::UnknownKeys;
 use nsq_common::{duration, goflag};
 
 pub use nsq_common::logging::LogLevel;
@@ -173,13 +174,22 @@ impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named and
     /// `--version` was not given.
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, OptionsError> {
+        Options::parse_with_warnings(args).map(|(opts, _)| opts)
+    }
+
+    /// [`Options::parse`], and the config file's keys nsqlookupd does not read (ignored as
+    /// nsqlookupd ignores them; `main` names them in a warning).
+    pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
+        args: I,
+    ) -> Result<(Options, Option<UnknownKeys>), OptionsError> {
         let mut opts = Options::default();
         let given = opts.parse_flags(args)?;
+        let mut unknown = None;
         if !opts.version && !opts.config.is_empty() {
             let path = opts.config.clone();
-            config_file::apply_file(&mut opts, &path, &given)?;
+            unknown = config_file::apply_file(&mut opts, &path, &given)?;
         }
-        Ok(opts)
+        Ok((opts, unknown))
     }
 
     fn set(&mut self, name: &str, value: Value) {
