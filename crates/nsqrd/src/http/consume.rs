@@ -225,8 +225,7 @@ pub(super) fn timeout_arg(state: &HttpState, q: &Query) -> Result<Option<Duratio
                 .ok_or_else(|| {
                     invalid_arg(
                         "INVALID_TIMEOUT",
-                        duration_rule("timeout", "above 0", max_timeout)
-                            + " (--max-msg-timeout)",
+                        duration_rule("timeout", "above 0", max_timeout) + " (--max-msg-timeout)",
                     )
                 })
         })

@@ -18,10 +18,7 @@ pub fn nsq_bool(v: Option<&str>) -> Option<bool> {
 /// argument must be, its limits included (`INVALID_WAIT: wait must be a duration of at most
 /// 30s`), so that a client learns the limit it broke.
 pub fn invalid_arg(code: &str, rule: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        hyper::StatusCode::BAD_REQUEST,
-        format!("{code}: {rule}"),
-    )
+    ApiError::new(hyper::StatusCode::BAD_REQUEST, format!("{code}: {rule}"))
 }
 
 /// The rule text of a duration argument bounded by `max` (Go's duration format).

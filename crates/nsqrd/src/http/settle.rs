@@ -93,14 +93,12 @@ fn action(state: &HttpState, q: &Query, answer: Answer) -> Result<Settle, ApiErr
             };
             let count_attempt = match q.get("count_attempt") {
                 None => true,
-                Some(v) => {
-                    nsq_bool(Some(v)).ok_or_else(|| {
-                        invalid_arg(
-                            "INVALID_COUNT_ATTEMPT",
-                            "count_attempt must be true, false, 1 or 0",
-                        )
-                    })?
-                }
+                Some(v) => nsq_bool(Some(v)).ok_or_else(|| {
+                    invalid_arg(
+                        "INVALID_COUNT_ATTEMPT",
+                        "count_attempt must be true, false, 1 or 0",
+                    )
+                })?,
             };
             Settle::Req {
                 delay,

@@ -24,8 +24,8 @@ use nsqr_broker::{Channel, Consumer};
 use tokio::sync::mpsc;
 
 use super::consume::{duration_arg, push_int, write_delivery};
-use super::query::{duration_rule, invalid_arg};
 use super::consumers::HttpClient;
+use super::query::{duration_rule, invalid_arg};
 use super::queue_settings::name_arg;
 use super::{HttpBody, HttpState};
 
