@@ -172,13 +172,8 @@ enum Value {
 
 impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named and
-    /// `--version` was not given.
-    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, OptionsError> {
-        Options::parse_with_warnings(args).map(|(opts, _)| opts)
-    }
-
-    /// [`Options::parse`], and the config file's keys nsqlookupd does not read (ignored as
-    /// nsqlookupd ignores them; `main` names them in a warning).
+    /// `--version` was not given. Also returns the config file's keys nsqlookupd does not read
+    /// (ignored as nsqlookupd ignores them; `main` names them in a warning).
     pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
         args: I,
     ) -> Result<(Options, Option<UnknownKeys>), OptionsError> {
@@ -292,7 +287,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Options, OptionsError> {
-        Options::parse(args.iter().map(|s| s.to_string()))
+        Options::parse_with_warnings(args.iter().map(|s| s.to_string())).map(|(o, _)| o)
     }
 
     #[test]
