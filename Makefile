@@ -3,26 +3,39 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build test deps lint unit example metrics keyspace redis-py cluster queues conformance transports fuzz clean
+.PHONY: run build install test deps lint unit docs example metrics keyspace redis-py cluster queues conformance transports fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
 PROMETHEUS_CLIENT ?= prometheus_client==0.26.0
 REDIS_PY_VERSION ?= 8.1.0
 
-# Build and run nsqrd in the foreground on nsqd's default addresses
-# (TCP 0.0.0.0:4150, HTTP 0.0.0.0:4151), keeping its data in $(DATA_PATH), with the
-# Redis-protocol keyspace on 127.0.0.1:6379 (try it with redis-cli).
+# Build and run nsqrd in the foreground on nsqd's default ports, on loopback only
+# (TCP 127.0.0.1:4150, HTTP 127.0.0.1:4151; LISTEN=0.0.0.0 serves every interface), keeping
+# its data in $(DATA_PATH), with the Redis-protocol keyspace on 127.0.0.1:6379 (try it with
+# redis-cli). ARGS adds flags, e.g. make run ARGS="--kv-events-topic=kv-changes"; a flag
+# given twice takes its last value, so ARGS also overrides the ones above.
+LISTEN ?= 127.0.0.1
+ARGS ?=
+RUN_FLAGS = --tcp-address=$(LISTEN):4150 --http-address=$(LISTEN):4151 --kv-address=127.0.0.1:6379
 run:
 	mkdir -p $(DATA_PATH)
-	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH) --kv-address=127.0.0.1:6379
+	$(CARGO) run --release -p nsqrd -- --data-path=$(DATA_PATH) $(RUN_FLAGS) $(ARGS)
 
 # Release build of nsqrd (target/release/nsqrd): what the conformance scripts run by default.
 build:
 	$(CARGO) build --release -p nsqrd
 
+# Release builds of nsqrd, nsqrlookupd and the nsqr tools, installed in $(PREFIX)/bin
+# (docs/operations.md): make install PREFIX=$$HOME/.local needs no root.
+PREFIX ?= /usr/local
+install:
+	for c in nsqrd nsqrlookupd nsqr; do \
+		$(CARGO) install --locked --path crates/$$c --root $(PREFIX) || exit 1; \
+	done
+
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit example metrics keyspace redis-py cluster queues conformance transports
+test: deps lint unit docs example metrics keyspace redis-py cluster queues conformance transports
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -50,6 +63,15 @@ lint:
 unit:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	$(CARGO) test --workspace
+
+# The shell blocks of README.md and docs/*.md marked `<!-- checked: ... -->`, run as written
+# against the debug nsqrd started with make run's flags (its ports must be free), the debug
+# binaries on the PATH as nsqrd, nsqrlookupd and nsqr (tests/docs/check_snippets.py). The
+# Rust programs of docs/client.md and docs/library.md are doctests, run by `make unit`.
+docs:
+	$(CARGO) build -p nsqrd -p nsqrlookupd
+	$(CARGO) build -p nsqr
+	python3 tests/docs/check_snippets.py --bin-dir target/debug -- $(RUN_FLAGS)
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
 # consumes and checks what it receives; a failed check exits non-zero.

@@ -43,6 +43,47 @@ pub fn parse(text: &str) -> Result<toml::Table, ConfigFileError> {
     })
 }
 
+/// Reads and parses the file at `path`.
+pub fn load(path: &str) -> Result<toml::Table, ConfigFileError> {
+    parse(&read(path)?)
+}
+
+/// What `table` gives to the options a daemon reads from its config file: for each `(key,
+/// flag)` of `keys`, in order, the key's value, unless the file lacks the key or the flag was
+/// given on the command line (`given`: a flag beats the file).
+pub fn applicable<'t, 'k>(
+    table: &'t toml::Table,
+    keys: impl IntoIterator<Item = (&'k str, &'k str)> + 'k,
+    given: &'k [&str],
+) -> impl Iterator<Item = (&'k str, &'k str, &'t toml::Value)> + 'k
+where
+    't: 'k,
+{
+    keys.into_iter()
+        .filter(move |(_, flag)| !given.contains(flag))
+        .filter_map(move |(key, flag)| table.get(key).map(|v| (key, flag, v)))
+}
+
+/// The keys of a config file that the daemon does not read (a misspelt option, say). Like nsqd
+/// and nsqlookupd, the daemons ignore them; they name them in a warning at start.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("config file {path}: ignoring unknown keys: {}", keys.join(", "))]
+pub struct UnknownKeys {
+    pub path: String,
+    pub keys: Vec<String>,
+}
+
+impl UnknownKeys {
+    /// The keys of `table` (read from `path`) for which `known` is false; None if there are none.
+    pub fn find(path: &str, table: &toml::Table, known: impl Fn(&str) -> bool) -> Option<Self> {
+        let keys: Vec<String> = table.keys().filter(|k| !known(k)).cloned().collect();
+        (!keys.is_empty()).then(|| UnknownKeys {
+            path: path.to_string(),
+            keys,
+        })
+    }
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
@@ -68,6 +109,20 @@ mod tests {
             message: "bad".into(),
         };
         assert_eq!(e.to_string(), "toml: bad");
+    }
+
+    #[test]
+    fn applicable_skips_given_flags_and_missing_keys() {
+        let t = parse("a_b = 1\nc_d = 2\nzz = 3\n").unwrap();
+        let keys = [("a_b", "a-b"), ("c_d", "c-d"), ("e_f", "e-f")];
+        let got: Vec<_> = applicable(&t, keys, &["c-d"]).collect();
+        assert_eq!(got, [("a_b", "a-b", &toml::Value::Integer(1))]);
+        let unknown = UnknownKeys::find("f.toml", &t, |k| keys.iter().any(|(key, _)| *key == k));
+        assert_eq!(
+            unknown.map(|u| u.to_string()).as_deref(),
+            Some("config file f.toml: ignoring unknown keys: zz")
+        );
+        assert_eq!(UnknownKeys::find("f.toml", &t, |_| true), None);
     }
 
     #[test]

@@ -86,13 +86,32 @@ impl FlagError {
         }
     }
 
-    /// Write the error to stderr as Go does: the message (none for `-h`), then `usage`.
-    pub fn print(&self, usage: &str) {
+    /// Write the error to stderr as Go does, the message (none for `-h`) then `usage`, and
+    /// then [`FlagError::reminder`], so that the error is still on screen after a long usage
+    /// text.
+    pub fn print(&self, usage: &str, program: &str) {
         if !self.is_help() {
             eprintln!("{self}");
         }
         eprint!("{usage}");
+        if let Some(reminder) = self.reminder(program) {
+            eprintln!("{reminder}");
+        }
     }
+
+    /// The last line printed after the usage text (none for `-h`): the error again, naming
+    /// `program` as it was invoked, and where the flags are listed.
+    pub fn reminder(&self, program: &str) -> Option<String> {
+        (!self.is_help()).then(|| format!("{program}: {self} (see '{program} --help')"))
+    }
+}
+
+/// The name a program was invoked by (its `argv[0]`), or `fallback` without one.
+pub fn invoked_as(fallback: &str) -> String {
+    std::env::args_os().next().map_or_else(
+        || fallback.to_string(),
+        |a| a.to_string_lossy().into_owned(),
+    )
 }
 
 /// One flag occurrence: its name (as defined) and its value text (`"true"` for a bare bool).
@@ -299,6 +318,16 @@ mod tests {
             SyntaxError::MissingArgument("data-path".into()).to_string(),
             "flag needs an argument: -data-path"
         );
+    }
+
+    #[test]
+    fn the_reminder_repeats_the_error_with_the_program_name() {
+        let e = FlagError::unknown("no-such-flag".into());
+        assert_eq!(
+            e.reminder("./nsqrd").as_deref(),
+            Some("./nsqrd: flag provided but not defined: -no-such-flag (see './nsqrd --help')")
+        );
+        assert_eq!(FlagError::Syntax(SyntaxError::Help).reminder("x"), None);
     }
 
     #[test]

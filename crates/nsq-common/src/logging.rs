@@ -122,6 +122,12 @@ pub fn timestamp() -> String {
     )
 }
 
+/// A FATAL line on stderr, printed whatever the level (nsqd's and nsqlookupd's `lg.LogFatal`):
+/// the one line a daemon prints before it exits on a fatal error.
+pub fn fatal(prefix: &str, message: &str) {
+    eprintln!("{prefix}{} FATAL: {message}", timestamp());
+}
+
 static RELOAD: OnceLock<reload::Handle<LevelFilter, Registry>> = OnceLock::new();
 
 /// Installs the global subscriber: nsqd-style lines with `prefix`, events above `level` hidden.

@@ -104,9 +104,16 @@ impl ChannelState {
         self.ready.pop_front()
     }
 
-    /// Messages waiting to be delivered, memory and disk, those held for order included.
-    fn depth(&self) -> i64 {
-        self.ready.depth() + self.ordered.as_ref().map_or(0, |o| o.held() as i64)
+    /// Messages waiting to be delivered, memory and disk, those held for order included, and
+    /// the deferred ones: (`depth`, `deferred_count`). Deferred messages still on disk after a
+    /// restart count as deferred, not in the depth.
+    fn depth_and_deferred(&self) -> (i64, usize) {
+        let on_disk = self.ready.deferred_on_disk(crate::now_unix_nanos());
+        let depth = self.ready.depth() + self.ordered.as_ref().map_or(0, |o| o.held() as i64);
+        (
+            depth.saturating_sub(on_disk as i64).max(0),
+            self.deferred.len() + on_disk,
+        )
     }
 }
 
@@ -606,7 +613,7 @@ impl Channel {
 
     /// Messages waiting to be delivered (not in flight, not deferred), memory and disk.
     pub fn depth(&self) -> usize {
-        usize::try_from(self.state.lock().depth()).unwrap_or(0)
+        usize::try_from(self.state.lock().depth_and_deferred().0).unwrap_or(0)
     }
 
     /// Expire in-flight messages, release due deferred ones and sweep the head of the queue
@@ -650,12 +657,13 @@ impl Channel {
     pub fn stats(&self, include_consumers: bool) -> ChannelStats {
         let st = self.state.lock();
         let dead = self.dead_letter_stats(&st);
+        let (depth, deferred_count) = st.depth_and_deferred();
         ChannelStats {
             channel_name: self.name.to_string(),
-            depth: st.depth(),
+            depth,
             backend_depth: st.ready.backend_depth(),
             in_flight_count: st.in_flight.len(),
-            deferred_count: st.deferred.len(),
+            deferred_count,
             message_count: self.message_count.load(Relaxed),
             requeue_count: self.requeue_count.load(Relaxed),
             timeout_count: self.timeout_count.load(Relaxed),

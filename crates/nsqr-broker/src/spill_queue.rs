@@ -204,6 +204,15 @@ impl SpillQueue {
         self.mem.len() as i64 + self.backend_depth()
     }
 
+    /// Deferred messages read back from disk after a restart are deferred again only when they
+    /// are read; until then those whose time has not come (at `now_unix_ns`) are counted
+    /// here, so that `/stats` shows them as deferred from the start.
+    pub(crate) fn deferred_on_disk(&self, now_unix_ns: i64) -> usize {
+        self.disk.as_ref().map_or(0, |d| {
+            d.dues.values().filter(|&&due| due > now_unix_ns).count()
+        })
+    }
+
     /// Messages on disk or on their way there (`backend_depth`).
     pub fn backend_depth(&self) -> i64 {
         self.disk.as_ref().map_or(0, |d| d.backend_depth())

@@ -125,3 +125,9 @@ pub use consumer::{handler_fn, Consumer, FnHandler, Handler, HandlerError, Stats
 pub use error::{Error, ErrorCode, Result};
 pub use message::{Message, MessageRef, Reply};
 pub use producer::{Producer, Publish};
+
+/// The programs of `docs/client.md`, compiled (and, unless marked `no_run`, run) as this
+/// crate's doctests, so that the page cannot drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/client.md")]
+pub struct ClientGuide;

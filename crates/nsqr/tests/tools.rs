@@ -274,6 +274,30 @@ fn exit_statuses_and_messages() {
         "{}",
         text(&o.stderr)
     );
+    // A message too big for the server: 1, with nsqd's error (never a broken pipe).
+    let dir = temp_dir("big");
+    let big = dir.join("big.bin");
+    std::fs::write(&big, vec![b'x'; 10_000_000]).unwrap();
+    for _ in 0..3 {
+        let mut cmd = nsqr();
+        cmd.args([
+            "pub",
+            "--topic",
+            "big",
+            "--whole",
+            "--nsqd-tcp-address",
+            &tcp,
+        ])
+        .arg(&big);
+        let o = run(cmd, b"");
+        assert_eq!(o.status.code(), Some(1), "{}", text(&o.stderr));
+        assert!(
+            text(&o.stderr).contains("E_BAD_MESSAGE PUB message too big 10000000 > 1048576"),
+            "{}",
+            text(&o.stderr)
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
     // The server refuses: 1, with nsqd's error.
     let o = status(&[
         "stat",

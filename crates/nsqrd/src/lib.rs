@@ -29,6 +29,12 @@ mod tcp;
 mod tls;
 
 pub use nsqr_broker::NSQD_COMPAT_VERSION;
-pub use options::{Options, OptionsError};
+pub use options::{Options, OptionsError, OptionsWarning};
 pub use rlimit::raise_open_files_limit;
 pub use server::{run, wait_for_signal, Hooks, Server};
+
+/// The programs of `docs/library.md`, run as this crate's doctests, so that the page cannot
+/// drift from the API.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/library.md")]
+pub struct LibraryGuide;

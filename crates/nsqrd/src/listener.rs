@@ -56,13 +56,18 @@ impl Listener {
         self.tcp_addr().map_or(-1, |a| a.port() as i32)
     }
 
-    /// What the startup log line shows.
+    /// What the startup log line shows: the bound address, or the socket's path followed by
+    /// `(unix socket)` (a relative path shown as `./path`), so that an address nsqd's rules
+    /// read as a path (`--tcp-address=4150`) is seen to be one. The path stays the first word.
     pub fn describe(&self) -> String {
         match self {
             Listener::Tcp(l) => l
                 .local_addr()
                 .map_or_else(|e| e.to_string(), |a| a.to_string()),
-            Listener::Unix(_, p) => p.display().to_string(),
+            Listener::Unix(_, p) if p.is_relative() && !p.to_string_lossy().starts_with('.') => {
+                format!("./{} (unix socket)", p.display())
+            }
+            Listener::Unix(_, p) => format!("{} (unix socket)", p.display()),
         }
     }
 

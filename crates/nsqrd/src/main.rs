@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use nsq_common::logging::fatal;
 use nsqrd::Options;
 
 /// Fault injection for black-box tests on machines where no small file system can be mounted:
@@ -22,15 +23,15 @@ fn test_hooks() -> nsqrd::Hooks {
 }
 
 fn main() -> ExitCode {
-    let mut opts = match Options::parse(std::env::args().skip(1)) {
-        Ok(o) => o,
+    let (mut opts, warnings) = match Options::parse_with_warnings(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
         Err(nsqrd::OptionsError::Flag(e)) => {
-            e.print(&Options::usage());
+            e.print(&Options::usage(), &nsq_common::goflag::invoked_as("nsqrd"));
             return ExitCode::from(e.exit_code());
         }
-        // Config-file errors are FATAL as in nsqd.
+        // Config-file errors are FATAL as in nsqd (logged with the default prefix).
         Err(e) => {
-            eprintln!("FATAL: {e}");
+            fatal("[nsqd] ", &e.to_string());
             return ExitCode::from(1);
         }
     };
@@ -43,16 +44,19 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     nsq_common::logging::init(&opts.log_prefix, opts.log_filter());
+    for w in &warnings {
+        tracing::warn!("{w}");
+    }
     nsqrd::raise_open_files_limit();
+    let prefix = opts.log_prefix.clone();
     if let Err(e) = opts.validate() {
-        tracing::error!("FATAL: {e}");
-        eprintln!("FATAL: {e}");
+        fatal(&prefix, &e.to_string());
         return ExitCode::from(1);
     }
     let unsupported = opts.unsupported_flags();
     if !unsupported.is_empty() {
         for f in &unsupported {
-            eprintln!("FATAL: not supported yet: {f}");
+            fatal(&prefix, &format!("not supported yet: {f}"));
         }
         return ExitCode::from(1);
     }
@@ -62,15 +66,14 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("FATAL: failed to start runtime - {e}");
+            fatal(&prefix, &format!("failed to start runtime - {e}"));
             return ExitCode::from(1);
         }
     };
     match rt.block_on(nsqrd::run(opts, test_hooks())) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!("FATAL: {e}");
-            eprintln!("FATAL: {e}");
+            fatal(&prefix, &e.to_string());
             ExitCode::from(1)
         }
     }

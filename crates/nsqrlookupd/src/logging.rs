@@ -4,6 +4,7 @@
 //! format is nsqd's, shared in `nsq_common::logging`; what is nsqlookupd's own is the level
 //! mapping and the FATAL lines.
 
+pub use nsq_common::logging::fatal;
 use nsq_common::logging::{self, LevelFilter};
 
 use crate::options::LogLevel;
@@ -19,9 +20,4 @@ pub fn init(prefix: &str, level: LogLevel) {
         LogLevel::Fatal => LevelFilter::OFF,
     };
     logging::init(prefix, filter);
-}
-
-/// A FATAL line, printed whatever the level (nsqlookupd's `lg.LogFatal`).
-pub fn fatal(prefix: &str, message: &str) {
-    eprintln!("{prefix}{} FATAL: {message}", logging::timestamp());
 }

@@ -17,10 +17,13 @@ use std::process::ExitCode;
 use options::Options;
 
 fn main() -> ExitCode {
-    let opts = match Options::parse(std::env::args().skip(1)) {
-        Ok(o) => o,
+    let (opts, unknown_keys) = match Options::parse_with_warnings(std::env::args().skip(1)) {
+        Ok(parsed) => parsed,
         Err(options::OptionsError::Flag(e)) => {
-            e.print(&Options::usage());
+            e.print(
+                &Options::usage(),
+                &nsq_common::goflag::invoked_as("nsqrlookupd"),
+            );
             return ExitCode::from(e.exit_code());
         }
         Err(e) => {
@@ -37,6 +40,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     logging::init(&opts.log_prefix, opts.log_level);
+    if let Some(unknown) = unknown_keys {
+        tracing::warn!("{unknown}");
+    }
     let prefix = opts.log_prefix.clone();
     let rt = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()

@@ -219,9 +219,13 @@ async fn drive(p: Arc<Shared>) {
                 p.state.lock().up = true;
                 let reading = read_loop(conn.reader, &p);
                 let writing = write_loop(conn.writer, &*p, p.cfg.write_timeout, None);
+                tokio::pin!(reading);
                 let e = tokio::select! {
-                    r = reading => r.err(),
-                    r = writing => r.err(),
+                    r = &mut reading => r.err(),
+                    r = writing => match r {
+                        Ok(()) => None,
+                        Err(write_error) => Some(answer_before(&mut reading, write_error).await),
+                    },
                 };
                 let e = e.unwrap_or_else(|| Error::Closed(p.name.clone()));
                 p.connection_lost(&e);
@@ -231,6 +235,24 @@ async fn drive(p: Arc<Shared>) {
     p.state.lock().finished = true;
     p.done.notify_waiters();
 }
+
+/// The error to report for a connection whose write failed. nsqd closes a connection right
+/// after sending a fatal error (a message too big, a bad topic), so a publisher still writing
+/// then sees a broken pipe; the server's error frame is in the socket already. The reader goes
+/// on for at most [`ANSWER_AFTER_WRITE_ERROR`]: if it reads an error frame, that answer (with
+/// nsqd's words) is what the publish gets, else the write error.
+async fn answer_before(
+    reading: &mut (impl std::future::Future<Output = Result<(), Error>> + Unpin),
+    write_error: Error,
+) -> Error {
+    match tokio::time::timeout(ANSWER_AFTER_WRITE_ERROR, reading).await {
+        Ok(Err(e @ Error::Closed(_))) => e,
+        _ => write_error,
+    }
+}
+
+/// How long a failed connection's reader may go on to find the server's answer.
+const ANSWER_AFTER_WRITE_ERROR: Duration = Duration::from_secs(1);
 
 /// Match the server's answers to what was sent; answer heartbeats.
 async fn read_loop(mut r: Reader, p: &Shared) -> Result<(), Error> {

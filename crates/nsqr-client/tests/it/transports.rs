@@ -171,3 +171,22 @@ async fn errors_carry_the_protocol_code() {
     assert!(matches!(e, Error::NoBroker), "{e}");
     assert!(Consumer::new("t", "bad channel", config()).is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_far_too_big_gets_the_servers_error_not_a_broken_pipe() {
+    // nsqd answers after reading the size and closes the connection while the producer is
+    // still writing the body: the answer must win over the broken pipe, every time.
+    let nsqd = Daemon::nsqd(&[]);
+    let producer = Producer::connect(&nsqd.url(), config()).await.unwrap();
+    let body = Bytes::from(vec![b'x'; 10_000_000]);
+    for _ in 0..5 {
+        let e = producer.publish("big", body.clone()).await.unwrap_err();
+        assert_eq!(e.code(), Some(ErrorCode::BadMessage), "{e}");
+        assert_eq!(
+            e.to_string(),
+            "E_BAD_MESSAGE PUB message too big 10000000 > 1048576"
+        );
+    }
+    producer.publish("big", "fine").await.unwrap();
+    producer.stop().await;
+}

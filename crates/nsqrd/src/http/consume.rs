@@ -25,6 +25,7 @@ use nsqr_broker::{BrokerError, Channel, Consumer, DeadLetterInfo, Message};
 use serde::Serialize;
 
 use super::consumers::HttpClient;
+use super::query::{duration_rule, invalid_arg};
 use super::queue_settings::name_arg;
 use super::receipt::Receipt;
 use super::HttpState;
@@ -221,7 +222,12 @@ pub(super) fn timeout_arg(state: &HttpState, q: &Query) -> Result<Option<Duratio
         .map(|v| {
             duration_arg(v)
                 .filter(|d| !d.is_zero() && *d <= max_timeout)
-                .ok_or(ApiError::bad_request("INVALID_TIMEOUT"))
+                .ok_or_else(|| {
+                    invalid_arg(
+                        "INVALID_TIMEOUT",
+                        duration_rule("timeout", "above 0", max_timeout) + " (--max-msg-timeout)",
+                    )
+                })
         })
         .transpose()
 }
@@ -237,13 +243,18 @@ fn parse(state: &HttpState, req: &Request<Incoming>) -> Result<Poll, ApiError> {
             .parse::<usize>()
             .ok()
             .filter(|n| (1..=MAX_RECEIVE).contains(n))
-            .ok_or(ApiError::bad_request("INVALID_MAX"))?,
+            .ok_or_else(|| {
+                invalid_arg(
+                    "INVALID_MAX",
+                    format!("max must be an integer from 1 to {MAX_RECEIVE}"),
+                )
+            })?,
     };
     let wait = match q.get("wait") {
         None => Duration::ZERO,
         Some(v) => duration_arg(v)
             .filter(|d| *d <= MAX_WAIT)
-            .ok_or(ApiError::bad_request("INVALID_WAIT"))?,
+            .ok_or_else(|| invalid_arg("INVALID_WAIT", duration_rule("wait", "0", MAX_WAIT)))?,
     };
     let timeout = timeout_arg(state, &q)?;
     let raw = req

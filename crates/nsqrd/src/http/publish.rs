@@ -22,7 +22,7 @@ use nsq_wire::{Bodies, Code, Limits};
 use nsqr_broker::{BrokerError, DiskError, PutOptions, Topic};
 
 use super::body::{content_length, read_body};
-use super::query::nsq_bool;
+use super::query::{duration_rule, invalid_arg, nsq_bool};
 use super::HttpState;
 
 /// `POST /pub?topic=<t>[&defer=<ms>]`.
@@ -137,11 +137,20 @@ fn disk_error(e: &DiskError) -> ApiError {
 fn queue_options(q: &Query) -> Result<PutOptions, ApiError> {
     let mut opts = PutOptions::default();
     if let Some(v) = q.get("ttl") {
-        opts = opts.ttl(parse_ttl(v).ok_or(ApiError::bad_request("INVALID_TTL"))?);
+        opts = opts.ttl(parse_ttl(v).ok_or_else(|| {
+            let max = nsqr_broker::queue_settings::MAX_MESSAGE_TTL;
+            invalid_arg("INVALID_TTL", duration_rule("ttl", "above 0", max))
+        })?);
     }
     if let Some(k) = q.get("ordering_key") {
         if k.is_empty() || k.len() > nsqr_broker::attrs::MAX_ORDERING_KEY_LEN {
-            return Err(ApiError::bad_request("INVALID_ORDERING_KEY"));
+            return Err(invalid_arg(
+                "INVALID_ORDERING_KEY",
+                format!(
+                    "ordering_key must be 1 to {} bytes",
+                    nsqr_broker::attrs::MAX_ORDERING_KEY_LEN
+                ),
+            ));
         }
         opts = opts.ordering_key(k);
     }

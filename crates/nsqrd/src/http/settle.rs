@@ -23,7 +23,7 @@ use serde::Serialize;
 
 use super::body::{content_length, read_body};
 use super::consume::duration_arg;
-use super::query::nsq_bool;
+use super::query::{duration_rule, invalid_arg, nsq_bool};
 use super::receipt::{RawReceipt, ReceiptError};
 use super::HttpState;
 
@@ -83,13 +83,22 @@ fn action(state: &HttpState, q: &Query, answer: Answer) -> Result<Settle, ApiErr
                 None => Duration::ZERO,
                 Some(v) => duration_arg(v)
                     .filter(|d| *d <= state.settings.max_req_timeout)
-                    .ok_or(ApiError::bad_request("INVALID_DELAY"))?,
+                    .ok_or_else(|| {
+                        let max = state.settings.max_req_timeout;
+                        invalid_arg(
+                            "INVALID_DELAY",
+                            duration_rule("delay", "0", max) + " (--max-req-timeout)",
+                        )
+                    })?,
             };
             let count_attempt = match q.get("count_attempt") {
                 None => true,
-                Some(v) => {
-                    nsq_bool(Some(v)).ok_or(ApiError::bad_request("INVALID_COUNT_ATTEMPT"))?
-                }
+                Some(v) => nsq_bool(Some(v)).ok_or_else(|| {
+                    invalid_arg(
+                        "INVALID_COUNT_ATTEMPT",
+                        "count_attempt must be true, false, 1 or 0",
+                    )
+                })?,
             };
             Settle::Req {
                 delay,

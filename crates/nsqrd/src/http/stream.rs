@@ -25,6 +25,7 @@ use tokio::sync::mpsc;
 
 use super::consume::{duration_arg, push_int, write_delivery};
 use super::consumers::HttpClient;
+use super::query::{duration_rule, invalid_arg};
 use super::queue_settings::name_arg;
 use super::{HttpBody, HttpState};
 
@@ -61,14 +62,25 @@ fn parse(state: &HttpState, q: &Query) -> Result<Params, ApiError> {
             .parse::<i64>()
             .ok()
             .filter(|n| (1..=MAX_IN_FLIGHT).contains(n))
-            .ok_or(ApiError::bad_request("INVALID_MAX_IN_FLIGHT"))?,
+            .ok_or_else(|| {
+                invalid_arg(
+                    "INVALID_MAX_IN_FLIGHT",
+                    format!("max_in_flight must be an integer from 1 to {MAX_IN_FLIGHT}"),
+                )
+            })?,
     };
     let timeout = super::consume::timeout_arg(state, q)?;
     let heartbeat = match q.get("heartbeat") {
         None => DEFAULT_HEARTBEAT,
         Some(v) => duration_arg(v)
             .filter(|d| (MIN_HEARTBEAT..=MAX_HEARTBEAT).contains(d))
-            .ok_or(ApiError::bad_request("INVALID_HEARTBEAT"))?,
+            .ok_or_else(|| {
+                let min = nsq_common::duration::format(MIN_HEARTBEAT);
+                invalid_arg(
+                    "INVALID_HEARTBEAT",
+                    duration_rule("heartbeat", &min, MAX_HEARTBEAT),
+                )
+            })?,
     };
     Ok(Params {
         topic,

@@ -3,20 +3,32 @@
 //! Keys are the options' config keys (the flag table's `cfg`). A key given as a command-line flag
 //! is skipped: flag > file > default. Durations are Go strings or integer milliseconds; lists
 //! are TOML arrays or comma-separated strings; `tls_required` is a bool or text; unknown keys are
-//! ignored; any other wrong value aborts startup with a message naming the key.
+//! ignored as nsqd ignores them, and named in a warning at start (a misspelt key would
+//! otherwise go unnoticed); any other wrong value aborts startup with a message naming the key.
 
 use std::time::Duration;
 
-use nsq_common::config_file::{self, ConfigFileError};
+use nsq_common::config_file::{self, ConfigFileError, UnknownKeys};
 
 use super::error::OptionsError;
-use super::table::{Options, FLAGS};
+use super::table::{FlagSpec, Options, FLAGS};
 use super::types::{parse_float, Kind, TlsRequired, Value};
 
+/// The config file's table of queue settings (`queue_settings_file.rs`), not an option.
+const QUEUE_SETTINGS_KEY: &str = "topics";
+
 /// Reads the TOML file at `path` into `opts`, skipping options named in `given` (flag names).
-pub fn apply_file(opts: &mut Options, path: &str, given: &[&str]) -> Result<(), OptionsError> {
-    let text = config_file::read(path).map_err(|e| load_failed(path, &e))?;
-    apply_toml(opts, path, &text, given)
+/// Returns the keys the file has that nsqrd does not read.
+pub fn apply_file(
+    opts: &mut Options,
+    path: &str,
+    given: &[&str],
+) -> Result<Option<UnknownKeys>, OptionsError> {
+    let table = config_file::load(path).map_err(|e| load_failed(path, &e))?;
+    apply_table(opts, path, &table, given)?;
+    Ok(UnknownKeys::find(path, &table, |key| {
+        key == QUEUE_SETTINGS_KEY || FlagSpec::by_cfg(key).is_some()
+    }))
 }
 
 fn load_failed(path: &str, e: &ConfigFileError) -> OptionsError {
@@ -26,20 +38,18 @@ fn load_failed(path: &str, e: &ConfigFileError) -> OptionsError {
     }
 }
 
-/// Applies TOML `text` (read from `path`, used in messages) to `opts`.
-pub fn apply_toml(
+/// Applies the file's `table` (read from `path`, used in messages) to `opts`.
+fn apply_table(
     opts: &mut Options,
     path: &str,
-    text: &str,
+    table: &toml::Table,
     given: &[&str],
 ) -> Result<(), OptionsError> {
-    let table = config_file::parse(text).map_err(|e| load_failed(path, &e))?;
-    for spec in FLAGS {
-        let Some(key) = spec.cfg else { continue };
-        if given.contains(&spec.name) {
+    let keys = FLAGS.iter().filter_map(|f| f.cfg.map(|key| (key, f.name)));
+    for (key, flag, raw) in config_file::applicable(table, keys, given) {
+        let Some(spec) = FlagSpec::by_name(flag) else {
             continue;
-        }
-        let Some(raw) = table.get(key) else { continue };
+        };
         let value = from_toml(spec.kind, raw).map_err(|reason| OptionsError::ConfigValue {
             path: path.to_string(),
             key: key.to_string(),
@@ -131,7 +141,8 @@ mod tests {
 
     fn load(text: &str, given: &[&str]) -> Result<Options, OptionsError> {
         let mut o = Options::default();
-        apply_toml(&mut o, "nsqd.toml", text, given)?;
+        let table = config_file::parse(text).map_err(|e| load_failed("nsqd.toml", &e))?;
+        apply_table(&mut o, "nsqd.toml", &table, given)?;
         Ok(o)
     }
 

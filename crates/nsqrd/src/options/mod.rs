@@ -18,12 +18,14 @@ mod flags;
 mod table;
 mod types;
 mod validate;
+mod warnings;
 
 pub use addr::join_host_port;
 pub use config_api::{ConfigPutError, ConfigValue};
 pub use error::OptionsError;
 pub use table::{hostname, Options};
 pub use types::TlsRequired;
+pub use warnings::OptionsWarning;
 
 impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named.
@@ -31,14 +33,28 @@ impl Options {
     /// the config file is not read. On error, `OptionsError::exit_code` and `shows_usage` tell
     /// what nsqd would do (usage + exit 2 for flag errors, usage + exit 0 for `-h`).
     pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, OptionsError> {
+        Options::parse_with_warnings(args).map(|(opts, _)| opts)
+    }
+
+    /// [`Options::parse`], and the warnings to log at start: unknown config-file keys and
+    /// the values nsqd accepts although they are likely mistakes ([`OptionsWarning`]).
+    pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
+        args: I,
+    ) -> Result<(Options, Vec<OptionsWarning>), OptionsError> {
         let mut opts = Options::default();
         let given = flags::parse_args(&mut opts, args)?;
-        if opts.version_requested || opts.config.is_empty() {
-            return Ok(opts);
+        if opts.version_requested {
+            return Ok((opts, Vec::new()));
         }
-        let path = opts.config.clone();
-        config_file::apply_file(&mut opts, &path, &given)?;
-        Ok(opts)
+        let mut warnings = Vec::new();
+        if !opts.config.is_empty() {
+            let path = opts.config.clone();
+            if let Some(unknown) = config_file::apply_file(&mut opts, &path, &given)? {
+                warnings.push(unknown.into());
+            }
+        }
+        warnings.extend(opts.value_warnings());
+        Ok((opts, warnings))
     }
 
     /// The tracing filter of `--log-level`.

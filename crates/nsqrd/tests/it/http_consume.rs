@@ -245,26 +245,26 @@ fn bad_receipts_and_arguments() {
         ("topic=t", "MISSING_ARG_CHANNEL"),
         ("topic=a%20b&channel=c", "INVALID_TOPIC"),
         ("topic=t&channel=a%20b", "INVALID_CHANNEL"),
-        ("topic=t&channel=c&max=0", "INVALID_MAX"),
-        ("topic=t&channel=c&max=1001", "INVALID_MAX"),
-        ("topic=t&channel=c&max=x", "INVALID_MAX"),
-        ("topic=t&channel=c&wait=31s", "INVALID_WAIT"),
-        ("topic=t&channel=c&wait=-1s", "INVALID_WAIT"),
-        ("topic=t&channel=c&wait=soon", "INVALID_WAIT"),
-        ("topic=t&channel=c&timeout=0", "INVALID_TIMEOUT"),
-        ("topic=t&channel=c&timeout=16m", "INVALID_TIMEOUT"),
+        ("topic=t&channel=c&max=0", "INVALID_MAX: max must be an integer from 1 to 1000"),
+        ("topic=t&channel=c&max=1001", "INVALID_MAX: max must be an integer from 1 to 1000"),
+        ("topic=t&channel=c&max=x", "INVALID_MAX: max must be an integer from 1 to 1000"),
+        ("topic=t&channel=c&wait=31s", "INVALID_WAIT: wait must be a duration (250ms, 2s) or integer milliseconds, 0 to 30s"),
+        ("topic=t&channel=c&wait=-1s", "INVALID_WAIT: wait must be a duration (250ms, 2s) or integer milliseconds, 0 to 30s"),
+        ("topic=t&channel=c&wait=soon", "INVALID_WAIT: wait must be a duration (250ms, 2s) or integer milliseconds, 0 to 30s"),
+        ("topic=t&channel=c&timeout=0", "INVALID_TIMEOUT: timeout must be a duration (250ms, 2s) or integer milliseconds, above 0 to 15m0s (--max-msg-timeout)"),
+        ("topic=t&channel=c&timeout=16m", "INVALID_TIMEOUT: timeout must be a duration (250ms, 2s) or integer milliseconds, above 0 to 15m0s (--max-msg-timeout)"),
         ("topic=t&channel=c&timeout=%zz", "INVALID_REQUEST"),
     ] {
         assert_err(&s.post(&format!("/channel/receive?{q}"), b""), 400, msg);
     }
     for (q, msg) in [
-        ("topic=t&channel=c&max_in_flight=0", "INVALID_MAX_IN_FLIGHT"),
+        ("topic=t&channel=c&max_in_flight=0", "INVALID_MAX_IN_FLIGHT: max_in_flight must be an integer from 1 to 2500"),
         (
             "topic=t&channel=c&max_in_flight=2501",
-            "INVALID_MAX_IN_FLIGHT",
+            "INVALID_MAX_IN_FLIGHT: max_in_flight must be an integer from 1 to 2500",
         ),
-        ("topic=t&channel=c&heartbeat=1ms", "INVALID_HEARTBEAT"),
-        ("topic=t&channel=c&timeout=-5s", "INVALID_TIMEOUT"),
+        ("topic=t&channel=c&heartbeat=1ms", "INVALID_HEARTBEAT: heartbeat must be a duration (250ms, 2s) or integer milliseconds, 100ms to 1m0s"),
+        ("topic=t&channel=c&timeout=-5s", "INVALID_TIMEOUT: timeout must be a duration (250ms, 2s) or integer milliseconds, above 0 to 15m0s (--max-msg-timeout)"),
         ("topic=t", "MISSING_ARG_CHANNEL"),
     ] {
         assert_err(&s.get(&format!("/channel/stream?{q}")), 400, msg);
@@ -272,18 +272,18 @@ fn bad_receipts_and_arguments() {
     assert_err(
         &s.post("/message/req?receipt=x&delay=2h", b""),
         400,
-        "INVALID_DELAY",
+        "INVALID_DELAY: delay must be a duration (250ms, 2s) or integer milliseconds, 0 to 1h0m0s (--max-req-timeout)",
     );
     assert_err(
         &s.post("/message/req?receipt=x&count_attempt=maybe", b""),
         400,
-        "INVALID_COUNT_ATTEMPT",
+        "INVALID_COUNT_ATTEMPT: count_attempt must be true, false, 1 or 0",
     );
     for (q, msg) in [
-        ("topic=t&ttl=0", "INVALID_TTL"),
-        ("topic=t&ttl=soon", "INVALID_TTL"),
-        ("topic=t&ttl=8761h", "INVALID_TTL"),
-        ("topic=t&ordering_key=", "INVALID_ORDERING_KEY"),
+        ("topic=t&ttl=0", "INVALID_TTL: ttl must be a duration (250ms, 2s) or integer milliseconds, above 0 to 8760h0m0s"),
+        ("topic=t&ttl=soon", "INVALID_TTL: ttl must be a duration (250ms, 2s) or integer milliseconds, above 0 to 8760h0m0s"),
+        ("topic=t&ttl=8761h", "INVALID_TTL: ttl must be a duration (250ms, 2s) or integer milliseconds, above 0 to 8760h0m0s"),
+        ("topic=t&ordering_key=", "INVALID_ORDERING_KEY: ordering_key must be 1 to 256 bytes"),
     ] {
         assert_err(&s.post(&format!("/pub?{q}"), b"x"), 400, msg);
         assert_err(&s.post(&format!("/mpub?{q}"), b"x\n"), 400, msg);
@@ -292,7 +292,7 @@ fn bad_receipts_and_arguments() {
     assert_err(
         &s.post(&format!("/pub?topic=t&ordering_key={long_key}"), b"x"),
         400,
-        "INVALID_ORDERING_KEY",
+        "INVALID_ORDERING_KEY: ordering_key must be 1 to 256 bytes",
     );
     // nsqd's own size limit comes first
     assert_err(

@@ -36,6 +36,7 @@ mod lookupd_registration;
 mod queues_tcp;
 mod smoke;
 mod startup_flags;
+mod startup_warnings;
 mod statsd;
 mod tcp_auth;
 mod tcp_compression;

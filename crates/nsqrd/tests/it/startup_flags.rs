@@ -25,7 +25,11 @@ fn assert_fatal(extra: &[&str], msg: &str) {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(code, Some(1), "{extra:?} exit code; output:\n{out}");
     assert!(out.contains(msg), "{extra:?}: expected {msg:?} in:\n{out}");
-    assert!(out.contains("FATAL"), "{extra:?}: no FATAL line in:\n{out}");
+    assert_eq!(
+        out.matches("FATAL").count(),
+        1,
+        "{extra:?}: not one FATAL line in:\n{out}"
+    );
 }
 
 /// Assert a flag error: exit status 2 and `msg` in the output.
@@ -77,6 +81,24 @@ fn version_flag_prints_version_and_exits_0() {
 fn unknown_flag_exits_2() {
     assert_flag_error(&["--nosuch"], "flag provided but not defined: -nosuch");
     assert_flag_error(&["-nosuch=1"], "flag provided but not defined: -nosuch");
+}
+
+#[test]
+fn a_flag_error_is_repeated_after_the_usage_text() {
+    let dir = nsqr_testkit::temp_dir("flagerr");
+    let (code, out) = run_with(&dir, &["--no-such-flag"]);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(code, Some(2), "{out}");
+    assert!(out.contains("\nUsage of nsqd:\n"), "{out}");
+    if is_reference() {
+        return; // nsqd ends with the usage text
+    }
+    let bin = server_bin().display().to_string();
+    let last = out.trim_end().lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!("{bin}: flag provided but not defined: -no-such-flag (see '{bin} --help')")
+    );
 }
 
 #[test]

@@ -1,9 +1,9 @@
 //! The `--config` TOML file, read the way nsqlookupd reads it: keys are the flag names with `_`
 //! (`tcp_address`, `tombstone_lifetime`, ...), a key also given as a flag is skipped, unknown
-//! keys are ignored, durations are Go strings or integer milliseconds, and a bad `log_level`
+//! keys are ignored (and named in a warning at start), durations are Go strings or integer milliseconds, and a bad `log_level`
 //! aborts with nsqlookupd's `failed parsing log_level <v>`.
 
-use nsq_common::config_file::{self, ConfigFileError};
+use nsq_common::config_file::{self, ConfigFileError, UnknownKeys};
 use nsq_common::duration;
 
 use super::{LogLevel, Options, OptionsError, Value};
@@ -20,10 +20,18 @@ const KEYS: &[(&str, &str)] = &[
     ("tombstone_lifetime", "tombstone-lifetime"),
 ];
 
-/// Reads the file at `path` into `opts`, skipping the flags named in `given`.
-pub fn apply_file(opts: &mut Options, path: &str, given: &[&str]) -> Result<(), OptionsError> {
-    let text = config_file::read(path).map_err(|e| load_failed(path, e))?;
-    apply_toml(opts, path, &text, given)
+/// Reads the file at `path` into `opts`, skipping the flags named in `given`. Returns the keys
+/// the file has that nsqlookupd does not read.
+pub fn apply_file(
+    opts: &mut Options,
+    path: &str,
+    given: &[&str],
+) -> Result<Option<UnknownKeys>, OptionsError> {
+    let table = config_file::load(path).map_err(|e| load_failed(path, e))?;
+    apply_table(opts, &table, given)?;
+    Ok(UnknownKeys::find(path, &table, |key| {
+        KEYS.iter().any(|(k, _)| *k == key)
+    }))
 }
 
 /// nsqlookupd's text for a file that cannot be loaded; a TOML error is not given a line.
@@ -38,14 +46,12 @@ fn load_failed(path: &str, e: ConfigFileError) -> OptionsError {
     }
 }
 
-/// Applies TOML `text` (from `path`, for messages) to `opts`.
-pub fn apply_toml(
+/// Applies the file's `table` to `opts`.
+fn apply_table(
     opts: &mut Options,
-    path: &str,
-    text: &str,
+    table: &toml::Table,
     given: &[&str],
 ) -> Result<(), OptionsError> {
-    let table = config_file::parse(text).map_err(|e| load_failed(path, e))?;
     // nsqlookupd validates log_level before anything else, whether or not the flag was given.
     let log_level = match table.get("log_level") {
         Some(v) => {
@@ -59,11 +65,7 @@ pub fn apply_toml(
         }
         None => None,
     };
-    for &(key, flag) in KEYS {
-        if given.contains(&flag) {
-            continue;
-        }
-        let Some(raw) = table.get(key) else { continue };
+    for (key, flag, raw) in config_file::applicable(table, KEYS.iter().copied(), given) {
         let coerce_err = |reason: String| {
             OptionsError::ConfigValue(format!(
                 "Resolve failed to coerce value {raw} for {key} - {reason}"
@@ -106,7 +108,29 @@ mod tests {
 
     fn apply(text: &str, given: &[&str]) -> Result<Options, OptionsError> {
         let mut o = Options::default();
-        apply_toml(&mut o, "f.toml", text, given).map(|()| o)
+        let table = config_file::parse(text).map_err(|e| load_failed("f.toml", e))?;
+        apply_table(&mut o, &table, given).map(|()| o)
+    }
+
+    #[test]
+    fn unknown_keys_are_returned_by_name() {
+        let dir = std::env::temp_dir().join(format!("nsqrlookupd-cfg-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("l.toml");
+        std::fs::write(
+            &path,
+            "tcp_address = \"127.0.0.1:1\"\ntombstone_lifetimee = 5\n",
+        )
+        .unwrap();
+        let path = path.display().to_string();
+        let mut o = Options::default();
+        let unknown = apply_file(&mut o, &path, &[]).unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert_eq!(o.tcp_address, "127.0.0.1:1");
+        assert_eq!(
+            unknown.map(|u| u.keys),
+            Some(vec!["tombstone_lifetimee".to_string()])
+        );
     }
 
     #[test]

@@ -11,6 +11,7 @@
 
 mod config_file;
 
+use nsq_common::config_file::UnknownKeys;
 use nsq_common::{duration, goflag};
 
 pub use nsq_common::logging::LogLevel;
@@ -171,15 +172,19 @@ enum Value {
 
 impl Options {
     /// Parses argv (without the program name), then the `--config` file if one is named and
-    /// `--version` was not given.
-    pub fn parse<I: IntoIterator<Item = String>>(args: I) -> Result<Options, OptionsError> {
+    /// `--version` was not given. Also returns the config file's keys nsqlookupd does not read
+    /// (ignored as nsqlookupd ignores them; `main` names them in a warning).
+    pub fn parse_with_warnings<I: IntoIterator<Item = String>>(
+        args: I,
+    ) -> Result<(Options, Option<UnknownKeys>), OptionsError> {
         let mut opts = Options::default();
         let given = opts.parse_flags(args)?;
+        let mut unknown = None;
         if !opts.version && !opts.config.is_empty() {
             let path = opts.config.clone();
-            config_file::apply_file(&mut opts, &path, &given)?;
+            unknown = config_file::apply_file(&mut opts, &path, &given)?;
         }
-        Ok(opts)
+        Ok((opts, unknown))
     }
 
     fn set(&mut self, name: &str, value: Value) {
@@ -282,7 +287,7 @@ mod tests {
     use super::*;
 
     fn parse(args: &[&str]) -> Result<Options, OptionsError> {
-        Options::parse(args.iter().map(|s| s.to_string()))
+        Options::parse_with_warnings(args.iter().map(|s| s.to_string())).map(|(o, _)| o)
     }
 
     #[test]

@@ -54,6 +54,11 @@ fn flag_errors_exit_2_with_usage() {
         let (code, out) = run_to_exit(args);
         assert_eq!(code, Some(2), "{args:?}: {out}");
         assert!(out.starts_with(&format!("{text}\nUsage of nsqlookupd:\n")), "{args:?}: {out}");
+        if !is_upstream() {
+            let bin = server_bin().display().to_string();
+            let reminder = format!("{bin}: {text} (see '{bin} --help')");
+            assert!(out.trim_end().ends_with(&reminder), "{args:?}: {out}");
+        }
     }
 }
 
