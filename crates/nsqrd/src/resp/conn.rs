@@ -65,9 +65,6 @@ enum Next {
     ProtocolError,
     /// The next request is held by a CLIENT PAUSE: write the replies, wait, parse on.
     Paused,
-    /// EVAL: run the session's script on the script thread, add its reply, parse on. Carries
-    /// the CLIENT REPLY mode the command ran under.
-    Script(Replies),
 }
 
 struct Conn {
@@ -168,7 +165,6 @@ impl Conn {
                         self.write().await?;
                         return self.drain_and_close().await;
                     }
-                    Next::Script(replies) => self.run_script(replies).await,
                     Next::Paused => {
                         self.write().await?;
                         tokio::select! {
@@ -252,9 +248,6 @@ impl Conn {
                     if session.quit {
                         break Next::Close;
                     }
-                    if session.script.is_some() {
-                        break Next::Script(replies);
-                    }
                     let unauthenticated = shared.password.is_some() && !session.authenticated;
                     if parser.limits().unauthenticated != unauthenticated {
                         parser.set_limits(Limits {
@@ -287,33 +280,6 @@ impl Conn {
             session.client.ran(session.last_command);
         }
         next
-    }
-
-    /// Hands the session's script to the script thread and adds its reply when it is done.
-    /// The connection reads nothing meanwhile (its next requests wait, as behind any
-    /// command); its thread serves its other clients.
-    async fn run_script(&mut self, replies: Replies) {
-        let Some(job) = self.session.script.take() else {
-            return;
-        };
-        let pending = std::mem::take(&mut self.session.pending);
-        let done = self
-            .shared
-            .scripts
-            .run(Arc::clone(&self.shared), job, pending)
-            .await;
-        self.session.pending = done.pending;
-        if replies == Replies::On {
-            self.out.raw(&done.reply);
-        }
-        let mut turn = Turn::Released;
-        Ctx {
-            shared: &self.shared,
-            s: &mut self.session,
-            out: &mut self.out,
-            turn: &mut turn,
-        }
-        .move_to_outbox();
     }
 
     /// Waits for durability (strict mode), then writes the replies (and, for a subscriber,

@@ -155,7 +155,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         pubsub_limit: config.pubsub_limit,
         max_bulk: config.max_bulk,
         clients: registry::Clients::default(),
-        scripts: script::Scripts::new()?,
+        scripts: script::Scripts::default(),
     });
     let stop_scripts = Arc::clone(&shared);
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the
@@ -166,7 +166,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
     };
     let workers = workers::Workers::start(threads, &shared)?;
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(serve(listener, workers, stop_rx));
+    let task = tokio::spawn(serve(listener, workers, Arc::clone(&shared), stop_rx));
     Ok(Some(Handle {
         addr,
         stop: Some(stop_tx),
@@ -180,6 +180,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
 async fn serve(
     listener: TcpListener,
     mut workers: workers::Workers,
+    shared: Arc<Shared>,
     stop: oneshot::Receiver<()>,
 ) -> workers::Workers {
     let none = accept_until(
@@ -187,7 +188,7 @@ async fn serve(
             let _ = stop.await;
         },
         || listener.accept(),
-        |(stream, peer), _: &mut Connections| workers.dispatch(stream, peer),
+        |(stream, peer), _: &mut Connections| workers.dispatch(stream, peer, &shared),
         |e| tracing::error!("KV: accept error - {e}"),
     )
     .await;

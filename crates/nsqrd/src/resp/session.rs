@@ -38,9 +38,6 @@ pub struct Session {
     /// Keys WATCHed for the next EXEC.
     pub watch: Watch,
     pub replies: Replies,
-    /// A script the connection hands to the script thread once its command returns
-    /// (`script/mod.rs`).
-    pub script: Option<super::script::Job>,
 }
 
 impl Session {
@@ -55,7 +52,6 @@ impl Session {
             tx: None,
             watch: Watch::default(),
             replies: Replies::default(),
-            script: None,
         }
     }
 

@@ -19,10 +19,26 @@ use super::{conn, Shared};
 
 type Job = (std::net::TcpStream, SocketAddr);
 
+thread_local! {
+    /// The index of the serving thread this is (0 elsewhere).
+    static THIS_THREAD: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// The serving thread the caller runs on.
+pub fn this_thread() -> usize {
+    THIS_THREAD.with(std::cell::Cell::get)
+}
+
+/// A serving thread's stack: scripts run there, and a script's reply is converted
+/// recursively (at most `script::convert`'s depth). Reserved, not touched, until used.
+const STACK: usize = 32 << 20;
+
 /// How long connections may run after shutdown begins.
 const GRACE: Duration = Duration::from_secs(5);
 
-/// The serving threads.
+/// The serving threads: `n` taking turns, and one spare for the clients that connect while a
+/// script holds its thread (so they are answered BUSY once it runs too long, and a `SCRIPT
+/// KILL` can always be read).
 pub struct Workers {
     queues: Vec<mpsc::UnboundedSender<Job>>,
     threads: Vec<JoinHandle<()>>,
@@ -37,7 +53,7 @@ impl Workers {
             threads: Vec::new(),
             next: 0,
         };
-        for i in 0..n.max(1) {
+        for i in 0..=n.max(1) {
             let (tx, rx) = mpsc::unbounded_channel();
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()
@@ -46,7 +62,11 @@ impl Workers {
             let shared = Arc::clone(shared);
             let t = std::thread::Builder::new()
                 .name(format!("kv-{i}"))
-                .spawn(move || rt.block_on(serve(rx, shared)))
+                .stack_size(STACK)
+                .spawn(move || {
+                    THIS_THREAD.with(|t| t.set(i));
+                    rt.block_on(serve(rx, shared))
+                })
                 .map_err(|e| format!("failed to start a keyspace thread - {e}"))?;
             w.queues.push(tx);
             w.threads.push(t);
@@ -54,8 +74,9 @@ impl Workers {
         Ok(w)
     }
 
-    /// Hands an accepted connection to the next thread.
-    pub fn dispatch(&mut self, stream: tokio::net::TcpStream, peer: SocketAddr) {
+    /// Hands an accepted connection to the next thread, or, while a script runs, to a thread
+    /// that is not running it.
+    pub fn dispatch(&mut self, stream: tokio::net::TcpStream, peer: SocketAddr, shared: &Shared) {
         let _ = stream.set_nodelay(true);
         let std = match stream.into_std() {
             Ok(s) => s,
@@ -64,8 +85,16 @@ impl Workers {
                 return;
             }
         };
-        self.next = (self.next + 1) % self.queues.len();
-        if self.queues[self.next].send((std, peer)).is_err() {
+        let spare = self.queues.len() - 1;
+        let to = match shared.scripts.running_thread() {
+            Some(t) if t == spare => 0,
+            Some(_) => spare,
+            None => {
+                self.next = (self.next + 1) % spare;
+                self.next
+            }
+        };
+        if self.queues[to].send((std, peer)).is_err() {
             tracing::error!("KV: a keyspace thread has stopped; connection from {peer} dropped");
         }
     }

@@ -3,12 +3,10 @@
 //! - **Atomic.** A script runs alone: it holds the keyspace's exclusive turn, like EXEC, so no
 //!   other client's command runs between its `redis.call`s; in strict mode its writes reach
 //!   the log as one record.
-//! - **Off the serving threads.** A script may run for seconds, so it runs on the script
-//!   thread (`runner.rs`): the client's connection waits for it, and the serving threads stay
-//!   free to read other clients. Once a script has run past `busy-reply-threshold` (5 s),
-//!   every other command is answered `BUSY` instead of waiting, and `SCRIPT KILL` stops a
-//!   script that has not written (`UNKILLABLE` otherwise, as in Redis). A script inside
-//!   MULTI runs on the serving thread that runs the EXEC (it already runs alone).
+//! - **Never wedging the server** (`runner.rs`). Once a script has run past
+//!   `busy-reply-threshold` (5 s), every other command is answered `BUSY` instead of
+//!   waiting, and `SCRIPT KILL` stops a script that has not written (`UNKILLABLE` otherwise,
+//!   as in Redis).
 //! - **Sandboxed** (`vm.rs`): Lua 5.1 from the `mlua` crate with only the base, table, string
 //!   and math libraries, `cjson`, `cmsgpack` and `bit`, no file system, no network, read-only globals.
 //! - **Replies converted** both ways as Redis converts them (`convert.rs`).
@@ -23,22 +21,16 @@ mod runner;
 mod vm;
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use nsqr_kv::Pending;
 use parking_lot::Mutex;
-use resp_wire::{Args, OwnedArgs, Protocol};
+use resp_wire::{Args, OwnedArgs};
 use sha1::{Digest, Sha1};
-use tokio::sync::oneshot;
 
 use super::args::{int, is};
-use super::registry::Client;
 use super::session::{Ctx, BUSY};
-use super::Shared;
-
-pub use runner::Done;
 
 /// Scripts kept that came by EVAL (SCRIPT LOAD's are always kept).
 pub const MAX_EVAL_SCRIPTS: usize = 10_000;
@@ -47,10 +39,10 @@ pub const MAX_EVAL_SCRIPTS: usize = 10_000;
 const BUSY_AFTER: Duration = Duration::from_secs(5);
 
 /// The script cache and what a running script shares with the rest of the server.
+#[derive(Default)]
 pub struct Scripts {
     bodies: Mutex<Bodies>,
     state: Arc<RunState>,
-    runner: runner::Runner,
 }
 
 #[derive(Default)]
@@ -72,6 +64,21 @@ pub struct RunState {
     wrote: AtomicBool,
     /// SCRIPT KILL (or the server stopping) asked the running script to stop.
     kill: AtomicBool,
+    /// The serving thread running it (`workers::this_thread`).
+    thread: AtomicUsize,
+}
+
+impl Default for RunState {
+    fn default() -> RunState {
+        RunState {
+            epoch: Instant::now(),
+            started: AtomicU64::new(0),
+            busy_after_ms: AtomicU64::new(BUSY_AFTER.as_millis() as u64),
+            wrote: AtomicBool::new(false),
+            kill: AtomicBool::new(false),
+            thread: AtomicUsize::new(0),
+        }
+    }
 }
 
 impl RunState {
@@ -101,10 +108,8 @@ pub enum Flavor {
     EvalSha,
 }
 
-/// A script to run: what EVAL hands to the script thread.
+/// A script to run, with its keys and arguments.
 pub struct Job {
-    pub client: Arc<Client>,
-    pub proto: Protocol,
     body: Arc<str>,
     sha: String,
     /// The whole request: the keys and arguments follow its first three arguments.
@@ -114,21 +119,6 @@ pub struct Job {
 }
 
 impl Scripts {
-    pub fn new() -> Result<Scripts, String> {
-        let state = Arc::new(RunState {
-            epoch: Instant::now(),
-            started: AtomicU64::new(0),
-            busy_after_ms: AtomicU64::new(BUSY_AFTER.as_millis() as u64),
-            wrote: AtomicBool::new(false),
-            kill: AtomicBool::new(false),
-        });
-        Ok(Scripts {
-            bodies: Mutex::new(Bodies::default()),
-            runner: runner::Runner::start(Arc::clone(&state))?,
-            state,
-        })
-    }
-
     /// Whether a script has run past `busy-reply-threshold`.
     pub fn busy(&self) -> bool {
         let started = self.state.started.load(Ordering::Acquire);
@@ -151,16 +141,10 @@ impl Scripts {
         self.state.busy_after_ms.store(ms, Ordering::Relaxed);
     }
 
-    /// Runs `job` on the script thread; its reply, and `pending` with its writes added.
-    pub async fn run(&self, shared: Arc<Shared>, job: Job, pending: Pending) -> Done {
-        let (tx, rx) = oneshot::channel();
-        if let Err(back) = self.runner.submit(shared, job, pending, tx) {
-            return back;
-        }
-        match rx.await {
-            Ok(done) => done,
-            Err(_) => Done::error("ERR the script thread stopped", Pending::default()),
-        }
+    /// The serving thread running a script, if one runs.
+    pub fn running_thread(&self) -> Option<usize> {
+        (self.state.started.load(Ordering::Acquire) != 0)
+            .then(|| self.state.thread.load(Ordering::Relaxed))
     }
 
     fn body(&self, sha: &str) -> Option<(Arc<str>, u64)> {
@@ -287,18 +271,19 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
         }
     };
     let job = Job {
-        client: Arc::clone(&ctx.s.client),
-        proto: ctx.proto(),
         body,
         sha,
         request: OwnedArgs::new(a),
         numkeys: numkeys as usize,
         read_only,
     };
-    if matches!(ctx.turn, super::session::Turn::Alone) {
-        runner::run_here(ctx, &job);
-    } else {
-        ctx.s.script = Some(job);
+    // Inside EXEC the turn is already exclusive and the log record is EXEC's.
+    let own_batch = !matches!(ctx.turn, super::session::Turn::Alone);
+    if ctx
+        .run_alone(|ctx| runner::run_here(ctx, &job, own_batch))
+        .is_err()
+    {
+        ctx.out.error(BUSY);
     }
 }
 
