@@ -240,7 +240,7 @@ fn settings(a: &CompareArgs) -> BTreeMap<&'static str, String> {
     let mut s = BTreeMap::new();
     s.insert("duration", nsq_common::duration::format(a.publish.duration));
     s.insert("rounds", a.rounds.to_string());
-    s.insert("size", a.size.to_string());
+    s.insert("size", a.body.size.to_string());
     s.insert("batch_size", a.publish.batch_size.to_string());
     s.insert("pub_connections", a.publish.pub_connections().to_string());
     s.insert(

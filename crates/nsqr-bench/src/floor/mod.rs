@@ -242,7 +242,7 @@ mod tests {
         else {
             panic!("not sub")
         };
-        let mut w = Workload::new(&addr, &args.publish, &args.consume, args.size);
+        let mut w = Workload::new(&addr, &args.publish, &args.consume, args.body.size);
         w.progress = false;
         let (p, published) = modes::publish_phase(&w, "t", 64, Stop::Count(10_001), "pub")
             .await
