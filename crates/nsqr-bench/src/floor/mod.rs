@@ -119,7 +119,8 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
-    fn cmd(line: &str, body: &[u8]) -> Vec<u8> {
+    /// A command with a body, as a client writes it (the floor's own tests' input).
+    pub(super) fn cmd(line: &str, body: &[u8]) -> Vec<u8> {
         let mut v = format!("{line}\n").into_bytes();
         v.extend_from_slice(&(body.len() as u32).to_be_bytes());
         v.extend_from_slice(body);
