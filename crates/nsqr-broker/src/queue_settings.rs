@@ -12,9 +12,9 @@
 //! channel's business, which reads it as a field of [`EffectiveSettings`].
 //!
 //! A channel runs with its [`EffectiveSettings`]: its own, else its topic's (a topic's settings
-//! are its channels' defaults), else the table's defaults. Changes are checked whole: one bad value
-//! refuses the change and nothing is applied. With nothing set, nothing here touches the path
-//! of a message.
+//! are its channels' defaults), else the table's defaults. Changes are checked whole: one bad
+//! value refuses the change and nothing is applied. With nothing set, nothing here touches the
+//! path of a message.
 
 use std::sync::OnceLock;
 use std::time::Duration;
