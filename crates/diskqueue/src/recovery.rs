@@ -49,54 +49,7 @@ pub(crate) struct Recovered {
 
 pub(crate) fn recover(layout: &Layout, opts: &DiskQueueOptions) -> Result<Recovered> {
     let mut counters = Counters::default();
-    let (mut meta, mut changed) = match layout.read_metadata()? {
-        Some(Ok(meta)) if meta.read <= meta.write => {
-            let mut meta = meta;
-            let changed = recover_tail(layout, opts, &mut meta, &mut counters)?;
-            (meta, changed)
-        }
-        Some(Ok(meta)) => {
-            error!(
-                target: "diskqueue",
-                "DISKQUEUE({}) metadata has the reader ahead of the writer ({},{} > {},{}), rebuilding from data files",
-                layout.name(), meta.read.file, meta.read.pos, meta.write.file, meta.write.pos
-            );
-            (
-                rebuild(
-                    layout,
-                    opts,
-                    &mut counters,
-                    meta.read.file.max(meta.write.file),
-                )?,
-                true,
-            )
-        }
-        Some(Err(text)) => {
-            let meta_path = layout.meta_file();
-            let bad = meta_path.with_extension("dat.bad");
-            error!(
-                target: "diskqueue",
-                "DISKQUEUE({}) unreadable metadata {:?}, saved as {} and rebuilding from data files",
-                layout.name(), text, bad.display()
-            );
-            std::fs::rename(&meta_path, &bad)
-                .map_err(|e| DiskQueueError::io("rename metadata", &meta_path, e))?;
-            (rebuild(layout, opts, &mut counters, 0)?, true)
-        }
-        None => {
-            let files = layout.list_data_files()?;
-            if files.is_empty() {
-                (Metadata::default(), false)
-            } else {
-                warn!(
-                    target: "diskqueue",
-                    "DISKQUEUE({}) no metadata but {} data file(s), rebuilding from them",
-                    layout.name(), files.len()
-                );
-                (rebuild(layout, opts, &mut counters, 0)?, true)
-            }
-        }
-    };
+    let (mut meta, mut changed) = start_from_metadata(layout, opts, &mut counters)?;
 
     if meta.read == meta.write && meta.depth != 0 {
         warn!(
@@ -127,6 +80,59 @@ pub(crate) fn recover(layout: &Layout, opts: &DiskQueueOptions) -> Result<Recove
         disk_bytes,
         counters,
         changed,
+    })
+}
+
+/// The metadata to start from: the file's, with its write file reconciled, or rebuilt from the
+/// data files when it is missing, unreadable or impossible. Returns whether it differs from
+/// the file.
+fn start_from_metadata(
+    layout: &Layout,
+    opts: &DiskQueueOptions,
+    counters: &mut Counters,
+) -> Result<(Metadata, bool)> {
+    Ok(match layout.read_metadata()? {
+        Some(Ok(meta)) if meta.read <= meta.write => {
+            let mut meta = meta;
+            let changed = recover_tail(layout, opts, &mut meta, counters)?;
+            (meta, changed)
+        }
+        Some(Ok(meta)) => {
+            error!(
+                target: "diskqueue",
+                "DISKQUEUE({}) metadata has the reader ahead of the writer ({},{} > {},{}), rebuilding from data files",
+                layout.name(), meta.read.file, meta.read.pos, meta.write.file, meta.write.pos
+            );
+            (
+                rebuild(layout, opts, counters, meta.read.file.max(meta.write.file))?,
+                true,
+            )
+        }
+        Some(Err(text)) => {
+            let meta_path = layout.meta_file();
+            let bad = meta_path.with_extension("dat.bad");
+            error!(
+                target: "diskqueue",
+                "DISKQUEUE({}) unreadable metadata {:?}, saved as {} and rebuilding from data files",
+                layout.name(), text, bad.display()
+            );
+            std::fs::rename(&meta_path, &bad)
+                .map_err(|e| DiskQueueError::io("rename metadata", &meta_path, e))?;
+            (rebuild(layout, opts, counters, 0)?, true)
+        }
+        None => {
+            let files = layout.list_data_files()?;
+            if files.is_empty() {
+                (Metadata::default(), false)
+            } else {
+                warn!(
+                    target: "diskqueue",
+                    "DISKQUEUE({}) no metadata but {} data file(s), rebuilding from them",
+                    layout.name(), files.len()
+                );
+                (rebuild(layout, opts, counters, 0)?, true)
+            }
+        }
     })
 }
 
@@ -192,6 +198,26 @@ fn recover_tail(
         Some(_) => {}
     }
 
+    if !orphans.is_empty() {
+        adopt_orphans(layout, opts, meta, counters, &orphans)?;
+        changed = true;
+    }
+    if !keep_writing && orphans.is_empty() {
+        meta.write = Position::start_of(meta.write.file + 1);
+        changed = true;
+    }
+    Ok(changed)
+}
+
+/// Adopts the records of data files past the metadata's write file (`orphans`, in order):
+/// the writer goes on after the last of them, cutting a damaged tail off it.
+fn adopt_orphans(
+    layout: &Layout,
+    opts: &DiskQueueOptions,
+    meta: &mut Metadata,
+    counters: &mut Counters,
+    orphans: &[u64],
+) -> Result<()> {
     for (i, &n) in orphans.iter().enumerate() {
         let scan = scan(layout, opts, n, 0)?;
         warn!(
@@ -209,13 +235,8 @@ fn recover_tail(
         } else {
             Position::start_of(n + 1)
         };
-        changed = true;
     }
-    if !keep_writing && orphans.is_empty() {
-        meta.write = Position::start_of(meta.write.file + 1);
-        changed = true;
-    }
-    Ok(changed)
+    Ok(())
 }
 
 /// Cuts the damaged tail off the last data file (see `recover_tail`).

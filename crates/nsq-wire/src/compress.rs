@@ -35,6 +35,23 @@ pub enum CodecError {
     Deflate(String),
 }
 
+/// One [`Codec::decode`] call as each stream sees it: the compressed input it consumes, the
+/// plaintext it appends, and the bound on what one call produces.
+pub(crate) struct Decoding<'a> {
+    input: &'a mut BytesMut,
+    out: &'a mut BytesMut,
+    /// The length of `out` at which the call stops.
+    until: usize,
+}
+
+impl Decoding<'_> {
+    /// Whether the call may produce more: a stream decodes another block or step while this
+    /// holds, so it passes the bound by at most one.
+    fn wants_more(&self) -> bool {
+        self.out.len() < self.until
+    }
+}
+
 /// The negotiated compression of one connection, both directions.
 pub enum Codec {
     /// Snappy's framing format.
@@ -68,9 +85,11 @@ impl Codec {
         out: &mut BytesMut,
         max: usize,
     ) -> Result<(), CodecError> {
+        let until = out.len().saturating_add(max);
+        let mut step = Decoding { input, out, until };
         match self {
-            Codec::Snappy(s) => s.decode(input, out, max),
-            Codec::Deflate(d) => d.decode(input, out, max),
+            Codec::Snappy(s) => s.decode(&mut step),
+            Codec::Deflate(d) => d.decode(&mut step),
         }
     }
 

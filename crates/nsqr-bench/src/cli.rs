@@ -140,6 +140,14 @@ pub struct TargetFlags {
     pub json: bool,
 }
 
+/// `--size`: the one body size of the modes that take one.
+#[derive(Debug, Clone, Copy, Args)]
+pub struct BodySize {
+    /// Message body size in bytes (at least 16: sequence number and send time).
+    #[arg(long, default_value_t = 200, value_parser = msg_size)]
+    pub size: usize,
+}
+
 /// How to publish.
 #[derive(Debug, Clone, Args)]
 #[command(next_help_heading = "Publishing")]
@@ -236,9 +244,8 @@ pub struct PubArgs {
     #[command(flatten)]
     pub target: TargetFlags,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// Publish exactly this many messages (default: publish for --duration).
     #[arg(long, value_parser = at_least(1u64))]
@@ -254,9 +261,8 @@ pub struct PubSubArgs {
     #[command(flatten)]
     pub target: TargetFlags,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// sub: publish exactly this many messages (default: publish for --duration).
     #[arg(long, value_parser = at_least(1u64))]
@@ -275,9 +281,8 @@ pub struct LatencyArgs {
     #[command(flatten)]
     pub target: TargetFlags,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// Messages per second.
     #[arg(long, default_value_t = 10_000.0, value_parser = positive_rate)]
@@ -317,9 +322,8 @@ pub struct QueueArgs {
     #[arg(long, default_value = "127.0.0.1:4151")]
     pub nsqd_http_address: String,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// Messages to pre-fill [default: the mode's].
     #[arg(long, value_parser = at_least(1u64))]
@@ -412,9 +416,8 @@ pub struct CompareArgs {
     #[arg(long, default_value_t = 3, value_parser = at_least(1usize))]
     pub rounds: usize,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// Publish rates (msgs/s) for the latency phase, one run each: comma-separated or
     /// repeated; `k` and `M` suffixes allowed (10k = 10000).
@@ -587,9 +590,8 @@ pub struct ClusterCmd {
     #[arg(long, allow_hyphen_values = true)]
     pub server_arg: Vec<String>,
 
-    /// Message body size in bytes (at least 16: sequence number and send time).
-    #[arg(long, default_value_t = 200, value_parser = msg_size)]
-    pub size: usize,
+    #[command(flatten)]
+    pub body: BodySize,
 
     /// Print the results as JSON on stdout.
     #[arg(long)]

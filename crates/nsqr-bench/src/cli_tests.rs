@@ -46,7 +46,7 @@ fn defaults_and_flags() {
     };
     assert_eq!(b.publish.duration, Duration::from_secs(3));
     assert_eq!(
-        (b.size, b.publish.batch_size, b.publish.connections),
+        (b.body.size, b.publish.batch_size, b.publish.connections),
         (200, 200, 1)
     );
     assert_eq!(b.target.nsqd_tcp_address, "127.0.0.1:4150");

@@ -57,6 +57,17 @@ pub(crate) struct ServerResult {
     pub median: Metrics,
 }
 
+/// The head of a comparison's table (also the keyspace comparison's): which binary is A and
+/// which B, and the machine, then a blank line.
+pub(crate) fn print_sides(a: &ServerResult, b: &ServerResult, m: &Machine) {
+    println!("A: {} ({})", a.version, a.path.display());
+    println!("B: {} ({})", b.version, b.path.display());
+    println!(
+        "machine: {} CPUs, {}, {:.1} GiB; load {} before, {} after\n",
+        m.cpus, m.model, m.mem_total_gib, m.load_before, m.load_after
+    );
+}
+
 #[derive(Debug, Serialize)]
 struct CompareReport {
     machine: Machine,
@@ -240,7 +251,7 @@ fn settings(a: &CompareArgs) -> BTreeMap<&'static str, String> {
     let mut s = BTreeMap::new();
     s.insert("duration", nsq_common::duration::format(a.publish.duration));
     s.insert("rounds", a.rounds.to_string());
-    s.insert("size", a.size.to_string());
+    s.insert("size", a.body.size.to_string());
     s.insert("batch_size", a.publish.batch_size.to_string());
     s.insert("pub_connections", a.publish.pub_connections().to_string());
     s.insert(
@@ -302,21 +313,7 @@ fn print_table(r: &CompareReport) {
         get("sub_connections"), get("pipeline"), get("rdy"), rates.join(", "), matrix
     );
     println!("servers started with: {}", get("server_args"));
-    println!("A: {} ({})", r.nsqrd.version, r.nsqrd.path.display());
-    println!(
-        "B: {} ({})",
-        r.reference.version,
-        r.reference.path.display()
-    );
-    println!(
-        "machine: {} CPUs, {}, {:.1} GiB; load {} before, {} after",
-        r.machine.cpus,
-        r.machine.model,
-        r.machine.mem_total_gib,
-        r.machine.load_before,
-        r.machine.load_after
-    );
-    println!();
+    print_sides(&r.nsqrd, &r.reference, &r.machine);
     print_rows(r, &r.rows);
     if let Some(f) = &r.floor {
         print_floor(f, &r.nsqrd, &r.reference);

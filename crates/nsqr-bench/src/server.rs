@@ -54,6 +54,59 @@ pub fn nsqd_flags(host: &str, data_dir: &Path) -> Vec<String> {
     ]
 }
 
+impl Launch {
+    /// The command: the program (behind its wrapper, if any) with its arguments, stdin closed,
+    /// stdout and stderr piped.
+    fn command(&self) -> Command {
+        let mut words = self.wrapper.iter();
+        let mut cmd = match words.next() {
+            Some(first) => {
+                let mut c = Command::new(first);
+                c.args(words).arg(&self.program);
+                c
+            }
+            None => Command::new(&self.program),
+        };
+        cmd.args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+}
+
+/// Read `child`'s stderr and stdout on a thread each: every line is sent to the returned
+/// receiver, and the last [`LOG_LINES_KEPT`] are kept in the returned log.
+fn follow_output(child: &mut Child) -> (Arc<Mutex<VecDeque<String>>>, mpsc::Receiver<String>) {
+    let log = Arc::new(Mutex::new(VecDeque::new()));
+    let (tx, rx) = mpsc::channel::<String>();
+    let pipes: [Option<Box<dyn Read + Send>>; 2] = [
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ];
+    for pipe in pipes.into_iter().flatten() {
+        let (tx, log) = (tx.clone(), Arc::clone(&log));
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(|l| l.ok()) {
+                if let Ok(mut l) = log.lock() {
+                    if l.len() == LOG_LINES_KEPT {
+                        l.pop_front();
+                    }
+                    l.push_back(line.clone());
+                }
+                let _ = tx.send(line);
+            }
+        });
+    }
+    (log, rx)
+}
+
 impl Server {
     /// Start `bin` with nsqd's flags; returns once its TCP listener is up.
     pub async fn start(bin: &Path, extra: &[String]) -> Result<Server> {
@@ -77,20 +130,7 @@ impl Server {
 
     /// Start a process as `l` says; returns once it logged its listeners.
     pub async fn launch(l: Launch) -> Result<Server> {
-        let mut words = l.wrapper.iter();
-        let mut cmd = match words.next() {
-            Some(first) => {
-                let mut c = Command::new(first);
-                c.args(words).arg(&l.program);
-                c
-            }
-            None => Command::new(&l.program),
-        };
-        cmd.args(&l.args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = match cmd.spawn() {
+        let mut child = match l.command().spawn() {
             Ok(c) => c,
             Err(e) => {
                 if let Some(d) = &l.data_dir {
@@ -99,32 +139,7 @@ impl Server {
                 return Err(err(format!("cannot start {}: {e}", l.program.display())));
             }
         };
-        let log = Arc::new(Mutex::new(VecDeque::new()));
-        let (tx, rx) = mpsc::channel::<String>();
-        let pipes: [Option<Box<dyn Read + Send>>; 2] = [
-            child
-                .stderr
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-            child
-                .stdout
-                .take()
-                .map(|p| Box::new(p) as Box<dyn Read + Send>),
-        ];
-        for pipe in pipes.into_iter().flatten() {
-            let (tx, log) = (tx.clone(), Arc::clone(&log));
-            std::thread::spawn(move || {
-                for line in BufReader::new(pipe).lines().map_while(|l| l.ok()) {
-                    if let Ok(mut l) = log.lock() {
-                        if l.len() == LOG_LINES_KEPT {
-                            l.pop_front();
-                        }
-                        l.push_back(line.clone());
-                    }
-                    let _ = tx.send(line);
-                }
-            });
-        }
+        let (log, lines) = follow_output(&mut child);
         let mut server = Server {
             pid: child.id(),
             child,
@@ -134,40 +149,57 @@ impl Server {
             data_dir: l.data_dir,
             log,
         };
-        let name = l.program.display();
+        server
+            .await_listeners(&lines, l.http, &l.program.display().to_string())
+            .await?;
+        Ok(server)
+    }
+
+    /// Read the startup log from `lines` until the TCP listener (and the HTTP one, if `http`)
+    /// is reported; an error if the process exits or [`START_TIMEOUT`] passes first.
+    async fn await_listeners(
+        &mut self,
+        lines: &mpsc::Receiver<String>,
+        http: bool,
+        name: &str,
+    ) -> Result<()> {
         let deadline = Instant::now() + START_TIMEOUT;
         loop {
-            while let Ok(line) = rx.try_recv() {
-                if let Some(addr) = listen_addr(&line, "TCP: listening on ")
-                    .or_else(|| listen_path(&line, "TCP: listening on "))
-                {
-                    server.tcp = addr;
-                } else if let Some(addr) = listen_addr(&line, "HTTP: listening on ") {
-                    server.http = Some(addr);
-                }
-                // nsqrd logs its keyspace listener before its TCP one.
-                if let Some(addr) = listen_addr(&line, "KV: listening on ") {
-                    server.kv = addr;
-                }
+            while let Ok(line) = lines.try_recv() {
+                self.note_listener(&line);
             }
-            if !server.tcp.is_empty() && (!l.http || server.http.is_some()) {
-                break;
+            if !self.tcp.is_empty() && (!http || self.http.is_some()) {
+                return Ok(());
             }
-            if let Ok(Some(status)) = server.child.try_wait() {
+            if let Ok(Some(status)) = self.child.try_wait() {
                 return Err(err(format!(
                     "{name} exited during startup ({status}); log:\n{}",
-                    server.log_tail()
+                    self.log_tail()
                 )));
             }
             if Instant::now() >= deadline {
                 return Err(err(format!(
                     "{name} did not report its listeners within {START_TIMEOUT:?}; log:\n{}",
-                    server.log_tail()
+                    self.log_tail()
                 )));
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        Ok(server)
+    }
+
+    /// Take the address of a listener from a log line that reports one.
+    fn note_listener(&mut self, line: &str) {
+        if let Some(addr) = listen_addr(line, "TCP: listening on ")
+            .or_else(|| listen_path(line, "TCP: listening on "))
+        {
+            self.tcp = addr;
+        } else if let Some(addr) = listen_addr(line, "HTTP: listening on ") {
+            self.http = Some(addr);
+        }
+        // nsqrd logs its keyspace listener before its TCP one.
+        if let Some(addr) = listen_addr(line, "KV: listening on ") {
+            self.kv = addr;
+        }
     }
 
     /// The last lines the server logged.

@@ -59,7 +59,7 @@ struct ChannelState {
     checks: bool,
     /// A message with attributes (a TTL, an ordering key) reached the channel.
     attrs_seen: bool,
-    /// Per-key order, when `eff.ordered()`.
+    /// Per-key order, when `eff.ordered`.
     ordered: Option<Box<Ordered>>,
     /// Deliveries so far; each delivery is known by its number (receipts).
     deliveries: u64,
@@ -688,7 +688,7 @@ impl Channel {
         let dropped = self.expired_dropped.load(Relaxed);
         let any = counts.iter().any(|n| *n > 0) || dropped > 0;
         (any || st.eff.checks_messages()).then(|| DeadLetterStats {
-            topic: st.eff.dead_letter_topic().to_string(),
+            topic: st.eff.dead_letter_topic.clone(),
             delivery_limit: counts[DeadLetterReason::DeliveryLimit.index()],
             rejected: counts[DeadLetterReason::Rejected.index()],
             expired: counts[DeadLetterReason::Expired.index()],

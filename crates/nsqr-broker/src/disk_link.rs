@@ -55,7 +55,7 @@
 //!    mode, `Writes::Failed`) waits for the tick's `Retry`.
 //! 4. `Closed` takes no puts (the queue refuses them) and starts no writer.
 //! 5. Something is in transit only between a `take_work` that took writes and the `apply` of
-//!    that pass.
+//!    that pass, or until the queue is emptied (the next pass removes what it wrote).
 //! 6. Emptying or deleting bumps `epoch`; a report from an older epoch is dropped, since what it
 //!    read is gone.
 
@@ -379,11 +379,16 @@ impl DiskLink {
         }
     }
 
-    /// Drop everything queued and on disk; the next pass empties the disk queue.
+    /// Drop everything queued and on disk; the next pass empties the disk queue. What a running
+    /// pass is writing counts as dropped at once: that pass's report is stale (a new epoch) and
+    /// the pass after it empties the disk queue, records and all, so `/stats` shows the queue
+    /// empty as soon as the empty returns, as nsqd's does.
     pub fn request_empty(&mut self) {
         self.epoch += 1;
         self.orders.empty = true;
         self.outbox.discard();
+        self.in_transit = 0;
+        self.in_transit_bytes = 0;
         self.unread = 0;
         self.dues.clear();
         self.forget_side_state();

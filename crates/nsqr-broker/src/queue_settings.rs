@@ -5,14 +5,16 @@
 //! [`QueueSettings`] holds what was set on one topic or channel (every field optional); it is
 //! the one serde type behind every place settings travel as JSON: the HTTP `/topic/config`
 //! and `/channel/config` bodies, the `[topics.*]` tables of the config file, the `nsqr_config`
-//! objects of `nsqd.dat` and `/stats`. Adding a setting is adding a field: its serde attributes
-//! say how it is read and shown, and the list of known keys is read from serde; its default is
-//! one line of [`EffectiveSettings::resolve`], and what channels read of it one accessor.
+//! objects of `nsqd.dat` and `/stats`. Adding a setting is adding one entry to the table of
+//! settings below (its doc comment, the `read` function holding its bounds, its type and its
+//! default); the macro in `queue_settings/declare.rs` makes it a field of both structs and of
+//! their resolution, and the list of known keys is read from serde. What it does is the
+//! channel's business, which reads it as a field of [`EffectiveSettings`].
 //!
 //! A channel runs with its [`EffectiveSettings`]: its own, else its topic's (a topic's settings
-//! are its channels' defaults), else the broker's. Changes are checked whole: one bad value
-//! refuses the change and nothing is applied. With nothing set, nothing here touches the path
-//! of a message.
+//! are its channels' defaults), else the table's defaults. Changes are checked whole: one bad
+//! value refuses the change and nothing is applied. With nothing set, nothing here touches the
+//! path of a message.
 
 use std::sync::OnceLock;
 use std::time::Duration;
@@ -22,6 +24,9 @@ use serde::{Deserialize, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::broker_config::BrokerConfig;
+
+#[macro_use]
+mod declare;
 
 /// The longest message time to live: a year.
 pub const MAX_MESSAGE_TTL: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -49,57 +54,31 @@ impl ExpiredAction {
     }
 }
 
-/// Settings of one topic or channel; `None` is "not set here". Serialized, only the keys that
-/// are set appear, in field order, durations as Go text (`"1m30s"`); read, a duration may also
-/// be integer milliseconds (as the config file takes them).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct QueueSettings {
+queue_settings! {
+    defaults(topic, cfg);
+
     /// Deliveries before a message is dead-lettered (0: no limit).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "read::max_attempts"
-    )]
-    pub max_attempts: Option<u16>,
+    #[read = "read::max_attempts"]
+    max_attempts: u16 = 0;
     /// Where dead letters go (default: [`default_dead_letter_topic`]); not the topic itself.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "read::topic_name"
-    )]
-    pub dead_letter_topic: Option<String>,
+    #[read = "read::topic_name"]
+    dead_letter_topic: String = default_dead_letter_topic(topic);
     /// Strict order (per ordering key).
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "read::flag"
-    )]
-    pub ordered: Option<bool>,
+    #[read = "read::flag"]
+    ordered: bool = false;
     /// How long a message may wait to be delivered (zero: for ever), at most a year.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "go_duration",
-        deserialize_with = "read::message_ttl"
-    )]
-    pub message_ttl: Option<Duration>,
+    #[read = "read::message_ttl", show = "go_duration"]
+    message_ttl: Duration = Duration::ZERO;
     /// What happens to an expired message.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "read::expired"
-    )]
-    pub expired: Option<ExpiredAction>,
+    #[read = "read::expired"]
+    expired: ExpiredAction = ExpiredAction::default();
     /// The in-flight timeout of consumers that did not ask for their own, from 1ms to
-    /// `--max-msg-timeout`.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        serialize_with = "go_duration",
-        deserialize_with = "read::msg_timeout"
-    )]
-    pub msg_timeout: Option<Duration>,
+    /// `--max-msg-timeout` (default: `--msg-timeout`).
+    #[read = "read::msg_timeout", show = "go_duration"]
+    msg_timeout: Duration = cfg.msg_timeout;
     /// Messages kept in memory before spilling to disk.
-    #[serde(
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "read::mem_queue_size"
-    )]
-    pub mem_queue_size: Option<usize>,
+    #[read = "read::mem_queue_size"]
+    mem_queue_size: usize = cfg.mem_queue_size;
 }
 
 /// A refused setting: which key and why, for a 400 or a log line.
@@ -424,79 +403,10 @@ pub fn default_dead_letter_topic(topic: &str) -> String {
     format!("{base}{SUFFIX}{eph}")
 }
 
-/// The settings a channel runs with (see the module documentation): its own, else its
-/// topic's, else the defaults, every key set but `msg_timeout` (unset: consumers get the
-/// broker's `--msg-timeout`). A setting's default is one line of [`EffectiveSettings::resolve`];
-/// what the channel reads of it, one accessor.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EffectiveSettings(QueueSettings);
-
 impl EffectiveSettings {
-    /// `own`, else `topic_settings`, else the broker's defaults, for a channel of `topic`.
-    pub fn resolve(
-        topic: &str,
-        own: &QueueSettings,
-        topic_settings: &QueueSettings,
-        cfg: &BrokerConfig,
-    ) -> EffectiveSettings {
-        let defaults = QueueSettings {
-            max_attempts: Some(0),
-            dead_letter_topic: Some(default_dead_letter_topic(topic)),
-            ordered: Some(false),
-            message_ttl: Some(Duration::ZERO),
-            expired: Some(ExpiredAction::default()),
-            msg_timeout: None,
-            mem_queue_size: Some(cfg.mem_queue_size),
-        };
-        EffectiveSettings(own.or(topic_settings).or(&defaults))
-    }
-
-    /// Deliveries before a message is dead-lettered (0: no limit).
-    pub fn max_attempts(&self) -> u16 {
-        self.0.max_attempts.unwrap_or(0)
-    }
-
-    /// Where its dead letters go.
-    pub fn dead_letter_topic(&self) -> &str {
-        self.0.dead_letter_topic.as_deref().unwrap_or_default()
-    }
-
-    /// Strict order (per ordering key).
-    pub fn ordered(&self) -> bool {
-        self.0.ordered.unwrap_or(false)
-    }
-
-    /// None: messages live until delivered (unless published with a TTL).
-    pub fn message_ttl(&self) -> Option<Duration> {
-        self.0.message_ttl.filter(|d| !d.is_zero())
-    }
-
-    /// What happens to an expired message.
-    pub fn expired(&self) -> ExpiredAction {
-        self.0.expired.unwrap_or_default()
-    }
-
-    /// For consumers that did not ask for their own timeout (None: the broker's default).
-    pub fn msg_timeout(&self) -> Option<Duration> {
-        self.0.msg_timeout
-    }
-
-    /// The memory queue's bound.
-    pub fn mem_queue_size(&self) -> usize {
-        self.0.mem_queue_size.unwrap_or(0)
-    }
-
     /// True when a message's path must look at it: a delivery limit, a time to live, order.
     pub fn checks_messages(&self) -> bool {
-        self.max_attempts() > 0 || self.message_ttl().is_some() || self.ordered()
-    }
-
-    /// Every setting with its value (the answer to `GET /channel/config`);
-    /// `default_timeout` is the broker's `--msg-timeout`.
-    pub fn to_settings(&self, default_timeout: Duration) -> QueueSettings {
-        let mut all = self.0.clone();
-        all.msg_timeout.get_or_insert(default_timeout);
-        all
+        self.max_attempts > 0 || !self.message_ttl.is_zero() || self.ordered
     }
 }
 

@@ -78,6 +78,7 @@ pub struct Subscription {
     rng: u64,
 }
 
+/// A message the channel delivered to this subscription: what a [`Delivery`] shows of it.
 struct Delivered {
     id: MessageId,
     attempts: u16,
@@ -125,12 +126,7 @@ impl Subscription {
         }
         let d = self.taken.pop_front()?;
         Some(Delivery {
-            id: d.id,
-            attempts: d.attempts,
-            timestamp: d.timestamp,
-            body: d.body,
-            delivery: d.delivery,
-            attrs: d.attrs,
+            msg: d,
             member: Arc::clone(&self.member),
         })
     }
@@ -175,7 +171,7 @@ impl Subscription {
     /// FIN many deliveries of this subscription under one channel lock; the errors of those
     /// that failed, by position.
     pub fn fin_all(&self, deliveries: Vec<Delivery>) -> Vec<(usize, BrokerError)> {
-        let ids: Vec<u64> = deliveries.iter().map(|d| d.id.0).collect();
+        let ids: Vec<u64> = deliveries.iter().map(|d| d.msg.id.0).collect();
         let mut errors = Vec::new();
         let m = &self.member;
         m.channel
@@ -209,39 +205,34 @@ impl std::fmt::Debug for Subscription {
 
 /// One message handed to a [`Subscription`], in flight until answered.
 pub struct Delivery {
-    id: MessageId,
-    attempts: u16,
-    timestamp: i64,
-    body: Bytes,
-    delivery: u64,
-    attrs: Option<Arc<Attributes>>,
+    msg: Delivered,
     member: Arc<Member>,
 }
 
 impl Delivery {
     /// The body: the buffer that was published, shared, not copied.
     pub fn body(&self) -> &Bytes {
-        &self.body
+        &self.msg.body
     }
 
     /// The message id.
     pub fn id(&self) -> MessageId {
-        self.id
+        self.msg.id
     }
 
     /// Deliveries of this message on this channel so far, this one included.
     pub fn attempts(&self) -> u16 {
-        self.attempts
+        self.msg.attempts
     }
 
     /// Unix nanoseconds when it was published.
     pub fn timestamp(&self) -> i64 {
-        self.timestamp
+        self.msg.timestamp
     }
 
     /// Its expiry time, ordering key and, in a dead-letter topic, where it came from and why.
     pub fn attributes(&self) -> Option<&Arc<Attributes>> {
-        self.attrs.as_ref()
+        self.msg.attrs.as_ref()
     }
 
     /// Give up on it: it goes to the channel's dead-letter topic (reason `rejected`).
@@ -261,7 +252,7 @@ impl Delivery {
         let m = &self.member;
         let mut failed = None;
         m.channel
-            .settle(&[(self.id.0, self.delivery)], action, |_, r| {
+            .settle(&[(self.msg.id.0, self.msg.delivery)], action, |_, r| {
                 failed = r.err()
             });
         m.room_made();
@@ -273,7 +264,7 @@ impl Delivery {
         let mut failed = None;
         let m = &self.member;
         m.channel
-            .finish(&m.consumer, &[self.id.0], |_, e| failed = Some(e));
+            .finish(&m.consumer, &[self.msg.id.0], |_, e| failed = Some(e));
         m.room_made();
         failed.map_or(Ok(()), Err)
     }
@@ -282,7 +273,7 @@ impl Delivery {
     pub fn req(self, delay: Duration) -> Result<(), BrokerError> {
         let m = &self.member;
         let delay = delay.min(m.reg.cfg().max_req_timeout);
-        let r = m.channel.requeue(&m.consumer, self.id.0, delay);
+        let r = m.channel.requeue(&m.consumer, self.msg.id.0, delay);
         m.room_made();
         r
     }
@@ -290,16 +281,16 @@ impl Delivery {
     /// A fresh timeout (nsqd's TOUCH; never past delivery + `max_msg_timeout`).
     pub fn touch(&self) -> Result<(), BrokerError> {
         let m = &self.member;
-        m.channel.touch(&m.consumer, self.id.0)
+        m.channel.touch(&m.consumer, self.msg.id.0)
     }
 }
 
 impl std::fmt::Debug for Delivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Delivery")
-            .field("id", &self.id)
-            .field("attempts", &self.attempts)
-            .field("len", &self.body.len())
+            .field("id", &self.msg.id)
+            .field("attempts", &self.msg.attempts)
+            .field("len", &self.msg.body.len())
             .finish()
     }
 }

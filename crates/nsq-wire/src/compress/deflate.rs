@@ -4,7 +4,7 @@
 use bytes::{Buf, BytesMut};
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
-use super::CodecError;
+use super::{CodecError, Decoding};
 
 /// Plaintext produced per inflate step.
 const INFLATE_STEP: usize = 32 * 1024;
@@ -37,14 +37,9 @@ impl Deflate {
     /// more input if need be, until a call makes no progress: every byte whose compressed form
     /// has arrived comes out now (or, past `max`, on the next call, even with no new input),
     /// not when the peer next writes.
-    pub fn decode(
-        &mut self,
-        input: &mut BytesMut,
-        out: &mut BytesMut,
-        max: usize,
-    ) -> Result<(), CodecError> {
-        let start = out.len();
-        while out.len() - start < max && (self.pending || !input.is_empty()) {
+    pub(crate) fn decode(&mut self, step: &mut Decoding<'_>) -> Result<(), CodecError> {
+        while step.wants_more() && (self.pending || !step.input.is_empty()) {
+            let Decoding { input, out, .. } = step;
             if self.ended {
                 if input.is_empty() {
                     break;

@@ -3,7 +3,7 @@
 
 use bytes::{Buf, BytesMut};
 
-use super::CodecError;
+use super::{CodecError, Decoding};
 
 /// Largest uncompressed block in a snappy frame.
 const MAX_BLOCK: usize = 65_536;
@@ -41,14 +41,9 @@ fn masked_crc(data: &[u8]) -> u32 {
 
 impl Snappy {
     /// See [`super::Codec::decode`].
-    pub fn decode(
-        &mut self,
-        input: &mut BytesMut,
-        out: &mut BytesMut,
-        max: usize,
-    ) -> Result<(), CodecError> {
-        let start = out.len();
-        while out.len() - start < max && input.len() >= 4 {
+    pub(crate) fn decode(&mut self, step: &mut Decoding<'_>) -> Result<(), CodecError> {
+        while step.wants_more() && step.input.len() >= 4 {
+            let Decoding { input, out, .. } = step;
             let kind = input[0];
             let len = u32::from_le_bytes([input[1], input[2], input[3], 0]) as usize;
             if len > MAX_CHUNK {

@@ -69,7 +69,7 @@ fn client_cpu_s() -> Result<f64> {
 async fn measure(cluster: &Cluster, a: &ClusterCmd) -> Result<ClusterReport> {
     let c = &a.cluster;
     let nodes = &cluster.nodes;
-    let mut w = Workload::new("", &a.publish, &a.consume, a.size);
+    let mut w = Workload::new("", &a.publish, &a.consume, a.body.size);
     w.rdy = a.rdy();
     w.progress = false;
     let plan = Plan::new(
@@ -161,7 +161,7 @@ fn settings(a: &ClusterCmd) -> BTreeMap<&'static str, String> {
     s.insert("topics", c.topics.to_string());
     s.insert("writers", c.writers.to_string());
     s.insert("readers", c.readers.to_string());
-    s.insert("size", a.size.to_string());
+    s.insert("size", a.body.size.to_string());
     s.insert("batch_size", a.publish.batch_size.to_string());
     s.insert("pipeline", a.publish.pipeline.to_string());
     s.insert("rdy", a.rdy().to_string());

@@ -3,7 +3,7 @@
 //! Started processes are killed, and their directories and namespaces removed, when the
 //! [`Cluster`] is dropped.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::netns::Netns;
 use crate::cli::ClusterCmd;
@@ -48,6 +48,41 @@ pub struct Setup {
     pub server_args: Vec<String>,
 }
 
+/// The server (nsqrd, or `--reference`) and lookupd binaries to start; both must exist.
+fn binaries(a: &ClusterCmd) -> Result<(PathBuf, PathBuf)> {
+    let server = match &a.reference {
+        Some(p) => p.clone(),
+        None => find_nsqrd(a.nsqrd.as_deref())?,
+    };
+    let lookupd = find_binary(
+        "nsqrlookupd",
+        "--lookupd-bin",
+        a.cluster.lookupd_bin.as_deref(),
+    )?;
+    for p in [&server, &lookupd] {
+        if !p.is_file() {
+            return Err(err(format!("{} does not exist", p.display())));
+        }
+    }
+    Ok((server, lookupd))
+}
+
+/// Start lookupd listening on `ip`, ports chosen by the system.
+async fn start_lookupd(bin: &Path, ip: &str) -> Result<Server> {
+    Server::launch(Launch {
+        program: bin.to_path_buf(),
+        args: vec![
+            format!("--tcp-address={ip}:0"),
+            format!("--http-address={ip}:0"),
+            format!("--broadcast-address={ip}"),
+        ],
+        http: true,
+        ..Default::default()
+    })
+    .await
+    .map_err(|e| err(format!("lookupd: {e}")))
+}
+
 /// Nodes and lookupd. Field order is drop order: the servers stop before the namespaces they
 /// run in are removed.
 pub struct Cluster {
@@ -65,16 +100,7 @@ impl Cluster {
         if !c.nsqd_tcp_addresses.is_empty() {
             return Ok(Self::given(a));
         }
-        let server = match &a.reference {
-            Some(p) => p.clone(),
-            None => find_nsqrd(a.nsqrd.as_deref())?,
-        };
-        let lookupd_bin = find_binary("nsqrlookupd", "--lookupd-bin", c.lookupd_bin.as_deref())?;
-        for p in [&server, &lookupd_bin] {
-            if !p.is_file() {
-                return Err(err(format!("{} does not exist", p.display())));
-            }
-        }
+        let (server, lookupd_bin) = binaries(a)?;
         let netns = if c.netns {
             Some(Netns::create(
                 c.nodes,
@@ -88,19 +114,7 @@ impl Cluster {
             .as_ref()
             .map(|n| n.lookupd_ip().to_string())
             .unwrap_or_else(|| "127.0.0.1".into());
-        let lookupd = Server::launch(Launch {
-            program: lookupd_bin.clone(),
-            args: vec![
-                format!("--tcp-address={lookupd_ip}:0"),
-                format!("--http-address={lookupd_ip}:0"),
-                format!("--broadcast-address={lookupd_ip}"),
-            ],
-            http: true,
-            ..Default::default()
-        })
-        .await
-        .map_err(|e| err(format!("lookupd: {e}")))?;
-        let lookupd_http = lookupd.http.clone().unwrap_or_default();
+        let lookupd = start_lookupd(&lookupd_bin, &lookupd_ip).await?;
         let server_args = node_args(a, &lookupd.tcp);
         let mut cluster = Cluster {
             nodes: Vec::new(),
@@ -109,7 +123,7 @@ impl Cluster {
                 server_path: Some(server.clone()),
                 lookupd: version(&lookupd_bin),
                 lookupd_path: Some(lookupd_bin),
-                lookupd_http_address: lookupd_http,
+                lookupd_http_address: lookupd.http.clone().unwrap_or_default(),
                 network: match &netns {
                     Some(n) if n.shaping.is_empty() => "netns".into(),
                     Some(n) => format!("netns ({})", n.shaping),
@@ -122,29 +136,35 @@ impl Cluster {
             netns,
         };
         for k in 0..c.nodes {
-            let (host, wrapper) = match &cluster.netns {
-                Some(n) => (n.links[k].node_ip.clone(), n.wrapper(k)),
-                None => ("127.0.0.1".to_string(), Vec::new()),
-            };
-            let dir = temp_dir()?;
-            let mut args = nsqd_flags(&host, &dir);
-            args.extend(server_args.iter().cloned());
-            let srv = Server::launch(Launch {
-                program: server.clone(),
-                wrapper,
-                args,
-                data_dir: Some(dir),
-                http: false,
-            })
-            .await
-            .map_err(|e| err(format!("node {k}: {e}")))?;
-            cluster.nodes.push(Node {
-                tcp: srv.tcp.clone(),
-                pid: Some(srv.pid),
-            });
-            cluster.servers.push(srv);
+            cluster.start_node(k, &server, &server_args).await?;
         }
         Ok(cluster)
+    }
+
+    /// Start node `k` of `server` with `server_args`, in its namespace if there are any.
+    async fn start_node(&mut self, k: usize, server: &Path, server_args: &[String]) -> Result<()> {
+        let (host, wrapper) = match &self.netns {
+            Some(n) => (n.links[k].node_ip.clone(), n.wrapper(k)),
+            None => ("127.0.0.1".to_string(), Vec::new()),
+        };
+        let dir = temp_dir()?;
+        let mut args = nsqd_flags(&host, &dir);
+        args.extend(server_args.iter().cloned());
+        let srv = Server::launch(Launch {
+            program: server.to_path_buf(),
+            wrapper,
+            args,
+            data_dir: Some(dir),
+            http: false,
+        })
+        .await
+        .map_err(|e| err(format!("node {k}: {e}")))?;
+        self.nodes.push(Node {
+            tcp: srv.tcp.clone(),
+            pid: Some(srv.pid),
+        });
+        self.servers.push(srv);
+        Ok(())
     }
 
     fn given(a: &ClusterCmd) -> Cluster {

@@ -127,7 +127,7 @@ pub(super) async fn measure(srv: &Server, a: &CompareArgs, dir: &Path) -> Result
     let common = [
         format!("--nsqd-tcp-address={}", srv.tcp),
         format!("--topic={TOPIC}"),
-        format!("--size={}", a.size),
+        format!("--size={}", a.body.size),
         format!("--runfor={runfor}"),
     ];
     let limit = a.publish.duration + GRACE;
@@ -137,7 +137,7 @@ pub(super) async fn measure(srv: &Server, a: &CompareArgs, dir: &Path) -> Result
     let c0 = cpu_time(srv.pid).map_err(err)?;
     let w = run_tool(dir, "bench_writer", &writer_args, limit).await?;
     let c1 = cpu_time(srv.pid).map_err(err)?;
-    insert(&mut m, "pub", &w, c1 - c0, a.size);
+    insert(&mut m, "pub", &w, c1 - c0, a.body.size);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let mut reader_args = common.to_vec();
     reader_args.extend([
@@ -147,7 +147,7 @@ pub(super) async fn measure(srv: &Server, a: &CompareArgs, dir: &Path) -> Result
     let c2 = cpu_time(srv.pid).map_err(err)?;
     let r = run_tool(dir, "bench_reader", &reader_args, limit).await?;
     let c3 = cpu_time(srv.pid).map_err(err)?;
-    insert(&mut m, "sub", &r, c3 - c2, a.size);
+    insert(&mut m, "sub", &r, c3 - c2, a.body.size);
     Ok(m)
 }
 

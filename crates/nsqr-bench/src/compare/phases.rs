@@ -22,7 +22,7 @@ use crate::subscriber::SubGroup;
 
 /// The workload of every phase against the server at `addr`.
 fn workload(a: &CompareArgs, addr: &str) -> Workload {
-    let mut w = Workload::new(addr, &a.publish, &a.consume, a.size);
+    let mut w = Workload::new(addr, &a.publish, &a.consume, a.body.size);
     w.sizes = a.sizes.clone();
     w
 }

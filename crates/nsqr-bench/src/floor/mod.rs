@@ -119,7 +119,8 @@ mod tests {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     use tokio::net::{TcpListener, TcpStream};
 
-    fn cmd(line: &str, body: &[u8]) -> Vec<u8> {
+    /// A command with a body, as a client writes it (the floor's own tests' input).
+    pub(super) fn cmd(line: &str, body: &[u8]) -> Vec<u8> {
         let mut v = format!("{line}\n").into_bytes();
         v.extend_from_slice(&(body.len() as u32).to_be_bytes());
         v.extend_from_slice(body);
@@ -242,7 +243,7 @@ mod tests {
         else {
             panic!("not sub")
         };
-        let mut w = Workload::new(&addr, &args.publish, &args.consume, args.size);
+        let mut w = Workload::new(&addr, &args.publish, &args.consume, args.body.size);
         w.progress = false;
         let (p, published) = modes::publish_phase(&w, "t", 64, Stop::Count(10_001), "pub")
             .await

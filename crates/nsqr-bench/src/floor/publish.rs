@@ -178,13 +178,7 @@ fn body_size(b: &[u8]) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::body::{decode, MpubBatch};
-
-    fn cmd(line: &str, body: &[u8]) -> Vec<u8> {
-        let mut v = format!("{line}\n").into_bytes();
-        v.extend_from_slice(&(body.len() as u32).to_be_bytes());
-        v.extend_from_slice(body);
-        v
-    }
+    use crate::floor::tests::cmd;
 
     #[test]
     fn steps_over_commands() {

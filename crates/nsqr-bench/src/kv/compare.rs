@@ -14,7 +14,7 @@ use super::conn::RespConn;
 use super::phases::{Metrics, Spec, Target};
 use super::{cell, measure, Phase, ROWS};
 use crate::cli::CompareArgs;
-use crate::compare::ServerResult;
+use crate::compare::{print_sides, ServerResult};
 use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::report::{emit, Render, Table};
@@ -246,20 +246,7 @@ impl Render for Report {
 fn print_table(r: &Report) {
     let timeout = r.timeout_ms;
     println!("{}", r.heading);
-    println!("A: {} ({})", r.nsqrd.version, r.nsqrd.path.display());
-    println!(
-        "B: {} ({})",
-        r.reference.version,
-        r.reference.path.display()
-    );
-    println!(
-        "machine: {} CPUs, {}, {:.1} GiB; load {} before, {} after\n",
-        r.machine.cpus,
-        r.machine.model,
-        r.machine.mem_total_gib,
-        r.machine.load_before,
-        r.machine.load_after
-    );
+    print_sides(&r.nsqrd, &r.reference, &r.machine);
     let mut t = Table::new([
         format!("metric (median of {})", r.nsqrd.rounds.len()),
         "nsqrd".into(),

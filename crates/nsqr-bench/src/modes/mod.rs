@@ -158,7 +158,7 @@ pub async fn run_pub(a: &PubArgs) -> Result<bool> {
         &t.nsqd_tcp_address,
         &a.publish,
         &ConsumeFlags::default(),
-        a.size,
+        a.body.size,
     );
     w.count = a.count;
     let mut report = new_report("pub", &w, &t.topic);
@@ -169,7 +169,7 @@ pub async fn run_pub(a: &PubArgs) -> Result<bool> {
 /// `sub` and `pubsub`.
 pub async fn run_pubsub(mode: Single, a: &PubSubArgs) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.size);
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.body.size);
     w.count = a.count;
     let name = match mode {
         Single::Sub => "sub",
@@ -188,7 +188,7 @@ pub async fn run_pubsub(mode: Single, a: &PubSubArgs) -> Result<bool> {
 /// `latency`.
 pub async fn run_latency(a: &LatencyArgs) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.size);
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.body.size);
     w.rate = a.rate;
     let mut report = new_report("latency", &w, &t.topic);
     let (p, s, l) = latency::run(&w, &report.topic).await?;

@@ -182,7 +182,7 @@ pub async fn ordered(a: &OrderedArgs) -> Result<bool> {
 /// and print its report; Ok(false) when a message was lost, duplicated or out of order.
 async fn run(mode: QueueMode, a: &QueueArgs, q: &QueueSpec) -> Result<bool> {
     let t = &a.target;
-    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.size);
+    let mut w = Workload::new(&t.nsqd_tcp_address, &a.publish, &a.consume, a.body.size);
     w.count = a.count;
     let topic = t
         .topic

@@ -21,7 +21,7 @@ pub(super) fn ready_queue(
     ephemeral: bool,
     eff: &EffectiveSettings,
 ) -> (SpillQueue, Vec<(Message, Option<i64>)>) {
-    let cap = eff.mem_queue_size();
+    let cap = eff.mem_queue_size;
     if ephemeral {
         return (SpillQueue::memory(cap, true), Vec::new());
     }

@@ -65,9 +65,9 @@ impl Channel {
     /// Bring the state in line with `st.eff`.
     pub(super) fn apply_rules(&self, st: &mut ChannelState) {
         st.checks = st.eff.checks_messages() || st.attrs_seen;
-        st.ready.set_cap(st.eff.mem_queue_size());
-        let lookahead = st.eff.mem_queue_size().clamp(MIN_LOOKAHEAD, MAX_LOOKAHEAD);
-        match (st.eff.ordered(), st.ordered.as_mut()) {
+        st.ready.set_cap(st.eff.mem_queue_size);
+        let lookahead = st.eff.mem_queue_size.clamp(MIN_LOOKAHEAD, MAX_LOOKAHEAD);
+        match (st.eff.ordered, st.ordered.as_mut()) {
             (true, Some(o)) => o.set_lookahead(lookahead),
             (true, None) => st.ordered = Some(Box::new(Ordered::new(lookahead))),
             (false, Some(o)) => {
@@ -95,7 +95,7 @@ impl Channel {
 
     /// Schedule a sweep of the queue's head if messages may expire and none is scheduled.
     fn ensure_sweep(&self, st: &mut ChannelState) {
-        let may_expire = st.eff.message_ttl().is_some() || st.attrs_seen;
+        let may_expire = !st.eff.message_ttl.is_zero() || st.attrs_seen;
         if may_expire && st.sweep_at.is_none() && !st.ready.is_empty() {
             let at = Instant::now() + SWEEP_EVERY;
             st.sweep_at = Some(at);
@@ -158,7 +158,7 @@ impl Channel {
                 }
             }
         }
-        if reason == DeadLetterReason::Expired && st.eff.expired() == ExpiredAction::Drop {
+        if reason == DeadLetterReason::Expired && st.eff.expired == ExpiredAction::Drop {
             self.expired_dropped.fetch_add(1, Relaxed);
             st.ready.finished(m.id.0);
             return;
@@ -174,7 +174,7 @@ impl Channel {
             at: crate::now_unix_nanos(),
         };
         dead.push(DeadLetter {
-            target: st.eff.dead_letter_topic().to_string(),
+            target: st.eff.dead_letter_topic.clone(),
             msg: m,
             info,
             source: self.me.clone(),
@@ -191,7 +191,7 @@ impl Channel {
         delay: Duration,
         dead: &mut Vec<DeadLetter>,
     ) {
-        if st.eff.max_attempts() > 0 && m.attempts >= st.eff.max_attempts() {
+        if st.eff.max_attempts > 0 && m.attempts >= st.eff.max_attempts {
             self.leave(st, m, DeadLetterReason::DeliveryLimit, true, dead);
             return;
         }
@@ -296,7 +296,7 @@ fn verdict(
     if expired_at(eff, m, expires_at, now_ns) {
         return Some(DeadLetterReason::Expired);
     }
-    if eff.max_attempts() > 0 && m.attempts >= eff.max_attempts() {
+    if eff.max_attempts > 0 && m.attempts >= eff.max_attempts {
         return Some(DeadLetterReason::DeliveryLimit);
     }
     None
@@ -312,8 +312,10 @@ fn expired_at(eff: &EffectiveSettings, m: &Message, expires_at: i64, now_ns: i64
     if expires_at != 0 && now_ns >= expires_at {
         return true;
     }
-    eff.message_ttl().is_some_and(|ttl| {
+    // A zero time to live is none: messages live until delivered.
+    let ttl = &eff.message_ttl;
+    !ttl.is_zero() && {
         let ttl = i64::try_from(ttl.as_nanos()).unwrap_or(i64::MAX);
         now_ns >= m.timestamp().saturating_add(ttl)
-    })
+    }
 }

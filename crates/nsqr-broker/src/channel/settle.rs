@@ -128,7 +128,7 @@ impl Channel {
         };
         let timeout = match st.owner(consumer_id) {
             Some(o) => Self::timeout_for(&st.eff, o),
-            None => st.eff.msg_timeout().unwrap_or(self.cfg().msg_timeout),
+            None => st.eff.msg_timeout,
         };
         let max = self.cfg().max_msg_timeout;
         let now = Instant::now();
@@ -137,11 +137,12 @@ impl Channel {
     }
 
     /// The in-flight timeout of `consumer`'s deliveries: its own if it asked for one, else the
-    /// channel's setting, else the broker's.
+    /// channel's setting (which defaults to the broker's).
     pub(super) fn timeout_for(eff: &EffectiveSettings, consumer: &Consumer) -> Duration {
-        match eff.msg_timeout() {
-            Some(t) if !consumer.has_own_msg_timeout() => t,
-            _ => consumer.msg_timeout(),
+        if consumer.has_own_msg_timeout() {
+            consumer.msg_timeout()
+        } else {
+            eff.msg_timeout
         }
     }
 }

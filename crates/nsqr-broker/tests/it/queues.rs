@@ -421,10 +421,7 @@ async fn order_holds_across_the_disk_and_a_restart() {
     let b = disk_broker(&dir, 20).await;
     let ch = b.topic("t").unwrap().channel("c").unwrap();
     let md = std::fs::read_to_string(dir.join("nsqd.dat")).unwrap();
-    assert!(
-        ch.effective_settings().ordered(),
-        "settings came back: {md}"
-    );
+    assert!(ch.effective_settings().ordered, "settings came back: {md}");
     let mut sub = b
         .subscribe("t", "c", SubscribeOptions::default().max_in_flight(8))
         .await

@@ -180,16 +180,9 @@ impl Consumer {
                 Some(m) if !self.shared.is_stopping() => m,
                 _ => self.next_delivered().await?,
             };
-            if !self.over_attempts(&m) {
+            if let Some(m) = self.within_attempts(m) {
                 return Some(m);
             }
-            self.give_up(m, |m| {
-                tracing::warn!(
-                    "nsqr-client: message {} attempted {} times, giving up",
-                    m.id_str(),
-                    m.attempts()
-                )
-            });
         }
     }
 
@@ -241,16 +234,9 @@ impl Consumer {
                 Some(m) => m,
                 None => self.inproc.as_mut()?.try_next()?,
             };
-            if !self.over_attempts(&m) {
+            if let Some(m) = self.within_attempts(m) {
                 return Some(m);
             }
-            self.give_up(m, |m| {
-                tracing::warn!(
-                    "nsqr-client: message {} attempted {} times, giving up",
-                    m.id_str(),
-                    m.attempts()
-                )
-            });
         }
     }
 
@@ -296,6 +282,22 @@ impl Consumer {
     fn over_attempts(&self, m: &Message) -> bool {
         let max = self.shared.cfg.max_attempts;
         max > 0 && m.attempts() > max
+    }
+
+    /// `m`, unless it was delivered more than `max_attempts` times: then it is given up on
+    /// (logged, counted, finished).
+    fn within_attempts(&self, m: Message) -> Option<Message> {
+        if !self.over_attempts(&m) {
+            return Some(m);
+        }
+        self.give_up(m, |m| {
+            tracing::warn!(
+                "nsqr-client: message {} attempted {} times, giving up",
+                m.id_str(),
+                m.attempts()
+            )
+        });
+        None
     }
 
     fn give_up(&self, m: Message, tell: impl FnOnce(&Message)) {

@@ -263,13 +263,22 @@ fn process(out: &mut String, start_time: i64) {
 
 /// The whole exposition.
 pub fn render(state: &HttpState) -> String {
-    let broker = &state.broker;
-    let snap = broker.snapshot(None, None, false);
+    let snap = state.broker.snapshot(None, None, false);
     let topics = snap.topics.as_deref().unwrap_or_default();
     let mut out = String::with_capacity(4096);
+    node(&mut out, state, topics);
+    figures(&mut out, topics);
+    dead_letters(&mut out, topics);
+    e2e_latency(&mut out, topics);
+    process(&mut out, state.broker.start_time());
+    out
+}
 
+/// The node's own gauges: versions, health, connections, how many topics and channels.
+fn node(out: &mut String, state: &HttpState, topics: &[TopicStats]) {
+    let broker = &state.broker;
     Family::new(
-        &mut out,
+        out,
         "nsq_info",
         "gauge",
         "Constant 1, labelled with the nsqd protocol version and the nsqrd version.",
@@ -283,45 +292,48 @@ pub fn render(state: &HttpState) -> String {
         1.0,
     );
     Family::new(
-        &mut out,
+        out,
         "nsq_healthy",
         "gauge",
         "1 while the node is healthy (no failed disk write), else 0.",
     )
     .sample("nsq_healthy", &[], f64::from(u8::from(broker.is_healthy())));
     Family::new(
-        &mut out,
+        out,
         "nsq_tcp_connections",
         "gauge",
         "Open TCP client connections (producers and consumers).",
     )
     .sample("nsq_tcp_connections", &[], state.clients.count() as f64);
     Family::new(
-        &mut out,
+        out,
         "nsq_http_consumers",
         "gauge",
         "HTTP consumers (long polls, streams, and those still holding messages).",
     )
     .sample("nsq_http_consumers", &[], state.consumers.count() as f64);
-    Family::new(&mut out, "nsq_topics", "gauge", "Topics on this node.").sample(
+    Family::new(out, "nsq_topics", "gauge", "Topics on this node.").sample(
         "nsq_topics",
         &[],
         topics.len() as f64,
     );
-    Family::new(&mut out, "nsq_channels", "gauge", "Channels on this node.").sample(
+    Family::new(out, "nsq_channels", "gauge", "Channels on this node.").sample(
         "nsq_channels",
         &[],
         topics.iter().map(|t| t.channels.len()).sum::<usize>() as f64,
     );
+}
 
+/// One sample per topic of each of [`TOPIC_FIGURES`], per channel of [`CHANNEL_FIGURES`].
+fn figures(out: &mut String, topics: &[TopicStats]) {
     for (name, kind, help, get) in TOPIC_FIGURES {
-        let mut f = Family::new(&mut out, name, kind, help);
+        let mut f = Family::new(out, name, kind, help);
         for t in topics {
             f.sample(name, &[("topic", &t.topic_name)], get(t));
         }
     }
     for (name, kind, help, get) in CHANNEL_FIGURES {
-        let mut f = Family::new(&mut out, name, kind, help);
+        let mut f = Family::new(out, name, kind, help);
         for t in topics {
             for c in &t.channels {
                 f.sample(
@@ -332,58 +344,56 @@ pub fn render(state: &HttpState) -> String {
             }
         }
     }
-    dead_letters(&mut out, topics);
+}
+
+/// The end-to-end latency quantiles of topics and channels, when
+/// `--e2e-processing-latency-percentile` asks for any.
+fn e2e_latency(out: &mut String, topics: &[TopicStats]) {
     let configured = topics
         .iter()
         .flat_map(|t| &t.channels)
         .any(|c| c.e2e_processing_latency.percentiles.is_some());
-    if configured {
-        let name = "nsq_topic_e2e_processing_latency_seconds";
-        let mut f = Family::new(&mut out, name, "gauge", "End-to-end processing latency quantiles (publish to FIN) over the window, all channels of the topic.");
-        for t in topics {
+    if !configured {
+        return;
+    }
+    let name = "nsq_topic_e2e_processing_latency_seconds";
+    let mut f = Family::new(out, name, "gauge", "End-to-end processing latency quantiles (publish to FIN) over the window, all channels of the topic.");
+    for t in topics {
+        e2e_samples(
+            &mut f,
+            name,
+            &[("topic", &t.topic_name)],
+            &t.e2e_processing_latency,
+        );
+    }
+    let name = "nsq_channel_e2e_processing_latency_seconds";
+    let mut f = Family::new(
+        out,
+        name,
+        "gauge",
+        "End-to-end processing latency quantiles (publish to FIN) over the window.",
+    );
+    for t in topics {
+        for c in &t.channels {
             e2e_samples(
                 &mut f,
                 name,
-                &[("topic", &t.topic_name)],
-                &t.e2e_processing_latency,
+                &[("topic", &t.topic_name), ("channel", &c.channel_name)],
+                &c.e2e_processing_latency,
             );
         }
-        let name = "nsq_channel_e2e_processing_latency_seconds";
-        let mut f = Family::new(
-            &mut out,
-            name,
-            "gauge",
-            "End-to-end processing latency quantiles (publish to FIN) over the window.",
-        );
-        for t in topics {
-            for c in &t.channels {
-                e2e_samples(
-                    &mut f,
-                    name,
-                    &[("topic", &t.topic_name), ("channel", &c.channel_name)],
-                    &c.e2e_processing_latency,
-                );
-            }
-        }
-        let name = "nsq_channel_e2e_processing_latency_samples";
-        let mut f = Family::new(
-            &mut out,
-            name,
-            "gauge",
-            "FINs in the end-to-end latency window.",
-        );
-        for t in topics {
-            for c in &t.channels {
-                f.sample(
-                    name,
-                    &[("topic", &t.topic_name), ("channel", &c.channel_name)],
-                    c.e2e_processing_latency.count as f64,
-                );
-            }
+    }
+    let name = "nsq_channel_e2e_processing_latency_samples";
+    let mut f = Family::new(out, name, "gauge", "FINs in the end-to-end latency window.");
+    for t in topics {
+        for c in &t.channels {
+            f.sample(
+                name,
+                &[("topic", &t.topic_name), ("channel", &c.channel_name)],
+                c.e2e_processing_latency.count as f64,
+            );
         }
     }
-    process(&mut out, broker.start_time());
-    out
 }
 
 /// `GET /metrics`.

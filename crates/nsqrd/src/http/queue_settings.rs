@@ -26,7 +26,7 @@ pub fn get_topic(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, Ap
         .broker
         .topic(topic)
         .ok_or(ApiError::not_found("TOPIC_NOT_FOUND"))?;
-    effective(state, &t.effective_settings())
+    effective(&t.effective_settings())
 }
 
 /// `GET /channel/config?topic=T&channel=C`: what the channel runs with.
@@ -40,7 +40,7 @@ pub fn get_channel(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, 
         .ok_or(ApiError::not_found("TOPIC_NOT_FOUND"))?
         .channel(channel)
         .ok_or(ApiError::not_found("CHANNEL_NOT_FOUND"))?;
-    effective(state, &ch.effective_settings())
+    effective(&ch.effective_settings())
 }
 
 /// `POST /topic/config?topic=T` with a JSON object: change the topic's settings (the
@@ -55,7 +55,7 @@ pub async fn set_topic(state: &HttpState, req: Request<Incoming>) -> Result<Repl
         .map_err(refused)?;
     persist(state)?;
     let t = state.broker.topic(&topic).ok_or_else(ApiError::exiting)?;
-    effective(state, &t.effective_settings())
+    effective(&t.effective_settings())
 }
 
 /// `POST /channel/config?topic=T&channel=C` with a JSON object: change the channel's
@@ -75,7 +75,7 @@ pub async fn set_channel(state: &HttpState, req: Request<Incoming>) -> Result<Re
         .topic(&topic)
         .and_then(|t| t.channel(&channel))
         .ok_or_else(ApiError::exiting)?;
-    effective(state, &ch.effective_settings())
+    effective(&ch.effective_settings())
 }
 
 fn parse(raw_query: Option<&str>) -> Result<Query, ApiError> {
@@ -127,6 +127,6 @@ fn persist(state: &HttpState) -> Result<(), ApiError> {
     })
 }
 
-fn effective(state: &HttpState, e: &EffectiveSettings) -> Result<Reply, ApiError> {
-    Reply::json(&e.to_settings(state.broker.config().msg_timeout))
+fn effective(e: &EffectiveSettings) -> Result<Reply, ApiError> {
+    Reply::json(&e.to_settings())
 }
