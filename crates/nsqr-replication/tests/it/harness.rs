@@ -4,9 +4,10 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -21,6 +22,50 @@ pub const PATIENCE: Duration = Duration::from_secs(60);
 
 pub const GROUP: &str = "topic-a";
 pub const SECRET: &[u8] = b"cluster secret";
+
+/// Log lines of every test of this binary, from [`logs`] on.
+#[derive(Clone, Default)]
+pub struct Logs(Arc<Mutex<Vec<u8>>>);
+
+impl Logs {
+    pub fn contains(&self, text: &str) -> bool {
+        let bytes = self.0.lock().expect("lock");
+        String::from_utf8_lossy(&bytes).contains(text)
+    }
+}
+
+impl Write for Logs {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("lock").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Logs {
+    type Writer = Logs;
+
+    fn make_writer(&'a self) -> Logs {
+        self.clone()
+    }
+}
+
+/// Captures what the crate logs (info and above), process-wide.
+pub fn logs() -> &'static Logs {
+    static LOGS: OnceLock<Logs> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Logs::default();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(logs.clone())
+            .with_ansi(false)
+            .finish();
+        tracing::subscriber::set_global_default(subscriber).expect("the only subscriber");
+        logs
+    })
+}
 
 /// Polls `check` until it holds, failing the test after [`PATIENCE`].
 pub async fn eventually(what: &str, mut check: impl FnMut() -> bool) {

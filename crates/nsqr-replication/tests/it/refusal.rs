@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 
 use nsqr_replication::{probe, ClusterConfig, NetError, Peers};
 
-use crate::harness::{batch, Cluster, GROUP, SECRET};
+use crate::harness::{batch, eventually, logs, Cluster, GROUP, SECRET};
 
 /// The settings of a node that tries to reach node 1 as node `id`, knowing `secret`.
 fn stranger(cluster: &Cluster, id: u64, secret: &[u8]) -> ClusterConfig {
@@ -18,6 +18,7 @@ fn stranger(cluster: &Cluster, id: u64, secret: &[u8]) -> ClusterConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn strangers_are_refused() {
+    let logs = logs();
     let cluster = Cluster::start(3, |_| {}).await;
     cluster.propose(batch(0, 1)).await;
     let node1 = cluster.node(1).address.to_string();
@@ -50,6 +51,13 @@ async fn strangers_are_refused() {
     match probe(&member, 1, &node1, "no-such-group").await {
         Err(NetError::Refused(reason)) => assert!(reason.contains("no group"), "{reason}"),
         other => panic!("unknown group: {other:?}"),
+    }
+
+    for refusal in [
+        "cluster: refused a connection: node 2 does not know the cluster secret",
+        "cluster: refused a connection: node 9 is not a configured peer",
+    ] {
+        eventually(refusal, || logs.contains(refusal)).await;
     }
 
     // The cluster is untouched: the same voters, and it still commits.

@@ -30,16 +30,14 @@ async fn an_acknowledged_proposal_is_applied_on_a_majority() {
             let state = node.state().expect("running");
             let pending = state.pending("ch").map(|p| p.len());
             assert_eq!(pending, Some(16), "node {} fsync={fsync}", node.id);
-            let handed = node.committed.lock().expect("lock").clone();
             let entry = Committed::Entry {
                 index,
                 command: publish.clone(),
             };
-            assert!(
-                handed.contains(&entry),
-                "node {} was handed the batch",
-                node.id
-            );
+            eventually("the batch handed to the broker", || {
+                node.committed.lock().expect("lock").contains(&entry)
+            })
+            .await;
         }
         cluster.shutdown().await;
     }
