@@ -2,12 +2,13 @@
 //! ([`segment`]), the vote (`vote`), the last purged log id (`purged`) and the last known
 //! commit (`committed`).
 //!
-//! An append is one `write` of all its entries; with `fsync` on, one `fdatasync` covers them
-//! before openraft hears they are durable, so a group commit of many proposals costs one
-//! fsync. The vote is always fsynced: Raft's safety rests on a node never voting twice in a
+//! An append is one `write` of all its entries; with `fsync` on, openraft hears they are
+//! durable only after an `fdatasync` that [`flusher`] shares among every append that arrived
+//! while the previous one ran (a group commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
 //! term. Compaction (`purge`, after a snapshot) deletes whole segments behind the purge point.
 //! Only where each entry is lives in memory; entries are read back from the files.
 
+mod flusher;
 pub(crate) mod segment;
 
 use std::collections::BTreeMap;
@@ -22,6 +23,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError, Vote};
 
+use self::flusher::{Flusher, Written};
 use crate::error::StoreError;
 use crate::files::{self, io_error};
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
@@ -40,7 +42,7 @@ struct Location {
 
 struct Segment {
     path: PathBuf,
-    file: File,
+    file: Arc<File>,
     len: u64,
 }
 
@@ -59,6 +61,8 @@ struct Inner {
 #[derive(Clone)]
 pub struct LogStore {
     inner: Arc<Mutex<Inner>>,
+    /// The sync thread, when appends are fsynced.
+    flusher: Option<Arc<Flusher>>,
 }
 
 impl LogStore {
@@ -88,8 +92,17 @@ impl LogStore {
             committed,
         };
         inner.recover()?;
+        let flusher = match fsync {
+            false => None,
+            true => {
+                let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
+                let flusher = Flusher::start(&name.unwrap_or_default());
+                Some(Arc::new(flusher.map_err(|e| io_error(dir, e))?))
+            }
+        };
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
+            flusher,
         })
     }
 
@@ -160,7 +173,7 @@ impl Inner {
                 "replication log: {reason}; truncating the torn tail"
             );
         }
-        let file = open_segment(&path)?;
+        let file = Arc::new(open_segment(&path)?);
         if scanned.stopped.is_some() {
             file.set_len(scanned.valid_len)
                 .map_err(|e| io_error(&path, e))?;
@@ -190,9 +203,11 @@ impl Inner {
         Ok(())
     }
 
-    fn append(&mut self, entries: Vec<Entry>) -> Result<(), StoreError> {
+    /// Writes `entries` to the active segment; returns the segment written (None if there
+    /// was nothing to write). Syncing is the caller's.
+    fn append(&mut self, entries: Vec<Entry>) -> Result<Option<(Arc<File>, PathBuf)>, StoreError> {
         let Some(first) = entries.first().map(|e| e.log_id.index) else {
-            return Ok(());
+            return Ok(None);
         };
         let dir = self.dir.clone();
         let mut buf = Vec::new();
@@ -206,16 +221,13 @@ impl Inner {
             records.push((offset, payload.len() as u32, entry.log_id));
             segment::encode_record(&mut buf, &payload);
         }
-        let fsync = self.fsync;
         let (seg_first, seg) = self.active_segment(first)?;
         let base = seg.len;
-        seg.file
+        (&*seg.file)
             .write_all(&buf)
             .map_err(|e| io_error(&seg.path, e))?;
         seg.len += buf.len() as u64;
-        if fsync {
-            seg.file.sync_data().map_err(|e| io_error(&seg.path, e))?;
-        }
+        let written = (seg.file.clone(), seg.path.clone());
         for (offset, len, log_id) in records {
             let location = Location {
                 segment: seg_first,
@@ -225,7 +237,7 @@ impl Inner {
             };
             self.index.insert(log_id.index, location);
         }
-        Ok(())
+        Ok(Some(written))
     }
 
     /// The segment to append to, starting a new one (named `first`) when there is none or the
@@ -237,7 +249,7 @@ impl Inner {
         };
         if full {
             let path = self.dir.join(segment::file_name(first));
-            let file = open_segment(&path)?;
+            let file = Arc::new(open_segment(&path)?);
             files::sync_dir(&path).map_err(|e| io_error(&path, e))?;
             self.segments.insert(first, Segment { path, file, len: 0 });
         }
@@ -426,12 +438,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let result = self.blocking(move |inner| inner.append(entries)).await;
-        match &result {
-            Ok(()) => callback.log_io_completed(Ok(())),
-            Err(e) => callback.log_io_completed(Err(std::io::Error::other(e.to_string()))),
+        let written = self.blocking(move |inner| inner.append(entries)).await;
+        match (written, &self.flusher) {
+            (Ok(Some((file, path))), Some(flusher)) => {
+                flusher.submit(Written {
+                    file,
+                    path,
+                    callback,
+                });
+                Ok(())
+            }
+            (Ok(_), _) => {
+                callback.log_io_completed(Ok(()));
+                Ok(())
+            }
+            (Err(e), _) => {
+                callback.log_io_completed(Err(std::io::Error::other(e.to_string())));
+                Err(storage_error(e))
+            }
         }
-        result.map_err(storage_error)
     }
 
     async fn truncate(&mut self, log_id: LogId) -> Result<(), StorageError> {
