@@ -191,12 +191,19 @@ impl ReplicatedLog {
     /// leader, [`crate::Peers::preferred_leader`]) when the group is created; a group that
     /// already has members is left as it is.
     pub async fn initialize(&self) -> Result<(), ChangeError> {
-        let members: BTreeMap<NodeId, BasicNode> = self
-            .config
-            .peers
-            .iter()
-            .map(|(id, addr)| (id, BasicNode::new(addr)))
-            .collect();
+        let all = self.config.peers.iter().map(|(id, _)| id).collect();
+        self.initialize_voters(all).await
+    }
+
+    /// Makes `voters` (configured peers) the voters of a new group; the other peers may join
+    /// later ([`Self::add_learner`], [`Self::change_voters`]).
+    pub async fn initialize_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ChangeError> {
+        let mut members = BTreeMap::new();
+        for id in voters {
+            let address = self.config.peers.address(id);
+            let address = address.ok_or_else(|| ChangeError(format!("node {id} is not a peer")))?;
+            members.insert(id, BasicNode::new(address));
+        }
         match self.raft.initialize(members).await {
             Ok(()) => Ok(()),
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),

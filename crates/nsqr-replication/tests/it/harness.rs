@@ -157,6 +157,12 @@ impl Cluster {
     /// Starts `n` nodes and initializes the group from node 1. `tune` adjusts the group's
     /// settings (fsync, snapshot interval).
     pub async fn start(n: u64, tune: impl Fn(&mut GroupConfig)) -> Cluster {
+        Cluster::start_some(n, n, tune).await
+    }
+
+    /// Configures `n` peers, starts the first `started` of them and makes those the group's
+    /// voters; the others can be started later with [`Cluster::restart`].
+    pub async fn start_some(n: u64, started: u64, tune: impl Fn(&mut GroupConfig)) -> Cluster {
         let tmp = tempfile::tempdir().expect("temp dir");
         let mut listeners = Vec::new();
         let mut peers = BTreeMap::new();
@@ -187,13 +193,15 @@ impl Cluster {
                 running: None,
                 committed,
             };
-            node.running = Some(cluster.launch(&node, listener).await);
+            if id <= started {
+                node.running = Some(cluster.launch(&node, listener).await);
+            }
             cluster.nodes.push(node);
         }
         cluster.nodes[0]
             .log()
             .expect("node 1 runs")
-            .initialize()
+            .initialize_voters((1..=started).collect())
             .await
             .expect("initialize");
         cluster
@@ -249,14 +257,16 @@ impl Cluster {
         self.nodes[(id - 1) as usize].running = Some(running);
     }
 
-    /// The leader every running node agrees on, once there is one.
+    /// The leader every running voter agrees on, once there is one.
     pub async fn leader(&self) -> NodeId {
-        retry("a leader all running nodes agree on", || async {
+        retry("a leader all running voters agree on", || async {
+            // A node not yet added to the group knows of no leader: only voters count.
             let mut leaders = self
                 .nodes
                 .iter()
-                .filter_map(|n| n.log())
-                .map(|l| l.status());
+                .filter_map(|n| n.log().map(|l| (n.id, l.status())))
+                .filter(|(id, s)| s.voters.contains(id))
+                .map(|(_, s)| s);
             let first = leaders.next()?;
             let leader = first.leader?;
             let agreed = leaders.all(|s| s.leader == Some(leader));
