@@ -340,7 +340,14 @@ impl Inner {
     fn read_committed(&self) -> Option<LogId> {
         let mut bytes = Vec::new();
         let mut buf = [0u8; 256];
-        let n = self.committed.read_at(&mut buf, 0).unwrap_or(0);
+        let n = match self.committed.read_at(&mut buf, 0) {
+            Ok(n) => n,
+            Err(e) => {
+                let path = self.dir.join("committed");
+                tracing::warn!(path = %path.display(), "replication log: {e}; waiting for the leader's commit");
+                0
+            }
+        };
         bytes.extend_from_slice(&buf[..n]);
         let scanned = segment::scan(&bytes);
         let (offset, len) = scanned.records.first()?;

@@ -17,6 +17,9 @@ use crate::types::Raft;
 
 /// How long a connecting peer has to complete the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections open at once, handshaking or serving: a bound on what strangers can hold open.
+/// A cluster needs one per group and peer in each direction.
+const MAX_CONNECTIONS: usize = 4096;
 
 type Groups = Arc<RwLock<HashMap<String, Raft>>>;
 
@@ -99,6 +102,10 @@ async fn accept_loop(
             _ = stopped.changed() => break,
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
             accepted = listener.accept() => match accepted {
+                Ok((stream, remote)) if connections.len() >= MAX_CONNECTIONS => {
+                    tracing::warn!(%remote, "cluster: refused a connection: {MAX_CONNECTIONS} already open");
+                    drop(stream);
+                }
                 Ok((stream, remote)) => {
                     connections.spawn(serve(stream, remote, config.clone(), groups.clone()));
                 }
