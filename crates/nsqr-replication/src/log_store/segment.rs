@@ -103,6 +103,18 @@ mod tests {
         assert_eq!(scan(&flipped).records.len(), 0);
     }
 
+    proptest::proptest! {
+        /// Whatever the disk holds, a scan ends inside it, on whole records.
+        #[test]
+        fn scanning_any_bytes_stays_in_bounds(bytes in proptest::collection::vec(0u8.., 0..512)) {
+            let scanned = scan(&bytes);
+            proptest::prop_assert!(scanned.valid_len as usize <= bytes.len());
+            for (offset, len) in scanned.records {
+                proptest::prop_assert!(offset as usize + len as usize <= scanned.valid_len as usize);
+            }
+        }
+    }
+
     #[test]
     fn names_round_trip() {
         let name = file_name(42);

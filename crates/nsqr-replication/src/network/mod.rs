@@ -89,3 +89,28 @@ pub async fn probe(
         .await
         .map(drop)
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{frame, Reply, Request};
+    use crate::types::Entry;
+
+    proptest! {
+        /// Bytes from a peer or the disk decode to a value or an error, never a panic.
+        #[test]
+        fn any_bytes_decode_or_fail(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+            let _ = postcard::from_bytes::<Request>(&bytes);
+            let _ = postcard::from_bytes::<Reply>(&bytes);
+            let _ = postcard::from_bytes::<Entry>(&bytes);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_frame_over_the_bound_is_refused_before_it_is_read() {
+        let mut wire: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        let read = frame::read::<_, Request>(&mut wire, frame::RPC_MAX).await;
+        assert!(matches!(read, Err(super::NetError::TooLarge { .. })));
+    }
+}
