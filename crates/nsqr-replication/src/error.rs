@@ -28,6 +28,8 @@ pub enum StoreError {
         #[source]
         source: io::Error,
     },
+    #[error("{path}: cannot encode: {reason}")]
+    Encode { path: String, reason: String },
     #[error("{path}: corrupt at byte {offset}: {reason}")]
     Corrupt {
         path: String,

@@ -75,9 +75,8 @@ pub(crate) fn decode<T: serde::de::DeserializeOwned>(
 
 /// Encodes a value with postcard, for a file at `path`.
 pub(crate) fn encode<T: serde::Serialize>(path: &Path, value: &T) -> Result<Vec<u8>, StoreError> {
-    postcard::to_stdvec(value).map_err(|e| StoreError::Corrupt {
+    postcard::to_stdvec(value).map_err(|e| StoreError::Encode {
         path: path.display().to_string(),
-        offset: 0,
-        reason: format!("cannot encode: {e}"),
+        reason: e.to_string(),
     })
 }

@@ -215,7 +215,10 @@ impl Inner {
         for entry in &entries {
             let payload = files::encode(&dir, entry)?;
             if payload.len() > MAX_ENTRY_BYTES - segment::HEADER {
-                return Err(corrupt(&dir, 0, "an entry over 4 GiB"));
+                return Err(StoreError::Encode {
+                    path: dir.display().to_string(),
+                    reason: format!("entry {} is over 4 GiB", entry.log_id.index),
+                });
             }
             let offset = (buf.len() + segment::HEADER) as u64;
             records.push((offset, payload.len() as u32, entry.log_id));
