@@ -1,0 +1,290 @@
+//! A node of the cluster and the groups it serves: [`ClusterNode`] owns the cluster listener;
+//! each [`ReplicatedLog`] is one topic group's Raft instance on it (its log store, state
+//! machine and network), with the API the broker calls: `propose` a batch and get its index
+//! once a majority has it, and read committed entries from the channel `open_group` returns.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use openraft::error::{ClientWriteError, InitializeError, RaftError};
+use openraft::{BasicNode, ChangeMembers, Config, ServerState, SnapshotPolicy};
+use tokio::net::TcpListener;
+use tokio::sync::mpsc;
+
+use crate::command::Command;
+use crate::error::{ChangeError, ProposeError, StartError};
+use crate::log_store::LogStore;
+use crate::membership::ClusterConfig;
+use crate::network::{Network, Server, SharedConfig};
+use crate::state::TopicState;
+use crate::state_machine::{Committed, StateMachine};
+use crate::types::{NodeId, Raft};
+
+/// One group's settings on this node.
+#[derive(Clone, Debug)]
+pub struct GroupConfig {
+    /// The group's name (a topic's, or a shard's), the same on every node.
+    pub name: String,
+    /// The group's directory on this node: its log, vote and snapshot.
+    pub dir: PathBuf,
+    /// fsync appended entries before they count (`--durability=strict`); otherwise an entry
+    /// counts once written.
+    pub fsync: bool,
+    /// Entries applied between snapshots; the log behind a snapshot is purged.
+    pub snapshot_every: u64,
+    /// Size at which a new log segment starts.
+    pub segment_bytes: u64,
+    /// The leader's heartbeat, in milliseconds.
+    pub heartbeat_ms: u64,
+    /// A follower hearing nothing for a random time in this range, in milliseconds, stands
+    /// for election.
+    pub election_timeout_ms: (u64, u64),
+    /// Committed entries waiting for the broker before applying waits.
+    pub apply_buffer: usize,
+}
+
+impl GroupConfig {
+    /// A group with the default settings.
+    pub fn new(name: impl Into<String>, dir: impl Into<PathBuf>) -> Self {
+        GroupConfig {
+            name: name.into(),
+            dir: dir.into(),
+            fsync: false,
+            snapshot_every: 10_000,
+            segment_bytes: 64 << 20,
+            heartbeat_ms: 150,
+            election_timeout_ms: (750, 1500),
+            apply_buffer: 1024,
+        }
+    }
+
+    fn raft_config(&self) -> Result<Config, StartError> {
+        let config = Config {
+            cluster_name: self.name.clone(),
+            heartbeat_interval: self.heartbeat_ms,
+            election_timeout_min: self.election_timeout_ms.0,
+            election_timeout_max: self.election_timeout_ms.1,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
+            // Keep a few entries behind a snapshot so a follower just behind still gets
+            // entries rather than the whole snapshot.
+            max_in_snapshot_log_to_keep: self.snapshot_every.min(1000),
+            ..Config::default()
+        };
+        config
+            .validate()
+            .map_err(|e| StartError::Raft(e.to_string()))
+    }
+}
+
+/// This node in the cluster: its settings and its listener.
+pub struct ClusterNode {
+    config: SharedConfig,
+    server: Arc<Server>,
+}
+
+impl ClusterNode {
+    /// Binds `--cluster-address` and starts serving peers.
+    pub async fn start(config: ClusterConfig) -> Result<Self, StartError> {
+        let config = Arc::new(config);
+        let server = Server::bind(config.clone(), None).await?;
+        Ok(ClusterNode {
+            config,
+            server: Arc::new(server),
+        })
+    }
+
+    /// Serves peers on a listener already bound (tests bind ephemeral ports first).
+    pub async fn start_on(
+        config: ClusterConfig,
+        listener: TcpListener,
+    ) -> Result<Self, StartError> {
+        let config = Arc::new(config);
+        let server = Server::bind(config.clone(), Some(listener)).await?;
+        Ok(ClusterNode {
+            config,
+            server: Arc::new(server),
+        })
+    }
+
+    /// This node's settings.
+    pub fn config(&self) -> &ClusterConfig {
+        &self.config
+    }
+
+    /// The address the cluster listener is bound to.
+    pub fn local_addr(&self) -> std::net::SocketAddr {
+        self.server.local_addr()
+    }
+
+    /// Opens (or creates) a group on this node and serves it to peers. Committed entries come
+    /// out of the returned receiver, in order, from the last snapshot on.
+    pub async fn open_group(
+        &self,
+        group: GroupConfig,
+    ) -> Result<(ReplicatedLog, mpsc::Receiver<Committed>), StartError> {
+        let (tx, rx) = mpsc::channel(group.apply_buffer.max(1));
+        let log = LogStore::open(&group.dir, group.fsync, group.segment_bytes)?;
+        let machine = StateMachine::open(&group.dir, tx)?;
+        let network = Network {
+            config: self.config.clone(),
+            group: group.name.clone(),
+        };
+        let raft_config = Arc::new(group.raft_config()?);
+        let raft = Raft::new(
+            self.config.node_id,
+            raft_config,
+            network,
+            log,
+            machine.clone(),
+        )
+        .await
+        .map_err(|e| StartError::Raft(e.to_string()))?;
+        if !self.server.register(&group.name, raft.clone()) {
+            let _ = raft.shutdown().await;
+            return Err(StartError::GroupOpen(group.name));
+        }
+        let replicated = ReplicatedLog {
+            name: group.name,
+            config: self.config.clone(),
+            raft,
+            machine,
+            server: self.server.clone(),
+        };
+        Ok((replicated, rx))
+    }
+
+    /// Stops the listener and closes every cluster connection to this node.
+    pub fn shutdown(&self) {
+        self.server.shutdown();
+    }
+}
+
+/// Where a group stands on this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GroupStatus {
+    pub leader: Option<NodeId>,
+    pub is_leader: bool,
+    pub term: u64,
+    pub last_log_index: Option<u64>,
+    pub last_applied: Option<u64>,
+    pub snapshot: Option<u64>,
+    pub voters: BTreeSet<NodeId>,
+}
+
+/// One topic group's replicated log on this node.
+pub struct ReplicatedLog {
+    name: String,
+    config: SharedConfig,
+    raft: Raft,
+    machine: StateMachine,
+    server: Arc<Server>,
+}
+
+impl ReplicatedLog {
+    /// The group's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Makes every configured peer a voter of a new group. Called on one node (the preferred
+    /// leader, [`crate::Peers::preferred_leader`]) when the group is created; a group that
+    /// already has members is left as it is.
+    pub async fn initialize(&self) -> Result<(), ChangeError> {
+        let all = self.config.peers.iter().map(|(id, _)| id).collect();
+        self.initialize_voters(all).await
+    }
+
+    /// Makes `voters` (configured peers) the voters of a new group; the other peers may join
+    /// later ([`Self::add_learner`], [`Self::change_voters`]).
+    pub async fn initialize_voters(&self, voters: BTreeSet<NodeId>) -> Result<(), ChangeError> {
+        let mut members = BTreeMap::new();
+        for id in voters {
+            let address = self.config.peers.address(id);
+            let address = address.ok_or_else(|| ChangeError(format!("node {id} is not a peer")))?;
+            members.insert(id, BasicNode::new(address));
+        }
+        match self.raft.initialize(members).await {
+            Ok(()) => Ok(()),
+            Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
+            Err(e) => Err(ChangeError(e.to_string())),
+        }
+    }
+
+    /// Proposes one batch. Returns its log index once it is in the log of a majority of the
+    /// group (fsynced there when the group fsyncs) and applied on this node.
+    pub async fn propose(&self, command: Command) -> Result<u64, ProposeError> {
+        match self.raft.client_write(command).await {
+            Ok(written) => Ok(written.log_id.index),
+            Err(RaftError::APIError(ClientWriteError::ForwardToLeader(to))) => {
+                let leader = to.leader_id.zip(to.leader_node.map(|n| n.addr));
+                Err(ProposeError::NotLeader { leader })
+            }
+            Err(RaftError::APIError(e)) => Err(ProposeError::Refused(e.to_string())),
+            Err(RaftError::Fatal(e)) => Err(ProposeError::Stopped(e.to_string())),
+        }
+    }
+
+    /// Where the group stands on this node.
+    pub fn status(&self) -> GroupStatus {
+        let metrics = self.raft.metrics();
+        let m = metrics.borrow();
+        GroupStatus {
+            leader: m.current_leader,
+            is_leader: m.state == ServerState::Leader,
+            term: m.current_term,
+            last_log_index: m.last_log_index,
+            last_applied: m.last_applied.map(|l| l.index),
+            snapshot: m.snapshot.map(|l| l.index),
+            voters: m.membership_config.membership().voter_ids().collect(),
+        }
+    }
+
+    /// Calls `f` with the group's replicated state as applied on this node.
+    pub fn state<T>(&self, f: impl FnOnce(&TopicState) -> T) -> T {
+        self.machine.with_state(f)
+    }
+
+    /// Adds `id` (at `address`) as a learner: it receives the log without voting, until
+    /// [`Self::change_voters`] makes it a voter. Waits until it caught up.
+    pub async fn add_learner(&self, id: NodeId, address: &str) -> Result<(), ChangeError> {
+        self.raft
+            .add_learner(id, BasicNode::new(address), true)
+            .await
+            .map(drop)
+            .map_err(|e| ChangeError(e.to_string()))
+    }
+
+    /// Makes `voters` the group's voters (joint consensus: safe at every step). A voter
+    /// removed stays a learner unless `keep_removed` is false.
+    pub async fn change_voters(
+        &self,
+        voters: BTreeSet<NodeId>,
+        keep_removed: bool,
+    ) -> Result<(), ChangeError> {
+        self.raft
+            .change_membership(ChangeMembers::ReplaceAllVoters(voters), keep_removed)
+            .await
+            .map(drop)
+            .map_err(|e| ChangeError(e.to_string()))
+    }
+
+    /// Builds a snapshot now (and purges the log behind it), instead of waiting for the
+    /// next `snapshot_every` entries.
+    pub async fn snapshot(&self) -> Result<(), ProposeError> {
+        self.raft
+            .trigger()
+            .snapshot()
+            .await
+            .map_err(|e| ProposeError::Stopped(e.to_string()))
+    }
+
+    /// Stops serving the group on this node and stops its Raft instance. Its files stay: the
+    /// group opens again from them.
+    pub async fn shutdown(self) {
+        self.server.unregister(&self.name);
+        if let Err(e) = self.raft.shutdown().await {
+            tracing::warn!(group = %self.name, "replication: shutdown: {e}");
+        }
+    }
+}

@@ -1,0 +1,34 @@
+//! Replicated topics for nsqr: the replicated log of one topic group (a topic, or a shard of
+//! topics), on openraft (`docs/decisions/0014-consensus-library.md`), and the authenticated
+//! TCP transport between the nodes of a cluster. How the broker uses it, and what an `OK`
+//! then means, is `docs/replication.md`.
+//!
+//! - [`command`]: what a log entry carries, a whole batch (serde types).
+//! - [`state`]: the topic's replicated state (unfinished messages per channel, pauses,
+//!   settings), which snapshots hold.
+//! - [`log_store`]: the durable log (segments, vote, purge point), fsynced when asked.
+//! - [`state_machine`]: applies entries, hands them to the broker, builds and installs
+//!   snapshots.
+//! - [`network`]: the only module with sockets: the handshake, frames, client and server.
+//! - [`membership`]: `--cluster-peers` and leader placement.
+//! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
+
+pub mod command;
+pub mod error;
+mod files;
+pub mod group;
+pub mod log_store;
+pub mod membership;
+pub mod network;
+pub mod state;
+pub mod state_machine;
+pub mod types;
+
+pub use command::{Applied, ChannelOp, Command, Message, MessageId};
+pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
+pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog};
+pub use membership::{ClusterConfig, Peers};
+pub use network::{probe, NetError};
+pub use state::TopicState;
+pub use state_machine::Committed;
+pub use types::NodeId;

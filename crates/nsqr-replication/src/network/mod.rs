@@ -1,0 +1,116 @@
+//! The transport between the nodes of a cluster, over TCP: the server that answers Raft's RPCs
+//! for every group this node serves ([`server`]), the client side openraft calls ([`client`]),
+//! both opened by an authenticating [`handshake`] and exchanging length-prefixed postcard
+//! [`frame`]s. Nothing else in the crate touches a socket.
+
+pub(crate) mod client;
+pub(crate) mod frame;
+pub(crate) mod handshake;
+pub(crate) mod server;
+
+use std::io;
+use std::sync::Arc;
+
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, InstallSnapshotRequest, InstallSnapshotResponse,
+    VoteRequest, VoteResponse,
+};
+use serde::{Deserialize, Serialize};
+
+use crate::membership::ClusterConfig;
+use crate::types::{NodeId, TypeConfig};
+
+pub use client::{Network, PeerClient};
+pub use server::Server;
+
+pub(crate) type SharedConfig = Arc<ClusterConfig>;
+
+/// A failure on a cluster connection.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    #[error("cluster connection: {0}")]
+    Io(#[from] io::Error),
+    #[error("cluster connection: a frame of {len} bytes, over the limit of {max}")]
+    TooLarge { len: usize, max: usize },
+    #[error("cluster connection: cannot encode a frame: {0}")]
+    Encode(String),
+    #[error("cluster connection: cannot decode a frame: {0}")]
+    Decode(String),
+    #[error("cluster connection refused by the peer: {0}")]
+    Refused(String),
+    #[error("cluster connection: the peer is not who it should be: {0}")]
+    BadPeer(String),
+    #[error("cluster connection: the peer failed the request: {0}")]
+    Remote(String),
+    #[error("cluster connection: timed out")]
+    Timeout,
+    #[error("cluster connection: no system randomness for a nonce")]
+    Random,
+}
+
+/// A Raft RPC, as the client sends it.
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Request {
+    Append(AppendEntriesRequest<TypeConfig>),
+    Vote(VoteRequest<NodeId>),
+    Snapshot(InstallSnapshotRequest<TypeConfig>),
+}
+
+/// The server's answer to a [`Request`].
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Reply {
+    Append(AppendEntriesResponse<NodeId>),
+    Vote(VoteResponse<NodeId>),
+    Snapshot(InstallSnapshotResponse<NodeId>),
+    /// The group refused or failed the request (it is shutting down, or not here any more).
+    Failed(String),
+}
+
+impl Reply {
+    /// The error of a reply that does not answer the request that was sent.
+    fn unexpected(self) -> NetError {
+        match self {
+            Reply::Failed(reason) => NetError::Remote(reason),
+            _ => NetError::Decode("a reply of the wrong kind".into()),
+        }
+    }
+}
+
+/// Connects to node `target` at `address` for `group` and runs the handshake, without sending
+/// anything else: whether this node's settings are accepted there.
+pub async fn probe(
+    config: &ClusterConfig,
+    target: NodeId,
+    address: &str,
+    group: &str,
+) -> Result<(), NetError> {
+    let shared = Arc::new(config.clone());
+    client::connect(&shared, target, address, group)
+        .await
+        .map(drop)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{frame, Reply, Request};
+    use crate::types::Entry;
+
+    proptest! {
+        /// Bytes from a peer or the disk decode to a value or an error, never a panic.
+        #[test]
+        fn any_bytes_decode_or_fail(bytes in proptest::collection::vec(any::<u8>(), 0..1024)) {
+            let _ = postcard::from_bytes::<Request>(&bytes);
+            let _ = postcard::from_bytes::<Reply>(&bytes);
+            let _ = postcard::from_bytes::<Entry>(&bytes);
+        }
+    }
+
+    #[tokio::test]
+    async fn a_frame_over_the_bound_is_refused_before_it_is_read() {
+        let mut wire: &[u8] = &[0xff, 0xff, 0xff, 0xff];
+        let read = frame::read::<_, Request>(&mut wire, frame::RPC_MAX).await;
+        assert!(matches!(read, Err(super::NetError::TooLarge { .. })));
+    }
+}

@@ -1,0 +1,179 @@
+//! The listening side of the transport: accepts connections on `--cluster-address`, runs the
+//! handshake (refusing and logging anything that is not a configured peer), then answers the
+//! Raft RPCs of the group the connection was opened for, one at a time, in order.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
+use crate::error::StartError;
+use crate::types::Raft;
+
+/// How long a connecting peer has to complete the handshake.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections open at once, handshaking or serving: a bound on what strangers can hold open.
+/// A cluster needs one per group and peer in each direction.
+const MAX_CONNECTIONS: usize = 4096;
+
+type Groups = Arc<RwLock<HashMap<String, Raft>>>;
+
+/// A node's cluster listener and the groups it serves.
+pub struct Server {
+    local_addr: SocketAddr,
+    groups: Groups,
+    stop: watch::Sender<bool>,
+}
+
+impl Server {
+    /// Starts accepting on `listener`, or else on `config.address`.
+    pub async fn bind(
+        config: SharedConfig,
+        listener: Option<TcpListener>,
+    ) -> Result<Server, StartError> {
+        let listen_error = |source| StartError::Listen {
+            address: config.address.clone(),
+            source,
+        };
+        let listener = match listener {
+            Some(listener) => listener,
+            None => TcpListener::bind(&config.address)
+                .await
+                .map_err(listen_error)?,
+        };
+        let local_addr = listener.local_addr().map_err(listen_error)?;
+        let groups = Groups::default();
+        let (stop, stopped) = watch::channel(false);
+        tokio::spawn(accept_loop(listener, config, groups.clone(), stopped));
+        Ok(Server {
+            local_addr,
+            groups,
+            stop,
+        })
+    }
+
+    /// The address the listener is bound to.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Serves `name`'s RPCs with `raft`; false if that group is already served.
+    pub(crate) fn register(&self, name: &str, raft: Raft) -> bool {
+        let mut groups = self.groups.write().unwrap_or_else(|p| p.into_inner());
+        if groups.contains_key(name) {
+            return false;
+        }
+        groups.insert(name.to_owned(), raft);
+        true
+    }
+
+    /// Stops serving `name`.
+    pub(crate) fn unregister(&self, name: &str) {
+        let mut groups = self.groups.write().unwrap_or_else(|p| p.into_inner());
+        groups.remove(name);
+    }
+
+    /// Stops accepting and closes every connection.
+    pub fn shutdown(&self) {
+        self.stop.send_replace(true);
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.shutdown();
+    }
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    config: SharedConfig,
+    groups: Groups,
+    mut stopped: watch::Receiver<bool>,
+) {
+    let mut connections = JoinSet::new();
+    loop {
+        tokio::select! {
+            _ = stopped.changed() => break,
+            Some(_) = connections.join_next(), if !connections.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, remote)) if connections.len() >= MAX_CONNECTIONS => {
+                    tracing::warn!(%remote, "cluster: refused a connection: {MAX_CONNECTIONS} already open");
+                    drop(stream);
+                }
+                Ok((stream, remote)) => {
+                    connections.spawn(serve(stream, remote, config.clone(), groups.clone()));
+                }
+                Err(e) => {
+                    tracing::warn!("cluster: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+        }
+    }
+    // Dropping the set aborts every connection's task.
+}
+
+async fn serve(mut stream: TcpStream, remote: SocketAddr, config: SharedConfig, groups: Groups) {
+    if let Err(e) = stream.set_nodelay(true) {
+        tracing::debug!(%remote, "cluster: set_nodelay: {e}");
+    }
+    let serves = |group: &str| {
+        let groups = groups.read().unwrap_or_else(|p| p.into_inner());
+        groups.contains_key(group)
+    };
+    let handshake = handshake::server(&mut stream, remote, &config, serves);
+    let group = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(group)) => group,
+        Ok(Err(NetError::Refused(_))) => return, // logged by the handshake
+        Ok(Err(e)) => {
+            tracing::warn!(%remote, "cluster: handshake failed: {e}");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(%remote, "cluster: handshake timed out");
+            return;
+        }
+    };
+    if let Err(e) = answer(&mut stream, &group, &groups).await {
+        tracing::debug!(%remote, group, "cluster: connection closed: {e}");
+    }
+}
+
+/// Answers requests until the peer closes the connection.
+async fn answer(stream: &mut TcpStream, group: &str, groups: &Groups) -> Result<(), NetError> {
+    loop {
+        let request: Request = frame::read(stream, frame::RPC_MAX).await?;
+        let raft = {
+            let groups = groups.read().unwrap_or_else(|p| p.into_inner());
+            groups.get(group).cloned()
+        };
+        let reply = match raft {
+            None => Reply::Failed(format!("no group {group:?} on this node")),
+            Some(raft) => dispatch(&raft, request).await,
+        };
+        frame::write(stream, &reply, frame::RPC_MAX).await?;
+    }
+}
+
+async fn dispatch(raft: &Raft, request: Request) -> Reply {
+    match request {
+        Request::Append(rpc) => match raft.append_entries(rpc).await {
+            Ok(resp) => Reply::Append(resp),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
+        Request::Vote(rpc) => match raft.vote(rpc).await {
+            Ok(resp) => Reply::Vote(resp),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
+        Request::Snapshot(rpc) => match raft.install_snapshot(rpc).await {
+            Ok(resp) => Reply::Snapshot(resp),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
+    }
+}

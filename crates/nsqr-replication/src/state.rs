@@ -1,0 +1,313 @@
+//! The replicated state of a topic: what a node taking over must deliver. Every node applies
+//! the same committed entries to it in the same order, so every node holds the same unfinished
+//! messages per channel, with their due times, and the same channels, pauses and settings.
+//!
+//! A message's body is kept once, under its place in publish order (its sequence number), with
+//! a count of the channels (or the topic backlog) that still hold it, and dropped when the last
+//! one finishes it. Channels keep their unfinished messages by sequence number, so a node
+//! taking over delivers them in publish order (what an ordered channel needs). The whole state is what a snapshot holds,
+//! which is how log compaction stays possible: the log behind a snapshot is never needed again.
+//! Applying an operation that names an unknown channel or message changes nothing (a FIN for a
+//! message finished twice, a REQ racing a delete): the entry is still applied and counted.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+
+use crate::command::{ChannelOp, Command, Message, MessageId};
+
+/// A message's place in the topic's publish order, the same on every node.
+pub type Seq = u64;
+
+/// A message held by the topic, with how many holders (channels, or the backlog) still need it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredMessage {
+    pub id: MessageId,
+    pub timestamp_ns: i64,
+    pub body: Bytes,
+    holders: u32,
+}
+
+/// An unfinished message of a channel: when it is due (None: now).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Pending {
+    pub deliver_at_ms: Option<u64>,
+}
+
+/// One channel's replicated state.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChannelState {
+    pub paused: bool,
+    pub settings_json: Option<String>,
+    /// Unfinished messages, in publish order.
+    pub pending: BTreeMap<Seq, Pending>,
+    /// How many messages the channel dead-lettered.
+    pub dead_lettered: u64,
+}
+
+/// The replicated state of one topic.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TopicState {
+    pub paused: bool,
+    pub settings_json: Option<String>,
+    pub channels: BTreeMap<String, ChannelState>,
+    /// Messages published while the topic had no channel, in order (nsqd gives them to the
+    /// first channel created).
+    pub backlog: Vec<(Seq, Option<u64>)>,
+    pub messages: BTreeMap<Seq, StoredMessage>,
+    /// The sequence number of each held message, by id.
+    pub ids: BTreeMap<MessageId, Seq>,
+    /// Messages published since the state began; the next message's sequence number.
+    pub published: u64,
+}
+
+impl TopicState {
+    /// Applies one committed command.
+    pub fn apply(&mut self, command: &Command) {
+        match command {
+            Command::Publish(messages) => messages.iter().for_each(|m| self.publish(m)),
+            Command::Channels(ops) => ops.iter().for_each(|op| self.channel_op(op)),
+        }
+    }
+
+    /// A channel's unfinished messages in publish order, or None if there is no such channel.
+    pub fn pending(&self, channel: &str) -> Option<Vec<(MessageId, Pending)>> {
+        let channel = self.channels.get(channel)?;
+        let held = channel
+            .pending
+            .iter()
+            .filter_map(|(seq, pending)| self.messages.get(seq).map(|m| (m.id, *pending)));
+        Some(held.collect())
+    }
+
+    fn publish(&mut self, message: &Message) {
+        let seq = self.published;
+        self.published += 1;
+        if self.ids.contains_key(&message.id) {
+            // An id already held: a publish retried after a failover. Keep the first.
+            return;
+        }
+        let holders = if self.channels.is_empty() {
+            self.backlog.push((seq, message.deliver_at_ms));
+            1
+        } else {
+            let pending = Pending {
+                deliver_at_ms: message.deliver_at_ms,
+            };
+            for channel in self.channels.values_mut() {
+                channel.pending.insert(seq, pending);
+            }
+            u32::try_from(self.channels.len()).unwrap_or(u32::MAX)
+        };
+        self.ids.insert(message.id, seq);
+        self.messages.insert(
+            seq,
+            StoredMessage {
+                id: message.id,
+                timestamp_ns: message.timestamp_ns,
+                body: message.body.clone(),
+                holders,
+            },
+        );
+    }
+
+    fn channel_op(&mut self, op: &ChannelOp) {
+        match op {
+            ChannelOp::Create { channel } => self.create(channel),
+            ChannelOp::Delete { channel } => {
+                if let Some(state) = self.channels.remove(channel) {
+                    state.pending.keys().for_each(|id| self.release(id));
+                }
+            }
+            ChannelOp::Pause { channel, paused } => match channel {
+                None => self.paused = *paused,
+                Some(name) => {
+                    if let Some(state) = self.channels.get_mut(name) {
+                        state.paused = *paused;
+                    }
+                }
+            },
+            ChannelOp::Configure {
+                channel,
+                settings_json,
+            } => match channel {
+                None => self.settings_json = Some(settings_json.clone()),
+                Some(name) => {
+                    if let Some(state) = self.channels.get_mut(name) {
+                        state.settings_json = Some(settings_json.clone());
+                    }
+                }
+            },
+            ChannelOp::Finish { channel, ids } => self.remove_pending(channel, ids, false),
+            ChannelOp::DeadLetter { channel, ids } => self.remove_pending(channel, ids, true),
+            ChannelOp::Requeue { channel, requeued } => {
+                if let Some(state) = self.channels.get_mut(channel) {
+                    for (id, due) in requeued {
+                        let Some(seq) = self.ids.get(id) else {
+                            continue;
+                        };
+                        if let Some(pending) = state.pending.get_mut(seq) {
+                            pending.deliver_at_ms = Some(*due);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn create(&mut self, channel: &str) {
+        if self.channels.contains_key(channel) {
+            return;
+        }
+        let mut state = ChannelState::default();
+        if self.channels.is_empty() {
+            // The backlog's messages already count one holder each: this channel.
+            for (seq, due) in self.backlog.drain(..) {
+                state.pending.insert(seq, Pending { deliver_at_ms: due });
+            }
+        }
+        self.channels.insert(channel.to_owned(), state);
+    }
+
+    fn remove_pending(&mut self, channel: &str, ids: &[MessageId], dead: bool) {
+        let Some(state) = self.channels.get_mut(channel) else {
+            return;
+        };
+        let mut removed = Vec::with_capacity(ids.len());
+        for seq in ids.iter().filter_map(|id| self.ids.get(id)) {
+            if state.pending.remove(seq).is_some() {
+                removed.push(*seq);
+            }
+        }
+        if dead {
+            state.dead_lettered += removed.len() as u64;
+        }
+        removed.iter().for_each(|seq| self.release(seq));
+    }
+
+    fn release(&mut self, seq: &Seq) {
+        if let Some(stored) = self.messages.get_mut(seq) {
+            stored.holders = stored.holders.saturating_sub(1);
+            if stored.holders == 0 {
+                self.ids.remove(&stored.id);
+                self.messages.remove(seq);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn msg(n: u8) -> Message {
+        Message {
+            id: MessageId([n; 16]),
+            timestamp_ns: i64::from(n),
+            deliver_at_ms: None,
+            body: Bytes::from(vec![n; 4]),
+        }
+    }
+
+    fn ops(ops: Vec<ChannelOp>) -> Command {
+        Command::Channels(ops)
+    }
+
+    #[test]
+    fn backlog_goes_to_the_first_channel_only() {
+        let mut state = TopicState::default();
+        state.apply(&Command::Publish(vec![msg(1), msg(2)]));
+        state.apply(&ops(vec![
+            ChannelOp::Create {
+                channel: "a".into(),
+            },
+            ChannelOp::Create {
+                channel: "b".into(),
+            },
+        ]));
+        assert_eq!(state.pending("a").map(|p| p.len()), Some(2));
+        assert_eq!(state.pending("b").map(|p| p.len()), Some(0));
+        state.apply(&Command::Publish(vec![msg(3)]));
+        assert_eq!(state.pending("b").map(|p| p.len()), Some(1));
+        assert_eq!(state.messages.len(), 3);
+    }
+
+    #[test]
+    fn a_body_is_dropped_when_every_channel_finished_it() {
+        let mut state = TopicState::default();
+        state.apply(&ops(vec![
+            ChannelOp::Create {
+                channel: "a".into(),
+            },
+            ChannelOp::Create {
+                channel: "b".into(),
+            },
+        ]));
+        state.apply(&Command::Publish(vec![msg(1)]));
+        let fin = |c: &str| ChannelOp::Finish {
+            channel: c.into(),
+            ids: vec![MessageId([1; 16])],
+        };
+        state.apply(&ops(vec![fin("a"), fin("a")]));
+        assert_eq!(
+            state.messages.len(),
+            1,
+            "b still holds it; a second FIN is a no-op"
+        );
+        state.apply(&ops(vec![ChannelOp::DeadLetter {
+            channel: "b".into(),
+            ids: vec![MessageId([1; 16])],
+        }]));
+        assert!(state.messages.is_empty());
+        assert_eq!(state.channels.get("b").map(|c| c.dead_lettered), Some(1));
+    }
+
+    #[test]
+    fn requeue_keeps_the_due_time_and_delete_releases() {
+        let mut state = TopicState::default();
+        state.apply(&ops(vec![ChannelOp::Create {
+            channel: "a".into(),
+        }]));
+        state.apply(&Command::Publish(vec![msg(1)]));
+        state.apply(&ops(vec![ChannelOp::Requeue {
+            channel: "a".into(),
+            requeued: vec![(MessageId([1; 16]), 99)],
+        }]));
+        let pending = state.pending("a").unwrap_or_default();
+        assert_eq!(
+            pending,
+            vec![(
+                MessageId([1; 16]),
+                Pending {
+                    deliver_at_ms: Some(99)
+                }
+            )]
+        );
+        state.apply(&ops(vec![ChannelOp::Delete {
+            channel: "a".into(),
+        }]));
+        assert!(state.messages.is_empty());
+        assert!(state.ids.is_empty());
+        assert!(state.channels.is_empty());
+    }
+
+    #[test]
+    fn pending_is_in_publish_order_and_a_repeated_id_is_kept_once() {
+        let mut state = TopicState::default();
+        state.apply(&ops(vec![ChannelOp::Create {
+            channel: "a".into(),
+        }]));
+        state.apply(&Command::Publish(vec![msg(9), msg(3), msg(5)]));
+        state.apply(&Command::Publish(vec![msg(3)]));
+        let order: Vec<u8> = state
+            .pending("a")
+            .unwrap_or_default()
+            .iter()
+            .map(|(id, _)| id.0[0])
+            .collect();
+        assert_eq!(order, vec![9, 3, 5]);
+        assert_eq!(state.published, 4);
+        assert_eq!(state.messages.len(), 3);
+    }
+}

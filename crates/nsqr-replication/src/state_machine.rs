@@ -1,0 +1,240 @@
+//! The state machine of a group: applies committed entries to the topic's [`TopicState`],
+//! hands each one to the broker through a bounded channel, and builds, stores and installs
+//! snapshots of the state.
+//!
+//! The state itself is in memory and is not written as entries apply: after a restart it is
+//! the last snapshot plus the log replayed after it, so the broker sees the replayed entries
+//! again, with their indexes, and skips those it has applied. A snapshot is fsynced before
+//! openraft may purge the log it covers. No sockets here.
+
+use std::io::Cursor;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use openraft::storage::{RaftStateMachine, Snapshot};
+use openraft::{
+    AnyError, BasicNode, EntryPayload, RaftSnapshotBuilder, SnapshotMeta, StorageIOError,
+    StoredMembership,
+};
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+
+use crate::command::{Applied, Command};
+use crate::error::StoreError;
+use crate::files;
+use crate::state::TopicState;
+use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
+
+/// What the broker is handed, in log order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Committed {
+    /// A committed entry to apply.
+    Entry { index: u64, command: Command },
+    /// The state was replaced by a snapshot received from the leader, up to `index`: the
+    /// broker reloads it from [`crate::ReplicatedLog::state`].
+    Restored { index: u64 },
+}
+
+/// What a snapshot file holds.
+#[derive(Serialize, Deserialize)]
+struct SnapshotFile {
+    meta: SnapshotMeta<NodeId, BasicNode>,
+    state: TopicState,
+}
+
+struct Inner {
+    dir: PathBuf,
+    state: TopicState,
+    last_applied: Option<LogId>,
+    membership: StoredMembership<NodeId, BasicNode>,
+    /// The last snapshot, encoded as it is sent to followers.
+    snapshot: Option<(SnapshotMeta<NodeId, BasicNode>, Vec<u8>)>,
+    snapshots_built: u64,
+}
+
+/// A group's state machine; clones share it (the snapshot builder is a clone).
+#[derive(Clone)]
+pub struct StateMachine {
+    inner: Arc<Mutex<Inner>>,
+    applied_tx: mpsc::Sender<Committed>,
+}
+
+impl StateMachine {
+    /// Opens the state machine of `dir`, from its snapshot if it has one. Committed entries
+    /// go to `applied_tx`; applying waits while it is full.
+    pub fn open(dir: &Path, applied_tx: mpsc::Sender<Committed>) -> Result<Self, StoreError> {
+        let path = snapshot_path(dir);
+        let mut inner = Inner {
+            dir: dir.to_owned(),
+            state: TopicState::default(),
+            last_applied: None,
+            membership: StoredMembership::default(),
+            snapshot: None,
+            snapshots_built: 0,
+        };
+        if let Some(payload) = files::read_checked(&path)? {
+            let file: SnapshotFile = files::decode(&path, &payload)?;
+            inner.state = file.state;
+            inner.last_applied = file.meta.last_log_id;
+            inner.membership = file.meta.last_membership.clone();
+            inner.snapshot = Some((file.meta, payload));
+        }
+        Ok(StateMachine {
+            inner: Arc::new(Mutex::new(inner)),
+            applied_tx,
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Calls `f` with the current state.
+    pub fn with_state<T>(&self, f: impl FnOnce(&TopicState) -> T) -> T {
+        f(&self.lock().state)
+    }
+
+    /// The index of the last applied entry.
+    pub fn last_applied(&self) -> Option<u64> {
+        self.lock().last_applied.map(|l| l.index)
+    }
+
+    async fn send(&self, event: Committed) {
+        // No receiver means the broker does not follow this group (tests, tools): the state
+        // still applies.
+        let _ = self.applied_tx.send(event).await;
+    }
+}
+
+fn snapshot_path(dir: &Path) -> PathBuf {
+    dir.join("snapshot")
+}
+
+fn snapshot_error(e: &StoreError) -> StorageError {
+    StorageIOError::write_snapshot(None, AnyError::new(e)).into()
+}
+
+impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
+    async fn build_snapshot(&mut self) -> Result<Snapshot<TypeConfig>, StorageError> {
+        let (meta, state, dir) = {
+            let mut inner = self.lock();
+            inner.snapshots_built += 1;
+            let last = inner.last_applied;
+            let snapshot_id = match last {
+                Some(l) => format!("{}-{}-{}", l.leader_id, l.index, inner.snapshots_built),
+                None => format!("none-{}", inner.snapshots_built),
+            };
+            let meta = SnapshotMeta {
+                last_log_id: last,
+                last_membership: inner.membership.clone(),
+                snapshot_id,
+            };
+            (meta, inner.state.clone(), inner.dir.clone())
+        };
+        let file = SnapshotFile { meta, state };
+        let path = snapshot_path(&dir);
+        let write = move || -> Result<(SnapshotFile, Vec<u8>), StoreError> {
+            let payload = files::encode(&path, &file)?;
+            files::write_atomic(&path, &payload)?;
+            Ok((file, payload))
+        };
+        let (file, payload) = tokio::task::spawn_blocking(write)
+            .await
+            .map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
+            })?
+            .map_err(|e| snapshot_error(&e))?;
+        let meta = file.meta;
+        self.lock().snapshot = Some((meta.clone(), payload.clone()));
+        Ok(Snapshot {
+            meta,
+            snapshot: Box::new(Cursor::new(payload)),
+        })
+    }
+}
+
+impl RaftStateMachine<TypeConfig> for StateMachine {
+    type SnapshotBuilder = StateMachine;
+
+    async fn applied_state(
+        &mut self,
+    ) -> Result<(Option<LogId>, StoredMembership<NodeId, BasicNode>), StorageError> {
+        let inner = self.lock();
+        Ok((inner.last_applied, inner.membership.clone()))
+    }
+
+    async fn apply<I>(&mut self, entries: I) -> Result<Vec<Applied>, StorageError>
+    where
+        I: IntoIterator<Item = Entry> + Send,
+        I::IntoIter: Send,
+    {
+        let mut replies = Vec::new();
+        let mut events = Vec::new();
+        {
+            let mut inner = self.lock();
+            for entry in entries {
+                let index = entry.log_id.index;
+                inner.last_applied = Some(entry.log_id);
+                match entry.payload {
+                    EntryPayload::Blank => {}
+                    EntryPayload::Normal(command) => {
+                        inner.state.apply(&command);
+                        events.push(Committed::Entry { index, command });
+                    }
+                    EntryPayload::Membership(m) => {
+                        inner.membership = StoredMembership::new(Some(entry.log_id), m);
+                    }
+                }
+                replies.push(Applied { index });
+            }
+        }
+        for event in events {
+            self.send(event).await;
+        }
+        Ok(replies)
+    }
+
+    async fn get_snapshot_builder(&mut self) -> Self::SnapshotBuilder {
+        self.clone()
+    }
+
+    async fn begin_receiving_snapshot(&mut self) -> Result<Box<Cursor<Vec<u8>>>, StorageError> {
+        Ok(Box::new(Cursor::new(Vec::new())))
+    }
+
+    async fn install_snapshot(
+        &mut self,
+        meta: &SnapshotMeta<NodeId, BasicNode>,
+        snapshot: Box<Cursor<Vec<u8>>>,
+    ) -> Result<(), StorageError> {
+        let payload = snapshot.into_inner();
+        let dir = self.lock().dir.clone();
+        let path = snapshot_path(&dir);
+        let file: SnapshotFile = files::decode(&path, &payload).map_err(|e| snapshot_error(&e))?;
+        let to_write = payload.clone();
+        tokio::task::spawn_blocking(move || files::write_atomic(&path, &to_write))
+            .await
+            .map_err(|e| {
+                StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
+            })?
+            .map_err(|e| snapshot_error(&e))?;
+        let index = meta.last_log_id.map_or(0, |l| l.index);
+        {
+            let mut inner = self.lock();
+            inner.state = file.state;
+            inner.last_applied = meta.last_log_id;
+            inner.membership = meta.last_membership.clone();
+            inner.snapshot = Some((meta.clone(), payload));
+        }
+        self.send(Committed::Restored { index }).await;
+        Ok(())
+    }
+
+    async fn get_current_snapshot(&mut self) -> Result<Option<Snapshot<TypeConfig>>, StorageError> {
+        let inner = self.lock();
+        Ok(inner.snapshot.as_ref().map(|(meta, payload)| Snapshot {
+            meta: meta.clone(),
+            snapshot: Box::new(Cursor::new(payload.clone())),
+        }))
+    }
+}
