@@ -44,6 +44,11 @@ impl Reply {
         }
     }
 
+    /// Writes after what `buf` holds (a buffer kept for reuse).
+    pub fn from_buf(proto: Protocol, buf: Vec<u8>) -> Reply {
+        Reply { buf, proto }
+    }
+
     pub fn protocol(&self) -> Protocol {
         self.proto
     }

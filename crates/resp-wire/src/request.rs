@@ -338,6 +338,18 @@ impl OwnedArgs {
         OwnedArgs { buf, ranges }
     }
 
+    /// Empties it, keeping its buffers for the next request.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.ranges.clear();
+    }
+
+    /// Adds one argument.
+    pub fn push(&mut self, arg: &[u8]) {
+        self.ranges.push(self.buf.len()..self.buf.len() + arg.len());
+        self.buf.extend_from_slice(arg);
+    }
+
     /// The arguments, as the parser hands them out.
     pub fn args(&self) -> Args<'_> {
         Args {

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use resp_wire::{Args, OwnedArgs};
+use resp_wire::Args;
 use sha1::{Digest, Sha1};
 
 use super::args::{int, is};
@@ -109,11 +109,11 @@ pub enum Flavor {
 }
 
 /// A script to run, with its keys and arguments.
-pub struct Job {
+pub struct Job<'a> {
     body: Arc<str>,
     sha: String,
     /// The whole request: the keys and arguments follow its first three arguments.
-    request: OwnedArgs,
+    request: Args<'a>,
     numkeys: usize,
     read_only: bool,
 }
@@ -154,16 +154,19 @@ impl Scripts {
             .map(|body| (Arc::clone(body), b.generation))
     }
 
-    /// Caches `body`; its SHA1.
-    fn add(&self, body: &str, from_eval: bool) -> String {
+    /// Caches `body`: the cached text (or, past the cache's bound, a copy) and its SHA1.
+    fn add(&self, body: &str, from_eval: bool) -> (Arc<str>, String) {
         let sha = sha1_hex(body.as_bytes());
         let mut b = self.bodies.lock();
-        let full = from_eval && b.from_eval >= MAX_EVAL_SCRIPTS;
-        if !full && !b.by_sha.contains_key(&sha) {
-            b.by_sha.insert(sha.clone(), Arc::from(body));
+        if let Some(cached) = b.by_sha.get(&sha) {
+            return (Arc::clone(cached), sha);
+        }
+        let text: Arc<str> = Arc::from(body);
+        if !(from_eval && b.from_eval >= MAX_EVAL_SCRIPTS) {
+            b.by_sha.insert(sha.clone(), Arc::clone(&text));
             b.from_eval += usize::from(from_eval);
         }
-        sha
+        (text, sha)
     }
 
     fn generation(&self) -> u64 {
@@ -255,11 +258,11 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
     let (body, sha) = match flavor {
         Flavor::Eval => {
             let text = String::from_utf8_lossy(a.get(1));
-            let sha = scripts.add(&text, true);
-            (Arc::from(text.as_ref()), sha)
+            scripts.add(&text, true)
         }
         Flavor::EvalSha => {
-            let sha = String::from_utf8_lossy(a.get(1)).to_ascii_lowercase();
+            let mut sha = String::from_utf8_lossy(a.get(1)).into_owned();
+            sha.make_ascii_lowercase();
             match scripts.body(&sha) {
                 Some((body, _)) => (body, sha),
                 None => {
@@ -273,7 +276,7 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
     let job = Job {
         body,
         sha,
-        request: OwnedArgs::new(a),
+        request: *a,
         numkeys: numkeys as usize,
         read_only,
     };
@@ -296,7 +299,7 @@ pub fn script(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         if let Err(e) = vm::check_syntax(&body) {
             return ctx.out.error(&e);
         }
-        let sha = scripts.add(&body, false);
+        let (_, sha) = scripts.add(&body, false);
         ctx.out.bulk(sha.as_bytes());
     } else if is(sub, "exists") && a.len() >= 3 {
         ctx.out.array(a.len() - 2);

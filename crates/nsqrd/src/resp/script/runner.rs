@@ -22,7 +22,7 @@ thread_local! {
 
 /// Runs `job` on this thread, which runs alone. `own_batch`: its writes form one log record
 /// of their own (false inside EXEC, whose record holds them).
-pub fn run_here(ctx: &mut Ctx<'_>, job: &Job, own_batch: bool) {
+pub fn run_here(ctx: &mut Ctx<'_>, job: &Job<'_>, own_batch: bool) {
     VM.with(|cell| match cell.try_borrow_mut() {
         Ok(mut vm) => execute(ctx, &mut vm, job, own_batch),
         Err(_) => ctx.out.error("ERR a script cannot run another script"),
@@ -30,7 +30,7 @@ pub fn run_here(ctx: &mut Ctx<'_>, job: &Job, own_batch: bool) {
 }
 
 /// Runs the job's script in `vm` (made anew after SCRIPT FLUSH).
-fn execute(ctx: &mut Ctx<'_>, vm: &mut Option<Vm>, job: &Job, own_batch: bool) {
+fn execute(ctx: &mut Ctx<'_>, vm: &mut Option<Vm>, job: &Job<'_>, own_batch: bool) {
     let read_only = match super::shebang(&job.body) {
         Ok(no_writes) => job.read_only || no_writes,
         Err(e) => return ctx.out.error(&e),

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use resp_wire::{Protocol, Reply};
 
 use super::super::session::Ctx;
@@ -37,6 +37,16 @@ pub struct Vm {
     /// The protocol `redis.call` replies come in (`redis.setresp`).
     resp: Rc<Cell<Protocol>>,
     failure: Slot,
+    keys: Table,
+    argv: Table,
+    /// Reused by every `redis.call`: the command's arguments and its reply.
+    scratch: RefCell<Scratch>,
+}
+
+#[derive(Default)]
+struct Scratch {
+    args: resp_wire::OwnedArgs,
+    reply: Vec<u8>,
 }
 
 /// The error a Rust function raised, with the script's line then, for the error handler
@@ -119,6 +129,9 @@ impl Vm {
                 Ok(())
             })?
         };
+        let (keys, argv) = (lua.create_table()?, lua.create_table()?);
+        lua.globals().raw_set("KEYS", &keys)?;
+        lua.globals().raw_set("ARGV", &argv)?;
         let (run, set_dispatch, prepare): (Function, Function, Function) = lua
             .load(include_str!("prelude.lua"))
             .set_name("=redis")
@@ -132,6 +145,9 @@ impl Vm {
             prepare,
             resp,
             failure,
+            keys,
+            argv,
+            scratch: RefCell::default(),
         })
     }
 
@@ -154,7 +170,7 @@ impl Vm {
     }
 
     /// Runs `job`'s script as `ctx`'s client and writes its reply (or error) to `ctx.out`.
-    pub fn run(&mut self, ctx: &mut Ctx<'_>, job: &Job, read_only: bool) {
+    pub fn run(&mut self, ctx: &mut Ctx<'_>, job: &Job<'_>, read_only: bool) {
         let f = match self.function(&job.sha, &job.body) {
             Ok(f) => f,
             Err(e) => return ctx.out.error(&e),
@@ -164,7 +180,7 @@ impl Vm {
         }
         self.resp.set(Protocol::Resp2);
         self.failure.borrow_mut().take();
-        let (resp, failure) = (&self.resp, &self.failure);
+        let (resp, failure, scratch) = (&self.resp, &self.failure, &self.scratch);
         // redis.call and redis.pcall share the client: one closure, told which it is.
         let ctx = RefCell::new(ctx);
         let outcome = self.lua.scope(|scope| {
@@ -172,7 +188,9 @@ impl Vm {
                 let ctx = &ctx;
                 scope.create_function(move |lua, args: Variadic<Value>| {
                     let mut ctx = ctx.borrow_mut();
-                    let (reply, failed) = call(lua, &mut ctx, resp.get(), read_only, &args)?;
+                    let mut scratch = scratch.borrow_mut();
+                    let (reply, failed) =
+                        call(lua, &mut ctx, &mut scratch, resp.get(), read_only, &args)?;
                     match reply {
                         Value::Table(t) if failed && raise_errors => {
                             let msg: String = t.raw_get("err")?;
@@ -200,22 +218,33 @@ impl Vm {
         }
     }
 
-    fn set_keys_and_args(&self, job: &Job) -> mlua::Result<()> {
-        let args = job.request.args();
-        let keys = self.lua.create_table()?;
-        let argv = self.lua.create_table()?;
+    /// Fills KEYS and ARGV (the same two tables every run: scripts cannot keep them, globals
+    /// being read-only).
+    fn set_keys_and_args(&self, job: &Job<'_>) -> mlua::Result<()> {
+        let args = job.request;
+        let given = args.len().saturating_sub(3);
+        let (nkeys, nargs) = (job.numkeys, given - job.numkeys.min(given));
         for (i, a) in args.iter().skip(3).enumerate() {
             let s = self.lua.create_string(a)?;
-            if i < job.numkeys {
-                keys.raw_set(i + 1, s)?;
+            if i < nkeys {
+                self.keys.raw_set(i + 1, s)?;
             } else {
-                argv.raw_set(i + 1 - job.numkeys, s)?;
+                self.argv.raw_set(i + 1 - nkeys, s)?;
             }
         }
-        let g = self.lua.globals();
-        g.raw_set("KEYS", keys)?;
-        g.raw_set("ARGV", argv)
+        clear_from(&self.keys, nkeys + 1)?;
+        clear_from(&self.argv, nargs + 1)
     }
+}
+
+/// Removes `t[from]`, `t[from + 1]`, ... up to the first nil.
+fn clear_from(t: &Table, from: usize) -> mlua::Result<()> {
+    let mut i = from;
+    while !t.raw_get::<Value>(i)?.is_nil() {
+        t.raw_set(i, Value::Nil)?;
+        i += 1;
+    }
+    Ok(())
 }
 
 /// The line the innermost frame of the user's script is at, if it is on the stack.
@@ -262,6 +291,7 @@ pub fn check_syntax(body: &str) -> Result<(), String> {
 fn call(
     lua: &Lua,
     ctx: &mut Ctx<'_>,
+    scratch: &mut Scratch,
     resp: Protocol,
     read_only: bool,
     args: &[Value],
@@ -270,16 +300,16 @@ fn call(
     if args.is_empty() {
         return fail("ERR Please specify at least one argument for this redis lib call");
     }
-    let mut parts: Vec<Vec<u8>> = Vec::with_capacity(args.len());
+    let owned = &mut scratch.args;
+    owned.clear();
     for v in args.iter() {
         match v {
-            Value::String(s) => parts.push(s.as_bytes().to_vec()),
-            Value::Integer(n) => parts.push(n.to_string().into_bytes()),
-            Value::Number(x) => parts.push(convert::number_text(*x).into_bytes()),
+            Value::String(s) => owned.push(&s.as_bytes()),
+            Value::Integer(n) => owned.push(n.to_string().as_bytes()),
+            Value::Number(x) => owned.push(convert::number_text(*x).as_bytes()),
             _ => return fail("ERR Lua redis lib command arguments must be strings or integers"),
         }
     }
-    let owned = resp_wire::OwnedArgs::from_parts(&parts);
     let args = owned.args();
     let Some(cmd) = table::lookup(args.get(0)) else {
         return fail("ERR Unknown Redis command called from script");
@@ -303,7 +333,9 @@ fn call(
             .wrote
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
-    let mut out = Reply::new(resp);
+    let mut buf = std::mem::take(&mut scratch.reply);
+    buf.clear();
+    let mut out = Reply::from_buf(resp, buf);
     {
         let mut inner = Ctx {
             shared: ctx.shared,
@@ -313,10 +345,12 @@ fn call(
         };
         table::run(&mut inner, cmd, &args);
     }
-    match resp_wire::decode(out.as_bytes()) {
+    let converted = match resp_wire::decode(out.as_bytes()) {
         Ok(Some((frame, _))) => convert::to_lua(lua, &frame, resp),
         _ => fail("ERR the command gave no reply"),
-    }
+    };
+    scratch.reply = std::mem::take(out.buf_mut());
+    converted
 }
 
 /// `redis.log(level, message, ...)`.
