@@ -60,6 +60,27 @@ class PubSub:
         sub.close()
         self.assertTrue(wait_for(lambda: self.r.pubsub_channels() == []))
 
+    def test_shard_channels_are_their_own_namespace(self):
+        r = self.r
+        p = r.pubsub()
+        p.ssubscribe("orders")
+        p.subscribe("orders")
+        wait_for(lambda: r.pubsub_shardnumsub("orders") == [("orders", 1)])
+        self.assertEqual(r.pubsub_shardchannels(), ["orders"])
+        self.assertEqual(r.spublish("orders", "shard"), 1)
+        self.assertEqual(r.publish("orders", "plain"), 1)
+        got = []
+        deadline = time.time() + TIMEOUT
+        while len(got) < 2 and time.time() < deadline:
+            m = p.get_sharded_message(timeout=0.5) or p.get_message(timeout=0.5)
+            if m and m["type"] in ("smessage", "message"):
+                got.append((m["type"], m["data"]))
+        self.assertEqual(sorted(got), [("message", "plain"), ("smessage", "shard")])
+        p.sunsubscribe("orders")
+        wait_for(lambda: r.pubsub_shardnumsub("orders") == [("orders", 0)])
+        self.assertEqual(r.spublish("orders", "gone"), 0)
+        p.close()
+
     def test_keyspace_notifications(self):
         self.r.config_set("notify-keyspace-events", "KEA")
         sub = self.srv.client(protocol=self.PROTOCOL, decode_responses=True).pubsub()

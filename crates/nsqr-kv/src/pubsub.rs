@@ -1,4 +1,5 @@
-//! The pub/sub hub: channels and patterns, and who listens to them. `PUBLISH` and keyspace
+//! The pub/sub hub: channels, patterns and shard channels (`SSUBSCRIBE`, a namespace of its
+//! own, as on a Redis server outside a cluster), and who listens to them. `PUBLISH` and keyspace
 //! notifications come here; each receiver gets the message in its own outbox
 //! ([`Subscriber`]), framed for its protocol version. Subscription confirmations are written
 //! into the same outbox under the hub's lock, so a client always reads its `subscribe` reply
@@ -19,11 +20,28 @@ use crate::subscriber::Subscriber;
 struct Listening {
     channels: Vec<Box<[u8]>>,
     patterns: Vec<Box<[u8]>>,
+    shards: Vec<Box<[u8]>>,
 }
 
 impl Listening {
-    fn count(&self) -> i64 {
-        (self.channels.len() + self.patterns.len()) as i64
+    /// The count a confirmation of `kind` shows: shard channels count apart, as in Redis.
+    fn count(&self, kind: Kind) -> i64 {
+        match kind {
+            Kind::Shard => self.shards.len() as i64,
+            _ => (self.channels.len() + self.patterns.len()) as i64,
+        }
+    }
+
+    fn mine(&mut self, kind: Kind) -> &mut Vec<Box<[u8]>> {
+        match kind {
+            Kind::Channel => &mut self.channels,
+            Kind::Pattern => &mut self.patterns,
+            Kind::Shard => &mut self.shards,
+        }
+    }
+
+    fn total(&self) -> usize {
+        self.channels.len() + self.patterns.len() + self.shards.len()
     }
 }
 
@@ -33,6 +51,7 @@ type PatternSubs = (Box<[u8]>, Vec<Arc<Subscriber>>);
 #[derive(Debug, Default)]
 struct Inner {
     channels: HashMap<Box<[u8]>, Vec<Arc<Subscriber>>>,
+    shards: HashMap<Box<[u8]>, Vec<Arc<Subscriber>>>,
     /// Pattern → its subscribers, in first-subscription order.
     patterns: Vec<PatternSubs>,
     clients: HashMap<u64, Listening>,
@@ -51,20 +70,24 @@ pub struct Hub {
 pub enum Kind {
     Channel,
     Pattern,
+    /// A shard channel (`SSUBSCRIBE` / `SPUBLISH`).
+    Shard,
 }
 
 impl Kind {
-    fn subscribe_name(self) -> &'static [u8] {
+    pub fn subscribe_name(self) -> &'static [u8] {
         match self {
             Kind::Channel => b"subscribe",
             Kind::Pattern => b"psubscribe",
+            Kind::Shard => b"ssubscribe",
         }
     }
 
-    fn unsubscribe_name(self) -> &'static [u8] {
+    pub fn unsubscribe_name(self) -> &'static [u8] {
         match self {
             Kind::Channel => b"unsubscribe",
             Kind::Pattern => b"punsubscribe",
+            Kind::Shard => b"sunsubscribe",
         }
     }
 }
@@ -101,15 +124,17 @@ impl Hub {
         let inner = &mut *inner;
         let client = inner.clients.entry(sub.id()).or_default();
         for t in targets {
-            let mine = match kind {
-                Kind::Channel => &mut client.channels,
-                Kind::Pattern => &mut client.patterns,
-            };
+            let mine = client.mine(kind);
             if !mine.iter().any(|c| &**c == t) {
                 mine.push(t.into());
                 match kind {
                     Kind::Channel => inner
                         .channels
+                        .entry(t.into())
+                        .or_default()
+                        .push(Arc::clone(sub)),
+                    Kind::Shard => inner
+                        .shards
                         .entry(t.into())
                         .or_default()
                         .push(Arc::clone(sub)),
@@ -120,10 +145,10 @@ impl Hub {
                 }
                 self.subscriptions.fetch_add(1, Ordering::Relaxed);
             }
-            let n = client.count();
+            let n = client.count(kind);
             sub.write(|r| confirmation(r, kind.subscribe_name(), Some(t), n));
         }
-        client.count()
+        client.count(kind)
     }
 
     /// Unsubscribes `sub` from `targets` (from all of its channels or patterns if empty),
@@ -137,13 +162,12 @@ impl Hub {
         let mut inner = self.inner.lock();
         let mut targets: Vec<Box<[u8]>> = targets.into_iter().map(Into::into).collect();
         if targets.is_empty() {
-            targets = match inner.clients.get(&sub.id()) {
-                Some(c) if kind == Kind::Channel => c.channels.clone(),
-                Some(c) => c.patterns.clone(),
+            targets = match inner.clients.get_mut(&sub.id()) {
+                Some(c) => c.mine(kind).clone(),
                 None => Vec::new(),
             };
             if targets.is_empty() {
-                let n = inner.clients.get(&sub.id()).map_or(0, Listening::count);
+                let n = inner.clients.get(&sub.id()).map_or(0, |c| c.count(kind));
                 sub.write(|r| confirmation(r, kind.unsubscribe_name(), None, n));
                 return n;
             }
@@ -152,14 +176,13 @@ impl Hub {
             if self.remove_one(&mut inner, sub.id(), kind, t) {
                 self.subscriptions.fetch_sub(1, Ordering::Relaxed);
             }
-            let n = inner.clients.get(&sub.id()).map_or(0, Listening::count);
+            let n = inner.clients.get(&sub.id()).map_or(0, |c| c.count(kind));
             sub.write(|r| confirmation(r, kind.unsubscribe_name(), Some(t), n));
         }
-        let n = inner.clients.get(&sub.id()).map_or(0, Listening::count);
-        if n == 0 {
+        if inner.clients.get(&sub.id()).is_some_and(|c| c.total() == 0) {
             inner.clients.remove(&sub.id());
         }
-        n
+        inner.clients.get(&sub.id()).map_or(0, |c| c.count(kind))
     }
 
     /// Removes one subscription; false if the client did not have it.
@@ -167,10 +190,7 @@ impl Hub {
         let Some(client) = inner.clients.get_mut(&id) else {
             return false;
         };
-        let mine = match kind {
-            Kind::Channel => &mut client.channels,
-            Kind::Pattern => &mut client.patterns,
-        };
+        let mine = client.mine(kind);
         let Some(i) = mine.iter().position(|c| &**c == target) else {
             return false;
         };
@@ -182,11 +202,16 @@ impl Hub {
     /// Takes client `id` off the subscriber list of one channel or pattern.
     fn detach(inner: &mut Inner, id: u64, kind: Kind, target: &[u8]) {
         match kind {
-            Kind::Channel => {
-                if let Some(subs) = inner.channels.get_mut(target) {
+            Kind::Channel | Kind::Shard => {
+                let map = if kind == Kind::Channel {
+                    &mut inner.channels
+                } else {
+                    &mut inner.shards
+                };
+                if let Some(subs) = map.get_mut(target) {
                     subs.retain(|s| s.id() != id);
                     if subs.is_empty() {
-                        inner.channels.remove(target);
+                        map.remove(target);
                     }
                 }
             }
@@ -213,7 +238,10 @@ impl Hub {
         for t in &client.patterns {
             Self::detach(&mut inner, id, Kind::Pattern, t);
         }
-        let gone = client.channels.len() + client.patterns.len();
+        for t in &client.shards {
+            Self::detach(&mut inner, id, Kind::Shard, t);
+        }
+        let gone = client.total();
         self.subscriptions.fetch_sub(gone, Ordering::Relaxed);
     }
 
@@ -224,6 +252,44 @@ impl Hub {
             .clients
             .get(&id)
             .map_or((0, 0), |c| (c.channels.len(), c.patterns.len()))
+    }
+
+    /// Every subscription of the client, of all kinds.
+    pub fn total(&self, id: u64) -> usize {
+        self.inner
+            .lock()
+            .clients
+            .get(&id)
+            .map_or(0, Listening::total)
+    }
+
+    /// The client's shard channel count.
+    pub fn shard_count(&self, id: u64) -> usize {
+        self.inner
+            .lock()
+            .clients
+            .get(&id)
+            .map_or(0, |c| c.shards.len())
+    }
+
+    /// Delivers `message` to the subscribers of shard channel `channel` (`SPUBLISH`).
+    pub fn publish_shard(&self, channel: &[u8], message: &[u8]) -> usize {
+        if self.is_idle() {
+            return 0;
+        }
+        let inner = self.inner.lock();
+        let Some(subs) = inner.shards.get(channel) else {
+            return 0;
+        };
+        for s in subs {
+            s.write(|r| {
+                r.push(3);
+                r.bulk(b"smessage");
+                r.bulk(channel);
+                r.bulk(message);
+            });
+        }
+        subs.len()
     }
 
     /// Delivers `message` to the subscribers of `channel` and of every matching pattern.
@@ -263,11 +329,16 @@ impl Hub {
         receivers
     }
 
-    /// Active channels (with at least one subscriber) matching `pattern` (all if `None`).
-    pub fn channels(&self, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
+    /// Active channels (with at least one subscriber) of `kind` (channels or shard channels)
+    /// matching `pattern` (all if `None`).
+    pub fn channels(&self, kind: Kind, pattern: Option<&[u8]>) -> Vec<Vec<u8>> {
         let inner = self.inner.lock();
-        let mut out: Vec<Vec<u8>> = inner
-            .channels
+        let map = if kind == Kind::Shard {
+            &inner.shards
+        } else {
+            &inner.channels
+        };
+        let mut out: Vec<Vec<u8>> = map
             .keys()
             .filter(|c| pattern.is_none_or(|p| glob::matches(p, c)))
             .map(|c| c.to_vec())
@@ -276,9 +347,15 @@ impl Hub {
         out
     }
 
-    /// Subscribers of `channel` (patterns not counted, as in Redis).
-    pub fn numsub(&self, channel: &[u8]) -> usize {
-        self.inner.lock().channels.get(channel).map_or(0, Vec::len)
+    /// Subscribers of `channel` (patterns not counted, as in Redis), or of a shard channel.
+    pub fn numsub(&self, kind: Kind, channel: &[u8]) -> usize {
+        let inner = self.inner.lock();
+        let map = if kind == Kind::Shard {
+            &inner.shards
+        } else {
+            &inner.channels
+        };
+        map.get(channel).map_or(0, Vec::len)
     }
 
     /// Distinct patterns subscribed to.
@@ -379,21 +456,65 @@ mod tests {
         hub.subscribe(&c, Kind::Channel, [&b"news"[..]]);
         hub.subscribe(&c, Kind::Pattern, [&b"n*"[..]]);
         assert_eq!(
-            hub.channels(None),
+            hub.channels(Kind::Channel, None),
             vec![b"news".to_vec(), b"sport".to_vec()]
         );
-        assert_eq!(hub.channels(Some(b"s*")), vec![b"sport".to_vec()]);
-        assert_eq!((hub.numsub(b"news"), hub.numsub(b"none")), (2, 0));
+        assert_eq!(
+            hub.channels(Kind::Channel, Some(b"s*")),
+            vec![b"sport".to_vec()]
+        );
+        assert_eq!(
+            (
+                hub.numsub(Kind::Channel, b"news"),
+                hub.numsub(Kind::Channel, b"none")
+            ),
+            (2, 0)
+        );
         assert_eq!(hub.counts(2), (1, 1));
         assert_eq!(hub.publish(b"news", b"m"), 3);
         hub.remove_client(2);
         assert_eq!(
-            (hub.numsub(b"news"), hub.numpat(), hub.counts(2)),
+            (
+                hub.numsub(Kind::Channel, b"news"),
+                hub.numpat(),
+                hub.counts(2)
+            ),
             (1, 0, (0, 0))
         );
         hub.remove_client(1);
         assert!(hub.is_idle());
-        assert!(hub.channels(None).is_empty());
+        assert!(hub.channels(Kind::Channel, None).is_empty());
+    }
+
+    #[test]
+    fn shard_channels_are_a_namespace_of_their_own() {
+        let hub = Hub::new();
+        let a = client(1, Protocol::Resp2);
+        hub.subscribe(&a, Kind::Channel, [&b"c"[..]]);
+        assert_eq!(hub.subscribe(&a, Kind::Shard, [&b"c"[..], b"d"]), 2);
+        assert_eq!(hub.publish_shard(b"c", b"s"), 1);
+        assert_eq!(hub.publish(b"d", b"p"), 0);
+        assert_eq!(hub.numsub(Kind::Shard, b"d"), 1);
+        assert_eq!(
+            hub.channels(Kind::Shard, None),
+            vec![b"c".to_vec(), b"d".to_vec()]
+        );
+        assert_eq!((hub.total(1), hub.shard_count(1)), (3, 2));
+        assert_eq!(hub.unsubscribe(&a, Kind::Shard, []), 0);
+        assert_eq!(hub.total(1), 1);
+        hub.remove_client(1);
+        assert!(hub.is_idle());
+        assert_eq!(
+            frames(&a),
+            vec![
+                Frame::Array(vec![b("subscribe"), b("c"), Frame::Integer(1)]),
+                Frame::Array(vec![b("ssubscribe"), b("c"), Frame::Integer(1)]),
+                Frame::Array(vec![b("ssubscribe"), b("d"), Frame::Integer(2)]),
+                Frame::Array(vec![b("smessage"), b("c"), b("s")]),
+                Frame::Array(vec![b("sunsubscribe"), b("c"), Frame::Integer(1)]),
+                Frame::Array(vec![b("sunsubscribe"), b("d"), Frame::Integer(0)]),
+            ]
+        );
     }
 
     #[test]

@@ -19,12 +19,13 @@ use super::Shared;
 /// Redis's `CLIENT LIST` line of `c`.
 fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
     let (channels, patterns) = shared.ks.hub().counts(c.id);
+    let shards = shared.ks.hub().shard_count(c.id);
     let multi = c.multi.load(Ordering::Relaxed);
     let mut flags = String::new();
     if multi >= 0 {
         flags.push('x');
     }
-    if channels + patterns > 0 {
+    if channels + patterns + shards > 0 {
         flags.push('P');
     }
     if c.no_evict.load(Ordering::Relaxed) {
@@ -35,7 +36,7 @@ fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
     }
     let n = c.names.lock().clone();
     format!(
-        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db=0 sub={channels} psub={patterns} multi={multi} cmd={cmd} user=default lib-name={} lib-ver={} resp={}\n",
+        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db=0 sub={channels} psub={patterns} ssub={shards} multi={multi} cmd={cmd} user=default lib-name={} lib-ver={} resp={}\n",
         c.id,
         c.addr,
         c.laddr,
@@ -64,7 +65,7 @@ fn client_type(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<Option<bool>> {
 }
 
 fn is_pubsub(shared: &Shared, c: &Client) -> bool {
-    shared.ks.hub().counts(c.id) != (0, 0)
+    shared.ks.hub().total(c.id) != 0
 }
 
 pub fn client(ctx: &mut Ctx<'_>, a: &Args<'_>) {

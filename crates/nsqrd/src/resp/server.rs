@@ -98,7 +98,7 @@ fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String
             stats.evicted,
             stats.hits,
             stats.misses,
-            ks.hub().channels(None).len(),
+            ks.hub().channels(nsqr_kv::Kind::Channel, None).len(),
             ks.hub().numpat(),
             stats.revision,
             ks.feed_errors()

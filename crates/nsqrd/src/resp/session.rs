@@ -59,11 +59,11 @@ impl Session {
         self.client.id
     }
 
-    /// The client's (channels, patterns) subscription counts.
-    pub fn subscriptions(&self, shared: &Shared) -> (usize, usize) {
+    /// The client's subscriptions of every kind (channels, patterns, shard channels).
+    pub fn subscriptions(&self, shared: &Shared) -> usize {
         match &self.sub {
-            Some(_) => shared.ks.hub().counts(self.id()),
-            None => (0, 0),
+            Some(_) => shared.ks.hub().total(self.id()),
+            None => 0,
         }
     }
 }
@@ -121,7 +121,7 @@ impl Ctx<'_> {
 
     /// RESP2 and subscribed: only pub/sub commands, PING, QUIT and RESET may run.
     pub fn in_resp2_pubsub(&self) -> bool {
-        self.proto() == Protocol::Resp2 && self.s.subscriptions(self.shared) != (0, 0)
+        self.proto() == Protocol::Resp2 && self.s.subscriptions(self.shared) != 0
     }
 
     /// The client's outbox, created on first use; replies written so far move into it first,

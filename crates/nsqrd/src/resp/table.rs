@@ -149,6 +149,9 @@ commands! {
     "psubscribe", -2, PUBSUB | NOSCRIPT, NONE, pubsub::psubscribe;
     "punsubscribe", -1, PUBSUB | NOSCRIPT, NONE, pubsub::punsubscribe;
     "publish", 3, FAST, NONE, pubsub::publish;
+    "ssubscribe", -2, PUBSUB | NOSCRIPT, ALL, pubsub::ssubscribe;
+    "sunsubscribe", -1, PUBSUB | NOSCRIPT, ALL, pubsub::sunsubscribe;
+    "spublish", 3, FAST, ONE, pubsub::spublish;
     "pubsub", -2, 0, NONE, pubsub::pubsub;
     // scripts
     "eval", -3, NOSCRIPT, (3, 3, 1), script::eval;
@@ -225,7 +228,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.doom_transaction();
         return wrong_arity(ctx, cmd.name);
     }
-    if let Err(e) = admit(ctx, cmd) {
+    if let Err(e) = admit(ctx, cmd, args) {
         ctx.doom_transaction();
         ctx.out.error(&e);
         return;
@@ -238,7 +241,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
 
 /// The checks after name and arity: authentication, memory, a failed log, the RESP2
 /// subscribed context.
-pub fn admit(ctx: &mut Ctx<'_>, cmd: &Command) -> Result<(), String> {
+pub fn admit(ctx: &mut Ctx<'_>, cmd: &Command, args: &Args<'_>) -> Result<(), String> {
     if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
         return Err("NOAUTH Authentication required.".into());
     }
@@ -251,10 +254,25 @@ pub fn admit(ctx: &mut Ctx<'_>, cmd: &Command) -> Result<(), String> {
     if cmd.flags & PUBSUB == 0 && ctx.in_resp2_pubsub() {
         return Err(format!(
             "ERR Can't execute '{}': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context",
-            cmd.name
+            full_name(cmd, args)
         ));
     }
     Ok(())
+}
+
+/// Commands whose first argument names a subcommand (Redis's container commands).
+const CONTAINERS: &[&str] = &[
+    "client", "config", "pubsub", "script", "object", "memory", "command", "latency",
+];
+
+/// The name Redis's errors give a command: `client|info` for a container's subcommand.
+pub fn full_name(cmd: &Command, args: &Args<'_>) -> String {
+    if CONTAINERS.contains(&cmd.name) && args.len() > 1 {
+        let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        format!("{}|{sub}", cmd.name)
+    } else {
+        cmd.name.to_owned()
+    }
 }
 
 /// Runs a command that passed its checks.
