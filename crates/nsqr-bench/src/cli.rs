@@ -487,7 +487,7 @@ pub struct KvWorkload {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "setget,pipelined,nubmq,expiry,rss"
+        default_value = "setget,pipelined,nubmq,expiry,script,rss"
     )]
     pub kv_phases: Vec<Phase>,
 

@@ -29,6 +29,9 @@ pub enum Phase {
     Expiry,
     /// RSS per key after writing --rss-keys keys of 32 bytes.
     Rss,
+    /// EVALSHA of redis-py's Lock release script (a GET and a compare), redis-benchmark with
+    /// --kv-pipeline requests in flight per client.
+    Script,
 }
 
 impl Spec {
@@ -59,6 +62,7 @@ async fn measure(t: &Target, s: &Spec, phases: &[Phase]) -> Result<Metrics> {
             Phase::Nubmq => phases::nubmq(t, s, &mut m).await?,
             Phase::Expiry => phases::expiry(t, s, &mut m).await?,
             Phase::Rss => phases::rss(t, s, &mut m).await?,
+            Phase::Script => phases::script(t, s, &mut m).await?,
         }
     }
     Ok(m)
@@ -120,6 +124,16 @@ pub const ROWS: &[Row] = &[
     Row {
         key: "nubmq_cpu_us",
         label: "nubmq server CPU µs/op",
+        higher_is_better: false,
+    },
+    Row {
+        key: "evalsha_rps",
+        label: "EVALSHA ops/s (-P)",
+        higher_is_better: true,
+    },
+    Row {
+        key: "evalsha_cpu_us",
+        label: "EVALSHA CPU µs/op (-P)",
         higher_is_better: false,
     },
     Row {

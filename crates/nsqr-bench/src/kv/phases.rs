@@ -104,6 +104,47 @@ fn csv_rps(text: &str, test: &str) -> Option<f64> {
     line.split(',').nth(1)?.trim_matches('"').parse().ok()
 }
 
+/// redis-py's `Lock` release script.
+const LOCK_RELEASE: &str = "local token = redis.call('get', KEYS[1]) \
+    if not token or token ~= ARGV[1] then return 0 end \
+    redis.call('del', KEYS[1]) return 1";
+
+/// EVALSHA of [`LOCK_RELEASE`] with `redis-benchmark`; metrics `evalsha_rps` and
+/// `evalsha_cpu_us`.
+pub async fn script(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
+    let mut conn = RespConn::connect(&t.addr).await?;
+    let sha = match conn
+        .cmd(&[&b"SCRIPT"[..], b"LOAD", LOCK_RELEASE.as_bytes()])
+        .await?
+    {
+        Frame::Bulk(b) => String::from_utf8_lossy(&b).into_owned(),
+        other => return Err(err(format!("SCRIPT LOAD answered {other:?}"))),
+    };
+    let (host, port) = t
+        .addr
+        .rsplit_once(':')
+        .ok_or_else(|| err(format!("bad address {}", t.addr)))?;
+    let mut cmd = std::process::Command::new(&s.redis_benchmark);
+    cmd.args(["-h", host, "-p", port, "--csv"])
+        .args(["-n", &s.requests.to_string()])
+        .args(["-c", &s.clients.to_string()])
+        .args(["-P", &s.pipeline.to_string()])
+        .args(["evalsha", &sha, "1", "lock:bench", "token"]);
+    let before = cpu(t);
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await?
+        .map_err(|e| err(format!("cannot run redis-benchmark: {e}")))?;
+    let after = cpu(t);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rps = csv_rps(&text, "evalsha")
+        .ok_or_else(|| err(format!("no EVALSHA result from redis-benchmark: {text}")))?;
+    m.insert("evalsha_rps".into(), rps);
+    if let Some(c) = cpu_per_op(before, after, s.requests) {
+        m.insert("evalsha_cpu_us".into(), c);
+    }
+    Ok(())
+}
+
 /// SET then GET with `redis-benchmark`; metrics `<prefix>set_rps`, `<prefix>set_cpu_us`, ...
 pub async fn setget(
     t: &Target,
