@@ -8,6 +8,7 @@
 //! as Redis promises; keys may be returned more than once, as Redis allows.
 
 use crate::clock::now_ms;
+use crate::collection::KeyType;
 use crate::feed::Op;
 use crate::glob;
 use crate::keyspace::{Emit, Keyspace, Pending};
@@ -170,13 +171,23 @@ impl Keyspace {
         self.exists(&[key]) == 1
     }
 
-    /// SCAN: adds keys matching `pattern` from about `count` keys' worth of buckets to `out`;
-    /// returns the cursor to continue from (0 when the scan is complete).
+    /// TYPE: the type of `key`'s value, `None` if it does not exist.
+    pub fn key_type(&self, key: &[u8]) -> Option<KeyType> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        self.live(&mut g, hash, key, now).map(|e| e.kind())
+    }
+
+    /// SCAN: adds keys matching `pattern` (and of type `of_type`, if given) from about `count`
+    /// keys' worth of buckets to `out`; returns the cursor to continue from (0 when the scan
+    /// is complete).
     pub fn scan(
         &self,
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
+        of_type: Option<KeyType>,
         out: &mut Vec<Vec<u8>>,
     ) -> u64 {
         let now = now_ms();
@@ -194,7 +205,10 @@ impl Keyspace {
             while bucket < buckets && seen < count && visited < max_buckets {
                 if let Some(e) = g.bucket(bucket) {
                     seen += 1;
-                    if !e.is_expired(now) && pattern.is_none_or(|p| glob::matches(p, e.key())) {
+                    if !e.is_expired(now)
+                        && of_type.is_none_or(|t| t == e.kind())
+                        && pattern.is_none_or(|p| glob::matches(p, e.key()))
+                    {
                         out.push(e.key().to_vec());
                     }
                 }

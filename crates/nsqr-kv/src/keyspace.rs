@@ -8,7 +8,8 @@
 //! commands) → pub/sub hub → a subscriber's outbox; the change feed may take the broker's
 //! topic lock, which never calls back here.
 //!
-//! The commands themselves are in `strings.rs` (values) and `keys.rs` (keys, TTLs, scans);
+//! The commands themselves are in `strings.rs` (values), `hashes.rs` and `sets.rs` (through
+//! the steps of `typed.rs`) and `keys.rs` (keys, TTLs, scans);
 //! expiry in `expiry.rs`, eviction in `evict.rs`, snapshots and the log in `persist.rs`;
 //! transactions rest on `turn.rs` (who runs now) and `watch.rs` (WATCH).
 
@@ -67,7 +68,7 @@ impl std::fmt::Debug for Pending {
 }
 
 /// One change, as the commands describe it to [`Keyspace::emit`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Emit<'a> {
     pub op: Op,
     pub key: &'a [u8],
@@ -79,6 +80,8 @@ pub(crate) struct Emit<'a> {
     pub created: bool,
     /// A SET that also gave the key a deadline (`expire` notification after `set`).
     pub expire_set: bool,
+    /// The log record, when the op and value do not make it (collections: `typed.rs`).
+    pub record: Option<Record<'a>>,
 }
 
 impl<'a> Emit<'a> {
@@ -90,6 +93,7 @@ impl<'a> Emit<'a> {
             deadline: None,
             created: false,
             expire_set: false,
+            record: None,
         }
     }
 }
@@ -310,7 +314,7 @@ impl Keyspace {
     }
 
     /// The entry of `key` if it is live at `now`; an entry past its deadline is removed here
-    /// and announced as expired, so it is never served.
+    /// and announced as expired, so it is never served. Not an access: nothing is counted.
     pub(crate) fn live<'g>(
         &self,
         g: &'g mut Guard<'_>,
@@ -321,7 +325,28 @@ impl Keyspace {
         self.lookup(g, hash, key, now, false)
     }
 
-    /// [`Keyspace::live`], counting a hit or a miss when `count` is set.
+    /// A command's read of `key`: [`Keyspace::live`], with the hit or miss counted, the
+    /// key's access clock touched, and `keymiss` announced on a miss.
+    pub(crate) fn read<'g>(
+        &self,
+        g: &'g mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        now: u64,
+    ) -> Option<&'g mut Entry> {
+        let found = self.lookup(g, hash, key, now, true);
+        match found {
+            Some(e) => {
+                self.touch(e, now);
+                Some(e)
+            }
+            None => {
+                self.notify(self.settings.notify(), Event::KeyMiss, key);
+                None
+            }
+        }
+    }
+
     pub(crate) fn lookup<'g>(
         &self,
         g: &'g mut Guard<'_>,
@@ -527,6 +552,9 @@ pub struct KvStats {
 /// The log record a change leaves: the key's new value, its removal, its new deadline, or a
 /// flush.
 fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
+    if let Some(r) = &e.record {
+        return r.clone();
+    }
     match e.op {
         Op::Flush => Record::Flush,
         op if op.has_value() => Record::Put {

@@ -1,4 +1,4 @@
-//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String keys with millisecond TTLs
+//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, hash and set keys with millisecond TTLs
 //! that expire when their time comes, `maxmemory` with Redis's eviction policies, keyspace
 //! notifications and a pub/sub hub, snapshots, a group-committed append-only log for strict
 //! durability, and a change feed of every change and expiry.
@@ -17,6 +17,7 @@
 
 pub mod bits;
 mod clock;
+mod collection;
 pub mod config;
 pub mod dump;
 mod entry;
@@ -25,6 +26,7 @@ mod evict;
 mod expiry;
 pub mod feed;
 pub mod glob;
+mod hashes;
 mod keys;
 mod keyspace;
 mod log;
@@ -43,9 +45,11 @@ mod substrings;
 #[cfg(test)]
 mod test_support;
 mod turn;
+mod typed;
 mod warm;
 mod watch;
 
+pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, Set, Value};
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
 pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};

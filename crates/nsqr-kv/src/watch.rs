@@ -143,7 +143,8 @@ mod tests {
             SetOptions::default(),
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
     }
 
     #[test]
@@ -202,7 +203,8 @@ mod tests {
             },
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
         ks.watch(&mut w, b"ttl");
         let broken = ks.watch_broken(&w);
         if ks.now_ms() < at {
@@ -246,7 +248,8 @@ mod tests {
             },
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
         while ks.now_ms() <= at {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }

@@ -27,6 +27,7 @@ mod conn;
 mod connection;
 mod dump;
 mod feed;
+mod hashes;
 mod introspection;
 mod keys;
 mod persistence;

@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, introspection, keys, persistence, pubsub, server, strings,
-    transaction,
+    bits, client, connection, dump, hashes, introspection, keys, persistence, pubsub, server,
+    strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -118,6 +118,23 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // hashes
+    "hset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hset;
+    "hsetnx", 4, WRITE | DENYOOM | FAST, ONE, hashes::hsetnx;
+    "hmset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hmset;
+    "hget", 3, READONLY | FAST, ONE, hashes::hget;
+    "hmget", -3, READONLY | FAST, ONE, hashes::hmget;
+    "hdel", -3, WRITE | FAST, ONE, hashes::hdel;
+    "hexists", 3, READONLY | FAST, ONE, hashes::hexists;
+    "hlen", 2, READONLY | FAST, ONE, hashes::hlen;
+    "hstrlen", 3, READONLY | FAST, ONE, hashes::hstrlen;
+    "hkeys", 2, READONLY, ONE, hashes::hkeys;
+    "hvals", 2, READONLY, ONE, hashes::hvals;
+    "hgetall", 2, READONLY, ONE, hashes::hgetall;
+    "hincrby", 4, WRITE | DENYOOM | FAST, ONE, hashes::hincrby;
+    "hincrbyfloat", 4, WRITE | DENYOOM | FAST, ONE, hashes::hincrbyfloat;
+    "hrandfield", -2, READONLY, ONE, hashes::hrandfield;
+    "hscan", -3, READONLY, ONE, hashes::hscan;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
