@@ -35,6 +35,7 @@ mod pubsub;
 mod registry;
 mod server;
 mod session;
+mod sets;
 mod strings;
 mod table;
 mod transaction;

@@ -10,7 +10,7 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, hashes, introspection, keys, persistence, pubsub, server,
+    bits, client, connection, dump, hashes, introspection, keys, persistence, pubsub, server, sets,
     strings, transaction,
 };
 
@@ -135,6 +135,24 @@ commands! {
     "hincrbyfloat", 4, WRITE | DENYOOM | FAST, ONE, hashes::hincrbyfloat;
     "hrandfield", -2, READONLY, ONE, hashes::hrandfield;
     "hscan", -3, READONLY, ONE, hashes::hscan;
+    // sets
+    "sadd", -3, WRITE | DENYOOM | FAST, ONE, sets::sadd;
+    "srem", -3, WRITE | FAST, ONE, sets::srem;
+    "sismember", 3, READONLY | FAST, ONE, sets::sismember;
+    "smismember", -3, READONLY | FAST, ONE, sets::smismember;
+    "smembers", 2, READONLY, ONE, sets::smembers;
+    "scard", 2, READONLY | FAST, ONE, sets::scard;
+    "spop", -2, WRITE | FAST, ONE, sets::spop;
+    "srandmember", -2, READONLY, ONE, sets::srandmember;
+    "smove", 4, WRITE | FAST, (1, 2, 1), sets::smove;
+    "sinter", -2, READONLY, ALL, sets::sinter;
+    "sunion", -2, READONLY, ALL, sets::sunion;
+    "sdiff", -2, READONLY, ALL, sets::sdiff;
+    "sinterstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore;
+    "sunionstore", -3, WRITE | DENYOOM, ALL, sets::sunionstore;
+    "sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sdiffstore;
+    "sintercard", -3, READONLY, NONE, sets::sintercard;
+    "sscan", -3, READONLY, ONE, sets::sscan;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
