@@ -8,10 +8,16 @@
 //! rounds them, plus a fixed cost per slot), so `maxmemory` sees a collection grow and shrink
 //! without walking it.
 //!
-//! `OBJECT ENCODING` names what Redis 7.0 would use for the same value: a small hash is a
+//! A list is a double-ended queue of boxed elements: pushes and pops at either end in constant
+//! time.
+//!
+//! `OBJECT ENCODING` names what Redis 7.0 would use for the same value (a list is always a
+//! `quicklist`): a small hash is a
 //! `listpack` (at most 128 fields, none over 64 bytes) and a set of integers an `intset` (at
 //! most 512), until one command makes it big; like Redis, a value never goes back to the
 //! small encoding.
+
+use std::collections::VecDeque;
 
 use indexmap::{IndexMap, IndexSet};
 
@@ -28,11 +34,14 @@ const SET_SMALL_ENTRIES: usize = 512;
 /// index table (an 8-byte position and a control byte, tables about 7/8 full).
 const HASH_SLOT: usize = 8 + 16 + 16 + 10;
 const SET_SLOT: usize = 8 + 16 + 10;
+/// A list element's slot in the deque.
+const LIST_SLOT: usize = 16;
 
 /// The type of a key's value, as TYPE names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeyType {
     String,
+    List,
     Hash,
     Set,
 }
@@ -41,6 +50,7 @@ impl KeyType {
     pub fn name(self) -> &'static str {
         match self {
             KeyType::String => "string",
+            KeyType::List => "list",
             KeyType::Hash => "hash",
             KeyType::Set => "set",
         }
@@ -48,7 +58,7 @@ impl KeyType {
 
     /// The kind TYPE and SCAN ... TYPE call `name` (`None` for a type not served here).
     pub fn from_name(name: &[u8]) -> Option<KeyType> {
-        [KeyType::String, KeyType::Hash, KeyType::Set]
+        [KeyType::String, KeyType::List, KeyType::Hash, KeyType::Set]
             .into_iter()
             .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
@@ -64,6 +74,7 @@ pub enum Value {
 /// A value that is not a string.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Collection {
+    List(List),
     Hash(Hash),
     Set(Set),
 }
@@ -71,6 +82,7 @@ pub enum Collection {
 impl Collection {
     pub fn kind(&self) -> KeyType {
         match self {
+            Collection::List(_) => KeyType::List,
             Collection::Hash(_) => KeyType::Hash,
             Collection::Set(_) => KeyType::Set,
         }
@@ -79,6 +91,7 @@ impl Collection {
     /// Bytes the collection costs (its heap blocks, estimated).
     pub fn cost(&self) -> usize {
         match self {
+            Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
         }
@@ -86,6 +99,7 @@ impl Collection {
 
     pub fn is_empty(&self) -> bool {
         match self {
+            Collection::List(l) => l.items.is_empty(),
             Collection::Hash(h) => h.map.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
         }
@@ -94,6 +108,7 @@ impl Collection {
     /// The encoding Redis would report (`OBJECT ENCODING`).
     pub fn encoding(&self) -> &'static str {
         match self {
+            Collection::List(_) => "quicklist",
             Collection::Hash(h) if !h.big => "listpack",
             Collection::Hash(_) => "hashtable",
             Collection::Set(s) if !s.big => "intset",
@@ -106,6 +121,9 @@ impl Collection {
 /// `typed.rs`).
 pub trait Typed: Default + Into<Collection> {
     const KIND: KeyType;
+    /// Whether a change is logged as the whole value (lists: their commands are not
+    /// idempotent) rather than as the state of the members it touched.
+    const WHOLE: bool = false;
     fn is_empty(&self) -> bool;
     /// A member's state for the log: its value (empty for a set member) if present.
     fn state(&self, member: &[u8]) -> Option<&[u8]>;
@@ -260,6 +278,144 @@ impl Typed for Set {
             Collection::Set(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// A list of elements.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct List {
+    items: VecDeque<Box<[u8]>>,
+    bytes: usize,
+}
+
+impl From<List> for Collection {
+    fn from(l: List) -> Collection {
+        Collection::List(l)
+    }
+}
+
+impl Typed for List {
+    const KIND: KeyType = KeyType::List;
+    const WHOLE: bool = true;
+    fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    fn state(&self, _: &[u8]) -> Option<&[u8]> {
+        None
+    }
+    fn of(c: &Collection) -> Option<&List> {
+        match c {
+            Collection::List(l) => Some(l),
+            _ => None,
+        }
+    }
+    fn of_mut(c: &mut Collection) -> Option<&mut List> {
+        match c {
+            Collection::List(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+fn element_cost(e: &[u8]) -> usize {
+    LIST_SLOT + cost_of(e.len())
+}
+
+impl List {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds an element at the head (`left`) or the tail.
+    pub fn push(&mut self, e: Box<[u8]>, left: bool) {
+        self.bytes += element_cost(&e);
+        if left {
+            self.items.push_front(e);
+        } else {
+            self.items.push_back(e);
+        }
+    }
+
+    /// Removes the element at the head (`left`) or the tail.
+    pub fn pop(&mut self, left: bool) -> Option<Box<[u8]>> {
+        let e = if left {
+            self.items.pop_front()
+        } else {
+            self.items.pop_back()
+        }?;
+        self.bytes -= element_cost(&e);
+        Some(e)
+    }
+
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        self.items.get(i).map(|e| &**e)
+    }
+
+    /// Replaces the element at `i`; false if there is none.
+    pub fn set(&mut self, i: usize, value: &[u8]) -> bool {
+        let Some(e) = self.items.get_mut(i) else {
+            return false;
+        };
+        self.bytes = self.bytes - element_cost(e) + element_cost(value);
+        *e = value.into();
+        true
+    }
+
+    /// Inserts an element before position `i` (`i == len` appends).
+    pub fn insert(&mut self, i: usize, value: &[u8]) {
+        self.bytes += element_cost(value);
+        self.items.insert(i, value.into());
+    }
+
+    /// Removes the element at `i`.
+    pub fn remove(&mut self, i: usize) -> Option<Box<[u8]>> {
+        let e = self.items.remove(i)?;
+        self.bytes -= element_cost(&e);
+        Some(e)
+    }
+
+    /// Keeps only the elements in `range`.
+    pub fn keep(&mut self, range: std::ops::Range<usize>) {
+        let end = range.end.min(self.items.len());
+        for e in self.items.drain(end..) {
+            self.bytes -= element_cost(&e);
+        }
+        let start = range.start.min(self.items.len());
+        for e in self.items.drain(..start) {
+            self.bytes -= element_cost(&e);
+        }
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
+        self.items.iter().map(|e| &**e)
+    }
+
+    /// The positions `start..=stop` of a list of this length, negative ones counting from the
+    /// end, clamped as LRANGE and LTRIM clamp them; `None` when the range is empty.
+    pub fn range(&self, start: i64, stop: i64) -> Option<std::ops::Range<usize>> {
+        let len = self.items.len() as i64;
+        let start = if start < 0 {
+            (len + start).max(0)
+        } else {
+            start
+        };
+        let stop = if stop < 0 {
+            len + stop
+        } else {
+            stop.min(len - 1)
+        };
+        (start <= stop && start < len).then(|| start as usize..stop as usize + 1)
+    }
+
+    /// The position of index `i` (negative from the end), if it is in the list.
+    pub fn position(&self, i: i64) -> Option<usize> {
+        let len = self.items.len() as i64;
+        let i = if i < 0 { len.checked_add(i)? } else { i };
+        (0..len).contains(&i).then_some(i as usize)
     }
 }
 
@@ -458,6 +614,31 @@ mod tests {
         let rep = random_indices(2, -50);
         assert_eq!(rep.len(), 50);
         assert!(rep.iter().all(|&i| i < 2));
+    }
+
+    #[test]
+    fn list_ranges_and_costs() {
+        let mut l = List::default();
+        for e in [&b"a"[..], b"b", b"c", b"d"] {
+            l.push(e.into(), false);
+        }
+        l.push(b"z"[..].into(), true);
+        assert_eq!(l.range(0, -1), Some(0..5));
+        assert_eq!(l.range(-2, 100), Some(3..5));
+        assert_eq!(l.range(3, 1), None);
+        assert_eq!(l.range(10, 20), None);
+        assert_eq!(l.range(i64::MIN, i64::MAX), Some(0..5));
+        assert_eq!(
+            (l.position(-1), l.position(5), l.position(i64::MIN)),
+            (Some(4), None, None)
+        );
+        l.keep(1..3);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![&b"a"[..], b"b"]);
+        assert!(l.set(0, b"longer"));
+        l.insert(1, b"x");
+        assert_eq!(l.remove(0).as_deref(), Some(&b"longer"[..]));
+        while l.pop(true).is_some() {}
+        assert_eq!(l.bytes, 0);
     }
 
     #[test]

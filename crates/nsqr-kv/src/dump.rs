@@ -1,7 +1,8 @@
 //! DUMP and RESTORE payloads in Redis's format, so a value dumped here restores into Redis
 //! 7.0 and back: an RDB-encoded value, the RDB version as two bytes, then the CRC-64 (Redis's,
 //! `crc` crate) of all that, little-endian. The RDB value is a type byte and the value: 0 for
-//! a string (as an integer encoding when Redis would use one, else length-prefixed), 2 for a
+//! a string (as an integer encoding when Redis would use one, else length-prefixed), 1 for a
+//! list (its length, then each element as a string), 2 for a
 //! set (its size, then each member as a string), 4 for a hash (its size, then each field and
 //! value). Snapshots and the strict-mode log store collections in the same encoding.
 //!
@@ -12,7 +13,7 @@
 use crc::{Crc, CRC_64_REDIS};
 
 use crate::clock::now_ms;
-use crate::collection::{Collection, Hash, Set, Value};
+use crate::collection::{Collection, Hash, List, Set, Value};
 use crate::entry::Entry;
 use crate::feed::Op;
 use crate::keyspace::{Emit, Keyspace, Pending};
@@ -20,6 +21,7 @@ use crate::keyspace::{Emit, Keyspace, Pending};
 /// Redis 7.0's RDB version.
 pub const RDB_VERSION: u16 = 10;
 const RDB_TYPE_STRING: u8 = 0;
+const RDB_TYPE_LIST: u8 = 1;
 const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
 const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
@@ -57,6 +59,13 @@ pub(crate) fn encode_value(e: &Entry, out: &mut Vec<u8>) {
             out.push(RDB_TYPE_STRING);
             encode_string(v, out);
         }
+        (None, Some(Collection::List(l))) => {
+            out.push(RDB_TYPE_LIST);
+            encode_len(l.len() as u64, out);
+            for e in l.iter() {
+                encode_string(e, out);
+            }
+        }
         (None, Some(Collection::Hash(h))) => {
             out.push(RDB_TYPE_HASH);
             encode_len(h.len() as u64, out);
@@ -83,6 +92,13 @@ pub(crate) fn decode_value(b: &[u8]) -> Result<Value, DumpError> {
     let mut r = Reader(rest);
     let value = match kind {
         RDB_TYPE_STRING => Value::String(r.string()?),
+        RDB_TYPE_LIST => {
+            let mut l = List::default();
+            for _ in 0..r.count()? {
+                l.push(r.string()?.into_boxed_slice(), false);
+            }
+            Value::Collection(l.into())
+        }
         RDB_TYPE_HASH => {
             let mut h = Hash::default();
             for _ in 0..r.count()? {

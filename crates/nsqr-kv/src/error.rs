@@ -22,7 +22,10 @@ pub enum KvError {
     NotFloat,
     #[error("ERR increment would produce NaN or Infinity")]
     NotFinite,
-    /// RENAME of a key that does not exist.
+    /// LSET past either end of the list.
+    #[error("ERR index out of range")]
+    IndexOutOfRange,
+    /// RENAME of a key that does not exist (and LSET of one).
     #[error("ERR no such key")]
     NoSuchKey,
     /// APPEND beyond `proto-max-bulk-len`.

@@ -8,7 +8,7 @@
 //! commands) → pub/sub hub → a subscriber's outbox; the change feed may take the broker's
 //! topic lock, which never calls back here.
 //!
-//! The commands themselves are in `strings.rs` (values), `hashes.rs` and `sets.rs` (through
+//! The commands themselves are in `strings.rs` (values), `lists.rs`, `hashes.rs` and `sets.rs` (through
 //! the steps of `typed.rs`) and `keys.rs` (keys, TTLs, scans);
 //! expiry in `expiry.rs`, eviction in `evict.rs`, snapshots and the log in `persist.rs`;
 //! transactions rest on `turn.rs` (who runs now) and `watch.rs` (WATCH).

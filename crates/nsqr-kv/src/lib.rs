@@ -1,4 +1,4 @@
-//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, hash and set keys with millisecond TTLs
+//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, list, hash and set keys with millisecond TTLs
 //! that expire when their time comes, `maxmemory` with Redis's eviction policies, keyspace
 //! notifications and a pub/sub hub, snapshots, a group-committed append-only log for strict
 //! durability, and a change feed of every change and expiry.
@@ -29,6 +29,7 @@ pub mod glob;
 mod hashes;
 mod keys;
 mod keyspace;
+mod lists;
 mod log;
 pub mod notify;
 mod object;
@@ -50,7 +51,7 @@ mod typed;
 mod warm;
 mod watch;
 
-pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, Set, Value};
+pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, List, Set, Value};
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
 pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};

@@ -319,3 +319,43 @@ async fn hashes_survive_a_crash_in_strict_mode() {
     ks.close().unwrap();
     std::fs::remove_dir_all(d).unwrap();
 }
+
+fn list_of(ks: &Keyspace, key: &str) -> Vec<String> {
+    ks.read_list(key.as_bytes(), |l| {
+        l.map(|l| {
+            l.iter()
+                .map(|e| String::from_utf8_lossy(e).into_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+    })
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lists_survive_a_crash_in_strict_mode_and_a_replay_over_a_snapshot() {
+    let d = temp_dir("list-crash");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    let mut p = Pending::default();
+    ks.push(b"q", &[b"a", b"b", b"c"], false, false, &mut p)
+        .unwrap();
+    ks.pop(b"q", true, 1, &mut p).unwrap();
+    ks.push(b"q", &[b"z"], true, false, &mut p).unwrap();
+    ks.push(b"gone", &[b"x"], true, false, &mut p).unwrap();
+    ks.pop(b"gone", true, 1, &mut p).unwrap();
+    ks.lmove(b"q", b"other", false, true, &mut p).unwrap();
+    ks.durable(&mut p).await.unwrap();
+    ks.timer.stop();
+    drop(ks);
+    for _ in 0..2 {
+        let ks = Keyspace::open(config(&d, true), None).unwrap();
+        assert_eq!(list_of(&ks, "q"), ["z", "b"]);
+        assert_eq!(list_of(&ks, "other"), ["c"]);
+        assert!(!ks.contains(b"gone"));
+        // The second round replays the log over a snapshot that already holds it.
+        ks.save().unwrap();
+        ks.timer.stop();
+        drop(ks);
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}

@@ -7,7 +7,8 @@
 //!   members it touched and which event it caused, if any. Then, in this order: the memory
 //!   accounting follows the collection's new size; a collection left empty deletes its key (as
 //!   in Redis: the command's event, then `del`); a new non-empty one is inserted (`new`); the
-//!   change is announced with a members record for the log (see `record.rs`).
+//!   change is announced with a members record for the log (see `record.rs`), or for a list
+//!   the whole value (list commands are not idempotent: replaying a push twice would add twice).
 
 use crate::clock::now_ms;
 use crate::collection::{Collection, KeyType, Typed};
@@ -138,6 +139,20 @@ impl Keyspace {
         now: u64,
         pending: &mut Pending,
     ) {
+        if T::WHOLE {
+            if let Some(entry) = g
+                .get(hash, key)
+                .filter(|e| e.collection().is_some_and(|c| !c.is_empty()))
+            {
+                return self.emit_whole(entry, op, created, now, pending);
+            }
+            // Emptied: the key's removal follows; the log records it gone.
+            let emit = Emit {
+                record: Some(Record::Del { key }),
+                ..Emit::new(op, key)
+            };
+            return self.emit(emit, now, pending);
+        }
         let mut states = Members::default();
         let value = g.get(hash, key).and_then(Entry::collection).and_then(T::of);
         for m in touched.members.iter().flatten() {
@@ -230,6 +245,8 @@ impl Keyspace {
                     (Collection::Set(s), None) => {
                         s.remove(m);
                     }
+                    // Lists are logged whole (`Typed::WHOLE`): no members record names one.
+                    (Collection::List(_), _) => {}
                 }
             }
             empty = c.is_empty();

@@ -30,6 +30,7 @@ mod feed;
 mod hashes;
 mod introspection;
 mod keys;
+mod lists;
 mod persistence;
 mod pubsub;
 mod registry;

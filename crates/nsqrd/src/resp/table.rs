@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, hashes, introspection, keys, persistence, pubsub, server, sets,
-    strings, transaction,
+    bits, client, connection, dump, hashes, introspection, keys, lists, persistence, pubsub,
+    server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -118,6 +118,24 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // lists
+    "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
+    "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
+    "lpushx", -3, WRITE | DENYOOM | FAST, ONE, lists::lpushx;
+    "rpushx", -3, WRITE | DENYOOM | FAST, ONE, lists::rpushx;
+    "lpop", -2, WRITE | FAST, ONE, lists::lpop;
+    "rpop", -2, WRITE | FAST, ONE, lists::rpop;
+    "llen", 2, READONLY | FAST, ONE, lists::llen;
+    "lrange", 4, READONLY, ONE, lists::lrange;
+    "lindex", 3, READONLY, ONE, lists::lindex;
+    "lset", 4, WRITE | DENYOOM, ONE, lists::lset;
+    "linsert", 5, WRITE | DENYOOM, ONE, lists::linsert;
+    "lrem", 4, WRITE, ONE, lists::lrem;
+    "ltrim", 4, WRITE, ONE, lists::ltrim;
+    "lpos", -3, READONLY, ONE, lists::lpos;
+    "lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove;
+    "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::rpoplpush;
+    "lmpop", -4, WRITE, NONE, lists::lmpop;
     // hashes
     "hset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hset;
     "hsetnx", 4, WRITE | DENYOOM | FAST, ONE, hashes::hsetnx;
