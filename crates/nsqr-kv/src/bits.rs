@@ -6,7 +6,7 @@
 use crate::clock::now_ms;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 use crate::strings::string_of;
 
 /// BITOP's operation.
@@ -184,13 +184,13 @@ impl Keyspace {
             .zip(&hashes)
             .map(|(k, &h)| {
                 let g = self.guard_of(&mut guards, h);
-                let e = self.live(g, h, k, now);
+                let e = self.find(g, h, k, now, Find::Peek);
                 Ok(string_of(e.as_deref())?.map(<[u8]>::to_vec))
             })
             .collect::<Result<_, KvError>>()?;
         let result = bitop(op, &sources);
         let g = self.guard_of(&mut guards, hd);
-        let old_clock = self.live(g, hd, dest, now).map(|e| e.clock());
+        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
         if result.is_empty() {
             if old_clock.is_some() && g.remove(hd, dest).is_some() {
                 self.emit(Emit::new(Op::Del, dest), now, pending);

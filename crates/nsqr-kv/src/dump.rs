@@ -16,7 +16,7 @@ use crate::clock::now_ms;
 use crate::collection::{Collection, Hash, List, Set, Value};
 use crate::entry::Entry;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 /// Redis 7.0's RDB version.
 pub const RDB_VERSION: u16 = 10;
@@ -264,7 +264,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let e = self.read(&mut g, hash, key, now)?;
+        let e = self.find(&mut g, hash, key, now, Find::Read)?;
         let mut out = Vec::new();
         encode_value(e, &mut out);
         Some(seal(out))
@@ -283,7 +283,9 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let old_clock = self.live(&mut g, hash, key, now).map(|e| e.clock());
+        let old_clock = self
+            .find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.clock());
         if old_clock.is_some() && !replace {
             return Restored::Busy;
         }

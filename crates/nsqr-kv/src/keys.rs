@@ -11,7 +11,7 @@ use crate::clock::now_ms;
 use crate::collection::KeyType;
 use crate::feed::Op;
 use crate::glob;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 /// EXPIRE's NX / XX / GT / LT (XX may be combined with GT or LT, as in Redis).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -79,7 +79,7 @@ impl Keyspace {
         let mut n = 0;
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if self.live(g, hash, key, now).is_some() && g.remove(hash, key).is_some() {
+            if self.find(g, hash, key, now, Find::Peek).is_some() && g.remove(hash, key).is_some() {
                 n += 1;
                 self.emit(Emit::new(Op::Del, key), now, pending);
             }
@@ -96,7 +96,7 @@ impl Keyspace {
             .zip(&hashes)
             .filter(|(key, &hash)| {
                 let g = self.guard_of(&mut guards, hash);
-                self.live(g, hash, key, now).is_some()
+                self.find(g, hash, key, now, Find::Peek).is_some()
             })
             .count()
     }
@@ -113,7 +113,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let Some(e) = self.live(&mut g, hash, key, now) else {
+        let Some(e) = self.find(&mut g, hash, key, now, Find::Peek) else {
             return false;
         };
         let current = e.deadline().map(|d| d as i64);
@@ -134,7 +134,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.live(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Peek) {
             None => Ttl::Missing,
             Some(e) => match e.deadline() {
                 None => Ttl::Persistent,
@@ -148,7 +148,8 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        self.live(&mut g, hash, key, now).map(|e| e.deadline())
+        self.find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.deadline())
     }
 
     /// PERSIST: whether a deadline was removed.
@@ -156,7 +157,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.live(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) if e.deadline().is_some() => {
                 g.set_deadline(hash, key, None);
                 self.emit(Emit::new(Op::Persist, key), now, pending);
@@ -176,7 +177,8 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        self.live(&mut g, hash, key, now).map(|e| e.kind())
+        self.find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.kind())
     }
 
     /// SCAN: adds keys matching `pattern` (and of type `of_type`, if given) from about `count`
@@ -239,8 +241,7 @@ impl Keyspace {
         let mut n = 0;
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if let Some(e) = self.lookup(g, hash, key, now, true) {
-                self.touch(e, now);
+            if self.find(g, hash, key, now, Find::Touch).is_some() {
                 n += 1;
             }
         }
@@ -267,7 +268,7 @@ impl Keyspace {
                     .find_map(|b| g.bucket(b).map(|e| e.key().to_vec()))?;
                 let now = now_ms();
                 let hash = self.hash(&found);
-                if self.live(&mut g, hash, &found, now).is_some() {
+                if self.find(&mut g, hash, &found, now, Find::Peek).is_some() {
                     return Some(found);
                 }
                 expired_left -= 1;

@@ -67,6 +67,18 @@ impl std::fmt::Debug for Pending {
     }
 }
 
+/// What finding a key counts as ([`Keyspace::find`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Find {
+    /// Not an access (a write's own lookup, TYPE, OBJECT): nothing counted or touched.
+    Peek,
+    /// A command's read: the hit or miss counted, the access clock touched, `keymiss`
+    /// announced on a miss.
+    Read,
+    /// TOUCH: the hit or miss counted and the clock touched, no `keymiss`.
+    Touch,
+}
+
 /// One change, as the commands describe it to [`Keyspace::emit`].
 #[derive(Debug, Clone)]
 pub(crate) struct Emit<'a> {
@@ -314,48 +326,17 @@ impl Keyspace {
     }
 
     /// The entry of `key` if it is live at `now`; an entry past its deadline is removed here
-    /// and announced as expired, so it is never served. Not an access: nothing is counted.
-    pub(crate) fn live<'g>(
+    /// and announced as expired, so it is never served. `access` says what finding it counts
+    /// as.
+    pub(crate) fn find<'g>(
         &self,
         g: &'g mut Guard<'_>,
         hash: u64,
         key: &[u8],
         now: u64,
+        access: Find,
     ) -> Option<&'g mut Entry> {
-        self.lookup(g, hash, key, now, false)
-    }
-
-    /// A command's read of `key`: [`Keyspace::live`], with the hit or miss counted, the
-    /// key's access clock touched, and `keymiss` announced on a miss.
-    pub(crate) fn read<'g>(
-        &self,
-        g: &'g mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
-        now: u64,
-    ) -> Option<&'g mut Entry> {
-        let found = self.lookup(g, hash, key, now, true);
-        match found {
-            Some(e) => {
-                self.touch(e, now);
-                Some(e)
-            }
-            None => {
-                self.notify(self.settings.notify(), Event::KeyMiss, key);
-                None
-            }
-        }
-    }
-
-    pub(crate) fn lookup<'g>(
-        &self,
-        g: &'g mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
-        now: u64,
-        count: bool,
-    ) -> Option<&'g mut Entry> {
-        match g.shard.lookup(hash, key, now, count) {
+        let found = match g.shard.lookup(hash, key, now, access != Find::Peek) {
             Lookup::Live(e) => Some(e),
             Lookup::Expired(e) => {
                 self.emit(
@@ -366,6 +347,20 @@ impl Keyspace {
                 None
             }
             Lookup::Missing => None,
+        };
+        match found {
+            Some(e) => {
+                if access != Find::Peek {
+                    self.touch(e, now);
+                }
+                Some(e)
+            }
+            None => {
+                if access == Find::Read {
+                    self.notify(self.settings.notify(), Event::KeyMiss, key);
+                }
+                None
+            }
         }
     }
 

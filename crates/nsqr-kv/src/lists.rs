@@ -6,7 +6,7 @@ use crate::clock::now_ms;
 use crate::collection::List;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Keyspace, Pending};
+use crate::keyspace::{Find, Keyspace, Pending};
 use crate::typed::typed;
 
 /// What LMPOP popped: the key, and its elements.
@@ -198,7 +198,7 @@ impl Keyspace {
         let (hs, hd) = (self.hash(src), self.hash(dst));
         let mut guards = self.lock_many(&[hs, hd]);
         let g = self.guard_of(&mut guards, hs);
-        let Some(e) = self.live(g, hs, src, now) else {
+        let Some(e) = self.find(g, hs, src, now, Find::Peek) else {
             return Ok(None);
         };
         let list = typed::<List>(e)?;
@@ -211,7 +211,7 @@ impl Keyspace {
             return Ok(None);
         };
         let gd = self.guard_of(&mut guards, hd);
-        if let Some(d) = self.live(gd, hd, dst, now) {
+        if let Some(d) = self.find(gd, hd, dst, now, Find::Peek) {
             typed::<List>(d)?;
         }
         if src == dst {
@@ -253,7 +253,7 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (key, &h) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, h);
-            let Some(e) = self.live(g, h, key, now) else {
+            let Some(e) = self.find(g, h, key, now, Find::Peek) else {
                 continue;
             };
             typed::<List>(e)?;

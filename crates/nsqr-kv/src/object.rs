@@ -3,7 +3,7 @@
 //! an access: the key's clock is left alone, as in Redis.
 
 use crate::clock::{idle_seconds, lru_clock, now_ms};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Find, Keyspace};
 
 /// Redis's longest `embstr` value.
 const EMBSTR_MAX: usize = 44;
@@ -41,7 +41,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let e = self.live(&mut g, hash, key, now)?;
+        let e = self.find(&mut g, hash, key, now, Find::Peek)?;
         let clock = e.clock();
         Some(KeyInfo {
             encoding: match e.collection() {

@@ -4,7 +4,7 @@
 use crate::clock::now_ms;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 impl Keyspace {
     /// RENAME (`replace`) or RENAMENX: whether the key moved. The destination's old value, if
@@ -21,14 +21,14 @@ impl Keyspace {
         let (hf, ht) = (self.hash(from), self.hash(to));
         let mut guards = self.lock_many(&[hf, ht]);
         let g = self.guard_of(&mut guards, hf);
-        if self.live(g, hf, from, now).is_none() {
+        if self.find(g, hf, from, now, Find::Peek).is_none() {
             return Err(KvError::NoSuchKey);
         }
         if from == to {
             return Ok(replace);
         }
         let gt = self.guard_of(&mut guards, ht);
-        let exists = self.live(gt, ht, to, now).is_some();
+        let exists = self.find(gt, ht, to, now, Find::Peek).is_some();
         if exists && !replace {
             return Ok(false);
         }
@@ -56,9 +56,9 @@ impl Keyspace {
         let (hf, ht) = (self.hash(from), self.hash(to));
         let mut guards = self.lock_many(&[hf, ht]);
         let gt = self.guard_of(&mut guards, ht);
-        let old_clock = self.live(gt, ht, to, now).map(|e| e.clock());
+        let old_clock = self.find(gt, ht, to, now, Find::Peek).map(|e| e.clock());
         let g = self.guard_of(&mut guards, hf);
-        let Some(src) = self.live(g, hf, from, now) else {
+        let Some(src) = self.find(g, hf, from, now, Find::Peek) else {
             return false;
         };
         if old_clock.is_some() && !replace {

@@ -7,7 +7,7 @@ use crate::collection::Set;
 use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Guard, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
 use crate::typed::typed;
 
 /// SINTER, SUNION or SDIFF.
@@ -82,16 +82,7 @@ impl Keyspace {
         members: &[&[u8]],
         pending: &mut Pending,
     ) -> Result<usize, KvError> {
-        self.write_typed(key, pending, |s: &mut Set, touched| {
-            let mut n = 0;
-            for m in members {
-                if s.insert(m) {
-                    n += 1;
-                    touched.add(m);
-                }
-            }
-            Ok((n, (n > 0).then_some(Op::Sadd)))
-        })
+        self.add_or_remove(key, members, true, pending)
     }
 
     /// SREM: how many members were removed.
@@ -101,15 +92,27 @@ impl Keyspace {
         members: &[&[u8]],
         pending: &mut Pending,
     ) -> Result<usize, KvError> {
+        self.add_or_remove(key, members, false, pending)
+    }
+
+    fn add_or_remove(
+        &self,
+        key: &[u8],
+        members: &[&[u8]],
+        add: bool,
+        pending: &mut Pending,
+    ) -> Result<usize, KvError> {
         self.write_typed(key, pending, |s: &mut Set, touched| {
             let mut n = 0;
             for m in members {
-                if s.remove(m) {
+                let changed = if add { s.insert(m) } else { s.remove(m) };
+                if changed {
                     n += 1;
                     touched.add(m);
                 }
             }
-            Ok((n, (n > 0).then_some(Op::Srem)))
+            let op = if add { Op::Sadd } else { Op::Srem };
+            Ok((n, (n > 0).then_some(op)))
         })
     }
 
@@ -149,10 +152,10 @@ impl Keyspace {
         let mut guards = self.lock_many(&[hs, hd]);
         let gd = self.guard_of(&mut guards, hd);
         let dst_ok = self
-            .live(gd, hd, dst, now)
+            .find(gd, hd, dst, now, Find::Peek)
             .is_none_or(|e| typed::<Set>(e).is_ok());
         let g = self.guard_of(&mut guards, hs);
-        let Some(e) = self.live(g, hs, src, now) else {
+        let Some(e) = self.find(g, hs, src, now, Find::Peek) else {
             return Ok(false);
         };
         let has = typed::<Set>(e)?.contains(member);
@@ -228,7 +231,7 @@ impl Keyspace {
         pending: &mut Pending,
     ) -> usize {
         let g = self.guard_of(guards, hd);
-        let old_clock = self.live(g, hd, dest, now).map(|e| e.clock());
+        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
         let n = result.len();
         if n == 0 {
             if old_clock.is_some() && g.remove(hd, dest).is_some() {
@@ -259,7 +262,7 @@ impl Keyspace {
         let now = now_ms();
         for (key, &h) in keys.iter().zip(hashes) {
             let g = self.guard_of(guards, h);
-            if let Some(e) = self.read(g, h, key, now) {
+            if let Some(e) = self.find(g, h, key, now, Find::Read) {
                 typed::<Set>(e)?;
             }
         }

@@ -9,7 +9,7 @@ use crate::clock::{lru_clock, now_ms};
 use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Guard, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
 
 /// SET's NX / XX.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -69,7 +69,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let e = self.read(&mut g, hash, key, now);
+        let e = self.find(&mut g, hash, key, now, Find::Read);
         Ok(f(string_of(e.as_deref())?))
     }
 
@@ -87,7 +87,8 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (exists, old_deadline, old_clock) = match self.live(&mut g, hash, key, now) {
+        let (exists, old_deadline, old_clock) = match self.find(&mut g, hash, key, now, Find::Peek)
+        {
             Some(e) => {
                 if let Some(f) = old {
                     f(Some(e.string().ok_or(KvError::WrongType)?));
@@ -152,7 +153,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.read(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Read) {
             None => return Ok(f(None)),
             Some(e) => string_of(Some(e))?,
         };
@@ -176,7 +177,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let Some(e) = self.read(&mut g, hash, key, now) else {
+        let Some(e) = self.find(&mut g, hash, key, now, Find::Read) else {
             return Ok(f(None));
         };
         let had_deadline = e.deadline().is_some();
@@ -206,7 +207,9 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            f(self.read(g, hash, key, now).and_then(|e| e.string()));
+            f(self
+                .find(g, hash, key, now, Find::Read)
+                .and_then(|e| e.string()));
         }
     }
 
@@ -227,7 +230,7 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (&(key, value), &hash) in pairs.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            let (exists, old_clock) = match self.live(g, hash, key, now) {
+            let (exists, old_clock) = match self.find(g, hash, key, now, Find::Peek) {
                 Some(e) => (true, Some(e.clock())),
                 None => (false, None),
             };
@@ -246,7 +249,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+        let (current, deadline, clock) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => (
                 resp_wire::parse_i64(e.string().ok_or(KvError::WrongType)?)
                     .ok_or(KvError::NotInteger)?,
@@ -280,7 +283,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+        let (current, deadline, clock) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => (
                 parse_float(e.string().ok_or(KvError::WrongType)?).ok_or(KvError::NotFloat)?,
                 e.deadline(),
@@ -312,7 +315,7 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (&(key, _), &hash) in pairs.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if self.live(g, hash, key, now).is_some() {
+            if self.find(g, hash, key, now, Find::Peek).is_some() {
                 return false;
             }
         }
@@ -335,7 +338,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (new, created) = match self.live(&mut g, hash, key, now) {
+        let (new, created) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => {
                 let old = e.string().ok_or(KvError::WrongType)?;
                 if (old.len() + data.len()) as u64 > self.max_bulk {
@@ -382,7 +385,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let current = self.live(&mut g, hash, key, now);
+        let current = self.find(&mut g, hash, key, now, Find::Peek);
         let (deadline, old_clock) = match &current {
             Some(e) => (e.deadline(), Some(e.clock())),
             None => (None, None),

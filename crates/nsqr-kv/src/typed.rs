@@ -16,7 +16,7 @@ use crate::dump::encode_value;
 use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Guard, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
 use crate::record::{MemberKind, Members, Record};
 
 /// The members a write touched, kept only when a log will record them.
@@ -64,7 +64,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.read(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Read) {
             None => Ok(f(None)),
             Some(e) => Ok(f(Some(typed::<T>(e)?))),
         }
@@ -96,7 +96,7 @@ impl Keyspace {
         let mut touched = Touched {
             members: self.log.is_some().then(Vec::new),
         };
-        let Some(e) = self.live(g, hash, key, now) else {
+        let Some(e) = self.find(g, hash, key, now, Find::Peek) else {
             let mut fresh = T::default();
             let (r, op) = f(&mut fresh, &mut touched)?;
             if let (Some(op), false) = (op, fresh.is_empty()) {
