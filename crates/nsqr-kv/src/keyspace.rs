@@ -145,6 +145,8 @@ pub struct Keyspace {
     pub(crate) last_save: AtomicU64,
     /// A BGSAVE is running (`persist.rs`).
     pub(crate) bgsave_running: AtomicBool,
+    /// Clients blocked on lists (`blocking.rs`).
+    pub(crate) blockers: Arc<crate::blocking::Blockers>,
 }
 
 impl Drop for Keyspace {
@@ -229,6 +231,7 @@ impl Keyspace {
             watchers: Watchers::default(),
             last_save: AtomicU64::new(now_ms() / 1000),
             bgsave_running: AtomicBool::new(false),
+            blockers: Arc::default(),
         }
     }
 
@@ -394,6 +397,9 @@ impl Keyspace {
         }
         if e.op != Op::Flush {
             self.watchers.touch(e.key);
+        }
+        if matches!(e.op, Op::Lpush | Op::Rpush) {
+            self.blockers.wake(e.key);
         }
         self.notify_change(&e);
         if let Some(feed) = &self.feed {

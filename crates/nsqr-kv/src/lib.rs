@@ -16,6 +16,7 @@
 //! ```
 
 pub mod bits;
+mod blocking;
 mod clock;
 mod collection;
 pub mod config;
@@ -51,12 +52,14 @@ mod typed;
 mod warm;
 mod watch;
 
+pub use blocking::Blocked;
 pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, List, Set, Value};
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
 pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};
 pub use keys::{ExpireCondition, Ttl};
 pub use keyspace::{Keyspace, KvStats, Pending};
+pub use lists::Popped;
 pub use notify::{BadEventClass, NotifyFlags};
 pub use object::{string_encoding, KeyInfo};
 pub use persist::PersistError;

@@ -203,6 +203,9 @@ impl Keyspace {
             ..Emit::new(op, entry.key())
         };
         self.emit(emit, now, pending);
+        if entry.kind() == KeyType::List {
+            self.blockers.wake(entry.key());
+        }
     }
 
     /// Applies a members record (replay): each member's state set; a key of another type is

@@ -279,7 +279,7 @@ pub fn lpos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 /// LEFT or RIGHT: whether it is LEFT.
-fn side(arg: &[u8]) -> Option<bool> {
+pub fn side(arg: &[u8]) -> Option<bool> {
     if is(arg, "left") {
         Some(true)
     } else if is(arg, "right") {
@@ -312,44 +312,70 @@ pub fn rpoplpush(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     lmove_generic(ctx, a, false, true);
 }
 
-/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
-pub fn lmpop(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(numkeys) = resp_wire::parse_i64(a.get(1)).filter(|&n| n > 0) else {
-        return ctx.out.error("ERR numkeys should be greater than 0");
+/// LMPOP's (and BLMPOP's) arguments from `numkeys` at `at`: the keys, whether LEFT, and the
+/// count.
+pub fn lmpop_args<'a>(
+    ctx: &mut Ctx<'_>,
+    a: &Args<'a>,
+    at: usize,
+) -> Option<(Vec<&'a [u8]>, bool, usize)> {
+    let Some(numkeys) = resp_wire::parse_i64(a.get(at)).filter(|&n| n > 0) else {
+        ctx.out.error("ERR numkeys should be greater than 0");
+        return None;
     };
     let numkeys = usize::try_from(numkeys).unwrap_or(usize::MAX);
-    if numkeys > a.len() - 3 {
-        return ctx.out.error(SYNTAX);
+    if numkeys > a.len() - at - 2 {
+        ctx.out.error(SYNTAX);
+        return None;
     }
-    let Some(left) = side(a.get(2 + numkeys)) else {
-        return ctx.out.error(SYNTAX);
+    let Some(left) = side(a.get(at + 1 + numkeys)) else {
+        ctx.out.error(SYNTAX);
+        return None;
     };
     let mut count = None;
-    let mut i = 3 + numkeys;
+    let mut i = at + 2 + numkeys;
     while i < a.len() {
         if is(a.get(i), "count") && i + 1 < a.len() && count.is_none() {
-            let n = resp_wire::parse_i64(a.get(i + 1)).filter(|&n| n > 0);
-            let Some(n) = n else {
-                return ctx.out.error("ERR count should be greater than 0");
+            let Some(n) = resp_wire::parse_i64(a.get(i + 1)).filter(|&n| n > 0) else {
+                ctx.out.error("ERR count should be greater than 0");
+                return None;
             };
             count = Some(usize::try_from(n).unwrap_or(usize::MAX));
             i += 2;
         } else {
-            return ctx.out.error(SYNTAX);
+            ctx.out.error(SYNTAX);
+            return None;
         }
     }
-    let keys: Vec<&[u8]> = a.iter().skip(2).take(numkeys).collect();
-    let r = ctx
-        .shared
-        .ks
-        .lmpop(&keys, left, count.unwrap_or(1), &mut ctx.s.pending);
+    let keys = a.iter().skip(at + 1).take(numkeys).collect();
+    Some((keys, left, count.unwrap_or(1)))
+}
+
+/// Answers LMPOP's (and BLMPOP's) result: the key and its elements; `Ok(None)` is left to the
+/// caller. Whether it answered.
+pub fn lmpop_reply(
+    ctx: &mut Ctx<'_>,
+    r: Result<Option<nsqr_kv::Popped>, nsqr_kv::KvError>,
+) -> bool {
     match checked(ctx.out, r) {
         Some(Some((key, popped))) => {
             ctx.out.array(2);
             ctx.out.bulk(&key);
             elements(ctx.out, &popped);
+            true
         }
-        Some(None) => ctx.out.null_array(),
-        None => {}
+        Some(None) => false,
+        None => true,
+    }
+}
+
+/// LMPOP numkeys key [key ...] LEFT|RIGHT [COUNT count].
+pub fn lmpop(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let Some((keys, left, count)) = lmpop_args(ctx, a, 1) else {
+        return;
+    };
+    let r = ctx.shared.ks.lmpop(&keys, left, count, &mut ctx.s.pending);
+    if !lmpop_reply(ctx, r) {
+        ctx.out.null_array();
     }
 }

@@ -21,6 +21,7 @@
 
 mod args;
 mod bits;
+mod blocking;
 mod client;
 mod config;
 mod conn;

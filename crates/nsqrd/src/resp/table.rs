@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, hashes, introspection, keys, lists, persistence, pubsub,
-    server, sets, strings, transaction,
+    bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
+    pubsub, server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -136,6 +136,11 @@ commands! {
     "lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove;
     "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::rpoplpush;
     "lmpop", -4, WRITE, NONE, lists::lmpop;
+    "blpop", -3, WRITE, (1, -2, 1), blocking::blpop;
+    "brpop", -3, WRITE, (1, -2, 1), blocking::brpop;
+    "blmove", 6, WRITE | DENYOOM, (1, 2, 1), blocking::blmove;
+    "brpoplpush", 4, WRITE | DENYOOM, (1, 2, 1), blocking::brpoplpush;
+    "blmpop", -5, WRITE, NONE, blocking::blmpop;
     // hashes
     "hset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hset;
     "hsetnx", 4, WRITE | DENYOOM | FAST, ONE, hashes::hsetnx;
