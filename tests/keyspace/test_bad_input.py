@@ -71,6 +71,12 @@ class BadInput(unittest.TestCase):
         self.assertEqual(r.hscan("h", 2**64 - 1, count=2**62)[0], 0)
         with self.assertRaisesRegex(redis.ResponseError, "greater than number of args"):
             r.execute_command("SINTERCARD", 2**62, "a")
+        # A timeout of 2^63 seconds: Redis 7.0's error, nobody blocked.
+        for t in (2**63, "inf", "1e300"):
+            with self.assertRaisesRegex(redis.ResponseError, "^timeout is negative$"):
+                r.execute_command("BLPOP", "nothing", t)
+        with self.assertRaisesRegex(redis.ResponseError, "^timeout is not a float or out of range$"):
+            r.execute_command("BLPOP", "nothing", "nan")
         # A DUMP payload claiming 2^60 members is bad data, refused before any allocation.
         body = bytes([2, 0x81]) + (2**60).to_bytes(8, "big") + b"\x01a"
         payload = body + struct.pack("<H", 10)
