@@ -4,8 +4,8 @@
 //! in the queues of its keys (`nsqr_kv::Keyspace::block`, in the order clients blocked) and
 //! the command is left unanswered: the connection (`conn.rs`) keeps the request unparsed,
 //! waits until a push wakes the client, the timeout passes, or the client leaves, then runs
-//! the same request again. Inside a transaction the command never blocks: it answers at once
-//! as on a timeout, as in Redis.
+//! the same request again. Inside a transaction, or whatever else runs alone, the command never
+//! blocks: it answers at once as on a timeout, as in Redis.
 
 use std::time::Duration;
 
@@ -79,7 +79,8 @@ fn run(
         }
         return;
     }
-    if ctx.s.tx.is_some() {
+    // Running alone (EXEC, or a script) or queued in MULTI: never block.
+    if ctx.turn.is_none() || ctx.s.tx.is_some() {
         ctx.s.blocked = None;
         return (give_up.in_transaction)(ctx.out);
     }
