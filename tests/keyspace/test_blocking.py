@@ -6,22 +6,11 @@ import threading
 import time
 import unittest
 
-from harness import NO_RETRY, Server, wait_for
+from harness import NO_RETRY, SharedServer, wait_for
 
 
-class Blocking(unittest.TestCase):
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = Server("--kv-threads=4")
-        cls.r = cls.srv.client(decode_responses=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.stop()
-
-    def setUp(self):
-        self.r.flushdb()
+class Blocking(SharedServer, unittest.TestCase):
+    FLAGS = ("--kv-threads=4",)
 
     def call_in_thread(self, fn):
         """Runs fn on its own connection's thread; returns (thread, result list)."""

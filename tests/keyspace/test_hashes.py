@@ -7,26 +7,11 @@ import unittest
 
 import redis
 
-from harness import Server, wait_for
+from harness import Server, SharedServer, wait_for
 from test_pubsub import messages
 
 
-class Hashes:
-    PROTOCOL = 2
-
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = Server()
-        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.stop()
-
-    def setUp(self):
-        self.r.flushdb()
-
+class Hashes(SharedServer):
     def test_set_get_and_friends(self):
         r = self.r
         self.assertEqual(r.hset("h", mapping={"a": "1", "b": "2"}), 2)

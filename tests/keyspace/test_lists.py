@@ -6,26 +6,11 @@ import unittest
 
 import redis
 
-from harness import Server, wait_for
+from harness import Server, SharedServer, wait_for
 from test_pubsub import messages
 
 
-class Lists:
-    PROTOCOL = 2
-
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = Server()
-        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.stop()
-
-    def setUp(self):
-        self.r.flushdb()
-
+class Lists(SharedServer):
     def test_push_pop_range(self):
         r = self.r
         self.assertEqual(r.lpush("l", "b", "a"), 2)
