@@ -110,6 +110,27 @@ class Server:
             shutil.rmtree(self.data, ignore_errors=True)
 
 
+class SharedServer:
+    """A test class's one server and redis-py client (`PROTOCOL`, decoded replies), flushed
+    before each test; `FLAGS` are nsqrd's extra flags."""
+
+    PROTOCOL = 2
+    FLAGS = ()
+
+    @classmethod
+    def setUpClass(cls):
+        cls.srv = Server(*cls.FLAGS)
+        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.r.close()
+        cls.srv.stop()
+
+    def setUp(self):
+        self.r.flushdb()
+
+
 def read_until_closed(sock, limit=1 << 20):
     """Everything the server sends until it closes (or resets) the connection."""
     out = b""

@@ -3,6 +3,7 @@ bounded, and a well-behaved client connected all along keeps being served."""
 
 import random
 import socket
+import struct
 import threading
 import unittest
 
@@ -50,6 +51,48 @@ class BadInput(unittest.TestCase):
         with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
             r.execute_command("SCAN", 0, "COUNT", -5)
         r.close()
+
+    def test_huge_counts_and_ranges_on_collections(self):
+        r = self.srv.client(decode_responses=True)
+        r.rpush("l", *range(10))
+        r.sadd("s", *range(10))
+        r.hset("h", mapping={str(i): i for i in range(10)})
+        # Negative counts ask for that many picks: bounded, then refused.
+        for cmd in (("SRANDMEMBER", "s", -(2**40)), ("HRANDFIELD", "h", -(2**40)),
+                    ("HRANDFIELD", "h", -(2**62), "WITHVALUES")):
+            with self.assertRaisesRegex(redis.ResponseError, "out of range"):
+                r.execute_command(*cmd)
+        self.assertEqual(len(r.execute_command("SRANDMEMBER", "s", 2**62)), 10)
+        self.assertEqual(len(r.spop("s", 2**62)), 10)
+        self.assertEqual(r.lrange("l", -(2**63), 2**63 - 1), [str(i) for i in range(10)])
+        self.assertIsNone(r.lindex("l", -(2**63)))
+        self.assertEqual(r.lpos("l", "3", maxlen=2**62), 3)
+        self.assertEqual(r.lpop("l", 2**62), [str(i) for i in range(10)])
+        self.assertEqual(r.hscan("h", 2**64 - 1, count=2**62)[0], 0)
+        with self.assertRaisesRegex(redis.ResponseError, "greater than number of args"):
+            r.execute_command("SINTERCARD", 2**62, "a")
+        # A timeout of 2^63 seconds: Redis 7.0's error, nobody blocked.
+        for t in (2**63, "inf", "1e300"):
+            with self.assertRaisesRegex(redis.ResponseError, "^timeout is negative$"):
+                r.execute_command("BLPOP", "nothing", t)
+        with self.assertRaisesRegex(redis.ResponseError, "^timeout is not a float or out of range$"):
+            r.execute_command("BLPOP", "nothing", "nan")
+        # A DUMP payload claiming 2^60 members is bad data, refused before any allocation.
+        body = bytes([2, 0x81]) + (2**60).to_bytes(8, "big") + b"\x01a"
+        payload = body + struct.pack("<H", 10)
+        crc = self.crc64(payload)
+        with self.assertRaisesRegex(redis.ResponseError, "Bad data format"):
+            r.restore("evil", 0, payload + struct.pack("<Q", crc))
+
+    @staticmethod
+    def crc64(data):
+        """Redis's CRC-64 (Jones polynomial, reflected)."""
+        crc = 0
+        for b in data:
+            crc ^= b
+            for _ in range(8):
+                crc = (crc >> 1) ^ (0x95AC9329AC4BC9B5 if crc & 1 else 0)
+        return crc
 
     def test_non_numeric_ttls(self):
         r = self.srv.client()

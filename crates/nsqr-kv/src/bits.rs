@@ -6,7 +6,8 @@
 use crate::clock::now_ms;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
+use crate::strings::string_of;
 
 /// BITOP's operation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,7 +131,7 @@ pub fn bitop(op: BitOp, sources: &[Option<Vec<u8>>]) -> Vec<u8> {
 
 impl Keyspace {
     /// GETBIT.
-    pub fn getbit(&self, key: &[u8], offset: u64) -> bool {
+    pub fn getbit(&self, key: &[u8], offset: u64) -> Result<bool, KvError> {
         self.get(key, |v| {
             v.is_some_and(|v| (offset / 8) < v.len() as u64 && bit_at(v, offset))
         })
@@ -165,8 +166,14 @@ impl Keyspace {
     }
 
     /// BITOP: writes the result to `dest` (no deadline) and returns its length; an empty
-    /// result deletes `dest`.
-    pub fn bitop(&self, op: BitOp, dest: &[u8], keys: &[&[u8]], pending: &mut Pending) -> usize {
+    /// result deletes `dest`. WRONGTYPE if a source is not a string.
+    pub fn bitop(
+        &self,
+        op: BitOp,
+        dest: &[u8],
+        keys: &[&[u8]],
+        pending: &mut Pending,
+    ) -> Result<usize, KvError> {
         let now = now_ms();
         let mut hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
         let hd = self.hash(dest);
@@ -177,17 +184,18 @@ impl Keyspace {
             .zip(&hashes)
             .map(|(k, &h)| {
                 let g = self.guard_of(&mut guards, h);
-                self.live(g, h, k, now).map(|e| e.value().to_vec())
+                let e = self.find(g, h, k, now, Find::Peek);
+                Ok(string_of(e.as_deref())?.map(<[u8]>::to_vec))
             })
-            .collect();
+            .collect::<Result<_, KvError>>()?;
         let result = bitop(op, &sources);
         let g = self.guard_of(&mut guards, hd);
-        let old_clock = self.live(g, hd, dest, now).map(|e| e.clock());
+        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
         if result.is_empty() {
             if old_clock.is_some() && g.remove(hd, dest).is_some() {
                 self.emit(Emit::new(Op::Del, dest), now, pending);
             }
-            return 0;
+            return Ok(0);
         }
         let clock = self.write_clock(old_clock, now);
         g.store(hd, dest, &result, None, clock, self.hasher());
@@ -197,7 +205,7 @@ impl Keyspace {
             ..Emit::new(Op::Set, dest)
         };
         self.emit(emit, now, pending);
-        result.len()
+        Ok(result.len())
     }
 }
 
@@ -279,15 +287,20 @@ mod tests {
         assert_eq!(ks.setbit(b"b", 7, true, &mut p), Ok(false));
         assert_eq!(ks.setbit(b"b", 7, true, &mut p), Ok(true));
         assert_eq!(ks.setbit(b"b", 20, true, &mut p), Ok(false));
-        ks.get(b"b", |v| assert_eq!(v, Some(&[0x01, 0x00, 0x08][..])));
-        assert!(ks.getbit(b"b", 7) && !ks.getbit(b"b", 6) && !ks.getbit(b"b", 1000));
+        ks.get(b"b", |v| assert_eq!(v, Some(&[0x01, 0x00, 0x08][..])))
+            .unwrap();
+        assert_eq!(
+            [7, 6, 1000].map(|o| ks.getbit(b"b", o)),
+            [Ok(true), Ok(false), Ok(false)]
+        );
         assert_eq!(
             ks.setbit(b"b", (512 * 8) << 20, true, &mut p),
             Err(KvError::TooLarge)
         );
-        assert_eq!(ks.bitop(BitOp::Not, b"d", &[b"b"], &mut p), 3);
-        ks.get(b"d", |v| assert_eq!(v, Some(&[0xfe, 0xff, 0xf7][..])));
-        assert_eq!(ks.bitop(BitOp::And, b"d", &[b"none"], &mut p), 0);
+        assert_eq!(ks.bitop(BitOp::Not, b"d", &[b"b"], &mut p), Ok(3));
+        ks.get(b"d", |v| assert_eq!(v, Some(&[0xfe, 0xff, 0xf7][..])))
+            .unwrap();
+        assert_eq!(ks.bitop(BitOp::And, b"d", &[b"none"], &mut p), Ok(0));
         assert!(!ks.contains(b"d"));
     }
 }

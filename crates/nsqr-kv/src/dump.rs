@@ -1,20 +1,29 @@
 //! DUMP and RESTORE payloads in Redis's format, so a value dumped here restores into Redis
-//! 7.0 and back: an RDB-encoded value (type byte 0 for a string; the string as an integer
-//! encoding when Redis would use one, else length-prefixed), the RDB version as two bytes, then
-//! the CRC-64 (Redis's, `crc` crate) of all that, little-endian.
+//! 7.0 and back: an RDB-encoded value, the RDB version as two bytes, then the CRC-64 (Redis's,
+//! `crc` crate) of all that, little-endian. The RDB value is a type byte and the value: 0 for
+//! a string (as an integer encoding when Redis would use one, else length-prefixed), 1 for a
+//! list (its length, then each element as a string), 2 for a
+//! set (its size, then each member as a string), 4 for a hash (its size, then each field and
+//! value). Snapshots and the strict-mode log store collections in the same encoding.
 //!
-//! Strings that Redis compressed with LZF (long, compressible ones) are refused on RESTORE as
-//! bad data; nothing here writes LZF.
+//! Redis 7.0 itself dumps small hashes and sets in its compact encodings (listpack, intset),
+//! and long compressible strings with LZF: RESTORE refuses those as bad data; it reads the
+//! plain encodings above, which Redis also reads.
 
 use crc::{Crc, CRC_64_REDIS};
 
 use crate::clock::now_ms;
+use crate::collection::{Collection, Hash, List, Set, Value};
+use crate::entry::Entry;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 /// Redis 7.0's RDB version.
 pub const RDB_VERSION: u16 = 10;
 const RDB_TYPE_STRING: u8 = 0;
+const RDB_TYPE_LIST: u8 = 1;
+const RDB_TYPE_SET: u8 = 2;
+const RDB_TYPE_HASH: u8 = 4;
 const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
 
 /// Why a payload cannot be restored (the texts are Redis's).
@@ -32,10 +41,111 @@ pub fn dump_string(value: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(value.len() + 16);
     out.push(RDB_TYPE_STRING);
     encode_string(value, &mut out);
+    seal(out)
+}
+
+/// Appends the RDB version and the checksum to an encoded value.
+fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
     out
+}
+
+/// Appends the RDB encoding (type byte and value) of an entry's value.
+pub(crate) fn encode_value(e: &Entry, out: &mut Vec<u8>) {
+    match (e.string(), e.collection()) {
+        (Some(v), _) => {
+            out.push(RDB_TYPE_STRING);
+            encode_string(v, out);
+        }
+        (None, Some(Collection::List(l))) => {
+            out.push(RDB_TYPE_LIST);
+            encode_len(l.len() as u64, out);
+            for e in l.iter() {
+                encode_string(e, out);
+            }
+        }
+        (None, Some(Collection::Hash(h))) => {
+            out.push(RDB_TYPE_HASH);
+            encode_len(h.len() as u64, out);
+            for (f, v) in h.iter() {
+                encode_string(f, out);
+                encode_string(v, out);
+            }
+        }
+        (None, Some(Collection::Set(s))) => {
+            out.push(RDB_TYPE_SET);
+            encode_len(s.len() as u64, out);
+            for m in s.iter() {
+                encode_string(m, out);
+            }
+        }
+        (None, None) => {}
+    }
+}
+
+/// The value of an RDB encoding made by [`encode_value`] (all of `b`). A collection with
+/// no members, or a member twice, is bad data (Redis refuses both too).
+pub(crate) fn decode_value(b: &[u8]) -> Result<Value, DumpError> {
+    let (&kind, rest) = b.split_first().ok_or(DumpError::BadData)?;
+    let mut r = Reader(rest);
+    let value = match kind {
+        RDB_TYPE_STRING => Value::String(r.string()?),
+        RDB_TYPE_LIST => {
+            let mut l = List::default();
+            for _ in 0..r.count()? {
+                l.push(r.string()?.into_boxed_slice(), false);
+            }
+            Value::Collection(l.into())
+        }
+        RDB_TYPE_HASH => {
+            let mut h = Hash::default();
+            for _ in 0..r.count()? {
+                let (f, v) = (r.string()?, r.string()?);
+                if !h.insert(&f, &v) {
+                    return Err(DumpError::BadData);
+                }
+            }
+            Value::Collection(h.into())
+        }
+        RDB_TYPE_SET => {
+            let mut s = Set::default();
+            for _ in 0..r.count()? {
+                if !s.insert(&r.string()?) {
+                    return Err(DumpError::BadData);
+                }
+            }
+            Value::Collection(s.into())
+        }
+        _ => return Err(DumpError::BadData),
+    };
+    if !r.0.is_empty() {
+        return Err(DumpError::BadData);
+    }
+    Ok(value)
+}
+
+/// Reads an RDB value's parts from the front of a slice.
+struct Reader<'a>(&'a [u8]);
+
+impl Reader<'_> {
+    fn string(&mut self) -> Result<Vec<u8>, DumpError> {
+        let (v, used) = decode_string(self.0).ok_or(DumpError::BadData)?;
+        self.0 = &self.0[used..];
+        Ok(v)
+    }
+
+    /// A collection's size: at least one, and no more than the bytes left (each member takes
+    /// one at least), so a damaged size is refused before anything is allocated for it.
+    fn count(&mut self) -> Result<u64, DumpError> {
+        let (n, used) = decode_len(self.0).ok_or(DumpError::BadData)?;
+        self.0 = &self.0[used..];
+        if n == 0 || n > self.0.len() as u64 {
+            return Err(DumpError::BadData);
+        }
+        Ok(n)
+    }
 }
 
 /// A string as Redis writes it in an RDB: as an 8, 16 or 32-bit integer when it is the
@@ -62,7 +172,12 @@ fn encode_string(v: &[u8], out: &mut Vec<u8>) {
             }
         }
     }
-    let len = v.len() as u64;
+    encode_len(v.len() as u64, out);
+    out.extend_from_slice(v);
+}
+
+/// An RDB length: 6, 14, 32 or 64 bits.
+fn encode_len(len: u64, out: &mut Vec<u8>) {
     if len < 1 << 6 {
         out.push(len as u8);
     } else if len < 1 << 14 {
@@ -74,11 +189,10 @@ fn encode_string(v: &[u8], out: &mut Vec<u8>) {
         out.push(0x81);
         out.extend_from_slice(&len.to_be_bytes());
     }
-    out.extend_from_slice(v);
 }
 
-/// The string value of a DUMP payload.
-pub fn restore_string(payload: &[u8]) -> Result<Vec<u8>, DumpError> {
+/// The value of a DUMP payload.
+pub fn restore_value(payload: &[u8]) -> Result<Value, DumpError> {
     let body_len = payload.len().checked_sub(10).ok_or(DumpError::Checksum)?;
     let (body, footer) = payload.split_at(body_len);
     let version = u16::from_le_bytes([footer[0], footer[1]]);
@@ -88,40 +202,40 @@ pub fn restore_string(payload: &[u8]) -> Result<Vec<u8>, DumpError> {
     {
         return Err(DumpError::Checksum);
     }
-    match body.split_first() {
-        Some((&RDB_TYPE_STRING, rest)) => match decode_string(rest) {
-            Some((v, used)) if used == rest.len() => Ok(v),
-            _ => Err(DumpError::BadData),
-        },
-        _ => Err(DumpError::BadData),
+    decode_value(body)
+}
+
+/// An RDB length at the start of `b` and the bytes it took (`None` for an integer encoding).
+fn decode_len(b: &[u8]) -> Option<(u64, usize)> {
+    let first = *b.first()?;
+    match first >> 6 {
+        0 => Some((u64::from(first & 0x3f), 1)),
+        1 => Some((u64::from(first & 0x3f) << 8 | u64::from(*b.get(1)?), 2)),
+        2 if first == 0x80 => Some((
+            u64::from(u32::from_be_bytes(b.get(1..5)?.try_into().ok()?)),
+            5,
+        )),
+        2 if first == 0x81 => Some((u64::from_be_bytes(b.get(1..9)?.try_into().ok()?), 9)),
+        _ => None,
     }
 }
 
 /// A string at the start of `b` and the bytes it took.
 fn decode_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
     let first = *b.first()?;
-    let (len, at): (u64, usize) = match first >> 6 {
-        0 => (u64::from(first & 0x3f), 1),
-        1 => (u64::from(first & 0x3f) << 8 | u64::from(*b.get(1)?), 2),
-        2 if first == 0x80 => (
-            u64::from(u32::from_be_bytes(b.get(1..5)?.try_into().ok()?)),
-            5,
-        ),
-        2 if first == 0x81 => (u64::from_be_bytes(b.get(1..9)?.try_into().ok()?), 9),
-        3 => {
-            let n: i64 = match first & 0x3f {
-                0 => i64::from(i8::from_le_bytes([*b.get(1)?])),
-                1 => i64::from(i16::from_le_bytes(b.get(1..3)?.try_into().ok()?)),
-                2 => i64::from(i32::from_le_bytes(b.get(1..5)?.try_into().ok()?)),
-                _ => return None,
-            };
-            let used = 1 + (1usize << (first & 0x3f));
-            return Some((n.to_string().into_bytes(), used));
-        }
+    if first >> 6 != 3 {
+        let (len, at) = decode_len(b)?;
+        let end = at.checked_add(usize::try_from(len).ok()?)?;
+        return Some((b.get(at..end)?.to_vec(), end));
+    }
+    let n: i64 = match first & 0x3f {
+        0 => i64::from(i8::from_le_bytes([*b.get(1)?])),
+        1 => i64::from(i16::from_le_bytes(b.get(1..3)?.try_into().ok()?)),
+        2 => i64::from(i32::from_le_bytes(b.get(1..5)?.try_into().ok()?)),
         _ => return None,
     };
-    let end = at.checked_add(usize::try_from(len).ok()?)?;
-    Some((b.get(at..end)?.to_vec(), end))
+    let used = 1 + (1usize << (first & 0x3f));
+    Some((n.to_string().into_bytes(), used))
 }
 
 /// RESTORE's IDLETIME or FREQ: the access history the key starts with (each applies only
@@ -145,11 +259,22 @@ pub enum Restored {
 }
 
 impl Keyspace {
-    /// RESTORE of a string value, with an absolute deadline or none.
+    /// DUMP: the payload of `key`'s value, or `None` if it does not exist.
+    pub fn dump(&self, key: &[u8]) -> Option<Vec<u8>> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        let e = self.find(&mut g, hash, key, now, Find::Read)?;
+        let mut out = Vec::new();
+        encode_value(e, &mut out);
+        Some(seal(out))
+    }
+
+    /// RESTORE of a value, with an absolute deadline or none.
     pub fn restore(
         &self,
         key: &[u8],
-        value: &[u8],
+        value: Value,
         deadline: Option<u64>,
         replace: bool,
         access: Access,
@@ -158,7 +283,9 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let old_clock = self.live(&mut g, hash, key, now).map(|e| e.clock());
+        let old_clock = self
+            .find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.clock());
         if old_clock.is_some() && !replace {
             return Restored::Busy;
         }
@@ -176,17 +303,12 @@ impl Keyspace {
             Access::Frequency(f) if lfu => (crate::evict::lfu_new(now) & !0xff) | u32::from(f),
             _ => self.write_clock(None, now),
         };
-        g.store(hash, key, value, deadline, clock, self.hasher());
+        let entry = Entry::of(key, value, deadline, clock);
+        self.emit_whole(&entry, Op::Restore, old_clock.is_none(), now, pending);
+        g.put(hash, entry, self.hasher());
         if let Some(d) = deadline {
             self.timer.schedule(d);
         }
-        let emit = Emit {
-            value: Some(value),
-            deadline,
-            created: old_clock.is_none(),
-            ..Emit::new(Op::Restore, key)
-        };
-        self.emit(emit, now, pending);
         Restored::Written
     }
 }
@@ -218,21 +340,25 @@ mod tests {
             &[b'x'; 100],
             &[b'y'; 20_000],
         ] {
-            assert_eq!(restore_string(&dump_string(v)).as_deref(), Ok(v), "{v:?}");
+            assert_eq!(
+                restore_value(&dump_string(v)),
+                Ok(Value::String(v.to_vec())),
+                "{v:?}"
+            );
         }
         let mut bad = dump_string(b"hello");
         bad[2] ^= 1;
-        assert_eq!(restore_string(&bad), Err(DumpError::Checksum));
-        assert_eq!(restore_string(b"short"), Err(DumpError::Checksum));
+        assert_eq!(restore_value(&bad), Err(DumpError::Checksum));
+        assert_eq!(restore_value(b"short"), Err(DumpError::Checksum));
         // Redis's LZF-compressed string: refused as bad data.
         let lzf = b"\x00\xc3\t/\x01aa\xe0\"\x00\x01aa\n\x00&`\x80[\x8e:X=";
-        assert_eq!(restore_string(lzf), Err(DumpError::BadData));
+        assert_eq!(restore_value(lzf), Err(DumpError::BadData));
         // A newer RDB version.
         let mut newer = b"\x00\x01a".to_vec();
         newer.extend_from_slice(&11u16.to_le_bytes());
         let crc = CRC64.checksum(&newer);
         newer.extend_from_slice(&crc.to_le_bytes());
-        assert_eq!(restore_string(&newer), Err(DumpError::Checksum));
+        assert_eq!(restore_value(&newer), Err(DumpError::Checksum));
     }
 
     #[test]
@@ -240,8 +366,9 @@ mod tests {
         let ks = crate::test_support::mem();
         let mut p = Pending::default();
         let now = Access::Now;
-        let r =
-            |key: &[u8], d, replace, a, p: &mut Pending| ks.restore(key, b"v", d, replace, a, p);
+        let r = |key: &[u8], d, replace, a, p: &mut Pending| {
+            ks.restore(key, Value::String(b"v".to_vec()), d, replace, a, p)
+        };
         assert_eq!(r(b"k", None, false, now, &mut p), Restored::Written);
         assert_eq!(r(b"k", None, false, now, &mut p), Restored::Busy);
         assert_eq!(r(b"k", Some(1), true, now, &mut p), Restored::Expired);

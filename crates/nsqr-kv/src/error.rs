@@ -3,9 +3,18 @@
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum KvError {
+    /// A command of one type on a key holding another.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
     /// INCR family on a value that is not a 64-bit integer (or an increment that is not one).
     #[error("ERR value is not an integer or out of range")]
     NotInteger,
+    /// HINCRBY on a field whose value is not a 64-bit integer.
+    #[error("ERR hash value is not an integer")]
+    HashNotInteger,
+    /// HINCRBYFLOAT on a field whose value is not a float.
+    #[error("ERR hash value is not a float")]
+    HashNotFloat,
     #[error("ERR increment or decrement would overflow")]
     Overflow,
     /// INCRBYFLOAT on a value (or with an increment) that is not a float.
@@ -13,7 +22,10 @@ pub enum KvError {
     NotFloat,
     #[error("ERR increment would produce NaN or Infinity")]
     NotFinite,
-    /// RENAME of a key that does not exist.
+    /// LSET past either end of the list.
+    #[error("ERR index out of range")]
+    IndexOutOfRange,
+    /// RENAME of a key that does not exist (and LSET of one).
     #[error("ERR no such key")]
     NoSuchKey,
     /// APPEND beyond `proto-max-bulk-len`.

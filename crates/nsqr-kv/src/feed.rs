@@ -18,12 +18,15 @@
 //!   every JSON parser.
 //! - `op`: `set`, `incrby`, `append` (the key's value changed), `expire`, `persist` (its
 //!   deadline changed), `del`, `expired`, `evicted` (it is gone), `flush` (every key is gone;
-//!   no `key`).
+//!   no `key`), and for lists, hashes and sets the command's Redis event (`lpush`, `hset`, `sadd`,
+//!   `srem`, `spop`, `sinterstore`, ...: the full list is in `docs/keyspace.md`).
 //! - `key`: the key as a JSON string when it is UTF-8; otherwise `key_base64` (standard
 //!   alphabet, padded) instead.
 //! - `time`: when the change happened, Unix milliseconds.
-//! - `value` (or `value_base64`): the value after the change, only for `set`, `incrby` and
-//!   `append`, and only when the feed is configured to include values.
+//! - `value` (or `value_base64`): the value after the change, only for changes that leave a
+//!   string (`set`, `incrby`, `append`, ...), and only when the feed is configured to include
+//!   values. Changes to lists, hashes and sets carry no value: a consumer reads the key when it
+//!   needs it.
 //! - `expires_at`: the key's deadline (Unix ms) after the change, when it has one.
 //!
 //! JSON rather than a compact binary layout: NSQ consumers in any language read it without a
@@ -58,6 +61,26 @@ pub enum Op {
     Expired,
     Evicted,
     Flush,
+    /// LPUSH, LPUSHX, and the push half of LMOVE / RPOPLPUSH.
+    Lpush,
+    Rpush,
+    Lpop,
+    Rpop,
+    Lset,
+    Linsert,
+    Lrem,
+    Ltrim,
+    /// HSET, HSETNX, HMSET.
+    Hset,
+    Hdel,
+    Hincrby,
+    Hincrbyfloat,
+    Sadd,
+    Srem,
+    Spop,
+    Sinterstore,
+    Sunionstore,
+    Sdiffstore,
 }
 
 impl Op {
@@ -79,10 +102,29 @@ impl Op {
             Op::Expired => "expired",
             Op::Evicted => "evicted",
             Op::Flush => "flush",
+            Op::Lpush => "lpush",
+            Op::Rpush => "rpush",
+            Op::Lpop => "lpop",
+            Op::Rpop => "rpop",
+            Op::Lset => "lset",
+            Op::Linsert => "linsert",
+            Op::Lrem => "lrem",
+            Op::Ltrim => "ltrim",
+            Op::Hset => "hset",
+            Op::Hdel => "hdel",
+            Op::Hincrby => "hincrby",
+            Op::Hincrbyfloat => "hincrbyfloat",
+            Op::Sadd => "sadd",
+            Op::Srem => "srem",
+            Op::Spop => "spop",
+            Op::Sinterstore => "sinterstore",
+            Op::Sunionstore => "sunionstore",
+            Op::Sdiffstore => "sdiffstore",
         }
     }
 
-    /// Whether the change gives the key a new value.
+    /// Whether the change gives the key a new string value (RENAME, COPY and RESTORE may
+    /// also carry a collection: the change then has no `value`).
     pub fn has_value(self) -> bool {
         matches!(
             self,

@@ -8,9 +8,10 @@
 //! as Redis promises; keys may be returned more than once, as Redis allows.
 
 use crate::clock::now_ms;
+use crate::collection::KeyType;
 use crate::feed::Op;
 use crate::glob;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 /// EXPIRE's NX / XX / GT / LT (XX may be combined with GT or LT, as in Redis).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -78,7 +79,7 @@ impl Keyspace {
         let mut n = 0;
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if self.live(g, hash, key, now).is_some() && g.remove(hash, key).is_some() {
+            if self.find(g, hash, key, now, Find::Peek).is_some() && g.remove(hash, key).is_some() {
                 n += 1;
                 self.emit(Emit::new(Op::Del, key), now, pending);
             }
@@ -95,7 +96,7 @@ impl Keyspace {
             .zip(&hashes)
             .filter(|(key, &hash)| {
                 let g = self.guard_of(&mut guards, hash);
-                self.live(g, hash, key, now).is_some()
+                self.find(g, hash, key, now, Find::Peek).is_some()
             })
             .count()
     }
@@ -112,7 +113,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let Some(e) = self.live(&mut g, hash, key, now) else {
+        let Some(e) = self.find(&mut g, hash, key, now, Find::Peek) else {
             return false;
         };
         let current = e.deadline().map(|d| d as i64);
@@ -133,7 +134,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.live(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Peek) {
             None => Ttl::Missing,
             Some(e) => match e.deadline() {
                 None => Ttl::Persistent,
@@ -147,7 +148,8 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        self.live(&mut g, hash, key, now).map(|e| e.deadline())
+        self.find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.deadline())
     }
 
     /// PERSIST: whether a deadline was removed.
@@ -155,7 +157,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        match self.live(&mut g, hash, key, now) {
+        match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) if e.deadline().is_some() => {
                 g.set_deadline(hash, key, None);
                 self.emit(Emit::new(Op::Persist, key), now, pending);
@@ -170,13 +172,24 @@ impl Keyspace {
         self.exists(&[key]) == 1
     }
 
-    /// SCAN: adds keys matching `pattern` from about `count` keys' worth of buckets to `out`;
-    /// returns the cursor to continue from (0 when the scan is complete).
+    /// TYPE: the type of `key`'s value, `None` if it does not exist.
+    pub fn key_type(&self, key: &[u8]) -> Option<KeyType> {
+        let now = now_ms();
+        let hash = self.hash(key);
+        let mut g = self.lock(hash);
+        self.find(&mut g, hash, key, now, Find::Peek)
+            .map(|e| e.kind())
+    }
+
+    /// SCAN: adds keys matching `pattern` (and of type `of_type`, if given) from about `count`
+    /// keys' worth of buckets to `out`; returns the cursor to continue from (0 when the scan
+    /// is complete).
     pub fn scan(
         &self,
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
+        of_type: Option<KeyType>,
         out: &mut Vec<Vec<u8>>,
     ) -> u64 {
         let now = now_ms();
@@ -194,7 +207,10 @@ impl Keyspace {
             while bucket < buckets && seen < count && visited < max_buckets {
                 if let Some(e) = g.bucket(bucket) {
                     seen += 1;
-                    if !e.is_expired(now) && pattern.is_none_or(|p| glob::matches(p, e.key())) {
+                    if !e.is_expired(now)
+                        && of_type.is_none_or(|t| t == e.kind())
+                        && pattern.is_none_or(|p| glob::matches(p, e.key()))
+                    {
                         out.push(e.key().to_vec());
                     }
                 }
@@ -225,8 +241,7 @@ impl Keyspace {
         let mut n = 0;
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if let Some(e) = self.lookup(g, hash, key, now, true) {
-                self.touch(e, now);
+            if self.find(g, hash, key, now, Find::Touch).is_some() {
                 n += 1;
             }
         }
@@ -253,7 +268,7 @@ impl Keyspace {
                     .find_map(|b| g.bucket(b).map(|e| e.key().to_vec()))?;
                 let now = now_ms();
                 let hash = self.hash(&found);
-                if self.live(&mut g, hash, &found, now).is_some() {
+                if self.find(&mut g, hash, &found, now, Find::Peek).is_some() {
                     return Some(found);
                 }
                 expired_left -= 1;

@@ -14,7 +14,8 @@ fn set(ks: &Keyspace, key: &[u8], deadline: Option<u64>) {
         expiry: deadline.map_or(Expiry::Clear, Expiry::At),
         ..SetOptions::default()
     };
-    ks.set(key, b"v", opts, None, &mut Pending::default());
+    ks.set(key, b"v", opts, None, &mut Pending::default())
+        .unwrap();
 }
 
 #[test]
@@ -81,7 +82,7 @@ fn scan_returns_every_key_present_throughout_even_while_tables_grow() {
     let mut calls = 0;
     loop {
         let mut out = Vec::new();
-        cursor = ks.scan(cursor, 10, None, &mut out);
+        cursor = ks.scan(cursor, 10, None, None, &mut out);
         seen.extend(out);
         // Keep adding keys so shards grow and rehash mid-scan.
         for j in 0..20 {
@@ -110,7 +111,7 @@ fn scan_match_and_keys() {
     let mut out = Vec::new();
     let mut c = 0;
     loop {
-        c = ks.scan(c, 1000, Some(b"user:*"), &mut out);
+        c = ks.scan(c, 1000, Some(b"user:*"), None, &mut out);
         if c == 0 {
             break;
         }
@@ -121,7 +122,7 @@ fn scan_match_and_keys() {
     keys.sort();
     assert_eq!(keys, vec![b"cache:1".to_vec(), b"user:1".to_vec()]);
     // Cursors past the last shard simply end the scan.
-    assert_eq!(ks.scan(u64::MAX, 10, None, &mut Vec::new()), 0);
+    assert_eq!(ks.scan(u64::MAX, 10, None, None, &mut Vec::new()), 0);
 }
 
 #[test]
@@ -150,7 +151,7 @@ fn a_thousand_keys_sharing_a_deadline_expire_on_time_among_many_volatile_ones() 
     for i in 0..1000 {
         set(&ks, format!("short{i}").as_bytes(), Some(due));
     }
-    ks.get(b"short1", |v| assert!(v.is_some()));
+    ks.get(b"short1", |v| assert!(v.is_some())).unwrap();
     assert!(wait_until(Duration::from_secs(20), || {
         feed.ops().iter().filter(|(op, _)| op == "expired").count() == 1000
     }));

@@ -8,7 +8,8 @@
 //! commands) → pub/sub hub → a subscriber's outbox; the change feed may take the broker's
 //! topic lock, which never calls back here.
 //!
-//! The commands themselves are in `strings.rs` (values) and `keys.rs` (keys, TTLs, scans);
+//! The commands themselves are in `strings.rs` (values), `lists.rs`, `hashes.rs` and `sets.rs` (through
+//! the steps of `typed.rs`) and `keys.rs` (keys, TTLs, scans);
 //! expiry in `expiry.rs`, eviction in `evict.rs`, snapshots and the log in `persist.rs`;
 //! transactions rest on `turn.rs` (who runs now) and `watch.rs` (WATCH).
 
@@ -66,8 +67,20 @@ impl std::fmt::Debug for Pending {
     }
 }
 
+/// What finding a key counts as ([`Keyspace::find`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Find {
+    /// Not an access (a write's own lookup, TYPE, OBJECT): nothing counted or touched.
+    Peek,
+    /// A command's read: the hit or miss counted, the access clock touched, `keymiss`
+    /// announced on a miss.
+    Read,
+    /// TOUCH: the hit or miss counted and the clock touched, no `keymiss`.
+    Touch,
+}
+
 /// One change, as the commands describe it to [`Keyspace::emit`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct Emit<'a> {
     pub op: Op,
     pub key: &'a [u8],
@@ -79,6 +92,8 @@ pub(crate) struct Emit<'a> {
     pub created: bool,
     /// A SET that also gave the key a deadline (`expire` notification after `set`).
     pub expire_set: bool,
+    /// The log record, when the op and value do not make it (collections: `typed.rs`).
+    pub record: Option<Record<'a>>,
 }
 
 impl<'a> Emit<'a> {
@@ -90,6 +105,7 @@ impl<'a> Emit<'a> {
             deadline: None,
             created: false,
             expire_set: false,
+            record: None,
         }
     }
 }
@@ -129,6 +145,8 @@ pub struct Keyspace {
     pub(crate) last_save: AtomicU64,
     /// A BGSAVE is running (`persist.rs`).
     pub(crate) bgsave_running: AtomicBool,
+    /// Clients blocked on lists (`blocking.rs`).
+    pub(crate) blockers: Arc<crate::blocking::Blockers>,
 }
 
 impl Drop for Keyspace {
@@ -213,6 +231,7 @@ impl Keyspace {
             watchers: Watchers::default(),
             last_save: AtomicU64::new(now_ms() / 1000),
             bgsave_running: AtomicBool::new(false),
+            blockers: Arc::default(),
         }
     }
 
@@ -320,27 +339,17 @@ impl Keyspace {
     }
 
     /// The entry of `key` if it is live at `now`; an entry past its deadline is removed here
-    /// and announced as expired, so it is never served.
-    pub(crate) fn live<'g>(
+    /// and announced as expired, so it is never served. `access` says what finding it counts
+    /// as.
+    pub(crate) fn find<'g>(
         &self,
         g: &'g mut Guard<'_>,
         hash: u64,
         key: &[u8],
         now: u64,
+        access: Find,
     ) -> Option<&'g mut Entry> {
-        self.lookup(g, hash, key, now, false)
-    }
-
-    /// [`Keyspace::live`], counting a hit or a miss when `count` is set.
-    pub(crate) fn lookup<'g>(
-        &self,
-        g: &'g mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
-        now: u64,
-        count: bool,
-    ) -> Option<&'g mut Entry> {
-        match g.shard.lookup(hash, key, now, count) {
+        let found = match g.shard.lookup(hash, key, now, access != Find::Peek) {
             Lookup::Live(e) => Some(e),
             Lookup::Expired(e) => {
                 self.emit(
@@ -351,6 +360,20 @@ impl Keyspace {
                 None
             }
             Lookup::Missing => None,
+        };
+        match found {
+            Some(e) => {
+                if access != Find::Peek {
+                    self.touch(e, now);
+                }
+                Some(e)
+            }
+            None => {
+                if access == Find::Read {
+                    self.notify(self.settings.notify(), Event::KeyMiss, key);
+                }
+                None
+            }
         }
     }
 
@@ -384,6 +407,9 @@ impl Keyspace {
         }
         if e.op != Op::Flush {
             self.watchers.touch(e.key);
+        }
+        if matches!(e.op, Op::Lpush | Op::Rpush) {
+            self.blockers.wake(e.key);
         }
         self.notify_change(&e);
         if let Some(feed) = &self.feed {
@@ -537,6 +563,9 @@ pub struct KvStats {
 /// The log record a change leaves: the key's new value, its removal, its new deadline, or a
 /// flush.
 fn record_of<'a>(e: &Emit<'a>) -> Record<'a> {
+    if let Some(r) = &e.record {
+        return r.clone();
+    }
     match e.op {
         Op::Flush => Record::Flush,
         op if op.has_value() => Record::Put {

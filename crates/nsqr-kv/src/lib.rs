@@ -1,4 +1,4 @@
-//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String keys with millisecond TTLs
+//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, list, hash and set keys with millisecond TTLs
 //! that expire when their time comes, `maxmemory` with Redis's eviction policies, keyspace
 //! notifications and a pub/sub hub, snapshots, a group-committed append-only log for strict
 //! durability, and a change feed of every change and expiry.
@@ -16,7 +16,9 @@
 //! ```
 
 pub mod bits;
+mod blocking;
 mod clock;
+mod collection;
 pub mod config;
 pub mod dump;
 mod entry;
@@ -25,8 +27,10 @@ mod evict;
 mod expiry;
 pub mod feed;
 pub mod glob;
+mod hashes;
 mod keys;
 mod keyspace;
+mod lists;
 mod log;
 pub mod notify;
 mod object;
@@ -35,6 +39,7 @@ pub mod pubsub;
 mod record;
 mod rename;
 mod revision;
+mod sets;
 mod shard;
 mod snapshot;
 mod strings;
@@ -43,18 +48,23 @@ mod substrings;
 #[cfg(test)]
 mod test_support;
 mod turn;
+mod typed;
 mod warm;
 mod watch;
 
+pub use blocking::Blocked;
+pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, List, Set, Value};
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
 pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};
 pub use keys::{ExpireCondition, Ttl};
 pub use keyspace::{Keyspace, KvStats, Pending};
+pub use lists::Popped;
 pub use notify::{BadEventClass, NotifyFlags};
 pub use object::{string_encoding, KeyInfo};
 pub use persist::PersistError;
 pub use pubsub::{Hub, Kind};
+pub use sets::SetOp;
 pub use strings::{format_float, parse_float, Condition, Expiry, OldValue, SetOptions};
 pub use subscriber::{OutputLimit, Subscriber};
 pub use turn::{ExclusiveTurn, SharedTurn};

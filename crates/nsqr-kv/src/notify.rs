@@ -141,6 +141,20 @@ impl Event {
             Event::Change(
                 Op::Set | Op::Incrby | Op::IncrbyFloat | Op::Append | Op::SetRange | Op::SetBit,
             ) => class::STRING,
+            Event::Change(
+                Op::Lpush
+                | Op::Rpush
+                | Op::Lpop
+                | Op::Rpop
+                | Op::Lset
+                | Op::Linsert
+                | Op::Lrem
+                | Op::Ltrim,
+            ) => class::LIST,
+            Event::Change(Op::Hset | Op::Hdel | Op::Hincrby | Op::Hincrbyfloat) => class::HASH,
+            Event::Change(
+                Op::Sadd | Op::Srem | Op::Spop | Op::Sinterstore | Op::Sunionstore | Op::Sdiffstore,
+            ) => class::SET,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

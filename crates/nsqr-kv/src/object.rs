@@ -3,7 +3,7 @@
 //! an access: the key's clock is left alone, as in Redis.
 
 use crate::clock::{idle_seconds, lru_clock, now_ms};
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Find, Keyspace};
 
 /// Redis's longest `embstr` value.
 const EMBSTR_MAX: usize = 44;
@@ -11,7 +11,8 @@ const EMBSTR_MAX: usize = 44;
 /// One key, as OBJECT sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct KeyInfo {
-    /// `int`, `embstr` or `raw`: the encoding Redis would give this string.
+    /// The encoding Redis would give this value: `int`, `embstr` or `raw` for a string, and
+    /// see `collection.rs` for the other types.
     pub encoding: &'static str,
     /// Seconds since the last access (meaningful under an LRU or random policy).
     pub idle_seconds: u64,
@@ -40,10 +41,13 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let e = self.live(&mut g, hash, key, now)?;
+        let e = self.find(&mut g, hash, key, now, Find::Peek)?;
         let clock = e.clock();
         Some(KeyInfo {
-            encoding: string_encoding(e.value()),
+            encoding: match e.collection() {
+                Some(c) => c.encoding(),
+                None => string_encoding(e.string().unwrap_or_default()),
+            },
             idle_seconds: u64::from(idle_seconds(lru_clock(now), clock)),
             frequency: crate::evict::lfu_decayed(clock, now) as u8,
             memory: e.cost() + std::mem::size_of::<crate::entry::Entry>(),
@@ -77,7 +81,8 @@ mod tests {
             SetOptions::default(),
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
         let info = ks.key_info(b"k").unwrap();
         assert_eq!(info.encoding, "embstr");
         assert!(info.idle_seconds <= 5);

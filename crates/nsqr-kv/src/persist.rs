@@ -19,13 +19,16 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use crate::clock::now_ms;
+use crate::collection::Value;
 use crate::config::KvConfig;
+use crate::dump::{decode_value, encode_value};
+use crate::entry::Entry;
 use crate::feed::ChangeFeed;
 use crate::keyspace::Keyspace;
 use crate::log::{log_path, Log};
 use crate::record::{self, Record};
 use crate::revision::Revisions;
-use crate::snapshot::{self, SnapshotError, SnapshotWriter};
+use crate::snapshot::{self, SnapshotError, SnapshotWriter, Stored};
 
 /// A log generation is compacted once it is larger than this and twice the last snapshot.
 const COMPACT_MIN: u64 = 64 * 1024 * 1024;
@@ -130,8 +133,16 @@ impl Keyspace {
         let started = std::time::Instant::now();
         let mut keys = 0u64;
         let snap_gen = snapshot::load(dir, |k, v, d| {
-            self.load_put(k, v, d);
             keys += 1;
+            let value = match v {
+                Stored::String(v) => Value::String(v.to_vec()),
+                Stored::Object(v) => match decode_value(v) {
+                    Ok(value) => value,
+                    Err(_) => return false,
+                },
+            };
+            self.load_value(k, value, d);
+            true
         })?;
         let gens = generations(dir)?;
         let from = snap_gen.unwrap_or(0);
@@ -150,11 +161,11 @@ impl Keyspace {
         Ok(after_logs.max(from).max(1))
     }
 
-    fn load_put(&self, key: &[u8], value: &[u8], deadline: Option<u64>) {
+    fn load_value(&self, key: &[u8], value: Value, deadline: Option<u64>) {
         let hash = self.hash(key);
         let clock = self.write_clock(None, now_ms());
         let mut g = self.lock(hash);
-        g.store(hash, key, value, deadline, clock, self.hasher());
+        g.put(hash, Entry::of(key, value, deadline, clock), self.hasher());
     }
 
     /// Applies one log file; a damaged tail of the newest file is cut off.
@@ -205,7 +216,16 @@ impl Keyspace {
                 key,
                 value,
                 deadline,
-            } => self.load_put(key, value, deadline),
+            } => self.load_value(key, Value::String(value.to_vec()), deadline),
+            Record::Object {
+                key,
+                value,
+                deadline,
+            } => {
+                let value = decode_value(value).map_err(|_| record::RecordError::Malformed(0))?;
+                self.load_value(key, value, deadline);
+            }
+            Record::Members { key, kind, states } => self.apply_members(key, kind, states)?,
             Record::Del { key } => {
                 let hash = self.hash(key);
                 self.lock(hash).remove(hash, key);
@@ -234,23 +254,50 @@ impl Keyspace {
     /// log generation it does not contain. Returns the file's size.
     fn write_snapshot(&self, dir: &Path, generation: u64) -> Result<u64, PersistError> {
         let mut w = SnapshotWriter::create(dir, generation)?;
-        let mut batch: Vec<(Vec<u8>, Vec<u8>, Option<u64>)> = Vec::new();
+        // Key, string value (`None` for a collection, encoded one key at a time), deadline.
+        type Copied = (Vec<u8>, Option<Vec<u8>>, Option<u64>);
+        let mut batch: Vec<Copied> = Vec::new();
         for i in 0..self.shard_count() {
             batch.clear();
             {
                 let g = self.lock_index(i);
-                batch.extend(
-                    g.iter()
-                        .map(|e| (e.key().to_vec(), e.value().to_vec(), e.deadline())),
-                );
+                batch.extend(g.iter().map(|e| {
+                    let value = e.string().map(<[u8]>::to_vec);
+                    (e.key().to_vec(), value, e.deadline())
+                }));
             }
             for (k, v, d) in &batch {
-                w.key(k, v, *d)?;
+                match v {
+                    Some(v) => w.key(k, Stored::String(v), *d)?,
+                    None => self.snapshot_object(&mut w, i, k)?,
+                }
             }
         }
         let (size, keys) = w.finish()?;
         tracing::info!("KV: snapshot of {keys} keys written ({size} bytes)");
         Ok(size)
+    }
+
+    /// Writes the key `key` of shard `i`, a collection, to the snapshot: encoded under the
+    /// shard's lock, one key at a time, so a large collection never holds the lock while the
+    /// file is written. A key gone meanwhile is left out (the log, replayed over the
+    /// snapshot, removes it anyway).
+    fn snapshot_object(
+        &self,
+        w: &mut SnapshotWriter,
+        i: usize,
+        key: &[u8],
+    ) -> Result<(), PersistError> {
+        let mut body = Vec::new();
+        let deadline = {
+            let g = self.lock_index(i);
+            let Some(e) = g.get(self.hash(key), key) else {
+                return Ok(());
+            };
+            encode_value(e, &mut body);
+            e.deadline()
+        };
+        Ok(w.key(key, Stored::Object(&body), deadline)?)
     }
 
     /// Deletes log generations older than `generation`.

@@ -1,5 +1,6 @@
 //! Records of the append-only log: every change as the state it leaves behind (a key's whole
-//! value and deadline, a removal, a new deadline, a flush), never as the command that made it.
+//! value and deadline, a removal, a new deadline, a flush, the members a command touched in a
+//! hash or a set), never as the command that made it.
 //! Replaying a record twice, or over a snapshot that already has it, gives the same keyspace:
 //! this is what lets a snapshot be taken while writes go on (see `persist.rs`).
 //!
@@ -13,6 +14,12 @@
 //! | 3 | deadline | deadline u64 (0 = none), key |
 //! | 4 | flush | — |
 //! | 5 | batch | records, each framed as above |
+//! | 6 | object | deadline u64 (0 = none), key length u32, key, the value's RDB encoding (`dump.rs`) |
+//! | 7 | members | key length u32, key, kind (1 hash, 2 set), then per member: length u32, member, 0 (gone) or 1 (present), and for a present hash field its value's length u32 and value |
+//!
+//! A members record holds the state of each member a command touched (HSET's fields with their
+//! new values, HDEL's as gone, HINCRBY's result), so replaying it twice, or over a snapshot
+//! that already holds a later state of the key, leaves what the later records make of it.
 //!
 //! A batch holds a transaction's records under one checksum, so a crash that tears the log
 //! keeps the whole transaction or none of it.
@@ -35,6 +42,81 @@ pub enum Record<'a> {
     Flush,
     /// A transaction's records, framed (decode them with [`decode`]).
     Batch(&'a [u8]),
+    /// A whole value that is not a string (its RDB encoding).
+    Object {
+        key: &'a [u8],
+        value: &'a [u8],
+        deadline: Option<u64>,
+    },
+    /// Members of a hash or set and their state after a change (see [`Members`]).
+    Members {
+        key: &'a [u8],
+        kind: MemberKind,
+        states: &'a [u8],
+    },
+}
+
+/// Which collection a members record changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemberKind {
+    Hash = 1,
+    Set = 2,
+}
+
+/// Builds the states of a members record.
+#[derive(Debug, Default)]
+pub struct Members(pub Vec<u8>);
+
+impl Members {
+    /// Appends one member's state: present (with its value, for a hash) or gone.
+    pub fn push(&mut self, member: &[u8], state: Option<&[u8]>) {
+        self.0
+            .extend_from_slice(&(member.len() as u32).to_le_bytes());
+        self.0.extend_from_slice(member);
+        match state {
+            None => self.0.push(0),
+            Some(v) => {
+                self.0.push(1);
+                self.0.extend_from_slice(&(v.len() as u32).to_le_bytes());
+                self.0.extend_from_slice(v);
+            }
+        }
+    }
+}
+
+/// The member states of a members record, in order; `Err` (and the end) on a malformed one.
+pub fn member_states(
+    mut b: &[u8],
+) -> impl Iterator<Item = Result<(&[u8], Option<&[u8]>), RecordError>> {
+    std::iter::from_fn(move || {
+        if b.is_empty() {
+            return None;
+        }
+        let one = member_state(&mut b);
+        if one.is_none() {
+            b = &[];
+        }
+        Some(one.ok_or(RecordError::Malformed(0)))
+    })
+}
+
+/// Takes one member state off the front of `b`.
+fn member_state<'a>(b: &mut &'a [u8]) -> Option<(&'a [u8], Option<&'a [u8]>)> {
+    fn take<'a>(b: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (head, rest) = (b.get(..n)?, b.get(n..)?);
+        *b = rest;
+        Some(head)
+    }
+    fn bytes<'a>(b: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let n = u32::from_le_bytes(take(b, 4)?.try_into().ok()?) as usize;
+        take(b, n)
+    }
+    let member = bytes(b)?;
+    let value = match take(b, 1)?[0] {
+        0 => None,
+        _ => Some(bytes(b)?),
+    };
+    Some((member, value))
 }
 
 /// Why a log could not be read.
@@ -53,6 +135,8 @@ const DEL: u8 = 2;
 const DEADLINE: u8 = 3;
 const FLUSH: u8 = 4;
 const BATCH: u8 = 5;
+const OBJECT: u8 = 6;
+const MEMBERS: u8 = 7;
 const HEADER: usize = 8;
 
 impl Record<'_> {
@@ -86,6 +170,24 @@ impl Record<'_> {
                 out.push(BATCH);
                 out.extend_from_slice(records);
             }
+            Record::Object {
+                key,
+                value,
+                deadline,
+            } => {
+                out.push(OBJECT);
+                out.extend_from_slice(&deadline.unwrap_or(0).to_le_bytes());
+                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+                out.extend_from_slice(key);
+                out.extend_from_slice(value);
+            }
+            Record::Members { key, kind, states } => {
+                out.push(MEMBERS);
+                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+                out.extend_from_slice(key);
+                out.push(*kind as u8);
+                out.extend_from_slice(states);
+            }
         }
         let payload = &out[start + HEADER..];
         let len = (payload.len() as u32).to_le_bytes();
@@ -106,17 +208,41 @@ fn deadline(d: u64) -> Option<u64> {
     (d != 0).then_some(d)
 }
 
+/// A key and what follows it, after a u32 length at `at`.
+fn key_at(p: &[u8], at: usize) -> Option<(&[u8], &[u8])> {
+    let klen = u32::from_le_bytes(p.get(at..at + 4)?.try_into().ok()?) as usize;
+    let start = at + 4;
+    let key = p.get(start..start.checked_add(klen)?)?;
+    Some((key, &p[start + klen..]))
+}
+
 fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
     match *p.first()? {
         PUT => {
-            let d = u64_at(p, 1)?;
-            let klen = u32::from_le_bytes(p.get(9..13)?.try_into().ok()?) as usize;
-            let key = p.get(13..13usize.checked_add(klen)?)?;
+            let (key, value) = key_at(p, 9)?;
             Some(Record::Put {
                 key,
-                value: &p[13 + klen..],
-                deadline: deadline(d),
+                value,
+                deadline: deadline(u64_at(p, 1)?),
             })
+        }
+        OBJECT => {
+            let (key, value) = key_at(p, 9)?;
+            Some(Record::Object {
+                key,
+                value,
+                deadline: deadline(u64_at(p, 1)?),
+            })
+        }
+        MEMBERS => {
+            let (key, rest) = key_at(p, 1)?;
+            let (&kind, states) = rest.split_first()?;
+            let kind = match kind {
+                1 => MemberKind::Hash,
+                2 => MemberKind::Set,
+                _ => return None,
+            };
+            Some(Record::Members { key, kind, states })
         }
         DEL => Some(Record::Del { key: &p[1..] }),
         DEADLINE => Some(Record::Deadline {
@@ -188,6 +314,16 @@ mod tests {
                 deadline: Some(9),
             },
             Record::Flush,
+            Record::Object {
+                key: b"h",
+                value: b"\x04\x01\x01f\x01v",
+                deadline: Some(3),
+            },
+            Record::Members {
+                key: b"s",
+                kind: MemberKind::Set,
+                states: b"",
+            },
         ];
         let mut buf = Vec::new();
         records.iter().for_each(|r| r.encode(&mut buf));
@@ -231,6 +367,28 @@ mod tests {
         assert_eq!(
             decode(&buf[whole..], whole as u64),
             Err(RecordError::Checksum(whole as u64))
+        );
+    }
+
+    #[test]
+    fn member_states_round_trip_and_stop_at_damage() {
+        let mut m = Members::default();
+        m.push(b"f", Some(b"v"));
+        m.push(b"gone", None);
+        m.push(b"", Some(b""));
+        let states: Vec<_> = member_states(&m.0).collect();
+        assert_eq!(
+            states,
+            vec![
+                Ok((&b"f"[..], Some(&b"v"[..]))),
+                Ok((&b"gone"[..], None)),
+                Ok((&b""[..], Some(&b""[..])))
+            ]
+        );
+        let cut = &m.0[..m.0.len() - 1];
+        assert_eq!(
+            member_states(cut).last(),
+            Some(Err(RecordError::Malformed(0)))
         );
     }
 

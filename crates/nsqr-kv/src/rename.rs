@@ -4,11 +4,12 @@
 use crate::clock::now_ms;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Keyspace, Pending};
+use crate::keyspace::{Emit, Find, Keyspace, Pending};
 
 impl Keyspace {
     /// RENAME (`replace`) or RENAMENX: whether the key moved. The destination's old value, if
-    /// any, is dropped (RENAME) or keeps the source in place (RENAMENX: `Ok(false)`).
+    /// any, is dropped (RENAME) or keeps the source in place (RENAMENX: `Ok(false)`). A
+    /// collection moves without a copy.
     pub fn rename(
         &self,
         from: &[u8],
@@ -20,33 +21,30 @@ impl Keyspace {
         let (hf, ht) = (self.hash(from), self.hash(to));
         let mut guards = self.lock_many(&[hf, ht]);
         let g = self.guard_of(&mut guards, hf);
-        let Some(src) = self.live(g, hf, from, now) else {
+        if self.find(g, hf, from, now, Find::Peek).is_none() {
             return Err(KvError::NoSuchKey);
-        };
+        }
         if from == to {
             return Ok(replace);
         }
-        let (value, deadline, clock) = (src.value().to_vec(), src.deadline(), src.clock());
         let gt = self.guard_of(&mut guards, ht);
-        let exists = self.live(gt, ht, to, now).is_some();
+        let exists = self.find(gt, ht, to, now, Find::Peek).is_some();
         if exists && !replace {
             return Ok(false);
         }
         let g = self.guard_of(&mut guards, hf);
-        g.remove(hf, from);
+        let Some(src) = g.remove(hf, from) else {
+            return Err(KvError::NoSuchKey);
+        };
         self.emit(Emit::new(Op::RenameFrom, from), now, pending);
+        let moved = src.renamed(to);
+        let deadline = moved.deadline();
+        self.emit_whole(&moved, Op::RenameTo, !exists, now, pending);
         let gt = self.guard_of(&mut guards, ht);
-        gt.store(ht, to, &value, deadline, clock, self.hasher());
+        gt.put(ht, moved, self.hasher());
         if let Some(d) = deadline {
             self.timer.schedule(d);
         }
-        let emit = Emit {
-            value: Some(&value),
-            deadline,
-            created: !exists,
-            ..Emit::new(Op::RenameTo, to)
-        };
-        self.emit(emit, now, pending);
         Ok(true)
     }
 
@@ -57,28 +55,23 @@ impl Keyspace {
         let now = now_ms();
         let (hf, ht) = (self.hash(from), self.hash(to));
         let mut guards = self.lock_many(&[hf, ht]);
+        let gt = self.guard_of(&mut guards, ht);
+        let old_clock = self.find(gt, ht, to, now, Find::Peek).map(|e| e.clock());
         let g = self.guard_of(&mut guards, hf);
-        let Some(src) = self.live(g, hf, from, now) else {
+        let Some(src) = self.find(g, hf, from, now, Find::Peek) else {
             return false;
         };
-        let (value, deadline) = (src.value().to_vec(), src.deadline());
-        let gt = self.guard_of(&mut guards, ht);
-        let old_clock = self.live(gt, ht, to, now).map(|e| e.clock());
         if old_clock.is_some() && !replace {
             return false;
         }
-        let clock = self.write_clock(old_clock, now);
-        gt.store(ht, to, &value, deadline, clock, self.hasher());
+        let copy = src.copied(to, self.write_clock(old_clock, now));
+        let deadline = copy.deadline();
+        self.emit_whole(&copy, Op::CopyTo, old_clock.is_none(), now, pending);
+        let gt = self.guard_of(&mut guards, ht);
+        gt.put(ht, copy, self.hasher());
         if let Some(d) = deadline {
             self.timer.schedule(d);
         }
-        let emit = Emit {
-            value: Some(&value),
-            deadline,
-            created: old_clock.is_none(),
-            ..Emit::new(Op::CopyTo, to)
-        };
-        self.emit(emit, now, pending);
         true
     }
 }
@@ -99,12 +92,13 @@ mod tests {
     fn rename_moves_value_and_deadline_and_tells_the_feed() {
         let (ks, feed) = with_feed(KvConfig::default());
         let mut p = Pending::default();
-        ks.set(b"a", b"1", SetOptions::default(), None, &mut p);
+        ks.set(b"a", b"1", SetOptions::default(), None, &mut p)
+            .unwrap();
         let at = ks.now_ms() + 100_000;
         ks.expire(b"a", at as i64, Default::default(), &mut p);
         assert_eq!(ks.rename(b"a", b"b", true, &mut p), Ok(true));
         assert!(!ks.contains(b"a"));
-        ks.get(b"b", |v| assert_eq!(v, Some(&b"1"[..])));
+        ks.get(b"b", |v| assert_eq!(v, Some(&b"1"[..]))).unwrap();
         assert_eq!(ks.deadline(b"b"), Some(Some(at)));
         assert_eq!(
             ops(&feed)[1..],
@@ -116,11 +110,12 @@ mod tests {
         assert_eq!(ks.rename(b"a", b"c", true, &mut p), Err(KvError::NoSuchKey));
         assert_eq!(ks.rename(b"b", b"b", true, &mut p), Ok(true));
         assert_eq!(ks.rename(b"b", b"b", false, &mut p), Ok(false));
-        ks.set(b"c", b"2", SetOptions::default(), None, &mut p);
+        ks.set(b"c", b"2", SetOptions::default(), None, &mut p)
+            .unwrap();
         assert_eq!(ks.rename(b"b", b"c", false, &mut p), Ok(false));
-        ks.get(b"c", |v| assert_eq!(v, Some(&b"2"[..])));
+        ks.get(b"c", |v| assert_eq!(v, Some(&b"2"[..]))).unwrap();
         assert_eq!(ks.rename(b"b", b"c", true, &mut p), Ok(true));
-        ks.get(b"c", |v| assert_eq!(v, Some(&b"1"[..])));
+        ks.get(b"c", |v| assert_eq!(v, Some(&b"1"[..]))).unwrap();
         assert_eq!(ks.dbsize(), 1);
     }
 
@@ -129,14 +124,16 @@ mod tests {
         let (ks, feed) = with_feed(KvConfig::default());
         let mut p = Pending::default();
         assert!(!ks.copy(b"none", b"x", true, &mut p));
-        ks.set(b"a", b"1", SetOptions::default(), None, &mut p);
+        ks.set(b"a", b"1", SetOptions::default(), None, &mut p)
+            .unwrap();
         assert!(ks.copy(b"a", b"b", false, &mut p));
-        ks.set(b"a", b"2", SetOptions::default(), None, &mut p);
+        ks.set(b"a", b"2", SetOptions::default(), None, &mut p)
+            .unwrap();
         assert!(!ks.copy(b"a", b"b", false, &mut p));
-        ks.get(b"b", |v| assert_eq!(v, Some(&b"1"[..])));
+        ks.get(b"b", |v| assert_eq!(v, Some(&b"1"[..]))).unwrap();
         assert!(ks.copy(b"a", b"b", true, &mut p));
-        ks.get(b"b", |v| assert_eq!(v, Some(&b"2"[..])));
-        ks.get(b"a", |v| assert_eq!(v, Some(&b"2"[..])));
+        ks.get(b"b", |v| assert_eq!(v, Some(&b"2"[..]))).unwrap();
+        ks.get(b"a", |v| assert_eq!(v, Some(&b"2"[..]))).unwrap();
         assert_eq!(
             ops(&feed),
             vec![("copy_to".to_string(), "b".to_string()); 2]

@@ -106,6 +106,12 @@ impl Shard {
         self.table.find(hash, |e| e.key() == key)
     }
 
+    /// The entry of `key` to edit in place; the caller keeps the accounting right
+    /// ([`Shard::recost`]).
+    pub fn get_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.table.find_mut(hash, |e| e.key() == key)
+    }
+
     /// Inserts an entry for a key that is not in the table.
     pub fn insert(&mut self, hash: u64, entry: Entry, hasher: impl Fn(&Entry) -> u64) {
         // hashbrown grows or rehashes exactly when an insert finds no room left.
@@ -114,6 +120,22 @@ impl Shard {
         }
         self.account_added(hash, &entry);
         self.table.insert_unique(hash, entry, hasher);
+    }
+
+    /// Stores an entry, inserting it or replacing the key's old one.
+    pub fn put(&mut self, hash: u64, entry: Entry, hasher: impl Fn(&Entry) -> u64) {
+        if self.get(hash, entry.key()).is_some() {
+            let key = entry.key().to_vec();
+            self.replace(hash, &key, entry);
+        } else {
+            self.insert(hash, entry, hasher);
+        }
+    }
+
+    /// Counts a change in the cost of an entry edited in place (a collection that grew or
+    /// shrank).
+    pub fn recost(&mut self, before: usize, after: usize) {
+        self.data_bytes = self.data_bytes + after - before;
     }
 
     /// Replaces the entry of an existing key (value or deadline changed).
@@ -356,12 +378,12 @@ mod tests {
         s.store(1, b"k", b"aaa", None, 0, |_| 1);
         s.store(1, b"k", b"bbb", Some(5), 0, |_| 1);
         assert_eq!(
-            (s.get(1, b"k").unwrap().value(), s.next_deadline()),
+            (s.get(1, b"k").unwrap().string().unwrap(), s.next_deadline()),
             (&b"bbb"[..], Some(5))
         );
         s.store(1, b"k", b"cc", Some(6), 0, |_| 1);
         assert_eq!(
-            (s.get(1, b"k").unwrap().value(), s.next_deadline()),
+            (s.get(1, b"k").unwrap().string().unwrap(), s.next_deadline()),
             (&b"cc"[..], Some(6))
         );
         s.store(1, b"k", b"dd", None, 0, |_| 1);

@@ -8,7 +8,9 @@
 //!
 //! ```text
 //! "NSQRKVS1"  generation: u64           the first log generation NOT contained in the snapshot
-//! per key:    1u8 deadline: u64 (0 = none) key length: u32 value length: u32 key value
+//! per key:    tag: u8 deadline: u64 (0 = none) key length: u32 value length: u32 key value
+//!             (tag 1: a string, the value as it is; tag 2: any other type, the value's RDB
+//!             encoding, as DUMP writes it: see `dump.rs`)
 //! end:        0u8 key count: u64 crc32: u32   (crc32 of every byte before it)
 //! ```
 //!
@@ -21,7 +23,16 @@ use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"NSQRKVS1";
 const KEY: u8 = 1;
+const OBJECT: u8 = 2;
 const END: u8 = 0;
+
+/// One key's value as a snapshot holds it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stored<'a> {
+    String(&'a [u8]),
+    /// The RDB encoding of a value of another type.
+    Object(&'a [u8]),
+}
 
 pub fn snapshot_path(dir: &Path) -> PathBuf {
     dir.join("kv.snapshot")
@@ -80,10 +91,14 @@ impl SnapshotWriter {
     pub fn key(
         &mut self,
         key: &[u8],
-        value: &[u8],
+        value: Stored<'_>,
         deadline: Option<u64>,
     ) -> Result<(), SnapshotError> {
-        self.put(&[KEY])?;
+        let (tag, value) = match value {
+            Stored::String(v) => (KEY, v),
+            Stored::Object(v) => (OBJECT, v),
+        };
+        self.put(&[tag])?;
         self.put(&deadline.unwrap_or(0).to_le_bytes())?;
         self.put(&(key.len() as u32).to_le_bytes())?;
         self.put(&(value.len() as u32).to_le_bytes())?;
@@ -122,11 +137,11 @@ impl SnapshotWriter {
     }
 }
 
-/// Reads a snapshot, giving each key to `apply`; returns the generation it records, or `None`
-/// if there is no snapshot.
+/// Reads a snapshot, giving each key to `apply` (false: a value it cannot read); returns the
+/// generation it records, or `None` if there is no snapshot.
 pub fn load(
     dir: &Path,
-    mut apply: impl FnMut(&[u8], &[u8], Option<u64>),
+    mut apply: impl FnMut(&[u8], Stored<'_>, Option<u64>) -> bool,
 ) -> Result<Option<u64>, SnapshotError> {
     let path = snapshot_path(dir);
     let file = match File::open(&path) {
@@ -147,13 +162,20 @@ pub fn load(
     let mut count = 0u64;
     loop {
         match r.bytes::<1>()?[0] {
-            KEY => {
+            tag @ (KEY | OBJECT) => {
                 let deadline = u64::from_le_bytes(r.bytes::<8>()?);
                 let klen = u32::from_le_bytes(r.bytes::<4>()?) as usize;
                 let vlen = u32::from_le_bytes(r.bytes::<4>()?) as usize;
                 r.vec(&mut key, klen)?;
                 r.vec(&mut value, vlen)?;
-                apply(&key, &value, (deadline != 0).then_some(deadline));
+                let stored = if tag == KEY {
+                    Stored::String(&value)
+                } else {
+                    Stored::Object(&value)
+                };
+                if !apply(&key, stored, (deadline != 0).then_some(deadline)) {
+                    return Err(r.corrupt("bad value"));
+                }
                 count += 1;
             }
             END => break,
@@ -226,7 +248,14 @@ mod tests {
 
     fn read(d: &Path) -> Result<Option<(u64, Loaded)>, SnapshotError> {
         let mut keys = Vec::new();
-        let g = load(d, |k, v, dl| keys.push((k.to_vec(), v.to_vec(), dl)))?;
+        let g = load(d, |k, v, dl| {
+            let v = match v {
+                Stored::String(v) => v.to_vec(),
+                Stored::Object(v) => [b"object:", v].concat(),
+            };
+            keys.push((k.to_vec(), v, dl));
+            true
+        })?;
         Ok(g.map(|g| (g, keys)))
     }
 
@@ -235,17 +264,19 @@ mod tests {
         let d = dir("rt");
         assert!(read(&d).unwrap().is_none());
         let mut w = SnapshotWriter::create(&d, 7).unwrap();
-        w.key(b"a", b"1", None).unwrap();
-        w.key(b"", b"\0\xff", Some(123)).unwrap();
+        w.key(b"a", Stored::String(b"1"), None).unwrap();
+        w.key(b"", Stored::String(b"\0\xff"), Some(123)).unwrap();
+        w.key(b"h", Stored::Object(b"\x04"), None).unwrap();
         let (_, n) = w.finish().unwrap();
-        assert_eq!(n, 2);
+        assert_eq!(n, 3);
         let (g, keys) = read(&d).unwrap().unwrap();
         assert_eq!(g, 7);
         assert_eq!(
             keys,
             vec![
                 (b"a".to_vec(), b"1".to_vec(), None),
-                (Vec::new(), b"\0\xff".to_vec(), Some(123))
+                (Vec::new(), b"\0\xff".to_vec(), Some(123)),
+                (b"h".to_vec(), b"object:\x04".to_vec(), None)
             ]
         );
         std::fs::remove_dir_all(d).unwrap();
@@ -255,7 +286,7 @@ mod tests {
     fn damage_is_detected() {
         let d = dir("damage");
         let mut w = SnapshotWriter::create(&d, 1).unwrap();
-        w.key(b"key", b"value", None).unwrap();
+        w.key(b"key", Stored::String(b"value"), None).unwrap();
         w.finish().unwrap();
         let p = snapshot_path(&d);
         let good = std::fs::read(&p).unwrap();

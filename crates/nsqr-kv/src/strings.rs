@@ -9,8 +9,7 @@ use crate::clock::{lru_clock, now_ms};
 use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Guard, Keyspace, Pending};
-use crate::notify::Event;
+use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
 
 /// SET's NX / XX.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -65,37 +64,18 @@ impl Keyspace {
         e.set_clock(c);
     }
 
-    /// A read of a key: hit or miss counted, `keymiss` announced on a miss.
-    fn read<'g>(
-        &self,
-        g: &'g mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
-        now: u64,
-    ) -> Option<&'g mut Entry> {
-        match self.lookup(g, hash, key, now, true) {
-            Some(e) => {
-                self.touch(e, now);
-                Some(e)
-            }
-            None => {
-                self.notify(self.settings.notify(), Event::KeyMiss, key);
-                None
-            }
-        }
-    }
-
-    /// GET: `f` sees the value, or `None`.
-    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> R {
+    /// GET: `f` sees the value, or `None`; WRONGTYPE if the key is not a string.
+    pub fn get<R>(&self, key: &[u8], f: impl FnOnce(Option<&[u8]>) -> R) -> Result<R, KvError> {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let e = self.read(&mut g, hash, key, now);
-        f(e.map(|e| e.value()))
+        let e = self.find(&mut g, hash, key, now, Find::Read);
+        Ok(f(string_of(e.as_deref())?))
     }
 
-    /// SET and its variants. `old`, if given, sees the value before the command (SET ... GET).
-    /// Returns whether the value was written.
+    /// SET and its variants. `old`, if given, sees the value before the command (SET ... GET:
+    /// WRONGTYPE, and nothing written, if the key is not a string). Returns whether the value
+    /// was written.
     pub fn set(
         &self,
         key: &[u8],
@@ -103,14 +83,15 @@ impl Keyspace {
         opts: SetOptions,
         old: Option<OldValue<'_>>,
         pending: &mut Pending,
-    ) -> bool {
+    ) -> Result<bool, KvError> {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (exists, old_deadline, old_clock) = match self.live(&mut g, hash, key, now) {
+        let (exists, old_deadline, old_clock) = match self.find(&mut g, hash, key, now, Find::Peek)
+        {
             Some(e) => {
                 if let Some(f) = old {
-                    f(Some(e.value()));
+                    f(Some(e.string().ok_or(KvError::WrongType)?));
                 }
                 (true, e.deadline(), Some(e.clock()))
             }
@@ -122,8 +103,8 @@ impl Keyspace {
             }
         };
         match opts.condition {
-            Condition::IfMissing if exists => return false,
-            Condition::IfExists if !exists => return false,
+            Condition::IfMissing if exists => return Ok(false),
+            Condition::IfExists if !exists => return Ok(false),
             _ => {}
         }
         let deadline = match opts.expiry {
@@ -140,7 +121,7 @@ impl Keyspace {
             ..Emit::new(Op::Set, key)
         };
         self.emit(emit, now, pending);
-        true
+        Ok(true)
     }
 
     /// Stores a value in a locked shard and wakes the expiry timer for its deadline.
@@ -168,19 +149,20 @@ impl Keyspace {
         key: &[u8],
         pending: &mut Pending,
         f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> R {
+    ) -> Result<R, KvError> {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        if self.read(&mut g, hash, key, now).is_none() {
-            return f(None);
-        }
-        let Some(e) = g.remove(hash, key) else {
-            return f(None);
+        match self.find(&mut g, hash, key, now, Find::Read) {
+            None => return Ok(f(None)),
+            Some(e) => string_of(Some(e))?,
         };
-        let r = f(Some(e.value()));
+        let Some(e) = g.remove(hash, key) else {
+            return Ok(f(None));
+        };
+        let r = f(e.string());
         self.emit(Emit::new(Op::Del, key), now, pending);
-        r
+        Ok(r)
     }
 
     /// GETEX: `f` sees the value; then `change` (if any) is applied to the deadline:
@@ -191,15 +173,15 @@ impl Keyspace {
         change: Option<Expiry>,
         pending: &mut Pending,
         f: impl FnOnce(Option<&[u8]>) -> R,
-    ) -> R {
+    ) -> Result<R, KvError> {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let Some(e) = self.read(&mut g, hash, key, now) else {
-            return f(None);
+        let Some(e) = self.find(&mut g, hash, key, now, Find::Read) else {
+            return Ok(f(None));
         };
         let had_deadline = e.deadline().is_some();
-        let r = f(Some(e.value()));
+        let r = f(Some(e.string().ok_or(KvError::WrongType)?));
         match change {
             None | Some(Expiry::Keep) => {}
             Some(Expiry::Clear) => {
@@ -214,17 +196,20 @@ impl Keyspace {
             }
             Some(Expiry::At(d)) => self.set_expiry(&mut g, hash, key, d, now, pending),
         }
-        r
+        Ok(r)
     }
 
-    /// MGET: `f` sees each key's value in order. Atomic: every shard involved is locked.
+    /// MGET: `f` sees each key's value in order (`None` for a key that is not a string, as in
+    /// Redis). Atomic: every shard involved is locked.
     pub fn mget(&self, keys: &[&[u8]], mut f: impl FnMut(Option<&[u8]>)) {
         let now = now_ms();
         let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
         let mut guards = self.lock_many(&hashes);
         for (key, &hash) in keys.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            f(self.read(g, hash, key, now).map(|e| e.value()));
+            f(self
+                .find(g, hash, key, now, Find::Read)
+                .and_then(|e| e.string()));
         }
     }
 
@@ -245,7 +230,7 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (&(key, value), &hash) in pairs.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            let (exists, old_clock) = match self.live(g, hash, key, now) {
+            let (exists, old_clock) = match self.find(g, hash, key, now, Find::Peek) {
                 Some(e) => (true, Some(e.clock())),
                 None => (false, None),
             };
@@ -264,9 +249,10 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+        let (current, deadline, clock) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => (
-                resp_wire::parse_i64(e.value()).ok_or(KvError::NotInteger)?,
+                resp_wire::parse_i64(e.string().ok_or(KvError::WrongType)?)
+                    .ok_or(KvError::NotInteger)?,
                 e.deadline(),
                 Some(e.clock()),
             ),
@@ -297,9 +283,9 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (current, deadline, clock) = match self.live(&mut g, hash, key, now) {
+        let (current, deadline, clock) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => (
-                parse_float(e.value()).ok_or(KvError::NotFloat)?,
+                parse_float(e.string().ok_or(KvError::WrongType)?).ok_or(KvError::NotFloat)?,
                 e.deadline(),
                 Some(e.clock()),
             ),
@@ -329,7 +315,7 @@ impl Keyspace {
         let mut guards = self.lock_many(&hashes);
         for (&(key, _), &hash) in pairs.iter().zip(&hashes) {
             let g = self.guard_of(&mut guards, hash);
-            if self.live(g, hash, key, now).is_some() {
+            if self.find(g, hash, key, now, Find::Peek).is_some() {
                 return false;
             }
         }
@@ -352,14 +338,15 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let (new, created) = match self.live(&mut g, hash, key, now) {
+        let (new, created) = match self.find(&mut g, hash, key, now, Find::Peek) {
             Some(e) => {
-                if (e.value().len() + data.len()) as u64 > self.max_bulk {
+                let old = e.string().ok_or(KvError::WrongType)?;
+                if (old.len() + data.len()) as u64 > self.max_bulk {
                     return Err(KvError::TooLarge);
                 }
                 let clock = self.write_clock(Some(e.clock()), now);
                 (
-                    Entry::from_parts(key, &[e.value(), data], e.deadline(), clock),
+                    Entry::from_parts(key, &[old, data], e.deadline(), clock),
                     false,
                 )
             }
@@ -368,13 +355,13 @@ impl Keyspace {
                 true,
             ),
         };
-        let (len, deadline) = (new.value().len(), new.deadline());
+        let (len, deadline) = (new.string().map_or(0, <[u8]>::len), new.deadline());
         if created {
             g.insert(hash, new, self.hasher());
         } else {
             g.replace(hash, key, new);
         }
-        let value = g.get(hash, key).map(|e| e.value().to_vec());
+        let value = g.get(hash, key).and_then(Entry::string).map(<[u8]>::to_vec);
         let emit = Emit {
             value: value.as_deref(),
             deadline,
@@ -398,12 +385,14 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let current = self.live(&mut g, hash, key, now);
+        let current = self.find(&mut g, hash, key, now, Find::Peek);
         let (deadline, old_clock) = match &current {
             Some(e) => (e.deadline(), Some(e.clock())),
             None => (None, None),
         };
-        let mut value = current.map(|e| e.value().to_vec()).unwrap_or_default();
+        let mut value = string_of(current.as_deref())?
+            .map(<[u8]>::to_vec)
+            .unwrap_or_default();
         let (answer, changed) = edit(&mut value)?;
         if !changed {
             return Ok(answer);
@@ -425,8 +414,16 @@ impl Keyspace {
     }
 
     /// STRLEN: 0 for a missing key.
-    pub fn strlen(&self, key: &[u8]) -> usize {
+    pub fn strlen(&self, key: &[u8]) -> Result<usize, KvError> {
         self.get(key, |v| v.map_or(0, <[u8]>::len))
+    }
+}
+
+/// The string value of a key that may be missing; WRONGTYPE for another type.
+pub(crate) fn string_of(e: Option<&Entry>) -> Result<Option<&[u8]>, KvError> {
+    match e {
+        None => Ok(None),
+        Some(e) => e.string().map(Some).ok_or(KvError::WrongType),
     }
 }
 

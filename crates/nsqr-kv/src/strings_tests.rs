@@ -6,11 +6,12 @@ use crate::test_support::*;
 use crate::{KvConfig, Ttl};
 
 fn get(ks: &Keyspace, key: &[u8]) -> Option<Vec<u8>> {
-    ks.get(key, |v| v.map(<[u8]>::to_vec))
+    ks.get(key, |v| v.map(<[u8]>::to_vec)).unwrap()
 }
 
 fn set(ks: &Keyspace, key: &[u8], value: &[u8], opts: SetOptions) -> bool {
     ks.set(key, value, opts, None, &mut Pending::default())
+        .unwrap()
 }
 
 fn plain() -> SetOptions {
@@ -43,13 +44,17 @@ fn set_get_option_sees_the_old_value_even_when_nx_refuses() {
     let ks = mem();
     let mut seen = Vec::new();
     let mut old = |v: Option<&[u8]>| seen.push(v.map(<[u8]>::to_vec));
-    ks.set(b"k", b"a", plain(), Some(&mut old), &mut Pending::default());
+    ks.set(b"k", b"a", plain(), Some(&mut old), &mut Pending::default())
+        .unwrap();
     let nx = SetOptions {
         condition: Condition::IfMissing,
         ..plain()
     };
     let mut old = |v: Option<&[u8]>| seen.push(v.map(<[u8]>::to_vec));
-    assert!(!ks.set(b"k", b"b", nx, Some(&mut old), &mut Pending::default()));
+    assert_eq!(
+        ks.set(b"k", b"b", nx, Some(&mut old), &mut Pending::default()),
+        Ok(false)
+    );
     assert_eq!(seen, vec![None, Some(b"a".to_vec())]);
 }
 
@@ -88,21 +93,30 @@ fn getdel_and_getex() {
     let mut p = Pending::default();
     assert_eq!(
         ks.getdel(b"k", &mut p, |v| v.map(<[u8]>::to_vec)),
-        Some(b"v".to_vec())
+        Ok(Some(b"v".to_vec()))
     );
-    assert_eq!(ks.getdel(b"k", &mut p, |v| v.map(<[u8]>::to_vec)), None);
+    assert_eq!(ks.getdel(b"k", &mut p, |v| v.map(<[u8]>::to_vec)), Ok(None));
 
     set(&ks, b"k", b"v", plain());
     let d = now_ms() + 50_000;
-    assert!(ks.getex(b"k", Some(Expiry::At(d)), &mut p, |v| v.is_some()));
+    assert_eq!(
+        ks.getex(b"k", Some(Expiry::At(d)), &mut p, |v| v.is_some()),
+        Ok(true)
+    );
     assert!(matches!(ks.ttl(b"k"), Ttl::Remaining(_)));
-    assert!(ks.getex(b"k", Some(Expiry::Clear), &mut p, |v| v.is_some()));
+    assert_eq!(
+        ks.getex(b"k", Some(Expiry::Clear), &mut p, |v| v.is_some()),
+        Ok(true)
+    );
     assert_eq!(ks.ttl(b"k"), Ttl::Persistent);
-    assert!(ks.getex(b"k", None, &mut p, |v| v.is_some()));
+    assert_eq!(ks.getex(b"k", None, &mut p, |v| v.is_some()), Ok(true));
     // A past deadline deletes the key after returning its value.
-    assert!(ks.getex(b"k", Some(Expiry::At(1)), &mut p, |v| v.is_some()));
+    assert_eq!(
+        ks.getex(b"k", Some(Expiry::At(1)), &mut p, |v| v.is_some()),
+        Ok(true)
+    );
     assert_eq!(get(&ks, b"k"), None);
-    assert!(!ks.getex(b"nope", None, &mut p, |v| v.is_some()));
+    assert_eq!(ks.getex(b"nope", None, &mut p, |v| v.is_some()), Ok(false));
 }
 
 #[test]
@@ -161,7 +175,7 @@ fn append_and_strlen() {
     assert_eq!(ks.append(b"k", b" you", &mut p), Ok(9));
     assert_eq!(get(&ks, b"k"), Some(b"hello you".to_vec()));
     assert_eq!(ks.append(b"k", b"!!", &mut p), Err(KvError::TooLarge));
-    assert_eq!((ks.strlen(b"k"), ks.strlen(b"none")), (9, 0));
+    assert_eq!((ks.strlen(b"k"), ks.strlen(b"none")), (Ok(9), Ok(0)));
 }
 
 #[test]
@@ -224,7 +238,7 @@ fn change_feed_sees_every_change_with_growing_revisions() {
     set(&ks, b"cache:1", b"skipped", plain());
     ks.append(b"user:1", b"!", &mut p).unwrap();
     ks.incr_by(b"user:n", 3, &mut p).unwrap();
-    ks.getdel(b"user:1", &mut p, |_| ());
+    ks.getdel(b"user:1", &mut p, |_| ()).unwrap();
     ks.flush(&mut p);
     let bodies = feed.0.lock().clone();
     let ops: Vec<(&str, &str, Option<&str>)> = bodies

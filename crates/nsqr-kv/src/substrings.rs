@@ -20,7 +20,13 @@ pub fn clamp_range(start: i64, end: i64, len: usize) -> Option<std::ops::Range<u
 
 impl Keyspace {
     /// GETRANGE: `f` sees the bytes of the range (empty for a missing key or range).
-    pub fn getrange<R>(&self, key: &[u8], start: i64, end: i64, f: impl FnOnce(&[u8]) -> R) -> R {
+    pub fn getrange<R>(
+        &self,
+        key: &[u8],
+        start: i64,
+        end: i64,
+        f: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R, KvError> {
         self.get(key, |v| {
             let v = v.unwrap_or_default();
             f(clamp_range(start, end, v.len()).map_or(&[][..], |r| &v[r]))
@@ -79,9 +85,11 @@ mod tests {
         let ks = mem();
         let mut p = Pending::default();
         assert_eq!(ks.setrange(b"n", 3, b"x", &mut p), Ok(4));
-        ks.get(b"n", |v| assert_eq!(v, Some(&b"\0\0\0x"[..])));
+        ks.get(b"n", |v| assert_eq!(v, Some(&b"\0\0\0x"[..])))
+            .unwrap();
         assert_eq!(ks.setrange(b"n", 1, b"ab", &mut p), Ok(4));
-        ks.get(b"n", |v| assert_eq!(v, Some(&b"\0abx"[..])));
+        ks.get(b"n", |v| assert_eq!(v, Some(&b"\0abx"[..])))
+            .unwrap();
         assert_eq!(ks.setrange(b"missing", 5, b"", &mut p), Ok(0));
         assert!(!ks.contains(b"missing"));
         let at = ks.now_ms() + 100_000;
@@ -96,10 +104,7 @@ mod tests {
             ks.setrange(b"n", usize::MAX, b"x", &mut p),
             Err(KvError::TooLarge)
         );
-        assert_eq!(ks.getrange(b"n", 1, 2, <[u8]>::to_vec), b"ab".to_vec());
-        assert_eq!(
-            ks.getrange(b"none", 0, -1, <[u8]>::to_vec),
-            Vec::<u8>::new()
-        );
+        assert_eq!(ks.getrange(b"n", 1, 2, <[u8]>::to_vec), Ok(b"ab".to_vec()));
+        assert_eq!(ks.getrange(b"none", 0, -1, <[u8]>::to_vec), Ok(Vec::new()));
     }
 }

@@ -62,7 +62,8 @@ mod tests {
                 SetOptions::default(),
                 None,
                 &mut Pending::default(),
-            );
+            )
+            .unwrap();
         }
         let before = ks.stats();
         // More keys than WARM_MAX, present and missing, several to a shard.
@@ -80,7 +81,7 @@ mod tests {
         );
         assert_eq!(
             ks.get(b"k3", |v| v.map(<[u8]>::to_vec)),
-            Some(b"v".to_vec())
+            Ok(Some(b"v".to_vec()))
         );
     }
 }

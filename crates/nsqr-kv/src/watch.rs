@@ -15,7 +15,7 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 
 use crate::clock::now_ms;
-use crate::keyspace::Keyspace;
+use crate::keyspace::{Find, Keyspace};
 
 /// One client's watched keys and whether one of them changed.
 #[derive(Debug, Default)]
@@ -103,7 +103,7 @@ impl Keyspace {
         let now = now_ms();
         let hash = self.hash(key);
         let mut g = self.lock(hash);
-        let _ = self.live(&mut g, hash, key, now);
+        let _ = self.find(&mut g, hash, key, now, Find::Peek);
         self.watchers.add(key, &w.dirty);
         drop(g);
         w.keys.push(key.to_vec());
@@ -125,7 +125,7 @@ impl Keyspace {
         for key in &w.keys {
             let hash = self.hash(key);
             let mut g = self.lock(hash);
-            let _ = self.live(&mut g, hash, key, now);
+            let _ = self.find(&mut g, hash, key, now, Find::Peek);
         }
         w.dirty.load(Ordering::Relaxed)
     }
@@ -143,7 +143,8 @@ mod tests {
             SetOptions::default(),
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
     }
 
     #[test]
@@ -202,7 +203,8 @@ mod tests {
             },
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
         ks.watch(&mut w, b"ttl");
         let broken = ks.watch_broken(&w);
         if ks.now_ms() < at {
@@ -246,7 +248,8 @@ mod tests {
             },
             None,
             &mut Pending::default(),
-        );
+        )
+        .unwrap();
         while ks.now_ms() <= at {
             std::thread::sleep(std::time::Duration::from_millis(2));
         }

@@ -8,6 +8,17 @@ use super::session::Ctx;
 pub const NOT_INTEGER: &str = "ERR value is not an integer or out of range";
 pub const SYNTAX: &str = "ERR syntax error";
 
+/// The value of a keyspace operation, or `None` once its error is the reply.
+pub fn checked<T>(out: &mut resp_wire::Reply, r: Result<T, nsqr_kv::KvError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(e) => {
+            out.error(&e.to_string());
+            None
+        }
+    }
+}
+
 /// Whether `arg` is `word` in any case.
 pub fn is(arg: &[u8], word: &str) -> bool {
     arg.eq_ignore_ascii_case(word.as_bytes())

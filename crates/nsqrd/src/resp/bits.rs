@@ -22,8 +22,9 @@ fn offset(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<u64> {
 
 pub fn getbit(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if let Some(o) = offset(ctx, a.get(2)) {
-        let bit = ctx.shared.ks.getbit(a.get(1), o);
-        ctx.out.integer(i64::from(bit));
+        if let Some(bit) = args::checked(ctx.out, ctx.shared.ks.getbit(a.get(1), o)) {
+            ctx.out.integer(i64::from(bit));
+        }
     }
 }
 
@@ -56,7 +57,11 @@ fn unit(ctx: &mut Ctx<'_>, arg: &[u8]) -> Option<bool> {
 
 /// BITCOUNT key [start end [BYTE|BIT]]: a missing key counts 0 before the range is read.
 pub fn bitcount(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(value) = ctx.shared.ks.get(a.get(1), |v| v.map(<[u8]>::to_vec)) else {
+    let value = ctx.shared.ks.get(a.get(1), |v| v.map(<[u8]>::to_vec));
+    let Some(value) = args::checked(ctx.out, value) else {
+        return;
+    };
+    let Some(value) = value else {
         return ctx.out.integer(0);
     };
     let range = match a.len() {
@@ -94,6 +99,9 @@ pub fn bitpos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return ctx.out.error(SYNTAX);
     }
     let value = ctx.shared.ks.get(a.get(1), |v| v.map(<[u8]>::to_vec));
+    let Some(value) = args::checked(ctx.out, value) else {
+        return;
+    };
     if value.is_none() {
         return ctx.out.integer(if bit == 1 { -1 } else { 0 });
     }
@@ -138,5 +146,7 @@ pub fn bitop(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     }
     let keys: Vec<&[u8]> = a.iter().skip(3).collect();
     let n = ctx.shared.ks.bitop(op, a.get(2), &keys, &mut ctx.s.pending);
-    ctx.out.integer(n as i64);
+    if let Some(n) = args::checked(ctx.out, n) {
+        ctx.out.integer(n as i64);
+    }
 }

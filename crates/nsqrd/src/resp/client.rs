@@ -1,8 +1,8 @@
 //! The CLIENT command: this client's id, name and library (ID, GETNAME, SETNAME, SETINFO,
 //! INFO), every client (LIST with TYPE / ID, KILL with its old and new forms), PAUSE /
 //! UNPAUSE, REPLY, NO-EVICT, and the tracking and blocking queries (answered as for a client
-//! that tracks nothing and is never blocked, which holds here). The registry they read is
-//! `registry.rs`.
+//! that tracks nothing; UNBLOCK unblocks no one: a client blocked on lists waits for its
+//! push, timeout or kill). The registry they read is `registry.rs`.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -141,7 +141,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: &Args<'_>) {
                     .out
                     .error("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR");
             }
-            // No command blocks a client here.
+            // A blocked client is not unblocked from outside (docs/keyspace.md).
             ctx.out.integer(0);
         }
         b"getredir" => ctx.out.integer(-1),
@@ -169,7 +169,7 @@ fn help(ctx: &mut Ctx<'_>) {
         b"PAUSE <timeout> [WRITE|ALL], UNPAUSE",
         b"REPLY ON|OFF|SKIP",
         b"NO-EVICT ON|OFF",
-        b"UNBLOCK <id> [TIMEOUT|ERROR] (no client blocks here: always 0)",
+        b"UNBLOCK <id> [TIMEOUT|ERROR] (unblocks no one here: always 0)",
         b"GETREDIR, TRACKINGINFO (no client tracking here)",
         b"HELP",
         b"Other CLIENT subcommands of Redis are not served by nsqrd.",

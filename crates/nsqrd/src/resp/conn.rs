@@ -22,6 +22,9 @@
 //! - **Kills and pauses.** `CLIENT KILL` wakes the task, which closes the connection; a
 //!   request a `CLIENT PAUSE` holds stops the batch before it, and the task waits for the
 //!   pause to end before parsing it again.
+//! - **Blocking commands** (`blocking.rs`) that found nothing stop the batch the same way:
+//!   the task waits for a push to one of their keys or their timeout (reading on, so a client
+//!   that leaves is noticed), then runs the request again.
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -65,6 +68,9 @@ enum Next {
     ProtocolError,
     /// The next request is held by a CLIENT PAUSE: write the replies, wait, parse on.
     Paused,
+    /// The next request is a blocking command that found nothing: write the replies, wait
+    /// for a push or its timeout, run it again.
+    Blocked,
 }
 
 struct Conn {
@@ -78,6 +84,14 @@ struct Conn {
     parser: RequestParser,
     session: Session,
     out: Reply,
+}
+
+/// Resolves at `deadline`, or never.
+async fn until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// Serves one client until it leaves, errs, or the server stops.
@@ -173,6 +187,25 @@ impl Conn {
                             _ = &mut stopped => return Ok(()),
                         }
                     }
+                    Next::Blocked => {
+                        self.write().await?;
+                        self.reserve();
+                        let Some(b) = &mut self.session.blocked else {
+                            continue;
+                        };
+                        tokio::select! {
+                            () = b.on.woken() => {}
+                            () = until(b.deadline) => b.timed_out = true,
+                            r = self.stream.read_buf(&mut self.rbuf) => {
+                                // More requests wait behind the blocked one; none left: gone.
+                                if r? == 0 || self.rbuf.len() - self.start > QUERY_BUFFER_LIMIT {
+                                    return Ok(());
+                                }
+                            }
+                            () = client.killed() => return Ok(()),
+                            _ = &mut stopped => return Ok(()),
+                        }
+                    }
                 }
                 if client.is_killed() {
                     self.write().await?;
@@ -244,6 +277,10 @@ impl Conn {
                     silence(ctx.s, ctx.out, mark, replies);
                     ctx.move_to_outbox();
                     commands += 1;
+                    if std::mem::take(&mut session.block_now) {
+                        // Run again once woken (see `blocking.rs`).
+                        break Next::Blocked;
+                    }
                     *start += n;
                     if session.quit {
                         break Next::Close;

@@ -8,7 +8,7 @@ use super::args::{self, is, SYNTAX};
 use super::session::Ctx;
 
 pub fn dump(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    match ctx.shared.ks.get(a.get(1), |v| v.map(dump::dump_string)) {
+    match ctx.shared.ks.dump(a.get(1)) {
         Some(payload) => ctx.out.bulk(&payload),
         None => ctx.out.null(),
     }
@@ -61,7 +61,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if ttl < 0 {
         return ctx.out.error("ERR Invalid TTL value, must be >= 0");
     }
-    let value = match dump::restore_string(a.get(3)) {
+    let value = match dump::restore_value(a.get(3)) {
         Ok(v) => v,
         Err(e) => return ctx.out.error(&e.to_string()),
     };
@@ -73,7 +73,7 @@ pub fn restore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     match ctx
         .shared
         .ks
-        .restore(key, &value, deadline, replace, access, &mut ctx.s.pending)
+        .restore(key, value, deadline, replace, access, &mut ctx.s.pending)
     {
         Restored::Written | Restored::Expired => ctx.out.ok(),
         Restored::Busy => ctx.out.error("BUSYKEY Target key name already exists."),

@@ -2,6 +2,7 @@
 //! LT), TTL, PTTL, EXPIRETIME, PEXPIRETIME, PERSIST, TYPE, SCAN (MATCH / COUNT / TYPE), KEYS,
 //! RENAME, RENAMENX, COPY, RANDOMKEY, TOUCH.
 
+use nsqr_kv::KeyType;
 use nsqr_kv::{ExpireCondition, Ttl};
 use resp_wire::Args;
 
@@ -126,28 +127,42 @@ pub fn persist(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn key_type(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    if ctx.shared.ks.contains(a.get(1)) {
-        ctx.out.simple(b"string");
-    } else {
-        ctx.out.simple(b"none");
-    }
+    let name = ctx
+        .shared
+        .ks
+        .key_type(a.get(1))
+        .map_or("none", KeyType::name);
+    ctx.out.simple(name.as_bytes());
+}
+
+/// What a scan walks: the keys (SCAN, which takes TYPE) or a value's members (HSCAN, SSCAN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ScanOf {
+    Keys,
+    Members,
 }
 
 /// SCAN's options.
-struct ScanOptions<'a> {
-    pattern: Option<&'a [u8]>,
-    count: usize,
-    /// TYPE asked for something other than strings: no key can match.
-    other_type: bool,
+pub struct ScanOptions<'a> {
+    pub pattern: Option<&'a [u8]>,
+    pub count: usize,
+    /// TYPE: `Some(None)` for a type no key can have.
+    of_type: Option<Option<KeyType>>,
 }
 
-fn scan_options<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<ScanOptions<'a>> {
+/// The options from argument `from` on.
+pub fn scan_options<'a>(
+    ctx: &mut Ctx<'_>,
+    a: &Args<'a>,
+    from: usize,
+    of: ScanOf,
+) -> Option<ScanOptions<'a>> {
     let mut o = ScanOptions {
         pattern: None,
         count: 10,
-        other_type: false,
+        of_type: None,
     };
-    let mut i = 2;
+    let mut i = from;
     while i < a.len() {
         if i + 1 >= a.len() {
             ctx.out.error(SYNTAX);
@@ -163,8 +178,8 @@ fn scan_options<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<ScanOptions<'a>> 
                 return None;
             }
             o.count = usize::try_from(n).unwrap_or(usize::MAX);
-        } else if is(opt, "type") {
-            o.other_type = !is(v, "string");
+        } else if is(opt, "type") && of == ScanOf::Keys {
+            o.of_type = Some(KeyType::from_name(v));
         } else {
             ctx.out.error(SYNTAX);
             return None;
@@ -176,7 +191,7 @@ fn scan_options<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<ScanOptions<'a>> 
 
 /// A SCAN cursor as Redis reads it (`strtoul`): an unsigned number, a sign allowed (`-1` is
 /// the largest cursor).
-fn parse_cursor(arg: &[u8]) -> Option<u64> {
+pub fn parse_cursor(arg: &[u8]) -> Option<u64> {
     match arg.split_first() {
         Some((b'-', rest)) => resp_wire::parse_u64(rest).map(u64::wrapping_neg),
         Some((b'+', rest)) => resp_wire::parse_u64(rest),
@@ -188,12 +203,16 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let Some(cursor) = parse_cursor(a.get(1)) else {
         return ctx.out.error("ERR invalid cursor");
     };
-    let Some(o) = scan_options(ctx, a) else {
+    let Some(o) = scan_options(ctx, a, 2, ScanOf::Keys) else {
         return;
     };
     let mut found = Vec::new();
-    let next = ctx.shared.ks.scan(cursor, o.count, o.pattern, &mut found);
-    if o.other_type {
+    let of_type = o.of_type.flatten();
+    let next = ctx
+        .shared
+        .ks
+        .scan(cursor, o.count, o.pattern, of_type, &mut found);
+    if o.of_type == Some(None) {
         found.clear();
     }
     ctx.out.array(2);

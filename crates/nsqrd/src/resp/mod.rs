@@ -21,20 +21,24 @@
 
 mod args;
 mod bits;
+mod blocking;
 mod client;
 mod config;
 mod conn;
 mod connection;
 mod dump;
 mod feed;
+mod hashes;
 mod introspection;
 mod keys;
+mod lists;
 mod persistence;
 mod pubsub;
 mod registry;
 mod script;
 mod server;
 mod session;
+mod sets;
 mod strings;
 mod table;
 mod transaction;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
+use super::blocking::Blocking;
 use super::registry::Client;
 use super::transaction::Transaction;
 use super::Shared;
@@ -38,6 +39,10 @@ pub struct Session {
     /// Keys WATCHed for the next EXEC.
     pub watch: Watch,
     pub replies: Replies,
+    /// Blocked on lists (`blocking.rs`).
+    pub blocked: Option<Blocking>,
+    /// The command just run blocked: keep its request, wait, run it again (`conn.rs`).
+    pub block_now: bool,
 }
 
 impl Session {
@@ -52,6 +57,8 @@ impl Session {
             tx: None,
             watch: Watch::default(),
             replies: Replies::default(),
+            blocked: None,
+            block_now: false,
         }
     }
 

@@ -18,7 +18,8 @@ fn value_or_null(out: &mut Reply, v: Option<&[u8]>) {
 
 pub fn get(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let out = &mut *ctx.out;
-    ctx.shared.ks.get(a.get(1), |v| value_or_null(out, v));
+    let r = ctx.shared.ks.get(a.get(1), |v| value_or_null(out, v));
+    args::checked(out, r);
 }
 
 /// An expiry option still to be turned into a deadline.
@@ -129,10 +130,11 @@ fn run_set(ctx: &mut Ctx<'_>, key: &[u8], value: &[u8], opts: SetOptions, get: b
     let Ctx { shared, s, out, .. } = ctx;
     if get {
         let mut old = |v: Option<&[u8]>| value_or_null(out, v);
-        shared
+        let r = shared
             .ks
             .set(key, value, opts, Some(&mut old), &mut s.pending);
-    } else if shared.ks.set(key, value, opts, None, &mut s.pending) {
+        args::checked(out, r);
+    } else if shared.ks.set(key, value, opts, None, &mut s.pending) == Ok(true) {
         out.ok();
     } else {
         out.null();
@@ -158,7 +160,7 @@ pub fn setnx(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         .shared
         .ks
         .set(a.get(1), a.get(2), opts, None, &mut ctx.s.pending);
-    ctx.out.integer(i64::from(written));
+    ctx.out.integer(i64::from(written == Ok(true)));
 }
 
 fn set_with_ttl(ctx: &mut Ctx<'_>, a: &Args<'_>, unit: Unit, command: &str) {
@@ -182,9 +184,10 @@ pub fn psetex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 
 pub fn getdel(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let Ctx { shared, s, out, .. } = ctx;
-    shared
+    let r = shared
         .ks
         .getdel(a.get(1), &mut s.pending, |v| value_or_null(out, v));
+    args::checked(out, r);
 }
 
 pub fn getex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
@@ -197,9 +200,10 @@ pub fn getex(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         None => None,
     };
     let Ctx { shared, s, out, .. } = ctx;
-    shared
+    let r = shared
         .ks
         .getex(a.get(1), change, &mut s.pending, |v| value_or_null(out, v));
+    args::checked(out, r);
 }
 
 pub fn mget(ctx: &mut Ctx<'_>, a: &Args<'_>) {
@@ -276,7 +280,9 @@ pub fn append(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 pub fn strlen(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    ctx.out.integer(ctx.shared.ks.strlen(a.get(1)) as i64);
+    if let Some(n) = args::checked(ctx.out, ctx.shared.ks.strlen(a.get(1))) {
+        ctx.out.integer(n as i64);
+    }
 }
 
 pub fn incrbyfloat(ctx: &mut Ctx<'_>, a: &Args<'_>) {
@@ -302,9 +308,11 @@ pub fn getrange(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return;
     };
     let out = &mut *ctx.out;
-    ctx.shared
+    let r = ctx
+        .shared
         .ks
         .getrange(a.get(1), start, end, |v| out.bulk(v));
+    args::checked(out, r);
 }
 
 pub fn setrange(ctx: &mut Ctx<'_>, a: &Args<'_>) {

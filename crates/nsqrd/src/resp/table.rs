@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, client, connection, dump, introspection, keys, persistence, pubsub, script, server,
-    strings, transaction,
+    bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
+    pubsub, script, server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -120,6 +120,64 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // lists
+    "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
+    "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
+    "lpushx", -3, WRITE | DENYOOM | FAST, ONE, lists::lpushx;
+    "rpushx", -3, WRITE | DENYOOM | FAST, ONE, lists::rpushx;
+    "lpop", -2, WRITE | FAST, ONE, lists::lpop;
+    "rpop", -2, WRITE | FAST, ONE, lists::rpop;
+    "llen", 2, READONLY | FAST, ONE, lists::llen;
+    "lrange", 4, READONLY, ONE, lists::lrange;
+    "lindex", 3, READONLY, ONE, lists::lindex;
+    "lset", 4, WRITE | DENYOOM, ONE, lists::lset;
+    "linsert", 5, WRITE | DENYOOM, ONE, lists::linsert;
+    "lrem", 4, WRITE, ONE, lists::lrem;
+    "ltrim", 4, WRITE, ONE, lists::ltrim;
+    "lpos", -3, READONLY, ONE, lists::lpos;
+    "lmove", 5, WRITE | DENYOOM, (1, 2, 1), lists::lmove;
+    "rpoplpush", 3, WRITE | DENYOOM, (1, 2, 1), lists::rpoplpush;
+    "lmpop", -4, WRITE, NONE, lists::lmpop;
+    "blpop", -3, WRITE, (1, -2, 1), blocking::blpop;
+    "brpop", -3, WRITE, (1, -2, 1), blocking::brpop;
+    "blmove", 6, WRITE | DENYOOM, (1, 2, 1), blocking::blmove;
+    "brpoplpush", 4, WRITE | DENYOOM, (1, 2, 1), blocking::brpoplpush;
+    "blmpop", -5, WRITE, NONE, blocking::blmpop;
+    // hashes
+    "hset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hset;
+    "hsetnx", 4, WRITE | DENYOOM | FAST, ONE, hashes::hsetnx;
+    "hmset", -4, WRITE | DENYOOM | FAST, ONE, hashes::hmset;
+    "hget", 3, READONLY | FAST, ONE, hashes::hget;
+    "hmget", -3, READONLY | FAST, ONE, hashes::hmget;
+    "hdel", -3, WRITE | FAST, ONE, hashes::hdel;
+    "hexists", 3, READONLY | FAST, ONE, hashes::hexists;
+    "hlen", 2, READONLY | FAST, ONE, hashes::hlen;
+    "hstrlen", 3, READONLY | FAST, ONE, hashes::hstrlen;
+    "hkeys", 2, READONLY, ONE, hashes::hkeys;
+    "hvals", 2, READONLY, ONE, hashes::hvals;
+    "hgetall", 2, READONLY, ONE, hashes::hgetall;
+    "hincrby", 4, WRITE | DENYOOM | FAST, ONE, hashes::hincrby;
+    "hincrbyfloat", 4, WRITE | DENYOOM | FAST, ONE, hashes::hincrbyfloat;
+    "hrandfield", -2, READONLY, ONE, hashes::hrandfield;
+    "hscan", -3, READONLY, ONE, hashes::hscan;
+    // sets
+    "sadd", -3, WRITE | DENYOOM | FAST, ONE, sets::sadd;
+    "srem", -3, WRITE | FAST, ONE, sets::srem;
+    "sismember", 3, READONLY | FAST, ONE, sets::sismember;
+    "smismember", -3, READONLY | FAST, ONE, sets::smismember;
+    "smembers", 2, READONLY, ONE, sets::smembers;
+    "scard", 2, READONLY | FAST, ONE, sets::scard;
+    "spop", -2, WRITE | FAST, ONE, sets::spop;
+    "srandmember", -2, READONLY, ONE, sets::srandmember;
+    "smove", 4, WRITE | FAST, (1, 2, 1), sets::smove;
+    "sinter", -2, READONLY, ALL, sets::sinter;
+    "sunion", -2, READONLY, ALL, sets::sunion;
+    "sdiff", -2, READONLY, ALL, sets::sdiff;
+    "sinterstore", -3, WRITE | DENYOOM, ALL, sets::sinterstore;
+    "sunionstore", -3, WRITE | DENYOOM, ALL, sets::sunionstore;
+    "sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sdiffstore;
+    "sintercard", -3, READONLY, NONE, sets::sintercard;
+    "sscan", -3, READONLY, ONE, sets::sscan;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;

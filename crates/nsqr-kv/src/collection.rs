@@ -1,0 +1,649 @@
+//! The values of the types beyond strings: hashes and sets, each a Rust collection behind the
+//! key's entry (see `entry.rs`). Insertion-ordered maps (`indexmap`) rather than plain hash
+//! tables, because HRANDFIELD, SPOP and SRANDMEMBER pick members at random: by index, in
+//! constant time; a removal moves the last member into the hole (`swap_remove`), which the
+//! HSCAN / SSCAN cursor allows for by walking from the end (see [`scan_step`]).
+//!
+//! Each collection keeps an estimate of the bytes it costs (members' blocks as the allocator
+//! rounds them, plus a fixed cost per slot), so `maxmemory` sees a collection grow and shrink
+//! without walking it.
+//!
+//! A list is a double-ended queue of boxed elements: pushes and pops at either end in constant
+//! time.
+//!
+//! `OBJECT ENCODING` names what Redis 7.0 would use for the same value (a list is always a
+//! `quicklist`): a small hash is a
+//! `listpack` (at most 128 fields, none over 64 bytes) and a set of integers an `intset` (at
+//! most 512), until one command makes it big; like Redis, a value never goes back to the
+//! small encoding.
+
+use std::collections::VecDeque;
+
+use indexmap::{IndexMap, IndexSet};
+
+use crate::entry::cost_of;
+
+type Build = foldhash::fast::RandomState;
+
+/// Redis's `hash-max-listpack-entries` and `hash-max-listpack-value`.
+const HASH_SMALL_ENTRIES: usize = 128;
+const HASH_SMALL_VALUE: usize = 64;
+/// Redis's `set-max-intset-entries`.
+const SET_SMALL_ENTRIES: usize = 512;
+/// A slot's cost: its place in the entries' vector (hash and boxed member, value) and in the
+/// index table (an 8-byte position and a control byte, tables about 7/8 full).
+const HASH_SLOT: usize = 8 + 16 + 16 + 10;
+const SET_SLOT: usize = 8 + 16 + 10;
+/// A list element's slot in the deque.
+const LIST_SLOT: usize = 16;
+
+/// The type of a key's value, as TYPE names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyType {
+    String,
+    List,
+    Hash,
+    Set,
+}
+
+impl KeyType {
+    pub fn name(self) -> &'static str {
+        match self {
+            KeyType::String => "string",
+            KeyType::List => "list",
+            KeyType::Hash => "hash",
+            KeyType::Set => "set",
+        }
+    }
+
+    /// The kind TYPE and SCAN ... TYPE call `name` (`None` for a type not served here).
+    pub fn from_name(name: &[u8]) -> Option<KeyType> {
+        [KeyType::String, KeyType::List, KeyType::Hash, KeyType::Set]
+            .into_iter()
+            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+    }
+}
+
+/// A key's whole value, owned (RESTORE, snapshots and the log build entries from it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    String(Vec<u8>),
+    Collection(Collection),
+}
+
+/// A value that is not a string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Collection {
+    List(List),
+    Hash(Hash),
+    Set(Set),
+}
+
+impl Collection {
+    pub fn kind(&self) -> KeyType {
+        match self {
+            Collection::List(_) => KeyType::List,
+            Collection::Hash(_) => KeyType::Hash,
+            Collection::Set(_) => KeyType::Set,
+        }
+    }
+
+    /// Bytes the collection costs (its heap blocks, estimated).
+    pub fn cost(&self) -> usize {
+        match self {
+            Collection::List(l) => l.bytes,
+            Collection::Hash(h) => h.bytes,
+            Collection::Set(s) => s.bytes,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Collection::List(l) => l.items.is_empty(),
+            Collection::Hash(h) => h.map.is_empty(),
+            Collection::Set(s) => s.set.is_empty(),
+        }
+    }
+
+    /// The encoding Redis would report (`OBJECT ENCODING`).
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Collection::List(_) => "quicklist",
+            Collection::Hash(h) if !h.big => "listpack",
+            Collection::Hash(_) => "hashtable",
+            Collection::Set(s) if !s.big => "intset",
+            Collection::Set(_) => "hashtable",
+        }
+    }
+}
+
+/// Gives typed access to one kind of collection (used by the commands' generic steps in
+/// `typed.rs`).
+pub trait Typed: Default + Into<Collection> {
+    const KIND: KeyType;
+    /// Whether a change is logged as the whole value (lists: their commands are not
+    /// idempotent) rather than as the state of the members it touched.
+    const WHOLE: bool = false;
+    fn is_empty(&self) -> bool;
+    /// A member's state for the log: its value (empty for a set member) if present.
+    fn state(&self, member: &[u8]) -> Option<&[u8]>;
+    fn of(c: &Collection) -> Option<&Self>;
+    fn of_mut(c: &mut Collection) -> Option<&mut Self>;
+}
+
+/// A hash: fields to values.
+#[derive(Debug, Clone, Default)]
+pub struct Hash {
+    map: IndexMap<Box<[u8]>, Box<[u8]>, Build>,
+    bytes: usize,
+    big: bool,
+}
+
+impl PartialEq for Hash {
+    fn eq(&self, other: &Hash) -> bool {
+        self.map == other.map
+    }
+}
+
+impl Eq for Hash {}
+
+impl From<Hash> for Collection {
+    fn from(h: Hash) -> Collection {
+        Collection::Hash(h)
+    }
+}
+
+impl Typed for Hash {
+    const KIND: KeyType = KeyType::Hash;
+    fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+    fn state(&self, field: &[u8]) -> Option<&[u8]> {
+        self.get(field)
+    }
+    fn of(c: &Collection) -> Option<&Hash> {
+        match c {
+            Collection::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+    fn of_mut(c: &mut Collection) -> Option<&mut Hash> {
+        match c {
+            Collection::Hash(h) => Some(h),
+            _ => None,
+        }
+    }
+}
+
+fn pair_cost(field: &[u8], value: &[u8]) -> usize {
+    HASH_SLOT + cost_of(field.len()) + cost_of(value.len())
+}
+
+impl Hash {
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Whether Redis would still keep this hash as a listpack.
+    pub fn is_compact(&self) -> bool {
+        !self.big
+    }
+
+    pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
+        self.map.get(field).map(|v| &**v)
+    }
+
+    /// Sets a field; whether it is new.
+    pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
+        self.big |= field.len() > HASH_SMALL_VALUE || value.len() > HASH_SMALL_VALUE;
+        self.bytes += pair_cost(field, value);
+        let new = match self.map.get_mut(field) {
+            Some(v) => {
+                self.bytes -= pair_cost(field, v);
+                *v = value.into();
+                false
+            }
+            None => {
+                self.map.insert(field.into(), value.into());
+                true
+            }
+        };
+        self.big |= self.map.len() > HASH_SMALL_ENTRIES;
+        new
+    }
+
+    /// Removes a field; whether it was there.
+    pub fn remove(&mut self, field: &[u8]) -> bool {
+        match self.map.swap_remove_entry(field) {
+            Some((f, v)) => {
+                self.bytes -= pair_cost(&f, &v);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The field and value at `i` (0 ≤ i < len): for random picks and scans.
+    pub fn at(&self, i: usize) -> Option<(&[u8], &[u8])> {
+        self.map.get_index(i).map(|(f, v)| (&**f, &**v))
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> {
+        self.map.iter().map(|(f, v)| (&**f, &**v))
+    }
+}
+
+/// A set of members.
+#[derive(Debug, Clone, Default)]
+pub struct Set {
+    set: IndexSet<Box<[u8]>, Build>,
+    bytes: usize,
+    big: bool,
+}
+
+impl PartialEq for Set {
+    fn eq(&self, other: &Set) -> bool {
+        self.set == other.set
+    }
+}
+
+impl Eq for Set {}
+
+impl From<Set> for Collection {
+    fn from(s: Set) -> Collection {
+        Collection::Set(s)
+    }
+}
+
+impl Typed for Set {
+    const KIND: KeyType = KeyType::Set;
+    fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+    fn state(&self, member: &[u8]) -> Option<&[u8]> {
+        self.contains(member).then_some(&[][..])
+    }
+    fn of(c: &Collection) -> Option<&Set> {
+        match c {
+            Collection::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn of_mut(c: &mut Collection) -> Option<&mut Set> {
+        match c {
+            Collection::Set(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+/// A list of elements.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct List {
+    items: VecDeque<Box<[u8]>>,
+    bytes: usize,
+}
+
+impl From<List> for Collection {
+    fn from(l: List) -> Collection {
+        Collection::List(l)
+    }
+}
+
+impl Typed for List {
+    const KIND: KeyType = KeyType::List;
+    const WHOLE: bool = true;
+    fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+    fn state(&self, _: &[u8]) -> Option<&[u8]> {
+        None
+    }
+    fn of(c: &Collection) -> Option<&List> {
+        match c {
+            Collection::List(l) => Some(l),
+            _ => None,
+        }
+    }
+    fn of_mut(c: &mut Collection) -> Option<&mut List> {
+        match c {
+            Collection::List(l) => Some(l),
+            _ => None,
+        }
+    }
+}
+
+fn element_cost(e: &[u8]) -> usize {
+    LIST_SLOT + cost_of(e.len())
+}
+
+impl List {
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Adds an element at the head (`left`) or the tail.
+    pub fn push(&mut self, e: Box<[u8]>, left: bool) {
+        self.bytes += element_cost(&e);
+        if left {
+            self.items.push_front(e);
+        } else {
+            self.items.push_back(e);
+        }
+    }
+
+    /// Removes the element at the head (`left`) or the tail.
+    pub fn pop(&mut self, left: bool) -> Option<Box<[u8]>> {
+        let e = if left {
+            self.items.pop_front()
+        } else {
+            self.items.pop_back()
+        }?;
+        self.bytes -= element_cost(&e);
+        Some(e)
+    }
+
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        self.items.get(i).map(|e| &**e)
+    }
+
+    /// Replaces the element at `i`; false if there is none.
+    pub fn set(&mut self, i: usize, value: &[u8]) -> bool {
+        let Some(e) = self.items.get_mut(i) else {
+            return false;
+        };
+        self.bytes = self.bytes - element_cost(e) + element_cost(value);
+        *e = value.into();
+        true
+    }
+
+    /// Inserts an element before position `i` (`i == len` appends).
+    pub fn insert(&mut self, i: usize, value: &[u8]) {
+        self.bytes += element_cost(value);
+        self.items.insert(i, value.into());
+    }
+
+    /// Removes the element at `i`.
+    pub fn remove(&mut self, i: usize) -> Option<Box<[u8]>> {
+        let e = self.items.remove(i)?;
+        self.bytes -= element_cost(&e);
+        Some(e)
+    }
+
+    /// Keeps only the elements in `range`.
+    pub fn keep(&mut self, range: std::ops::Range<usize>) {
+        let end = range.end.min(self.items.len());
+        for e in self.items.drain(end..) {
+            self.bytes -= element_cost(&e);
+        }
+        let start = range.start.min(self.items.len());
+        for e in self.items.drain(..start) {
+            self.bytes -= element_cost(&e);
+        }
+    }
+
+    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
+        self.items.iter().map(|e| &**e)
+    }
+
+    /// The positions `start..=stop` of a list of this length, negative ones counting from the
+    /// end, clamped as LRANGE and LTRIM clamp them; `None` when the range is empty.
+    pub fn range(&self, start: i64, stop: i64) -> Option<std::ops::Range<usize>> {
+        let len = self.items.len() as i64;
+        let start = if start < 0 {
+            (len + start).max(0)
+        } else {
+            start
+        };
+        let stop = if stop < 0 {
+            len + stop
+        } else {
+            stop.min(len - 1)
+        };
+        (start <= stop && start < len).then(|| start as usize..stop as usize + 1)
+    }
+
+    /// The position of index `i` (negative from the end), if it is in the list.
+    pub fn position(&self, i: i64) -> Option<usize> {
+        let len = self.items.len() as i64;
+        let i = if i < 0 { len.checked_add(i)? } else { i };
+        (0..len).contains(&i).then_some(i as usize)
+    }
+}
+
+/// Whether Redis would keep `m` in an intset: the canonical text of a 64-bit integer.
+fn is_intset_member(m: &[u8]) -> bool {
+    m.len() <= 20
+        && resp_wire::parse_i64(m).is_some_and(|n| itoa::Buffer::new().format(n).as_bytes() == m)
+}
+
+impl Set {
+    pub fn len(&self) -> usize {
+        self.set.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty()
+    }
+
+    /// Whether Redis would still keep this set as an intset.
+    pub fn is_compact(&self) -> bool {
+        !self.big
+    }
+
+    pub fn contains(&self, m: &[u8]) -> bool {
+        self.set.contains(m)
+    }
+
+    /// Adds a member; whether it is new.
+    pub fn insert(&mut self, m: &[u8]) -> bool {
+        if self.set.contains(m) {
+            return false;
+        }
+        self.big |= !is_intset_member(m);
+        self.bytes += SET_SLOT + cost_of(m.len());
+        self.set.insert(m.into());
+        self.big |= self.set.len() > SET_SMALL_ENTRIES;
+        true
+    }
+
+    /// Removes a member; whether it was there.
+    pub fn remove(&mut self, m: &[u8]) -> bool {
+        let found = self.set.swap_remove(m);
+        if found {
+            self.bytes -= SET_SLOT + cost_of(m.len());
+        }
+        found
+    }
+
+    /// The member at `i` (0 ≤ i < len).
+    pub fn at(&self, i: usize) -> Option<&[u8]> {
+        self.set.get_index(i).map(|m| &**m)
+    }
+
+    /// Removes and returns the member at `i`.
+    pub fn take(&mut self, i: usize) -> Option<Box<[u8]>> {
+        let m = self.set.swap_remove_index(i)?;
+        self.bytes -= SET_SLOT + cost_of(m.len());
+        Some(m)
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &[u8]> {
+        self.set.iter().map(|m| &**m)
+    }
+}
+
+/// Positions of random members in a collection of `len`, as HRANDFIELD and SRANDMEMBER pick
+/// them: `count` distinct ones (all of them if `count` is `len` or more), or for a negative
+/// `count`, `-count` picks that may repeat. The caller bounds `-count`.
+pub fn random_indices(len: usize, count: i64) -> Vec<usize> {
+    if len == 0 {
+        return Vec::new();
+    }
+    if count < 0 {
+        let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
+        return (0..n).map(|_| fastrand::usize(..len)).collect();
+    }
+    let n = usize::try_from(count).unwrap_or(usize::MAX);
+    if n >= len {
+        return (0..len).collect();
+    }
+    if n.saturating_mul(3) > len {
+        // A large share: shuffle the front of all positions.
+        let mut all: Vec<usize> = (0..len).collect();
+        for i in 0..n {
+            all.swap(i, fastrand::usize(i..len));
+        }
+        all.truncate(n);
+        return all;
+    }
+    let mut picked = hashbrown::HashSet::with_capacity_and_hasher(n, Build::default());
+    let mut out = Vec::with_capacity(n);
+    while out.len() < n {
+        let i = fastrand::usize(..len);
+        if picked.insert(i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// One step of HSCAN / SSCAN over a collection of `len` members: the indices to visit (about
+/// `count` of them) and the cursor to return. The walk goes from the last index down: a
+/// removal moves the last member into the hole, which is then either still ahead of the walk
+/// or a member already returned, so every member present for the whole scan is returned.
+/// Cursor 0 starts a scan and ends one; cursor `c` resumes at index `c - 1`.
+pub fn scan_step(len: usize, cursor: u64, count: usize) -> (std::ops::Range<usize>, u64) {
+    let top = match cursor {
+        0 => len,
+        c => usize::try_from(c).unwrap_or(usize::MAX).min(len),
+    };
+    let bottom = top.saturating_sub(count.max(1));
+    (bottom..top, bottom as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_counts_its_bytes_and_encoding() {
+        let mut h = Hash::default();
+        assert!(h.insert(b"f", b"v"));
+        assert!(!h.insert(b"f", b"longer value"));
+        assert_eq!(h.get(b"f"), Some(&b"longer value"[..]));
+        assert_eq!(h.bytes, pair_cost(b"f", b"longer value"));
+        let c = Collection::Hash(h.clone());
+        assert_eq!((c.encoding(), c.kind().name()), ("listpack", "hash"));
+        h.insert(b"g", &[b'x'; 65]);
+        assert_eq!(Collection::Hash(h.clone()).encoding(), "hashtable");
+        assert!(h.remove(b"g") && h.remove(b"f") && !h.remove(b"f"));
+        assert_eq!((h.bytes, h.len()), (0, 0));
+        // Never back to the small encoding.
+        assert_eq!(Collection::Hash(h).encoding(), "hashtable");
+    }
+
+    #[test]
+    fn set_encoding_follows_redis() {
+        let mut s = Set::default();
+        for m in [&b"1"[..], b"-20", b"300"] {
+            assert!(s.insert(m));
+        }
+        assert!(!s.insert(b"1"));
+        assert_eq!(Collection::Set(s.clone()).encoding(), "intset");
+        s.insert(b"01");
+        assert_eq!(Collection::Set(s.clone()).encoding(), "hashtable");
+        let mut n = Set::default();
+        for i in 0..=SET_SMALL_ENTRIES {
+            n.insert(i.to_string().as_bytes());
+        }
+        assert_eq!(Collection::Set(n).encoding(), "hashtable");
+        while let Some(m) = s.take(0) {
+            assert!(!s.contains(&m));
+        }
+        assert_eq!(s.bytes, 0);
+    }
+
+    #[test]
+    fn scan_walks_down_and_survives_removals() {
+        assert_eq!(scan_step(25, 0, 10), (15..25, 15));
+        assert_eq!(scan_step(25, 15, 10), (5..15, 5));
+        assert_eq!(scan_step(25, 5, 10), (0..5, 0));
+        // The collection shrank below the cursor: resume at its end.
+        assert_eq!(scan_step(3, 15, 10), (0..3, 0));
+        let mut s = Set::default();
+        for i in 0..50 {
+            s.insert(format!("m{i}").as_bytes());
+        }
+        let (mut seen, mut cursor) = (Vec::new(), 0);
+        loop {
+            let (range, next) = scan_step(s.len(), cursor, 7);
+            seen.extend(range.filter_map(|i| s.at(i)).map(<[u8]>::to_vec));
+            // Remove a member already returned, as a client might meanwhile.
+            s.remove(&seen[0].clone());
+            cursor = next;
+            if cursor == 0 {
+                break;
+            }
+        }
+        for i in 1..50 {
+            let m = format!("m{i}").into_bytes();
+            assert!(seen.contains(&m) || !s.contains(&m), "{i} missed");
+        }
+    }
+
+    #[test]
+    fn random_picks_distinct_or_repeated() {
+        assert!(random_indices(0, 5).is_empty() && random_indices(0, -5).is_empty());
+        assert_eq!(random_indices(3, 10), vec![0, 1, 2]);
+        for (len, count) in [(100, 10), (100, 90)] {
+            let mut got = random_indices(len, count);
+            got.sort_unstable();
+            got.dedup();
+            assert_eq!(got.len(), count as usize);
+            assert!(got.iter().all(|&i| i < len));
+        }
+        let rep = random_indices(2, -50);
+        assert_eq!(rep.len(), 50);
+        assert!(rep.iter().all(|&i| i < 2));
+    }
+
+    #[test]
+    fn list_ranges_and_costs() {
+        let mut l = List::default();
+        for e in [&b"a"[..], b"b", b"c", b"d"] {
+            l.push(e.into(), false);
+        }
+        l.push(b"z"[..].into(), true);
+        assert_eq!(l.range(0, -1), Some(0..5));
+        assert_eq!(l.range(-2, 100), Some(3..5));
+        assert_eq!(l.range(3, 1), None);
+        assert_eq!(l.range(10, 20), None);
+        assert_eq!(l.range(i64::MIN, i64::MAX), Some(0..5));
+        assert_eq!(
+            (l.position(-1), l.position(5), l.position(i64::MIN)),
+            (Some(4), None, None)
+        );
+        l.keep(1..3);
+        assert_eq!(l.iter().collect::<Vec<_>>(), vec![&b"a"[..], b"b"]);
+        assert!(l.set(0, b"longer"));
+        l.insert(1, b"x");
+        assert_eq!(l.remove(0).as_deref(), Some(&b"longer"[..]));
+        while l.pop(true).is_some() {}
+        assert_eq!(l.bytes, 0);
+    }
+
+    #[test]
+    fn kinds_by_name() {
+        assert_eq!(KeyType::from_name(b"HASH"), Some(KeyType::Hash));
+        assert_eq!(KeyType::from_name(b"zset"), None);
+    }
+}
