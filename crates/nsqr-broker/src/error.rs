@@ -48,6 +48,14 @@ pub enum BrokerError {
         /// The body's size in bytes.
         size: usize,
     },
+    /// A publish to a replicated topic on a node that does not lead it.
+    #[error("not the leader of replicated topic {topic} (leader: {leader})")]
+    NotLeader {
+        /// The topic.
+        topic: String,
+        /// The leader as far as this node knows (`node 2 at 10.0.0.2:4250`), or `unknown`.
+        leader: String,
+    },
     /// The message could not be stored on disk (`--max-disk-bytes`, a failed write).
     #[error("{0}")]
     Disk(#[from] crate::durability::DiskError),

@@ -118,6 +118,10 @@ async fn put(
         .put_with(std::slice::from_ref(&bodies), opts)
         .map_err(|e| match e {
             BrokerError::Disk(d) => disk_error(&d),
+            e @ BrokerError::NotLeader { .. } => ApiError::new(
+                hyper::StatusCode::SERVICE_UNAVAILABLE,
+                format!("NOT_LEADER: {e}"),
+            ),
             _ => ApiError::exiting(),
         })?;
     ticket.wait().await.map_err(|e| match e {

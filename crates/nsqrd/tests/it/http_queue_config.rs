@@ -122,7 +122,7 @@ fn bad_settings_are_400_and_change_nothing() {
         ),
         (
             br#"{"colour": "blue"}"#,
-            "INVALID_CONFIG: unknown setting \"colour\" (known: max_attempts, dead_letter_topic, ordered, message_ttl, expired, msg_timeout, mem_queue_size)",
+            "INVALID_CONFIG: unknown setting \"colour\" (known: max_attempts, dead_letter_topic, ordered, message_ttl, expired, msg_timeout, mem_queue_size, replicas)",
         ),
         (br#"[1, 2]"#, "INVALID_CONFIG: settings must be a JSON object"),
     ] {
