@@ -195,6 +195,12 @@ impl Topic {
             .collect();
         if let Some(replication) = self.replication(&st) {
             drop(st);
+            if attrs.is_some() {
+                return Err(BrokerError::NotReplicable {
+                    topic: self.name.clone(),
+                    option: "ttl or ordering_key",
+                });
+            }
             let batch = crate::replication::batch(&published, due);
             return replication.0.publish(&self.name, batch);
         }
@@ -536,7 +542,8 @@ fn store(
         match due {
             Some(at) if !st.backlog.is_strict() => {
                 let room = if topic.ephemeral {
-                    topic.cfg()
+                    topic
+                        .cfg()
                         .mem_queue_size
                         .saturating_sub(st.backlog.len() + st.deferred.len())
                 } else {

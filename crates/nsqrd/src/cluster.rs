@@ -15,12 +15,9 @@ use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nsqr_broker::{
-    Broker, BrokerError, Commitment, ReplicaMessage, Replicate, Ticket, Topic,
-};
+use nsqr_broker::{Broker, BrokerError, Commitment, ReplicaMessage, Replicate, Ticket, Topic};
 use nsqr_replication::{
-    ClusterConfig, ClusterNode, Command, Committed, GroupConfig, Message, MessageId,
-    ReplicatedLog,
+    ClusterConfig, ClusterNode, Command, Committed, GroupConfig, Message, MessageId, ReplicatedLog,
 };
 use parking_lot::Mutex;
 use tokio::sync::{mpsc, watch};

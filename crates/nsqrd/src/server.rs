@@ -80,7 +80,8 @@ async fn start_cluster(o: &Options) -> Result<Option<Arc<crate::cluster::Cluster
         return Ok(None);
     };
     let data_path = broker_config(o).data_path.unwrap_or_default();
-    let strict = nsqr_broker::Durability::parse(&o.durability) == Some(nsqr_broker::Durability::Strict);
+    let strict =
+        nsqr_broker::Durability::parse(&o.durability) == Some(nsqr_broker::Durability::Strict);
     crate::cluster::Cluster::start(config, data_path, strict)
         .await
         .map(Some)
@@ -199,9 +200,9 @@ impl Server {
         let cluster = start_cluster(&opts).await?;
         let config = BrokerConfig {
             disk_faults: hooks.disk_faults,
-            replication: cluster.as_ref().map(|c| {
-                nsqr_broker::Replication(Arc::new(crate::cluster::Hook(Arc::clone(c))))
-            }),
+            replication: cluster
+                .as_ref()
+                .map(|c| nsqr_broker::Replication(Arc::new(crate::cluster::Hook(Arc::clone(c))))),
             ..broker_config(&opts)
         };
         let limits = nsqr_broker::queue_settings::Limits::of(&config, "");

@@ -122,6 +122,9 @@ async fn put(
                 hyper::StatusCode::SERVICE_UNAVAILABLE,
                 format!("NOT_LEADER: {e}"),
             ),
+            e @ BrokerError::NotReplicable { .. } => {
+                ApiError::new(hyper::StatusCode::BAD_REQUEST, format!("PUB_FAILED: {e}"))
+            }
             _ => ApiError::exiting(),
         })?;
     ticket.wait().await.map_err(|e| match e {

@@ -35,12 +35,12 @@ impl Options {
             Some((_, port)) if port.parse::<u16>().is_ok() => {}
             _ => return Err(OptionsError::ClusterAddress(self.cluster_address.clone())),
         }
-        let peers: Peers = self
-            .cluster_peers
-            .parse()
-            .map_err(|e: nsqr_replication::MembershipError| {
-                OptionsError::ClusterPeers(e.to_string())
-            })?;
+        let peers: Peers =
+            self.cluster_peers
+                .parse()
+                .map_err(|e: nsqr_replication::MembershipError| {
+                    OptionsError::ClusterPeers(e.to_string())
+                })?;
         let secret = self.cluster_secret()?;
         ClusterConfig::new(node_id, self.cluster_address.clone(), peers, secret)
             .map(Some)

@@ -23,7 +23,13 @@ struct Cluster {
 /// Three nodes; cluster ports are picked free just before the nodes start.
 fn start_cluster() -> Cluster {
     let ports: Vec<u16> = (0..3)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("addr").port())
+        .map(|_| {
+            TcpListener::bind("127.0.0.1:0")
+                .expect("bind")
+                .local_addr()
+                .expect("addr")
+                .port()
+        })
         .collect();
     let secret_dir = temp_dir();
     let secret = secret_dir.join("secret");
@@ -72,7 +78,10 @@ impl Cluster {
                 assert_eq!(r.status, 503, "node {n}: {}", r.text());
                 assert!(r.text().contains("NOT_LEADER"), "node {n}: {}", r.text());
             }
-            assert!(Instant::now() < deadline, "no leader for {topic} within {PATIENCE:?}");
+            assert!(
+                Instant::now() < deadline,
+                "no leader for {topic} within {PATIENCE:?}"
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -133,8 +142,21 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
     p.expect_ok();
     acked.extend(bodies);
 
+    // What the log does not carry is refused, not dropped.
+    let r = s.post("/pub?topic=orders&ttl=10s", b"expiring");
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("PUB_FAILED: replicated topic orders does not take ttl or ordering_key yet"),
+        "{}",
+        r.text()
+    );
+
     // A follower refuses, naming the leader.
-    let (f, follower) = cluster.live().find(|(n, _)| *n != leader).expect("a follower");
+    let (f, follower) = cluster
+        .live()
+        .find(|(n, _)| *n != leader)
+        .expect("a follower");
     let mut q = follower.connect();
     q.cmd_body("PUB orders", b"to a follower");
     let err = match q.read_non_heartbeat() {
@@ -174,7 +196,8 @@ fn a_topic_with_one_replica_behaves_as_on_nsqd() {
     let r = configure(s, "big", r#"{"replicas":5}"#);
     assert_eq!(r.status, 400, "{}", r.text());
     assert!(
-        r.text().contains("5 replicas need a cluster of at least 5 nodes"),
+        r.text()
+            .contains("5 replicas need a cluster of at least 5 nodes"),
         "{}",
         r.text()
     );
