@@ -167,6 +167,7 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
         "E_PUB_FAILED PUB failed not the leader of replicated topic orders (leader: node {leader} at 127.0.0.1:"
     );
     assert!(err.starts_with(&want), "node {f}: {err:?}");
+    assert!(q.expect_closed(), "E_PUB_FAILED closes the connection, as nsqd's");
 
     // SIGKILL the leader; a new one takes over and delivers everything acknowledged.
     drop(p);
