@@ -167,7 +167,10 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
         "E_PUB_FAILED PUB failed not the leader of replicated topic orders (leader: node {leader} at 127.0.0.1:"
     );
     assert!(err.starts_with(&want), "node {f}: {err:?}");
-    assert!(q.expect_closed(), "E_PUB_FAILED closes the connection, as nsqd's");
+    assert!(
+        q.expect_closed(),
+        "E_PUB_FAILED closes the connection, as nsqd's"
+    );
 
     // SIGKILL the leader; a new one takes over and delivers everything acknowledged.
     drop(p);
@@ -181,7 +184,7 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
 
 #[test]
 fn a_topic_with_one_replica_behaves_as_on_nsqd() {
-    let cluster = start_cluster();
+    let mut cluster = start_cluster();
     for (n, s) in cluster.live() {
         let body = format!("plain on node {n}");
         let mut p = s.connect();
@@ -202,6 +205,9 @@ fn a_topic_with_one_replica_behaves_as_on_nsqd() {
         "{}",
         r.text()
     );
+    // A cluster node stops cleanly on SIGTERM (its groups and listener shut down).
+    let node = cluster.nodes[0].take().expect("node 1");
+    assert_eq!(node.terminate(), Some(0));
 }
 
 #[test]
