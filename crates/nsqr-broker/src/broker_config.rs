@@ -50,6 +50,9 @@ pub struct BrokerConfig {
     pub e2e_window: Duration,
     /// Fault injection for tests: consulted before every disk write.
     pub disk_faults: Option<DiskFaults>,
+    /// The replicated log of topics with `replicas` above 1 (the daemon's, when it is part of
+    /// a cluster); None: no cluster, and `replicas` can only be 1.
+    pub replication: Option<crate::Replication>,
 }
 
 /// A fault-injection hook for tests (a full disk where no small file system can be mounted):
@@ -115,6 +118,7 @@ impl Default for BrokerConfig {
             e2e_percentiles: Vec::new(),
             e2e_window: defaults::E2E_WINDOW,
             disk_faults: None,
+            replication: None,
         }
     }
 }

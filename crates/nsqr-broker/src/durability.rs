@@ -85,6 +85,10 @@ pub enum DiskError {
         #[source]
         last: Arc<DiskError>,
     },
+    /// A replicated topic's batch was not committed by a majority of its nodes (no majority
+    /// reachable, leadership lost, the log stopping): the text says why.
+    #[error("{0}")]
+    Replication(String),
     /// The queue was closed before the message reached the disk (shutdown).
     #[error("exiting")]
     Exiting,

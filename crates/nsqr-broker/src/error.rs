@@ -48,6 +48,23 @@ pub enum BrokerError {
         /// The body's size in bytes.
         size: usize,
     },
+    /// A publish to a replicated topic on a node that does not lead it.
+    #[error("not the leader of replicated topic {topic} (leader: {leader})")]
+    NotLeader {
+        /// The topic.
+        topic: String,
+        /// The leader as far as this node knows (`node 2 at 10.0.0.2:4250`), or `unknown`.
+        leader: String,
+    },
+    /// A publish option the replicated log does not carry (a time to live, an ordering key),
+    /// refused on a replicated topic rather than dropped.
+    #[error("replicated topic {topic} does not take {option} yet")]
+    NotReplicable {
+        /// The topic.
+        topic: String,
+        /// The option (`ttl or ordering_key`).
+        option: &'static str,
+    },
     /// The message could not be stored on disk (`--max-disk-bytes`, a failed write).
     #[error("{0}")]
     Disk(#[from] crate::durability::DiskError),

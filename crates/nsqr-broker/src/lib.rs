@@ -72,6 +72,7 @@ mod ordered;
 mod publisher;
 pub mod queue_settings;
 mod registry;
+mod replication;
 mod run_queue;
 mod side_file;
 mod spill_queue;
@@ -94,6 +95,7 @@ pub use metadata::MetadataError;
 pub use nsq_wire::MessageId;
 pub use publisher::Publisher;
 pub use queue_settings::{EffectiveSettings, ExpiredAction, QueueSettings, QueueSettingsError};
+pub use replication::{Commitment, ReplicaMessage, Replicate, Replication};
 pub use subscription::{Delivery, SubscribeOptions, Subscription};
 pub use topic::{PutOptions, Topic};
 

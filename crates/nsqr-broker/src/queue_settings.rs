@@ -79,6 +79,10 @@ queue_settings! {
     /// Messages kept in memory before spilling to disk.
     #[read = "read::mem_queue_size"]
     mem_queue_size: usize = cfg.mem_queue_size;
+    /// Nodes of the cluster that hold the topic's messages: 1 (this node: nsqd's behaviour),
+    /// 3 or 5 (a replicated topic, `docs/replication.md`; needs a cluster that large).
+    #[read = "read::replicas"]
+    replicas: u8 = 1;
 }
 
 /// A refused setting: which key and why, for a 400 or a log line.
@@ -195,6 +199,23 @@ impl QueueSettings {
                 ));
             }
         }
+        if let Some(n) = self.replicas.filter(|n| *n > 1) {
+            if limits.cluster_size == 0 {
+                return Err(bad(
+                    "replicas",
+                    "a replicated topic needs a cluster (--cluster-node-id, --cluster-address, --cluster-peers, --cluster-secret-file)",
+                ));
+            }
+            if usize::from(n) > limits.cluster_size {
+                return Err(bad(
+                    "replicas",
+                    format!(
+                        "{n} replicas need a cluster of at least {n} nodes (--cluster-peers names {})",
+                        limits.cluster_size
+                    ),
+                ));
+            }
+        }
         Ok(())
     }
 
@@ -230,6 +251,8 @@ pub struct Limits {
     pub max_msg_timeout: Duration,
     /// The topic the settings are for (a dead-letter topic may not be it).
     pub topic: Option<String>,
+    /// Nodes in the cluster (`replicas` may not be more); 0 without a cluster.
+    pub cluster_size: usize,
 }
 
 impl Limits {
@@ -238,6 +261,7 @@ impl Limits {
         Limits {
             max_msg_timeout: cfg.max_msg_timeout,
             topic: Some(topic.to_string()),
+            cluster_size: cfg.replication.as_ref().map_or(0, |r| r.0.cluster_size()),
         }
     }
 }
@@ -300,6 +324,17 @@ mod read {
                 _ => None,
             },
             |v| format!("expected \"dead_letter\" or \"drop\", got {v}"),
+        )
+    }
+
+    pub fn replicas<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u8>, D::Error> {
+        read(
+            d,
+            |v| match v.as_u64() {
+                Some(n @ (1 | 3 | 5)) => Some(n as u8),
+                _ => None,
+            },
+            |v| format!("expected 1, 3 or 5, got {v}"),
         )
     }
 

@@ -171,7 +171,9 @@ impl Topic {
         self.put_with(publishes, &PutOptions::default().defer(defer))
     }
 
-    /// Publish as [`Topic::put`] does, with a time to live or an ordering key.
+    /// Publish as [`Topic::put`] does, with a time to live or an ordering key. On a
+    /// replicated topic (`replicas` above 1) the batch goes to the replicated log instead
+    /// (`replication.rs`) and is queued once committed, by [`Topic::put_committed`].
     pub fn put_with(&self, publishes: &[Bodies], opts: &PutOptions) -> Result<Ticket, BrokerError> {
         let defer = opts.defer.min(self.cfg().max_req_timeout);
         let now_ns = crate::now_unix_nanos();
@@ -191,51 +193,47 @@ impl Topic {
                 Published::with_attributes(b, now_ns, first, attrs.clone())
             })
             .collect();
-        // One publish (an MPUB, a PUB) stays one run in every queue; pipelined PUBs and
-        // deferred messages go message by message (all or nothing, as one put).
-        let single = match (due, published.as_slice()) {
-            (None, [p]) => Some(p),
-            _ => None,
-        };
-        let all = || -> Vec<Message> {
-            published
-                .iter()
-                .flat_map(|p| p.messages(0, p.len()))
-                .collect()
-        };
-        let ticket = if st.channels.is_empty() || st.paused || st.held {
-            match due {
-                Some(at) if !st.backlog.is_strict() => {
-                    let room = if self.ephemeral {
-                        self.cfg()
-                            .mem_queue_size
-                            .saturating_sub(st.backlog.len() + st.deferred.len())
-                    } else {
-                        usize::MAX
-                    };
-                    st.deferred
-                        .extend(all().into_iter().take(room).map(|m| (m, at)));
-                    Ticket::done()
-                }
-                Some(at) => {
-                    st.backlog
-                        .put(all(), Some(crate::channel::unix_due(at)))?
-                        .ticket
-                }
-                None => match single {
-                    Some(p) => st.backlog.put_published(p, None)?.ticket,
-                    None => st.backlog.put(all(), None)?.ticket,
-                },
+        if let Some(replication) = self.replication(&st) {
+            drop(st);
+            if attrs.is_some() {
+                return Err(BrokerError::NotReplicable {
+                    topic: self.name.clone(),
+                    option: "ttl or ordering_key",
+                });
             }
-        } else {
-            match single {
-                Some(p) => fan_out_published(st.channels.values(), p)?,
-                None => fan_out(st.channels.values(), all(), due)?,
-            }
-        };
+            let batch = crate::replication::batch(&published, due);
+            return replication.0.publish(&self.name, batch);
+        }
+        let ticket = store(&mut st, self, &published, due)?;
         drop(st);
         self.message_count.fetch_add(n as u64, Relaxed);
         self.message_bytes.fetch_add(bytes as u64, Relaxed);
+        Ok(ticket)
+    }
+
+    /// The replicated log this topic's publishes go to, if its `replicas` is above 1.
+    fn replication<'a>(&'a self, st: &TopicState) -> Option<&'a crate::Replication> {
+        if st.settings.replicas.unwrap_or(1) > 1 {
+            self.cfg().replication.as_ref()
+        } else {
+            None
+        }
+    }
+
+    /// Queue a batch of a replicated topic that its log committed, with the ids, timestamps
+    /// and due times the leader gave it (on every node of the topic, the leader included).
+    pub fn put_committed(&self, batch: &[crate::ReplicaMessage]) -> Result<Ticket, BrokerError> {
+        let mut ticket = Ticket::done();
+        let mut st = self.state.lock();
+        if self.is_deleted() || self.shared.closing.load(Relaxed) {
+            return Err(BrokerError::Exiting);
+        }
+        for run in crate::replication::runs(batch) {
+            let due = crate::replication::due(run.deliver_at_ms);
+            ticket.merge(store(&mut st, self, &[run.published], due)?);
+            self.message_count.fetch_add(run.len as u64, Relaxed);
+            self.message_bytes.fetch_add(run.bytes as u64, Relaxed);
+        }
         Ok(ticket)
     }
 
@@ -473,6 +471,9 @@ impl Topic {
             ch.inherit(&p);
         }
         st.settings = p;
+        if let Some(r) = self.replication(st) {
+            r.0.topic_replicated(&self.name, st.settings.replicas.unwrap_or(1));
+        }
         if changed && !self.ephemeral {
             self.shared.meta_dirty.notify_one();
         }
@@ -516,6 +517,59 @@ impl std::fmt::Debug for Topic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Topic").field("name", &self.name).finish()
     }
+}
+
+/// Queue stamped publishes: in every channel, or in the topic's backlog while it has none
+/// (or is paused or held). One publish (an MPUB, a PUB) stays one run in every queue;
+/// pipelined PUBs and deferred messages go message by message (all or nothing, as one put).
+fn store(
+    st: &mut TopicState,
+    topic: &Topic,
+    published: &[Published],
+    due: Option<Instant>,
+) -> Result<Ticket, BrokerError> {
+    let single = match (due, published) {
+        (None, [p]) => Some(p),
+        _ => None,
+    };
+    let all = || -> Vec<Message> {
+        published
+            .iter()
+            .flat_map(|p| p.messages(0, p.len()))
+            .collect()
+    };
+    let ticket = if st.channels.is_empty() || st.paused || st.held {
+        match due {
+            Some(at) if !st.backlog.is_strict() => {
+                let room = if topic.ephemeral {
+                    topic
+                        .cfg()
+                        .mem_queue_size
+                        .saturating_sub(st.backlog.len() + st.deferred.len())
+                } else {
+                    usize::MAX
+                };
+                st.deferred
+                    .extend(all().into_iter().take(room).map(|m| (m, at)));
+                Ticket::done()
+            }
+            Some(at) => {
+                st.backlog
+                    .put(all(), Some(crate::channel::unix_due(at)))?
+                    .ticket
+            }
+            None => match single {
+                Some(p) => st.backlog.put_published(p, None)?.ticket,
+                None => st.backlog.put(all(), None)?.ticket,
+            },
+        }
+    } else {
+        match single {
+            Some(p) => fan_out_published(st.channels.values(), p)?,
+            None => fan_out(st.channels.values(), all(), due)?,
+        }
+    };
+    Ok(ticket)
 }
 
 /// Give every channel the publish as one run; the first error is returned (every channel

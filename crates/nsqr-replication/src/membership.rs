@@ -53,11 +53,15 @@ impl Peers {
 
     /// The member that should lead `group`: the highest rendezvous hash of (group, node id).
     pub fn preferred_leader(&self, group: &str) -> NodeId {
-        self.0
-            .keys()
-            .copied()
-            .max_by_key(|id| rendezvous(group, *id))
-            .unwrap_or_default()
+        self.ranked(group).first().copied().unwrap_or_default()
+    }
+
+    /// Every member by decreasing rendezvous hash of (group, node id): the preferred leader
+    /// first. A group of `n` replicas has the first `n` as its voters.
+    pub fn ranked(&self, group: &str) -> Vec<NodeId> {
+        let mut ids: Vec<NodeId> = self.0.keys().copied().collect();
+        ids.sort_by_key(|id| std::cmp::Reverse(rendezvous(group, *id)));
+        ids
     }
 }
 
@@ -204,5 +208,8 @@ mod tests {
         assert_eq!(counts.len(), 3, "{counts:?}");
         assert!(counts.values().all(|c| *c >= 60), "{counts:?}");
         assert_eq!(peers.preferred_leader("t"), peers.preferred_leader("t"));
+        let ranked = peers.ranked("t");
+        assert_eq!(ranked.len(), 3);
+        assert_eq!(ranked[0], peers.preferred_leader("t"));
     }
 }

@@ -15,6 +15,7 @@
 //! ```
 
 mod auth;
+mod cluster;
 mod http;
 mod http_wiring;
 mod listener;

@@ -29,20 +29,18 @@ pub struct Declared {
 }
 
 /// The declarations of the config file at `path` (none without a file).
-pub fn from_config_file(
-    path: &str,
-    max_msg_timeout: std::time::Duration,
-) -> Result<Vec<Declared>, String> {
+/// `limits` are the broker's (its `--max-msg-timeout`, its cluster); their topic is ignored.
+pub fn from_config_file(path: &str, limits: &Limits) -> Result<Vec<Declared>, String> {
     if path.is_empty() {
         return Ok(Vec::new());
     }
     let text = nsq_common::config_file::read(path)
         .map_err(|e| format!("failed to load config file {path} - {e}"))?;
-    parse(&text, max_msg_timeout).map_err(|e| format!("failed to load config file {path} - {e}"))
+    parse(&text, limits).map_err(|e| format!("failed to load config file {path} - {e}"))
 }
 
 /// The declarations in TOML `text`, checked.
-pub fn parse(text: &str, max_msg_timeout: std::time::Duration) -> Result<Vec<Declared>, String> {
+pub fn parse(text: &str, limits: &Limits) -> Result<Vec<Declared>, String> {
     let table = nsq_common::config_file::parse(text).map_err(|e| e.to_string())?;
     let Some(topics) = table.get("topics") else {
         return Ok(Vec::new());
@@ -59,7 +57,7 @@ pub fn parse(text: &str, max_msg_timeout: std::time::Duration) -> Result<Vec<Dec
             .ok_or(format!("invalid value for {here}: expected a table"))?
             .clone();
         let channels = t.remove("channels");
-        out.push(setting(topic, None, t, &here, max_msg_timeout)?);
+        out.push(setting(topic, None, t, &here, limits)?);
         let Some(channels) = channels else { continue };
         let channels = channels.as_table().ok_or(format!(
             "invalid value for {here}.channels: expected a table"
@@ -71,7 +69,7 @@ pub fn parse(text: &str, max_msg_timeout: std::time::Duration) -> Result<Vec<Dec
                 .as_table()
                 .ok_or(format!("invalid value for {here}: expected a table"))?
                 .clone();
-            out.push(setting(topic, Some(channel), c, &here, max_msg_timeout)?);
+            out.push(setting(topic, Some(channel), c, &here, limits)?);
         }
     }
     Ok(out)
@@ -92,13 +90,13 @@ fn setting(
     channel: Option<&String>,
     table: toml::Table,
     here: &str,
-    max_msg_timeout: std::time::Duration,
+    limits: &Limits,
 ) -> Result<Declared, String> {
     let settings = serde_json::to_value(toml::Value::Table(table))
         .map_err(|e| format!("invalid value for {here}: {e}"))?;
     let limits = Limits {
-        max_msg_timeout,
         topic: Some(topic.to_string()),
+        ..limits.clone()
     };
     QueueSettings::from_json(&settings, &limits)
         .map_err(|e| format!("invalid setting in {here}: {e}"))?;
@@ -145,7 +143,11 @@ mod tests {
     use serde_json::json;
     use std::time::Duration;
 
-    const MAX: Duration = Duration::from_secs(900);
+    const MAX: &Limits = &Limits {
+        max_msg_timeout: Duration::from_secs(900),
+        topic: None,
+        cluster_size: 0,
+    };
 
     #[test]
     fn topics_and_channels() {

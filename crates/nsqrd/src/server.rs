@@ -74,6 +74,19 @@ pub(crate) fn broker_config(o: &Options) -> BrokerConfig {
     }
 }
 
+/// The cluster listener and this node's replicated logs, with the `--cluster-*` flags.
+async fn start_cluster(o: &Options) -> Result<Option<Arc<crate::cluster::Cluster>>, String> {
+    let Some(config) = o.cluster().map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let data_path = broker_config(o).data_path.unwrap_or_default();
+    let strict =
+        nsqr_broker::Durability::parse(&o.durability) == Some(nsqr_broker::Durability::Strict);
+    crate::cluster::Cluster::start(config, data_path, strict)
+        .await
+        .map(Some)
+}
+
 /// The auth-server client, when `--auth-http-address` is set.
 fn authenticator(o: &Options) -> Result<Option<Arc<Authenticator>>, String> {
     if o.auth_http_addresses.is_empty() {
@@ -148,6 +161,8 @@ pub struct Server {
     memtrim: JoinHandle<()>,
     /// The keyspace's RESP server, with `--kv-address`.
     kv: Option<crate::resp::Handle>,
+    /// This node's place in the cluster, with the `--cluster-*` flags.
+    cluster: Option<Arc<crate::cluster::Cluster>>,
     _lock: DataDirLock,
 }
 
@@ -182,14 +197,20 @@ impl Server {
             .map_err(|e| format!("failed to build TLS config - {e}"))?;
         let auth = authenticator(&opts)?;
 
-        let queues =
-            crate::queue_settings_file::from_config_file(&opts.config, opts.max_msg_timeout)?;
-        let broker = Broker::start(BrokerConfig {
+        let cluster = start_cluster(&opts).await?;
+        let config = BrokerConfig {
             disk_faults: hooks.disk_faults,
+            replication: cluster
+                .as_ref()
+                .map(|c| nsqr_broker::Replication(Arc::new(crate::cluster::Hook(Arc::clone(c))))),
             ..broker_config(&opts)
-        })
-        .await
-        .map_err(|e| e.to_string())?;
+        };
+        let limits = nsqr_broker::queue_settings::Limits::of(&config, "");
+        let queues = crate::queue_settings_file::from_config_file(&opts.config, &limits)?;
+        let broker = Broker::start(config).await.map_err(|e| e.to_string())?;
+        if let Some(c) = &cluster {
+            c.attach(broker.clone());
+        }
         crate::queue_settings_file::apply(&broker, queues).await?;
         let memtrim = tokio::spawn(crate::memtrim::run(Arc::new(broker.clone())));
         let kv = crate::resp::start(&opts, &broker).await?;
@@ -247,6 +268,7 @@ impl Server {
             http_tasks,
             memtrim,
             kv,
+            cluster,
             _lock: lock,
         })
     }
@@ -293,6 +315,9 @@ impl Server {
         }
         for t in std::mem::take(&mut self.http_tasks) {
             let _ = tokio::time::timeout(Duration::from_secs(5), t).await;
+        }
+        if let Some(c) = self.cluster.take() {
+            c.shutdown().await;
         }
         self.broker.shutdown().await.map_err(|e| e.to_string())
     }

@@ -136,7 +136,12 @@ pub async fn script(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
         .map_err(|e| err(format!("cannot run redis-benchmark: {e}")))?;
     let after = cpu(t);
     let text = String::from_utf8_lossy(&out.stdout);
-    let rps = csv_rps(&text, "evalsha")
+    // The test is named by its whole command line: the one result line after the header.
+    let rps = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.split("\",\"").nth(1))
+        .and_then(|v| v.trim_matches('"').parse::<f64>().ok())
         .ok_or_else(|| err(format!("no EVALSHA result from redis-benchmark: {text}")))?;
     m.insert("evalsha_rps".into(), rps);
     if let Some(c) = cpu_per_op(before, after, s.requests) {

@@ -7,6 +7,7 @@ fn limits() -> Limits {
     Limits {
         max_msg_timeout: Duration::from_secs(900),
         topic: Some("t".into()),
+        cluster_size: 0,
     }
 }
 
@@ -108,7 +109,7 @@ fn effective_settings_inherit() {
     assert_eq!(plain.to_settings().to_json()["msg_timeout"], json!("1m0s"));
     assert_eq!(
         serde_json::to_string(&e.to_settings()).expect("json"),
-        r#"{"max_attempts":2,"dead_letter_topic":"orders.dead","ordered":false,"message_ttl":"1m0s","expired":"dead_letter","msg_timeout":"1m0s","mem_queue_size":10000}"#
+        r#"{"max_attempts":2,"dead_letter_topic":"orders.dead","ordered":false,"message_ttl":"1m0s","expired":"dead_letter","msg_timeout":"1m0s","mem_queue_size":10000,"replicas":1}"#
     );
 }
 
@@ -135,18 +136,46 @@ fn keys_are_the_fields_in_order() {
             "message_ttl",
             "expired",
             "msg_timeout",
-            "mem_queue_size"
+            "mem_queue_size",
+            "replicas"
         ]
     );
     let e = QueueSettings::from_json(&json!({"bogus": 1}), &limits()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "unknown setting \"bogus\" (known: max_attempts, dead_letter_topic, ordered, \
-         message_ttl, expired, msg_timeout, mem_queue_size)"
+         message_ttl, expired, msg_timeout, mem_queue_size, replicas)"
     );
     let e = QueueSettings::from_json(&json!({"msg_timeout": "0s"}), &limits()).unwrap_err();
     assert_eq!(
         e.to_string(),
         "msg_timeout: expected a duration from 1ms to --max-msg-timeout (15m0s), got \"0s\""
     );
+}
+
+#[test]
+fn replicas_need_a_cluster_that_large() {
+    let with_cluster = |n| Limits {
+        cluster_size: n,
+        ..limits()
+    };
+    let err = |v: Value, l: &Limits| QueueSettings::from_json(&v, l).unwrap_err().to_string();
+    assert_eq!(
+        err(json!({"replicas": 3}), &limits()),
+        "replicas: a replicated topic needs a cluster (--cluster-node-id, --cluster-address, --cluster-peers, --cluster-secret-file)"
+    );
+    assert_eq!(
+        err(json!({"replicas": 5}), &with_cluster(3)),
+        "replicas: 5 replicas need a cluster of at least 5 nodes (--cluster-peers names 3)"
+    );
+    for bad in [json!(2), json!(0), json!("3"), json!(7)] {
+        assert_eq!(
+            err(json!({ "replicas": bad }), &with_cluster(5)),
+            format!("replicas: expected 1, 3 or 5, got {bad}")
+        );
+    }
+    let p = QueueSettings::from_json(&json!({"replicas": 3}), &with_cluster(3)).expect("valid");
+    assert_eq!(p.replicas, Some(3));
+    let one = QueueSettings::from_json(&json!({"replicas": 1}), &limits()).expect("valid");
+    assert_eq!(one.replicas, Some(1));
 }

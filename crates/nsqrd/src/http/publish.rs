@@ -118,6 +118,13 @@ async fn put(
         .put_with(std::slice::from_ref(&bodies), opts)
         .map_err(|e| match e {
             BrokerError::Disk(d) => disk_error(&d),
+            e @ BrokerError::NotLeader { .. } => ApiError::new(
+                hyper::StatusCode::SERVICE_UNAVAILABLE,
+                format!("NOT_LEADER: {e}"),
+            ),
+            e @ BrokerError::NotReplicable { .. } => {
+                ApiError::new(hyper::StatusCode::BAD_REQUEST, format!("PUB_FAILED: {e}"))
+            }
             _ => ApiError::exiting(),
         })?;
     ticket.wait().await.map_err(|e| match e {

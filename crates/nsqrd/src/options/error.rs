@@ -50,6 +50,18 @@ pub enum OptionsError {
     KvEventsTopic(String),
     #[error("--http-max-connections must be >= 0")]
     HttpMaxConnections,
+    /// One of the cluster flags is set and this one (named without dashes) is not.
+    #[error("--cluster-node-id, --cluster-address, --cluster-peers and --cluster-secret-file go together: --{0} is missing")]
+    ClusterIncomplete(&'static str),
+    #[error("--cluster-node-id must be a non-negative integer: {0:?}")]
+    ClusterNodeId(String),
+    #[error("--cluster-address must be <addr>:<port>: {0:?}")]
+    ClusterAddress(String),
+    /// `--cluster-peers` unreadable, or without this node.
+    #[error("{0}")]
+    ClusterPeers(String),
+    #[error("--cluster-secret-file {path}: {reason}")]
+    ClusterSecretFile { path: String, reason: String },
 }
 
 impl From<nsq_common::goflag::SyntaxError> for OptionsError {

@@ -11,6 +11,7 @@
 //! ```
 
 pub mod addr;
+mod cluster;
 mod config_api;
 mod config_file;
 mod error;

@@ -262,6 +262,16 @@ option_table! {
     kv_threads: i64 = 0;
         "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = half the cores, at least one)";
 
+    // [nsqr] replicated topics: the cluster (docs/replication.md)
+    cluster_node_id: String = String::new();
+        "cluster-node-id", Some("cluster_node_id"), Str, "[nsqr] this node's id in the cluster (an integer, unique among --cluster-peers); empty: no cluster";
+    cluster_address: String = String::new();
+        "cluster-address", Some("cluster_address"), Str, "[nsqr] <addr>:<port> of this node's replication listener; empty: no cluster, no cluster port";
+    cluster_peers: String = String::new();
+        "cluster-peers", Some("cluster_peers"), Str, "[nsqr] every member of the cluster, this node included: <node-id>@<host>:<port>,...";
+    cluster_secret_file: String = String::new();
+        "cluster-secret-file", Some("cluster_secret_file"), Str, "[nsqr] file holding the secret every member of the cluster shares (connections that cannot prove it are refused)";
+
     // 1.10 experiments
     enable_experiment: Vec<String> = Vec::new();
         "enable-experiment", Some("enable_experiment"), StrList, "enable an experimental feature (may be given multiple times): topology-aware-consumption";
@@ -278,7 +288,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 16));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 20));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

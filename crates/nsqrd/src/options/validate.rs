@@ -58,7 +58,8 @@ impl Options {
         if self.http_max_connections < 0 {
             return Err(OptionsError::HttpMaxConnections);
         }
-        self.validate_kv()
+        self.validate_kv()?;
+        self.cluster().map(drop)
     }
 
     /// The keyspace's flags (checked even while `--kv-address` is empty, so a typo in a

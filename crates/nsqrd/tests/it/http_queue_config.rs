@@ -32,7 +32,7 @@ fn channel_settings_are_set_read_back_and_inherited() {
         eff,
         json!({"max_attempts": 5, "dead_letter_topic": "orders.dead", "ordered": true,
                "message_ttl": "1h0m0s", "expired": "dead_letter", "msg_timeout": "30s",
-               "mem_queue_size": 10000})
+               "mem_queue_size": 10000, "replicas": 1})
     );
     // The order of the keys is documented: check it on the raw text.
     let keys = OJson::parse(&r.body);
@@ -45,7 +45,8 @@ fn channel_settings_are_set_read_back_and_inherited() {
             "message_ttl",
             "expired",
             "msg_timeout",
-            "mem_queue_size"
+            "mem_queue_size",
+            "replicas"
         ]
     );
     assert_eq!(
@@ -122,7 +123,7 @@ fn bad_settings_are_400_and_change_nothing() {
         ),
         (
             br#"{"colour": "blue"}"#,
-            "INVALID_CONFIG: unknown setting \"colour\" (known: max_attempts, dead_letter_topic, ordered, message_ttl, expired, msg_timeout, mem_queue_size)",
+            "INVALID_CONFIG: unknown setting \"colour\" (known: max_attempts, dead_letter_topic, ordered, message_ttl, expired, msg_timeout, mem_queue_size, replicas)",
         ),
         (br#"[1, 2]"#, "INVALID_CONFIG: settings must be a JSON object"),
     ] {
