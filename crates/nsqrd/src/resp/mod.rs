@@ -8,6 +8,7 @@
 //! resp/conn.rs    one task per client: read, parse (resp-wire), dispatch, write
 //! resp/registry.rs every connected client (CLIENT LIST / KILL / PAUSE)
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
+//! resp/command_meta.rs what Redis 7.0 says of every command: flags, ACL categories, key specs
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
@@ -21,6 +22,7 @@
 
 mod args;
 mod bits;
+mod command_meta;
 mod client;
 mod config;
 mod conn;
