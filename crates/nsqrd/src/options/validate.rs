@@ -70,6 +70,11 @@ impl Options {
         if nsqr_kv::Policy::parse(&self.kv_maxmemory_policy).is_none() {
             return Err(OptionsError::KvPolicy(self.kv_maxmemory_policy.clone()));
         }
+        if !matches!(self.kv_protected_mode.as_str(), "yes" | "no") {
+            return Err(OptionsError::KvProtectedMode(
+                self.kv_protected_mode.clone(),
+            ));
+        }
         nsqr_kv::NotifyFlags::parse(&self.kv_notify_keyspace_events)
             .map_err(|e| OptionsError::KvNotify(e.to_string()))?;
         if !self.kv_events_topic.is_empty()

@@ -9,6 +9,7 @@
 //! resp/registry.rs every connected client (CLIENT LIST / KILL / PAUSE)
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
 //! resp/command_meta.rs what Redis 7.0 says of every command: flags, ACL categories, key specs
+//! resp/acl/       ACL users, the permission check, ACL LOG, the ACL command
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
@@ -20,10 +21,11 @@
 //! The engine (keys, expiry, eviction, pub/sub hub, persistence) is `nsqr-kv`; this module only
 //! speaks the protocol.
 
+mod acl;
 mod args;
 mod bits;
-mod command_meta;
 mod client;
+mod command_meta;
 mod config;
 mod conn;
 mod connection;
@@ -59,8 +61,12 @@ use crate::options::Options;
 /// What every connection shares.
 pub struct Shared {
     pub ks: Arc<Keyspace>,
-    /// `--kv-password`: clients must AUTH first.
-    pub password: Option<String>,
+    /// The ACL users (`default` has `--kv-password`).
+    pub users: acl::Users,
+    pub acl_log: acl::Log,
+    /// Protected mode: bound to a non-loopback address with `--kv-protected-mode=yes`, so
+    /// clients from elsewhere are refused while the default user needs no password.
+    pub protected: bool,
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub total_connections: AtomicU64,
@@ -147,7 +153,9 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
     tracing::info!("KV: listening on {addr}");
     let shared = Arc::new(Shared {
         ks: Arc::clone(&ks),
-        password: (!o.kv_password.is_empty()).then(|| o.kv_password.clone()),
+        users: acl::Users::new((!o.kv_password.is_empty()).then_some(o.kv_password.as_str())),
+        acl_log: acl::Log::default(),
+        protected: o.kv_protected_mode == "yes" && !addr.ip().is_loopback(),
         next_client_id: AtomicU64::new(1),
         connected: AtomicUsize::new(0),
         total_connections: AtomicU64::new(0),

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
+use super::acl::User;
 use super::registry::Client;
 use super::transaction::Transaction;
 use super::Shared;
@@ -25,6 +26,10 @@ pub enum Replies {
 pub struct Session {
     pub client: Arc<Client>,
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until AUTH).
+    pub user: Arc<User>,
+    /// The users' generation `user` was looked up at (see `acl/check.rs`).
+    pub acl_generation: u64,
     /// The client's outbox once it subscribed to something (see `conn.rs`).
     pub sub: Option<Arc<Subscriber>>,
     /// Changes to wait for (strict mode) before the replies of this batch go out.
@@ -41,10 +46,12 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(client: Arc<Client>, authenticated: bool) -> Session {
+    pub fn new(client: Arc<Client>, authenticated: bool, user: Arc<User>) -> Session {
         Session {
             client,
             authenticated,
+            user,
+            acl_generation: 0,
             sub: None,
             pending: Pending::default(),
             quit: false,
@@ -57,6 +64,13 @@ impl Session {
 
     pub fn id(&self) -> u64 {
         self.client.id
+    }
+
+    /// Logs the connection in as `user`.
+    pub fn log_in(&mut self, user: Arc<User>) {
+        *self.client.user.lock() = user.name.clone();
+        self.user = user;
+        self.authenticated = true;
     }
 
     /// The client's (channels, patterns) subscription counts.
