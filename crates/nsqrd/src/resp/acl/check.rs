@@ -98,6 +98,9 @@ fn keys(cmd: &Command, meta: Option<&meta::Meta>, args: &Args<'_>) -> Vec<(usize
     m.keys(args)
         .into_iter()
         .map(|(i, flags)| {
+            if flags.contains(&"variable_flags") {
+                return (i, variable_perms(m.name, args));
+            }
             let perms = flags.iter().fold(0, |p, f| match *f {
                 "access" => p | READ,
                 "insert" | "delete" | "update" => p | WRITE,
@@ -106,6 +109,22 @@ fn keys(cmd: &Command, meta: Option<&meta::Meta>, args: &Args<'_>) -> Vec<(usize
             (i, perms)
         })
         .collect()
+}
+
+/// The two commands whose key flags depend on their options, decided as Redis does: `SET`
+/// reads its key only with `GET`; `BITFIELD` writes only with `SET` or `INCRBY`.
+fn variable_perms(name: &str, args: &Args<'_>) -> u8 {
+    let has = |word: &str| {
+        args.iter()
+            .skip(2)
+            .any(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+    };
+    match name {
+        "set" if has("get") => READ | WRITE,
+        "set" => WRITE,
+        _ if has("set") || has("incrby") => READ | WRITE,
+        _ => READ,
+    }
 }
 
 /// The channels a request names, and whether they are patterns.
