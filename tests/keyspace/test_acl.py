@@ -233,6 +233,27 @@ class Acl:
         self.assertTrue(self.r.acl_log_reset())
         self.assertEqual(self.r.acl_log(), [])
 
+    def test_requirepass_is_the_default_users_password(self):
+        self.assertEqual(self.r.config_get("requirepass"), {"requirepass": ""})
+        self.assertTrue(self.r.config_set("requirepass", "pw"))
+        self.addCleanup(self.r.config_set, "requirepass", "")
+        self.assertEqual(self.r.config_get("requirepass"), {"requirepass": "pw"})
+        self.assertEqual(self.r.acl_getuser("default")["flags"], ["on"])
+        s = self.srv.raw()
+        s.sendall(b"GET k\r\nAUTH pw\r\nGET k\r\nQUIT\r\n")
+        out = read_until_closed(s)
+        s.close()
+        self.assertEqual(out, b"-NOAUTH Authentication required.\r\n+OK\r\n$-1\r\n+OK\r\n")
+        self.assertTrue(self.r.config_set("requirepass", ""))
+        self.assertEqual(self.r.acl_getuser("default")["flags"], ["on", "nopass"])
+
+    def test_command_getkeys_by_key_specs(self):
+        self.assertEqual(self.r.command_getkeys("MSET", "a", "1", "b", "2"), ["a", "b"])
+        self.assertEqual(self.r.command_getkeys("EVAL", "s", "2", "k1", "k2", "arg"), ["k1", "k2"])
+        self.assertEqual(self.r.command_getkeys("EVAL", "s", "0", "arg"), [])
+        flags = self.r.command_getkeysandflags("SET", "k", "v")
+        self.assertEqual(flags, [["k", ["OW", "update"]]])
+
     def test_command_info_has_categories(self):
         s = self.srv.raw()
         s.sendall(b"COMMAND INFO get\r\nQUIT\r\n")
@@ -339,6 +360,14 @@ class ProtectedMode(unittest.TestCase):
         self.addCleanup(r.close)
         r.execute_command("ACL", "SETUSER", "default", ">pw")
         self.assertEqual(self.exchange(ip, srv.port, b"AUTH pw\r\nPING\r\nQUIT\r\n"), b"+OK\r\n+PONG\r\n+OK\r\n")
+
+    def test_config_set_turns_it_off(self):
+        srv, ip = self.start()
+        r = redis.Redis(host="127.0.0.1", port=srv.port, decode_responses=True)
+        self.addCleanup(r.close)
+        self.assertEqual(r.config_get("protected-mode"), {"protected-mode": "yes"})
+        self.assertTrue(r.config_set("protected-mode", "no"))
+        self.assertEqual(self.exchange(ip, srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
 
     def test_flag_turns_it_off(self):
         srv, ip = self.start("--kv-protected-mode=no")

@@ -497,6 +497,19 @@ pub fn category_names(bits: Categories) -> impl Iterator<Item = &'static str> {
         .map(|(_, n)| *n)
 }
 
+/// What a request runs as Redis names it: `config|get` for a subcommand Redis knows, else
+/// the command's own name; and where that is in [`COMMANDS`].
+pub fn of_request(name: &str, args: &resp_wire::Args<'_>) -> (String, Option<usize>) {
+    if args.len() >= 2 && !subcommands(name).is_empty() {
+        let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
+        let full = format!("{name}|{sub}");
+        if let Some(i) = index(&full) {
+            return (full, Some(i));
+        }
+    }
+    (name.to_owned(), index(name))
+}
+
 /// The subcommands of `name` (`config|get`, ...), in name order.
 pub fn subcommands(name: &str) -> &'static [Meta] {
     let start = COMMANDS.partition_point(|m| m.name <= name);
@@ -512,9 +525,10 @@ pub fn subcommands(name: &str) -> &'static [Meta] {
 }
 
 impl Meta {
-    /// The keys a request names, as its key specs find them: each key's position, and the
-    /// flags of the spec that found it (`RO`, `access`, `update`, ...). Specs Redis marks
-    /// `unknown` find nothing.
+    /// The keys a request names, as Redis's key specs find them: each key's position, and
+    /// its flags (`RO`, `access`, `update`, ...). Specs Redis marks `unknown` find nothing; a
+    /// spec that points outside the request (a bad count) makes the request name no keys, as
+    /// in Redis.
     pub fn keys(&self, args: &resp_wire::Args<'_>) -> Vec<(usize, &'static [&'static str])> {
         let argc = args.len() as i64;
         let mut found = Vec::new();
@@ -534,26 +548,52 @@ impl Meta {
                     (start, last, step)
                 }
                 Find::Keynum(idx, first, step) => {
-                    let Some(n) = usize::try_from(start + idx)
+                    let count = usize::try_from(start + idx)
                         .ok()
                         .filter(|&i| i < args.len())
                         .and_then(|i| resp_wire::parse_i64(args.get(i)))
-                        .filter(|&n| n >= 0)
-                    else {
-                        continue;
+                        .filter(|&n| n >= 0);
+                    let Some(n) = count else {
+                        return Vec::new();
                     };
-                    let first = start + first;
-                    (first, first + (n - 1) * step, step)
+                    (start + first, start + first + n - 1, step)
                 }
                 Find::Unknown => continue,
             };
+            if first < 1 || first >= argc || last >= argc || last < first {
+                return Vec::new();
+            }
+            let flags = self.variable_flags(spec, args);
             let mut i = first;
-            while i <= last.min(argc - 1) && i > 0 {
-                found.push((i as usize, spec.flags));
+            while i <= last {
+                found.push((i as usize, flags));
                 i += step.max(1);
             }
         }
         found
+    }
+
+    /// A spec's flags; for the two commands whose flags depend on their options, the ones
+    /// Redis gives this request: `SET` reads its key only with `GET`, `BITFIELD` writes only
+    /// with `SET` or `INCRBY`.
+    fn variable_flags(
+        &self,
+        spec: &KeySpec,
+        args: &resp_wire::Args<'_>,
+    ) -> &'static [&'static str] {
+        if !spec.flags.contains(&"variable_flags") {
+            return spec.flags;
+        }
+        let has = |word: &str| {
+            args.iter()
+                .skip(2)
+                .any(|a| a.eq_ignore_ascii_case(word.as_bytes()))
+        };
+        match self.name {
+            "set" if !has("get") => &["OW", "update"],
+            "bitfield" if !has("set") && !has("incrby") => &["RO", "access"],
+            _ => &["RW", "access", "update"],
+        }
     }
 }
 
@@ -644,7 +684,10 @@ mod tests {
             Vec::<usize>::new()
         );
         assert_eq!(positions("eval", &["eval", "s", "x"]), Vec::<usize>::new());
-        assert_eq!(positions("eval", &["eval", "s", "9", "a"]), [3]);
+        assert_eq!(
+            positions("eval", &["eval", "s", "9", "a"]),
+            Vec::<usize>::new()
+        );
         assert_eq!(
             positions("object|encoding", &["object", "encoding", "k"]),
             [2]
@@ -660,9 +703,10 @@ mod tests {
             positions("bitop", &["bitop", "and", "d", "s1", "s2"]),
             [2, 3, 4]
         );
-        let flags = get("set")
-            .unwrap()
-            .keys(&resp_wire::OwnedArgs::from_parts(&["set", "k", "v"]).args());
-        assert_eq!(flags[0].1, ["RW", "access", "update", "variable_flags"]);
+        let set = get("set").unwrap();
+        let flags = set.keys(&resp_wire::OwnedArgs::from_parts(&["set", "k", "v"]).args());
+        assert_eq!(flags[0].1, ["OW", "update"]);
+        let flags = set.keys(&resp_wire::OwnedArgs::from_parts(&["set", "k", "v", "get"]).args());
+        assert_eq!(flags[0].1, ["RW", "access", "update"]);
     }
 }

@@ -87,7 +87,11 @@ pub async fn run(
     peer: std::net::SocketAddr,
     stop: watch::Receiver<bool>,
 ) {
-    if shared.protected && !is_local(peer.ip()) && shared.users.default_is_open() {
+    if shared.exposed
+        && shared.protected_mode.load(Ordering::Relaxed)
+        && !is_local(peer.ip())
+        && shared.users.default_is_open()
+    {
         return deny(stream).await;
     }
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);

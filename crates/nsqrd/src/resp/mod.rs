@@ -45,7 +45,7 @@ mod transaction;
 mod workers;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -64,9 +64,14 @@ pub struct Shared {
     /// The ACL users (`default` has `--kv-password`).
     pub users: acl::Users,
     pub acl_log: acl::Log,
-    /// Protected mode: bound to a non-loopback address with `--kv-protected-mode=yes`, so
-    /// clients from elsewhere are refused while the default user needs no password.
-    pub protected: bool,
+    /// Bound to an address other than loopback: protected mode applies.
+    pub exposed: bool,
+    /// `--kv-protected-mode` / `CONFIG SET protected-mode`: while exposed and the default user
+    /// needs no password, clients from elsewhere are refused.
+    pub protected_mode: AtomicBool,
+    /// `--kv-password` / `CONFIG SET requirepass`, for `CONFIG GET requirepass` (the users keep
+    /// only hashes).
+    pub requirepass: parking_lot::Mutex<String>,
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub total_connections: AtomicU64,
@@ -155,7 +160,9 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         ks: Arc::clone(&ks),
         users: acl::Users::new((!o.kv_password.is_empty()).then_some(o.kv_password.as_str())),
         acl_log: acl::Log::default(),
-        protected: o.kv_protected_mode == "yes" && !addr.ip().is_loopback(),
+        exposed: !addr.ip().is_loopback(),
+        protected_mode: AtomicBool::new(o.kv_protected_mode == "yes"),
+        requirepass: parking_lot::Mutex::new(o.kv_password.clone()),
         next_client_id: AtomicU64::new(1),
         connected: AtomicUsize::new(0),
         total_connections: AtomicU64::new(0),

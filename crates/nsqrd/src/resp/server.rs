@@ -286,45 +286,43 @@ fn all_commands(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The positions of the keys in a request for `c`, from its key spec (first, last, step; a
-/// negative last counts from the end).
-pub fn key_positions(c: &Command, argc: usize) -> Vec<usize> {
-    let (first, last, step) = c.keys;
-    if first <= 0 || step <= 0 {
-        return Vec::new();
-    }
-    let last = if last < 0 {
-        argc as i64 + i64::from(last)
-    } else {
-        i64::from(last)
-    };
-    (i64::from(first)..=last.min(argc as i64 - 1))
-        .step_by(step as usize)
-        .map(|i| i as usize)
-        .collect()
-}
-
-/// COMMAND GETKEYS command arg ...: the keys a request would touch.
-fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+/// COMMAND GETKEYS / GETKEYSANDFLAGS command arg ...: the keys a request would touch, as
+/// Redis 7.0's key specs find them (with the specs' flags).
+fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>, with_flags: bool) {
     let Some(c) = table::lookup(a.get(2)) else {
         return ctx.out.error("ERR Invalid command specified");
     };
-    if c.keys.0 <= 0 {
+    let parts: Vec<&[u8]> = a.iter().skip(2).collect();
+    let owned = resp_wire::OwnedArgs::from_parts(&parts);
+    let req = owned.args();
+    let (_, index) = meta::of_request(c.name, &req);
+    let Some(m) = index
+        .map(|i| &meta::COMMANDS[i])
+        .filter(|m| !m.key_specs.is_empty())
+    else {
         return ctx.out.error("ERR The command has no key arguments");
-    }
-    let argc = a.len() - 2;
-    if !table::arity_ok(c.arity, argc) {
+    };
+    if !table::arity_ok(m.arity, req.len()) {
         return ctx
             .out
             .error("ERR Invalid number of arguments specified for command");
     }
-    let keys = key_positions(c, argc);
-    if keys.is_empty() {
+    let keys = m.keys(&req);
+    if keys.is_empty() && !m.flags.contains(&"no_mandatory_keys") {
         return ctx.out.error("ERR Invalid arguments specified for command");
     }
     ctx.out.array(keys.len());
-    for i in keys {
-        ctx.out.bulk(a.get(i + 2));
+    for (i, flags) in keys {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(req.get(i));
+            ctx.out.set(flags.len());
+            for f in flags {
+                ctx.out.simple(f.as_bytes());
+            }
+        } else {
+            ctx.out.bulk(req.get(i));
+        }
     }
 }
 
@@ -355,8 +353,9 @@ pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             }
         }
         b"docs" => ctx.out.map(0),
-        b"getkeys" if a.len() >= 4 => getkeys(ctx, a),
-        b"count" | b"getkeys" => {
+        b"getkeys" if a.len() >= 4 => getkeys(ctx, a, false),
+        b"getkeysandflags" if a.len() >= 4 => getkeys(ctx, a, true),
+        b"count" | b"getkeys" | b"getkeysandflags" => {
             table::wrong_arity(ctx, &format!("command|{}", String::from_utf8_lossy(&sub)))
         }
         _ => {

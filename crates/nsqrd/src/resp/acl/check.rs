@@ -11,7 +11,7 @@ use super::log::{Context, Entry, Reason};
 use super::user::{User, READ, WRITE};
 use crate::resp::command_meta as meta;
 use crate::resp::session::Ctx;
-use crate::resp::table::{Command, WRITE as WRITES};
+use crate::resp::table::Command;
 
 /// What the user may not do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,34 +73,12 @@ impl Denied {
     }
 }
 
-/// The command's name as ACL rules know it: `config|get` for a subcommand Redis knows.
-fn full_name(cmd: &Command, args: &Args<'_>) -> (String, Option<usize>) {
-    if args.len() >= 2 && !meta::subcommands(cmd.name).is_empty() {
-        let sub = String::from_utf8_lossy(args.get(1)).to_ascii_lowercase();
-        let full = format!("{}|{sub}", cmd.name);
-        if let Some(i) = meta::index(&full) {
-            return (full, Some(i));
-        }
-    }
-    (cmd.name.to_owned(), meta::index(cmd.name))
-}
-
 /// The keys a request names and what it does with each ([`READ`], [`WRITE`]), from Redis's
 /// key specs (an `access` key is read; an `insert`, `delete` or `update` one written).
-fn keys(cmd: &Command, meta: Option<&meta::Meta>, args: &Args<'_>) -> Vec<(usize, u8)> {
-    let Some(m) = meta else {
-        let perms = if cmd.flags & WRITES != 0 { WRITE } else { READ };
-        return crate::resp::server::key_positions(cmd, args.len())
-            .into_iter()
-            .map(|i| (i, perms))
-            .collect();
-    };
+fn keys(m: &meta::Meta, args: &Args<'_>) -> Vec<(usize, u8)> {
     m.keys(args)
         .into_iter()
         .map(|(i, flags)| {
-            if flags.contains(&"variable_flags") {
-                return (i, variable_perms(m.name, args));
-            }
             let perms = flags.iter().fold(0, |p, f| match *f {
                 "access" => p | READ,
                 "insert" | "delete" | "update" => p | WRITE,
@@ -109,22 +87,6 @@ fn keys(cmd: &Command, meta: Option<&meta::Meta>, args: &Args<'_>) -> Vec<(usize
             (i, perms)
         })
         .collect()
-}
-
-/// The two commands whose key flags depend on their options, decided as Redis does: `SET`
-/// reads its key only with `GET`; `BITFIELD` writes only with `SET` or `INCRBY`.
-fn variable_perms(name: &str, args: &Args<'_>) -> u8 {
-    let has = |word: &str| {
-        args.iter()
-            .skip(2)
-            .any(|a| a.eq_ignore_ascii_case(word.as_bytes()))
-    };
-    match name {
-        "set" if has("get") => READ | WRITE,
-        "set" => WRITE,
-        _ if has("set") || has("incrby") => READ | WRITE,
-        _ => READ,
-    }
 }
 
 /// The channels a request names, and whether they are patterns.
@@ -142,11 +104,11 @@ pub fn denial(user: &User, cmd: &Command, args: &Args<'_>) -> Option<Denied> {
     if user.unrestricted() {
         return None;
     }
-    let (name, index) = full_name(cmd, args);
-    if !index.is_some_and(|i| user.may_run(i)) {
+    let (name, index) = meta::of_request(cmd.name, args);
+    let Some(index) = index.filter(|&i| user.may_run(i)) else {
         return Some(Denied::Command(name));
-    }
-    for (i, perms) in keys(cmd, index.map(|i| &meta::COMMANDS[i]), args) {
+    };
+    for (i, perms) in keys(&meta::COMMANDS[index], args) {
         if !user.may_access(args.get(i), perms) {
             return Some(Denied::Key(args.get(i).to_vec()));
         }
@@ -159,7 +121,8 @@ pub fn denial(user: &User, cmd: &Command, args: &Args<'_>) -> Option<Denied> {
 }
 
 /// Looks the connection's user up again if any user changed since it last did.
-pub fn refresh_user(ctx: &mut Ctx<'_>) {
+#[inline]
+fn refresh_user(ctx: &mut Ctx<'_>) {
     let users = &ctx.shared.users;
     let g = users.generation();
     if g != ctx.s.acl_generation {
@@ -171,6 +134,7 @@ pub fn refresh_user(ctx: &mut Ctx<'_>) {
 }
 
 /// The check: Ok, or the error reply (and an `ACL LOG` entry).
+#[inline]
 pub fn check(
     ctx: &mut Ctx<'_>,
     cmd: &Command,
@@ -181,6 +145,16 @@ pub fn check(
     if ctx.s.user.unrestricted() {
         return Ok(());
     }
+    check_restricted(ctx, cmd, args, context)
+}
+
+/// The check for a user with some restriction.
+fn check_restricted(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command,
+    args: &Args<'_>,
+    context: Context,
+) -> Result<(), String> {
     let Some(d) = denial(&ctx.s.user, cmd, args) else {
         return Ok(());
     };
@@ -213,4 +187,101 @@ pub fn log(
         at: Instant::now(),
         client_info: client_info.trim_end().to_owned(),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::resp::table::lookup;
+
+    fn denied(rules: &[&str], request: &[&str]) -> Option<Denied> {
+        let mut u = User::new("u");
+        for r in rules {
+            u.apply(r.as_bytes()).unwrap();
+        }
+        let owned = resp_wire::OwnedArgs::from_parts(request);
+        let cmd = lookup(request[0].as_bytes()).unwrap();
+        denial(&u, cmd, &owned.args())
+    }
+
+    #[test]
+    fn commands_and_subcommands() {
+        let rules = ["+get", "+config|get", "~*"];
+        assert_eq!(denied(&rules, &["get", "k"]), None);
+        assert_eq!(
+            denied(&rules, &["set", "k", "v"]),
+            Some(Denied::Command("set".into()))
+        );
+        assert_eq!(denied(&rules, &["CONFIG", "GET", "x"]), None);
+        assert_eq!(
+            denied(&rules, &["config", "set", "x", "y"]),
+            Some(Denied::Command("config|set".into()))
+        );
+        // -@all refuses even PING (AUTH, HELLO, QUIT and RESET are not checked at all).
+        assert_eq!(
+            denied(&["-@all"], &["ping"]),
+            Some(Denied::Command("ping".into()))
+        );
+    }
+
+    #[test]
+    fn keys_by_what_the_command_does_with_them() {
+        let rules = ["+@all", "%R~r*", "%W~w*"];
+        assert_eq!(denied(&rules, &["get", "r1"]), None);
+        assert_eq!(
+            denied(&rules, &["get", "w1"]),
+            Some(Denied::Key(b"w1".to_vec()))
+        );
+        assert_eq!(denied(&rules, &["set", "w1", "v"]), None);
+        assert_eq!(
+            denied(&rules, &["set", "w1", "v", "GET"]),
+            Some(Denied::Key(b"w1".to_vec()))
+        );
+        assert_eq!(
+            denied(&rules, &["mget", "r1", "x"]),
+            Some(Denied::Key(b"x".to_vec()))
+        );
+        // A script's keys are read and written (Redis's key spec for EVAL).
+        assert_eq!(
+            denied(&rules, &["eval", "s", "1", "r1"]),
+            Some(Denied::Key(b"r1".to_vec()))
+        );
+        let rules = ["+@all", "~k*"];
+        assert_eq!(denied(&rules, &["eval", "s", "1", "k1", "x"]), None);
+        assert_eq!(
+            denied(&rules, &["eval", "s", "2", "k1", "x"]),
+            Some(Denied::Key(b"x".to_vec()))
+        );
+    }
+
+    #[test]
+    fn channels_and_patterns() {
+        let rules = ["+@all", "&news.*"];
+        assert_eq!(denied(&rules, &["publish", "news.1", "m"]), None);
+        assert_eq!(
+            denied(&rules, &["subscribe", "news.1", "other"]),
+            Some(Denied::Channel(b"other".to_vec()))
+        );
+        assert_eq!(denied(&rules, &["psubscribe", "news.*"]), None);
+        assert_eq!(
+            denied(&rules, &["psubscribe", "news.1*"]),
+            Some(Denied::Channel(b"news.1*".to_vec()))
+        );
+    }
+
+    #[test]
+    fn texts_as_redis() {
+        let d = Denied::Command("config|get".into());
+        assert_eq!(
+            d.error(Context::Toplevel),
+            "NOPERM this user has no permissions to run the 'config|get' command"
+        );
+        assert_eq!(
+            Denied::Key(b"x".to_vec()).dry_run_text(),
+            "This user has no permissions to access the 'x' key"
+        );
+        assert!(Denied::Key(b"x".to_vec())
+            .error(Context::Lua)
+            .starts_with("ERR The user executing the script"));
+    }
 }
