@@ -12,6 +12,16 @@ import redis
 from harness import NO_RETRY, Server, read_until_closed
 
 
+def exchange(srv, requests):
+    """Sends raw requests, then QUIT, on a new connection; returns every reply byte (QUIT's
+    +OK included)."""
+    s = srv.raw()
+    s.sendall(requests + b"QUIT\r\n")
+    out = read_until_closed(s)
+    s.close()
+    return out
+
+
 class Acl:
     PROTOCOL = 2
 
@@ -108,10 +118,7 @@ class Acl:
 
     def test_hello_auth(self):
         self.r.acl_setuser("h", enabled=True, passwords=["+pw"], categories=["+@all"])
-        s = self.srv.raw()
-        s.sendall(b"HELLO 3 AUTH h bad\r\nHELLO 3 AUTH h pw\r\nACL WHOAMI\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"HELLO 3 AUTH h bad\r\nHELLO 3 AUTH h pw\r\nACL WHOAMI\r\n")
         self.assertTrue(out.startswith(b"-WRONGPASS invalid username-password pair or user is disabled.\r\n%7\r\n"), out)
         self.assertIn(b"$1\r\nh\r\n+OK\r\n", out)
 
@@ -166,10 +173,7 @@ class Acl:
 
     def test_multi_refuses_at_queue_time(self):
         self.r.acl_setuser("m", enabled=True, passwords=["+pw"], keys=["*"], commands=["+multi", "+exec", "+set"])
-        s = self.srv.raw()
-        s.sendall(b"AUTH m pw\r\nMULTI\r\nSET a 1\r\nDEL a\r\nEXEC\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"AUTH m pw\r\nMULTI\r\nSET a 1\r\nDEL a\r\nEXEC\r\n")
         self.assertEqual(
             out,
             b"+OK\r\n+OK\r\n+QUEUED\r\n-NOPERM this user has no permissions to run the 'del' command\r\n"
@@ -239,10 +243,7 @@ class Acl:
         self.addCleanup(self.r.config_set, "requirepass", "")
         self.assertEqual(self.r.config_get("requirepass"), {"requirepass": "pw"})
         self.assertEqual(self.r.acl_getuser("default")["flags"], ["on"])
-        s = self.srv.raw()
-        s.sendall(b"GET k\r\nAUTH pw\r\nGET k\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"GET k\r\nAUTH pw\r\nGET k\r\n")
         self.assertEqual(out, b"-NOAUTH Authentication required.\r\n+OK\r\n$-1\r\n+OK\r\n")
         self.assertTrue(self.r.config_set("requirepass", ""))
         self.assertEqual(self.r.acl_getuser("default")["flags"], ["on", "nopass"])
@@ -255,10 +256,7 @@ class Acl:
         self.assertEqual(flags, [["k", ["OW", "update"]]])
 
     def test_command_info_has_categories(self):
-        s = self.srv.raw()
-        s.sendall(b"COMMAND INFO get\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"COMMAND INFO get\r\n")
         self.assertTrue(
             out.startswith(
                 b"*1\r\n*10\r\n$3\r\nget\r\n:2\r\n*2\r\n+readonly\r\n+fast\r\n:1\r\n:1\r\n:1\r\n"
@@ -266,10 +264,7 @@ class Acl:
             ),
             out,
         )
-        s = self.srv.raw()
-        s.sendall(b"COMMAND INFO config\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"COMMAND INFO config\r\n")
         self.assertIn(b"$10\r\nconfig|get\r\n:-3\r\n", out)
 
 
@@ -298,10 +293,7 @@ class Password(unittest.TestCase):
         self.assertEqual(r.acl_getuser("default")["flags"], ["on"])
         self.assertEqual(len(r.acl_getuser("default")["passwords"]), 1)
         r.acl_setuser("ops", enabled=True, passwords=["+ops"], categories=["+@all"], keys=["*"])
-        s = self.srv.raw()
-        s.sendall(b"GET k\r\nAUTH default nope\r\nAUTH ops ops\r\nACL WHOAMI\r\nQUIT\r\n")
-        out = read_until_closed(s)
-        s.close()
+        out = exchange(self.srv, b"GET k\r\nAUTH default nope\r\nAUTH ops ops\r\nACL WHOAMI\r\n")
         self.assertEqual(
             out,
             b"-NOAUTH Authentication required.\r\n"
@@ -340,7 +332,7 @@ class ProtectedMode(unittest.TestCase):
         self.addCleanup(srv.stop)
         return srv, ip
 
-    def exchange(self, ip, port, request=b"PING\r\n"):
+    def send_from(self, ip, port, request=b"PING\r\n"):
         s = socket.create_connection((ip, port), timeout=20)
         s.sendall(request)
         out = read_until_closed(s)
@@ -349,17 +341,17 @@ class ProtectedMode(unittest.TestCase):
 
     def test_refuses_outside_clients(self):
         srv, ip = self.start()
-        out = self.exchange(ip, srv.port)
+        out = self.send_from(ip, srv.port)
         self.assertTrue(out.startswith(DENIED), out)
         self.assertTrue(out.endswith(b"from the outside.\r\n"), out)
-        self.assertEqual(self.exchange("127.0.0.1", srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
+        self.assertEqual(self.send_from("127.0.0.1", srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
 
     def test_a_password_lifts_it(self):
         srv, ip = self.start()
         r = redis.Redis(host="127.0.0.1", port=srv.port)
         self.addCleanup(r.close)
         r.execute_command("ACL", "SETUSER", "default", ">pw")
-        self.assertEqual(self.exchange(ip, srv.port, b"AUTH pw\r\nPING\r\nQUIT\r\n"), b"+OK\r\n+PONG\r\n+OK\r\n")
+        self.assertEqual(self.send_from(ip, srv.port, b"AUTH pw\r\nPING\r\nQUIT\r\n"), b"+OK\r\n+PONG\r\n+OK\r\n")
 
     def test_config_set_turns_it_off(self):
         srv, ip = self.start()
@@ -367,11 +359,11 @@ class ProtectedMode(unittest.TestCase):
         self.addCleanup(r.close)
         self.assertEqual(r.config_get("protected-mode"), {"protected-mode": "yes"})
         self.assertTrue(r.config_set("protected-mode", "no"))
-        self.assertEqual(self.exchange(ip, srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
+        self.assertEqual(self.send_from(ip, srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
 
     def test_flag_turns_it_off(self):
         srv, ip = self.start("--kv-protected-mode=no")
-        self.assertEqual(self.exchange(ip, srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
+        self.assertEqual(self.send_from(ip, srv.port, b"PING\r\nQUIT\r\n"), b"+PONG\r\n+OK\r\n")
 
 
 if __name__ == "__main__":

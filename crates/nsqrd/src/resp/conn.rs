@@ -101,7 +101,7 @@ pub async fn run(
     shared.connected.fetch_add(1, Ordering::Relaxed);
     shared.total_connections.fetch_add(1, Ordering::Relaxed);
     let user = shared.users.default_user();
-    let authenticated = user.enabled && user.nopass;
+    let authenticated = user.open();
     let limits = Limits {
         max_bulk: shared.max_bulk,
         unauthenticated: !authenticated,

@@ -41,11 +41,7 @@ fn log_in(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), &'static st
         }
         None => {
             let name = String::from_utf8_lossy(user).into_owned();
-            let context = if ctx.s.tx.is_some() {
-                acl::Context::Multi
-            } else {
-                acl::Context::Toplevel
-            };
+            let context = acl::context(ctx);
             acl::log_refusal(ctx, acl::Reason::Auth, context, "AUTH".into(), name, "auth");
             Err(WRONGPASS)
         }
@@ -180,10 +176,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         .multi
         .store(-1, std::sync::atomic::Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
-    let default = ctx.shared.users.default_user();
-    ctx.s.authenticated = default.enabled && default.nopass;
-    *ctx.s.client.user.lock() = default.name.clone();
-    ctx.s.user = default;
+    ctx.s.log_out(ctx.shared.users.default_user());
     ctx.out.set_protocol(Protocol::Resp2);
     if let Some(sub) = &ctx.s.sub {
         sub.set_protocol(Protocol::Resp2);

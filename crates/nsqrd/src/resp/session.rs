@@ -73,6 +73,13 @@ impl Session {
         self.authenticated = true;
     }
 
+    /// Back to the `default` user, logged in only if it needs no password (RESET).
+    pub fn log_out(&mut self, default: Arc<User>) {
+        self.authenticated = default.open();
+        *self.client.user.lock() = default.name.clone();
+        self.user = default;
+    }
+
     /// The client's (channels, patterns) subscription counts.
     pub fn subscriptions(&self, shared: &Shared) -> (usize, usize) {
         match &self.sub {

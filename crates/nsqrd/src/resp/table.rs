@@ -226,11 +226,7 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.doom_transaction();
         return wrong_arity(ctx, cmd.name);
     }
-    let context = if ctx.s.tx.is_some() {
-        acl::Context::Multi
-    } else {
-        acl::Context::Toplevel
-    };
+    let context = acl::context(ctx);
     if let Err(e) = admit(ctx, cmd, args, context) {
         ctx.doom_transaction();
         ctx.out.error(&e);

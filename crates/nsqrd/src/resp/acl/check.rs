@@ -133,6 +133,15 @@ fn refresh_user(ctx: &mut Ctx<'_>) {
     }
 }
 
+/// Where a command from this connection comes from, for `ACL LOG` (scripts say so themselves).
+pub fn context(ctx: &Ctx<'_>) -> Context {
+    if ctx.s.tx.is_some() {
+        Context::Multi
+    } else {
+        Context::Toplevel
+    }
+}
+
 /// The check: Ok, or the error reply (and an `ACL LOG` entry).
 #[inline]
 pub fn check(

@@ -15,7 +15,7 @@ mod log;
 mod user;
 mod users;
 
-pub use check::{check, log as log_refusal};
+pub use check::{check, context, log as log_refusal};
 pub use log::{Context, Log, Reason};
 pub use user::User;
 pub use users::Users;

@@ -113,6 +113,11 @@ impl User {
         self.all_commands && self.rules.is_empty() && self.all_keys && self.all_channels
     }
 
+    /// Whether a connection is logged in as this user without AUTH (`on` and `nopass`).
+    pub fn open(&self) -> bool {
+        self.enabled && self.nopass
+    }
+
     /// Whether `password` logs this user in.
     pub fn accepts(&self, password: &[u8]) -> bool {
         self.enabled && (self.nopass || self.passwords.contains(&hash(password)))

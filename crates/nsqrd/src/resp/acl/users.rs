@@ -53,8 +53,7 @@ impl Users {
 
     /// Whether a new connection is logged in as `default` without AUTH.
     pub fn default_is_open(&self) -> bool {
-        let d = self.default_user();
-        d.enabled && d.nopass
+        self.default_user().open()
     }
 
     /// Every user, by name.
