@@ -290,6 +290,7 @@ mod tests {
     fn keyspace_flags_are_checked() {
         let bad = [
             (Options { kv_maxmemory: "lots".into(), ..Options::default() }, "--kv-maxmemory must be a memory size (bytes, or with a unit: 100mb, 2gb): \"lots\""),
+            (Options { kv_protected_mode: "maybe".into(), ..Options::default() }, "--kv-protected-mode must be yes or no: \"maybe\""),
             (Options { kv_maxmemory_policy: "lru".into(), ..Options::default() }, "--kv-maxmemory-policy must be one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl: \"lru\""),
             (Options { kv_notify_keyspace_events: "Z".into(), ..Options::default() }, "--kv-notify-keyspace-events: Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
             (Options { kv_events_topic: "bad topic".into(), ..Options::default() }, "--kv-events-topic is not a valid topic name: \"bad topic\""),
