@@ -161,6 +161,24 @@ class Acl:
         self.assertTrue(all(e["username"] == "bob" for e in log))
         self.assertIn("bob", str(log[0]["client-info"]))
 
+    def test_selectors(self):
+        self.r.acl_setuser(
+            "sel", enabled=True, passwords=["+pw"], commands=["+get"], keys=["a*"], selectors=[("+set", "%W~app*")]
+        )
+        line = [l for l in self.r.acl_list() if l.startswith("user sel ")][0]
+        self.assertTrue(line.endswith(" ~a* resetchannels -@all +get (%W~app* resetchannels -@all +set)"), line)
+        # A map in RESP3, a flat array in RESP2.
+        sels = [s if isinstance(s, dict) else dict(zip(s[::2], s[1::2])) for s in self.r.acl_getuser("sel")["selectors"]]
+        self.assertEqual(sels, [{"commands": "-@all +set", "keys": "%W~app*", "channels": ""}])
+        u = self.as_user("sel", "pw")
+        self.assertIsNone(u.get("a1"))
+        self.assertTrue(u.set("app1", "v"))
+        with self.assertRaises(redis.exceptions.NoPermissionError) as e:
+            u.set("a1", "v")
+        self.assertEqual(str(e.exception), "this user has no permissions to access one of the keys used as arguments")
+        self.r.execute_command("ACL", "SETUSER", "sel", "clearselectors")
+        self.assertEqual(self.r.acl_getuser("sel")["selectors"], [])
+
     def test_read_and_write_key_patterns(self):
         self.r.acl_setuser("rw", enabled=True, passwords=["+pw"], keys=["%R~ro:*", "%W~wo:*"], categories=["+@all"])
         u = self.as_user("rw", "pw")

@@ -8,7 +8,8 @@ use std::time::Instant;
 use resp_wire::Args;
 
 use super::log::{Context, Entry, Reason};
-use super::user::{User, READ, WRITE};
+use super::selector::{Selector, READ, WRITE};
+use super::user::User;
 use crate::resp::command_meta as meta;
 use crate::resp::session::Ctx;
 use crate::resp::table::Command;
@@ -99,24 +100,44 @@ fn channels<'a>(cmd: &Command, args: &'a Args<'a>) -> (Vec<&'a [u8]>, bool) {
     }
 }
 
-/// What `user` may not do of this request, if anything.
+/// What `user` may not do of this request, if anything: nothing if any of its selectors
+/// allows all of it; else, as Redis, the most telling refusal (a channel, then a key, then
+/// the command).
 pub fn denial(user: &User, cmd: &Command, args: &Args<'_>) -> Option<Denied> {
     if user.unrestricted() {
         return None;
     }
+    let rank = |d: &Denied| match d {
+        Denied::Command(_) => 0,
+        Denied::Key(_) => 1,
+        Denied::Channel(_) => 2,
+    };
+    let mut worst: Option<Denied> = None;
+    for s in user.all_selectors() {
+        // A selector that allows it all ends the search: allowed.
+        let d = selector_denial(s, cmd, args)?;
+        if worst.as_ref().is_none_or(|w| rank(&d) > rank(w)) {
+            worst = Some(d);
+        }
+    }
+    worst
+}
+
+/// What one selector does not allow of this request.
+fn selector_denial(s: &Selector, cmd: &Command, args: &Args<'_>) -> Option<Denied> {
     let (name, index) = meta::of_request(cmd.name, args);
-    let Some(index) = index.filter(|&i| user.may_run(i)) else {
+    let Some(index) = index.filter(|&i| s.may_run(i)) else {
         return Some(Denied::Command(name));
     };
     for (i, perms) in keys(&meta::COMMANDS[index], args) {
-        if !user.may_access(args.get(i), perms) {
+        if !s.may_access(args.get(i), perms) {
             return Some(Denied::Key(args.get(i).to_vec()));
         }
     }
     let (chans, pattern) = channels(cmd, args);
     chans
         .into_iter()
-        .find(|c| !user.may_use_channel(c, pattern))
+        .find(|c| !s.may_use_channel(c, pattern))
         .map(|c| Denied::Channel(c.to_vec()))
 }
 
@@ -275,6 +296,22 @@ mod tests {
         assert_eq!(
             denied(&rules, &["psubscribe", "news.1*"]),
             Some(Denied::Channel(b"news.1*".to_vec()))
+        );
+    }
+
+    #[test]
+    fn any_selector_may_allow_it() {
+        let rules = ["+get", "~a*", "(+set %W~app*)"];
+        assert_eq!(denied(&rules, &["get", "a1"]), None);
+        assert_eq!(denied(&rules, &["set", "app1", "v"]), None);
+        // The root refuses the command, the selector the key: the key is the answer.
+        assert_eq!(
+            denied(&rules, &["set", "a1", "v"]),
+            Some(Denied::Key(b"a1".to_vec()))
+        );
+        assert_eq!(
+            denied(&rules, &["del", "a1"]),
+            Some(Denied::Command("del".into()))
         );
     }
 

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! acl/user.rs   one user, ACL SETUSER's rules, how ACL LIST describes it
+//! acl/selector.rs what a user (or one of its `(...)` selectors) may run, on which keys and channels
 //! acl/users.rs  every user by name (in memory), AUTH's lookup
 //! acl/check.rs  the check before each command, and its NOPERM errors
 //! acl/log.rs    ACL LOG
@@ -12,6 +13,7 @@
 
 mod check;
 mod log;
+mod selector;
 mod user;
 mod users;
 
@@ -155,14 +157,23 @@ fn getuser(ctx: &mut Ctx<'_>, name: &[u8]) {
     for p in &u.passwords {
         out.bulk(p.as_bytes());
     }
-    out.bulk(b"commands");
-    out.bulk(u.describe_commands().as_bytes());
-    out.bulk(b"keys");
-    out.bulk(u.describe_keys().as_bytes());
-    out.bulk(b"channels");
-    out.bulk(u.describe_channels().as_bytes());
+    selector_fields(out, &u.root);
     out.bulk(b"selectors");
-    out.array(0);
+    out.array(u.selectors.len());
+    for s in &u.selectors {
+        out.map(3);
+        selector_fields(out, s);
+    }
+}
+
+/// A selector's commands, keys and channels, as `ACL GETUSER` shows them.
+fn selector_fields(out: &mut resp_wire::Reply, s: &selector::Selector) {
+    out.bulk(b"commands");
+    out.bulk(s.describe_commands().as_bytes());
+    out.bulk(b"keys");
+    out.bulk(s.describe_keys().as_bytes());
+    out.bulk(b"channels");
+    out.bulk(s.describe_channels().as_bytes());
 }
 
 fn deluser(ctx: &mut Ctx<'_>, a: &Args<'_>) {

@@ -1,5 +1,5 @@
-//! One ACL user: whether it may log in (on/off, passwords as SHA-256), which commands it may
-//! run, which keys and channels it may touch, and `ACL SETUSER`'s rules that change it.
+//! One ACL user: whether it may log in (on/off, passwords as SHA-256), what it may do (its
+//! root selector and any others, `selector.rs`), and `ACL SETUSER`'s rules that change it.
 //!
 //! A user is immutable once published: `ACL SETUSER` applies its rules to a copy and swaps
 //! the copy in (all the rules or none, as Redis does), so a connection reads its user with no
@@ -8,11 +8,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::resp::command_meta as meta;
-
-/// A key pattern's permissions (`%R~`, `%W~`, `~` is both).
-pub const READ: u8 = 1;
-pub const WRITE: u8 = 2;
+use super::selector::Selector;
 
 /// Why `ACL SETUSER` refused one rule (Redis's texts).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
@@ -31,13 +27,6 @@ pub enum RuleError {
     BadHash,
 }
 
-/// A key pattern and what it allows.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeyPattern {
-    pub perms: u8,
-    pub pattern: Vec<u8>,
-}
-
 #[derive(Debug, Clone)]
 pub struct User {
     pub name: String,
@@ -47,16 +36,10 @@ pub struct User {
     pub sanitize: Option<bool>,
     /// Hex SHA-256 of each password, in the order added.
     pub passwords: Vec<String>,
-    /// The base is `+@all` (commands added later are allowed too), else `-@all`.
-    all_commands: bool,
-    /// Command rules after the base: (allowed, `get` / `@read` / `config|get`).
-    rules: Vec<(bool, String)>,
-    /// Per entry of [`meta::COMMANDS`].
-    allowed: Vec<bool>,
-    pub all_keys: bool,
-    pub keys: Vec<KeyPattern>,
-    pub all_channels: bool,
-    pub channels: Vec<Vec<u8>>,
+    /// The rules given outside parentheses.
+    pub root: Selector,
+    /// `(...)` selectors: a request any of them allows is allowed.
+    pub selectors: Vec<Selector>,
 }
 
 /// The hex SHA-256 of a password.
@@ -80,13 +63,8 @@ impl User {
             nopass: false,
             sanitize: None,
             passwords: Vec::new(),
-            all_commands: false,
-            rules: Vec::new(),
-            allowed: vec![false; meta::COMMANDS.len()],
-            all_keys: false,
-            keys: Vec::new(),
-            all_channels: false,
-            channels: Vec::new(),
+            root: Selector::default(),
+            selectors: Vec::new(),
         }
     }
 
@@ -110,7 +88,7 @@ impl User {
 
     /// Whether the user may run anything on anything: then no check is made.
     pub fn unrestricted(&self) -> bool {
-        self.all_commands && self.rules.is_empty() && self.all_keys && self.all_channels
+        self.root.unrestricted()
     }
 
     /// Whether a connection is logged in as this user without AUTH (`on` and `nopass`).
@@ -123,8 +101,17 @@ impl User {
         self.enabled && (self.nopass || self.passwords.contains(&hash(password)))
     }
 
+    /// Every selector, the root first.
+    pub fn all_selectors(&self) -> impl Iterator<Item = &Selector> {
+        std::iter::once(&self.root).chain(&self.selectors)
+    }
+
     /// Applies one `ACL SETUSER` rule.
     pub fn apply(&mut self, rule: &[u8]) -> Result<(), RuleError> {
+        if let [b'(', inner @ .., b')'] = rule {
+            self.selectors.push(Selector::parse(inner)?);
+            return Ok(());
+        }
         let lower = rule.to_ascii_lowercase();
         match lower.as_slice() {
             b"on" => self.enabled = true,
@@ -137,23 +124,18 @@ impl User {
                 self.nopass = false;
                 self.passwords.clear();
             }
-            b"allkeys" => self.set_keys(READ | WRITE, b"*")?,
-            b"resetkeys" => {
-                self.all_keys = false;
-                self.keys.clear();
-            }
-            b"allchannels" => self.add_channel(b"*")?,
-            b"resetchannels" => {
-                self.all_channels = false;
-                self.channels.clear();
-            }
-            b"allcommands" | b"+@all" => self.base_commands(true),
-            b"nocommands" | b"-@all" => self.base_commands(false),
             b"sanitize-payload" => self.sanitize = Some(true),
             b"skip-sanitize-payload" => self.sanitize = Some(false),
-            b"clearselectors" => {}
+            b"clearselectors" => self.selectors.clear(),
             b"reset" => {
-                for r in ["resetpass", "resetkeys", "resetchannels", "off", "-@all"] {
+                for r in [
+                    "resetpass",
+                    "resetkeys",
+                    "resetchannels",
+                    "off",
+                    "-@all",
+                    "clearselectors",
+                ] {
                     self.apply(r.as_bytes())?;
                 }
                 self.sanitize = Some(true);
@@ -171,27 +153,7 @@ impl User {
             b'#' if valid_hash(rest) => self.add_hash(String::from_utf8_lossy(rest).into()),
             b'!' if valid_hash(rest) => self.remove_hash(&String::from_utf8_lossy(rest)),
             b'#' | b'!' => Err(RuleError::BadHash),
-            b'~' => self.set_keys(READ | WRITE, rest),
-            b'%' => {
-                let tilde = rest
-                    .iter()
-                    .position(|&c| c == b'~')
-                    .ok_or(RuleError::Syntax)?;
-                let mut perms = 0;
-                for c in &rest[..tilde] {
-                    perms |= match c.to_ascii_uppercase() {
-                        b'R' => READ,
-                        b'W' => WRITE,
-                        _ => return Err(RuleError::Syntax),
-                    };
-                }
-                if perms == 0 {
-                    return Err(RuleError::Syntax);
-                }
-                self.set_keys(perms, &rest[tilde + 1..])
-            }
-            b'&' => self.add_channel(rest),
-            b'+' | b'-' => self.command_rule(first == b'+', rest),
+            _ if self.root.apply(rule)? => Ok(()),
             _ => Err(RuleError::Syntax),
         }
     }
@@ -214,106 +176,6 @@ impl User {
         Ok(())
     }
 
-    fn set_keys(&mut self, perms: u8, pattern: &[u8]) -> Result<(), RuleError> {
-        if self.all_keys {
-            return Err(RuleError::KeysAfterAll);
-        }
-        if pattern == b"*" && perms == READ | WRITE {
-            self.all_keys = true;
-            self.keys.clear();
-        } else if let Some(k) = self.keys.iter_mut().find(|k| k.pattern == pattern) {
-            k.perms |= perms;
-        } else {
-            self.keys.push(KeyPattern {
-                perms,
-                pattern: pattern.to_vec(),
-            });
-        }
-        Ok(())
-    }
-
-    fn add_channel(&mut self, pattern: &[u8]) -> Result<(), RuleError> {
-        if self.all_channels {
-            return Err(RuleError::ChannelsAfterAll);
-        }
-        if pattern == b"*" {
-            self.all_channels = true;
-            self.channels.clear();
-        } else if !self.channels.iter().any(|c| c == pattern) {
-            self.channels.push(pattern.to_vec());
-        }
-        Ok(())
-    }
-
-    fn base_commands(&mut self, all: bool) {
-        self.all_commands = all;
-        self.rules.clear();
-        self.allowed.iter_mut().for_each(|a| *a = all);
-    }
-
-    /// `+name`, `-name`, `+name|sub`, `+@category`, `-@category`.
-    fn command_rule(&mut self, allow: bool, target: &[u8]) -> Result<(), RuleError> {
-        let target = std::str::from_utf8(target)
-            .map_err(|_| RuleError::Unknown)?
-            .to_ascii_lowercase();
-        if let Some(cat) = target.strip_prefix('@') {
-            let bits = meta::category(cat).ok_or(RuleError::Unknown)?;
-            for (i, m) in meta::COMMANDS.iter().enumerate() {
-                if m.categories & bits != 0 {
-                    self.allowed[i] = allow;
-                }
-            }
-        } else {
-            let at = meta::index(&target).ok_or(RuleError::Unknown)?;
-            self.allowed[at] = allow;
-            if !target.contains('|') {
-                let prefix = format!("{target}|");
-                for (i, m) in meta::COMMANDS.iter().enumerate() {
-                    if m.name.starts_with(&prefix) {
-                        self.allowed[i] = allow;
-                    }
-                }
-            }
-        }
-        // A rule replaces any earlier one on the same target (and on its subcommands).
-        let sub = format!("{target}|");
-        self.rules
-            .retain(|(_, t)| *t != target && !t.starts_with(&sub));
-        self.rules.push((allow, target));
-        Ok(())
-    }
-
-    /// Whether the user may run the command (or subcommand) at `index` of
-    /// [`meta::COMMANDS`].
-    pub fn may_run(&self, index: usize) -> bool {
-        self.allowed
-            .get(index)
-            .copied()
-            .unwrap_or(self.all_commands)
-    }
-
-    /// Whether the user may touch `key` with `perms` ([`READ`], [`WRITE`]).
-    pub fn may_access(&self, key: &[u8], perms: u8) -> bool {
-        self.all_keys
-            || self
-                .keys
-                .iter()
-                .any(|k| k.perms & perms == perms && nsqr_kv::glob::matches(&k.pattern, key))
-    }
-
-    /// Whether the user may use `channel`; a pattern (PSUBSCRIBE) must be one of the user's
-    /// patterns as written.
-    pub fn may_use_channel(&self, channel: &[u8], is_pattern: bool) -> bool {
-        self.all_channels
-            || self.channels.iter().any(|c| {
-                if is_pattern {
-                    c == channel
-                } else {
-                    nsqr_kv::glob::matches(c, channel)
-                }
-            })
-    }
-
     /// The flags `ACL GETUSER` shows.
     pub fn flags(&self) -> Vec<&'static str> {
         let mut f = vec![if self.enabled { "on" } else { "off" }];
@@ -328,50 +190,6 @@ impl User {
         f
     }
 
-    /// The command rules: `+@all` or `-@all`, then the rules as given.
-    pub fn describe_commands(&self) -> String {
-        let mut s = String::from(if self.all_commands { "+@all" } else { "-@all" });
-        for (allow, t) in &self.rules {
-            s.push(' ');
-            s.push(if *allow { '+' } else { '-' });
-            s.push_str(t);
-        }
-        s
-    }
-
-    /// The key patterns, as `ACL GETUSER` shows them.
-    pub fn describe_keys(&self) -> String {
-        if self.all_keys {
-            return "~*".into();
-        }
-        let words: Vec<String> = self
-            .keys
-            .iter()
-            .map(|k| {
-                let p = String::from_utf8_lossy(&k.pattern);
-                match k.perms {
-                    READ => format!("%R~{p}"),
-                    WRITE => format!("%W~{p}"),
-                    _ => format!("~{p}"),
-                }
-            })
-            .collect();
-        words.join(" ")
-    }
-
-    /// The channel patterns, as `ACL GETUSER` shows them.
-    pub fn describe_channels(&self) -> String {
-        if self.all_channels {
-            return "&*".into();
-        }
-        let words: Vec<String> = self
-            .channels
-            .iter()
-            .map(|c| format!("&{}", String::from_utf8_lossy(c)))
-            .collect();
-        words.join(" ")
-    }
-
     /// The user as one `ACL LIST` line.
     pub fn describe(&self) -> String {
         let mut s = format!("user {}", self.name);
@@ -383,21 +201,13 @@ impl User {
             s.push_str(" #");
             s.push_str(p);
         }
-        let keys = self.describe_keys();
-        if !keys.is_empty() {
-            s.push(' ');
-            s.push_str(&keys);
-        }
-        if !self.all_channels {
-            s.push_str(" resetchannels");
-        }
-        let channels = self.describe_channels();
-        if !channels.is_empty() {
-            s.push(' ');
-            s.push_str(&channels);
-        }
         s.push(' ');
-        s.push_str(&self.describe_commands());
+        s.push_str(&self.root.describe());
+        for sel in &self.selectors {
+            s.push_str(" (");
+            s.push_str(&sel.describe());
+            s.push(')');
+        }
         s
     }
 }
@@ -405,6 +215,8 @@ impl User {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::resp::acl::selector::{READ, WRITE};
+    use crate::resp::command_meta as meta;
 
     fn user(rules: &[&str]) -> User {
         let mut u = User::new("u");
@@ -439,18 +251,18 @@ mod tests {
             "user u on #f64551fcd6f07823cb87971cfb91446425da18286b3ab1ef935e0cbd7a69f68a ~foo* %R~bar resetchannels &ch* -@all +@string -set"
         );
         let u = user(&["%R~a", "%W~b", "%RW~c", "~d", "%W~a"]);
-        assert_eq!(u.describe_keys(), "~a %W~b ~c ~d");
+        assert_eq!(u.root.describe_keys(), "~a %W~b ~c ~d");
     }
 
     #[test]
     fn rules_replace_earlier_ones_on_the_same_target() {
         let u = user(&["+get", "+config|get", "-@read", "+get", "-config"]);
-        assert_eq!(u.describe_commands(), "-@all -@read +get -config");
-        assert!(u.may_run(idx("get")));
-        assert!(!u.may_run(idx("config|get")) && !u.may_run(idx("mget")));
+        assert_eq!(u.root.describe_commands(), "-@all -@read +get -config");
+        assert!(u.root.may_run(idx("get")));
+        assert!(!u.root.may_run(idx("config|get")) && !u.root.may_run(idx("mget")));
         let u = user(&["+@all", "-get"]);
-        assert_eq!(u.describe_commands(), "+@all -get");
-        assert!(!u.may_run(idx("get")) && u.may_run(idx("set")));
+        assert_eq!(u.root.describe_commands(), "+@all -get");
+        assert!(!u.root.may_run(idx("get")) && u.root.may_run(idx("set")));
         assert!(!u.unrestricted());
         assert!(User::default_user(Some("x")).unrestricted());
     }
@@ -479,13 +291,29 @@ mod tests {
     #[test]
     fn keys_and_channels() {
         let u = user(&["~k*", "%R~r*", "&ch*"]);
-        assert!(u.may_access(b"k1", READ | WRITE) && !u.may_access(b"x", READ));
-        assert!(u.may_access(b"r1", READ) && !u.may_access(b"r1", WRITE));
-        assert!(u.may_use_channel(b"ch1", false) && !u.may_use_channel(b"x", false));
-        assert!(u.may_use_channel(b"ch*", true) && !u.may_use_channel(b"ch*x", true));
+        assert!(u.root.may_access(b"k1", READ | WRITE) && !u.root.may_access(b"x", READ));
+        assert!(u.root.may_access(b"r1", READ) && !u.root.may_access(b"r1", WRITE));
+        assert!(u.root.may_use_channel(b"ch1", false) && !u.root.may_use_channel(b"x", false));
+        assert!(u.root.may_use_channel(b"ch*", true) && !u.root.may_use_channel(b"ch*x", true));
         let mut u = user(&["allkeys", "allchannels"]);
         assert_eq!(u.apply(b"~x"), Err(RuleError::KeysAfterAll));
         assert_eq!(u.apply(b"&x"), Err(RuleError::ChannelsAfterAll));
+    }
+
+    #[test]
+    fn selectors() {
+        let u = user(&["on", "~a*", "+get", "(%W~app* +set)", "(+mget ~m*)"]);
+        assert_eq!(
+            u.describe(),
+            "user u on ~a* resetchannels -@all +get (%W~app* resetchannels -@all +set) (~m* resetchannels -@all +mget)"
+        );
+        assert_eq!(u.selectors.len(), 2);
+        assert!(u.selectors[0].may_run(idx("set")) && !u.selectors[0].may_run(idx("get")));
+        let mut u = u;
+        assert_eq!(u.apply(b"(+nosuch)"), Err(RuleError::Unknown));
+        assert_eq!(u.apply(b"(on)"), Err(RuleError::Syntax));
+        u.apply(b"clearselectors").unwrap();
+        assert!(u.selectors.is_empty());
     }
 
     #[test]

@@ -18,6 +18,36 @@ pub enum SetUserError {
     BadName,
     #[error("ERR Error in ACL SETUSER modifier '{rule}': {error}")]
     Rule { rule: String, error: RuleError },
+    #[error("ERR Unmatched parenthesis in acl selector starting at '{0}'.")]
+    Unmatched(String),
+}
+
+/// Joins a selector given over several arguments (`(+get` `~k*)`) into one rule, as Redis.
+fn merge_selectors(rules: &[&[u8]]) -> Result<Vec<Vec<u8>>, SetUserError> {
+    let mut merged = Vec::with_capacity(rules.len());
+    let mut open: Option<Vec<u8>> = None;
+    for r in rules {
+        match open.as_mut() {
+            Some(sel) => {
+                sel.push(b' ');
+                sel.extend_from_slice(r);
+                if r.ends_with(b")") {
+                    merged.extend(open.take());
+                }
+            }
+            None if r.starts_with(b"(") && !r.ends_with(b")") => open = Some(r.to_vec()),
+            None => merged.push(r.to_vec()),
+        }
+    }
+    match open {
+        Some(sel) => {
+            let first = sel.split(|&c| c == b' ').next().unwrap_or_default();
+            Err(SetUserError::Unmatched(
+                String::from_utf8_lossy(first).into_owned(),
+            ))
+        }
+        None => Ok(merged),
+    }
 }
 
 #[derive(Debug)]
@@ -67,12 +97,13 @@ impl Users {
             return Err(SetUserError::BadName);
         }
         let name = String::from_utf8_lossy(name).into_owned();
+        let rules = merge_selectors(rules)?;
         let mut map = self.by_name.write();
         let mut user = match map.get(&name) {
             Some(u) => User::clone(u),
             None => User::new(&name),
         };
-        for r in rules {
+        for r in &rules {
             user.apply(r).map_err(|error| SetUserError::Rule {
                 rule: String::from_utf8_lossy(r).into_owned(),
                 error,
@@ -125,6 +156,23 @@ mod tests {
         assert_eq!(users.delete(&["bob".into(), "nob".into()]), ["bob"]);
         assert!(users.get("bob").is_none());
         assert!(users.generation() > g);
+    }
+
+    #[test]
+    fn selectors_over_several_arguments() {
+        let users = Users::new(None);
+        users.set(b"s", &[b"(+get", b"~x)", b"(+set)"]).unwrap();
+        assert_eq!(
+            users.get("s").map(|u| u.describe()),
+            Some("user s off resetchannels -@all (~x resetchannels -@all +get) (resetchannels -@all +set)".into())
+        );
+        assert_eq!(
+            users
+                .set(b"s", &[b"on", b"(+get", b"~x"])
+                .unwrap_err()
+                .to_string(),
+            "ERR Unmatched parenthesis in acl selector starting at '(+get'."
+        );
     }
 
     #[test]
