@@ -218,6 +218,21 @@ class Acl:
         self.assertEqual(read_until_closed(s), b"")
         s.close()
 
+    def test_subscribers_lose_channels_they_may_no_longer_use(self):
+        self.r.acl_setuser("ps", enabled=True, passwords=["+pw"], categories=["+@all"], channels=["news.*"])
+        s = self.srv.raw()
+        s.sendall(b"AUTH ps pw\r\nSUBSCRIBE news.1\r\n")
+        want = b"+OK\r\n*3\r\n$9\r\nsubscribe\r\n$6\r\nnews.1\r\n:1\r\n"
+        got = b""
+        while len(got) < len(want):
+            got += s.recv(100)
+        self.assertEqual(got, want)
+        self.r.acl_setuser("ps", enabled=True, channels=["news.*", "sports.*"])
+        self.assertEqual(self.r.publish("news.1", "still"), 1)
+        self.r.execute_command("ACL", "SETUSER", "ps", "resetchannels", "&sports.*")
+        self.assertEqual(read_until_closed(s), b"*3\r\n$7\r\nmessage\r\n$6\r\nnews.1\r\n$5\r\nstill\r\n")
+        s.close()
+
     def test_cat_genpass_dryrun(self):
         cats = self.r.acl_cat()
         self.assertEqual(len(cats), 21)

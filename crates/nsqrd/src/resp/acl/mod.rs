@@ -115,7 +115,10 @@ pub fn acl(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         "setuser" => {
             let rules: Vec<&[u8]> = a.iter().skip(3).collect();
             match ctx.shared.users.set(a.get(2), &rules) {
-                Ok(()) => ctx.out.ok(),
+                Ok(()) => {
+                    close_refused_subscribers(ctx, &String::from_utf8_lossy(a.get(2)));
+                    ctx.out.ok();
+                }
                 Err(e) => ctx.out.error(&e.to_string()),
             }
         }
@@ -174,6 +177,26 @@ fn selector_fields(out: &mut resp_wire::Reply, s: &selector::Selector) {
     out.bulk(s.describe_keys().as_bytes());
     out.bulk(b"channels");
     out.bulk(s.describe_channels().as_bytes());
+}
+
+/// After `ACL SETUSER`, as Redis: the user's clients subscribed to a channel or pattern it
+/// may no longer use are closed.
+fn close_refused_subscribers(ctx: &Ctx<'_>, name: &str) {
+    let Some(user) = ctx.shared.users.get(name) else {
+        return;
+    };
+    if user.unrestricted() || ctx.shared.ks.hub().is_idle() {
+        return;
+    }
+    let hub = ctx.shared.ks.hub();
+    ctx.shared.clients.kill_where(|c| {
+        if *c.user.lock() != name {
+            return false;
+        }
+        let (channels, patterns) = hub.subscriptions(c.id);
+        channels.iter().any(|ch| !user.may_use_channel(ch, false))
+            || patterns.iter().any(|p| !user.may_use_channel(p, true))
+    });
 }
 
 fn deluser(ctx: &mut Ctx<'_>, a: &Args<'_>) {

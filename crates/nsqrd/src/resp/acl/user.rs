@@ -101,6 +101,12 @@ impl User {
         self.enabled && (self.nopass || self.passwords.contains(&hash(password)))
     }
 
+    /// Whether any selector allows `channel` (a pattern as written, for PSUBSCRIBE).
+    pub fn may_use_channel(&self, channel: &[u8], is_pattern: bool) -> bool {
+        self.all_selectors()
+            .any(|s| s.may_use_channel(channel, is_pattern))
+    }
+
     /// Every selector, the root first.
     pub fn all_selectors(&self) -> impl Iterator<Item = &Selector> {
         std::iter::once(&self.root).chain(&self.selectors)
