@@ -102,6 +102,9 @@ fn confirmation(r: &mut Reply, name: &[u8], target: Option<&[u8]>, count: i64) {
     r.integer(count);
 }
 
+/// Channel names, or patterns.
+pub type Targets = Vec<Box<[u8]>>;
+
 impl Hub {
     pub fn new() -> Hub {
         Hub::default()
@@ -243,6 +246,17 @@ impl Hub {
         }
         let gone = client.total();
         self.subscriptions.fetch_sub(gone, Ordering::Relaxed);
+    }
+
+    /// The client's (channels, patterns).
+    pub fn subscriptions(&self, id: u64) -> (Targets, Targets) {
+        let inner = self.inner.lock();
+        inner
+            .clients
+            .get(&id)
+            .map_or((Vec::new(), Vec::new()), |c| {
+                (c.channels.clone(), c.patterns.clone())
+            })
     }
 
     /// The client's (channels, patterns) counts.

@@ -259,6 +259,8 @@ option_table! {
         "kv-events-prefix", Some("kv_events_prefix"), StrList, "[nsqr] only keys starting with this go to the change feed (may be given multiple times; default all keys)";
     kv_events_value: bool = false;
         "kv-events-value", Some("kv_events_value"), Bool, "[nsqr] include values in change-feed messages";
+    kv_protected_mode: String = s("yes");
+        "kv-protected-mode", Some("kv_protected_mode"), Str, "[nsqr] yes: while the default user has no password, refuse keyspace clients that are not on the loopback interface (as Redis's protected-mode); no: serve them";
     kv_threads: i64 = 0;
         "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = half the cores, at least one)";
 
@@ -288,7 +290,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 20));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 21));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

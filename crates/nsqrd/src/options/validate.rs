@@ -71,6 +71,11 @@ impl Options {
         if nsqr_kv::Policy::parse(&self.kv_maxmemory_policy).is_none() {
             return Err(OptionsError::KvPolicy(self.kv_maxmemory_policy.clone()));
         }
+        if !matches!(self.kv_protected_mode.as_str(), "yes" | "no") {
+            return Err(OptionsError::KvProtectedMode(
+                self.kv_protected_mode.clone(),
+            ));
+        }
         nsqr_kv::NotifyFlags::parse(&self.kv_notify_keyspace_events)
             .map_err(|e| OptionsError::KvNotify(e.to_string()))?;
         if !self.kv_events_topic.is_empty()
@@ -286,6 +291,7 @@ mod tests {
     fn keyspace_flags_are_checked() {
         let bad = [
             (Options { kv_maxmemory: "lots".into(), ..Options::default() }, "--kv-maxmemory must be a memory size (bytes, or with a unit: 100mb, 2gb): \"lots\""),
+            (Options { kv_protected_mode: "maybe".into(), ..Options::default() }, "--kv-protected-mode must be yes or no: \"maybe\""),
             (Options { kv_maxmemory_policy: "lru".into(), ..Options::default() }, "--kv-maxmemory-policy must be one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl: \"lru\""),
             (Options { kv_notify_keyspace_events: "Z".into(), ..Options::default() }, "--kv-notify-keyspace-events: Invalid event class character. Use 'Ag$lshzxeKEtmdn'."),
             (Options { kv_events_topic: "bad topic".into(), ..Options::default() }, "--kv-events-topic is not a valid topic name: \"bad topic\""),

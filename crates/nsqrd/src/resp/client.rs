@@ -17,7 +17,7 @@ use super::table::wrong_arity;
 use super::Shared;
 
 /// Redis's `CLIENT LIST` line of `c`.
-fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
+pub fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
     let (channels, patterns) = shared.ks.hub().counts(c.id);
     let shards = shared.ks.hub().shard_count(c.id);
     let multi = c.multi.load(Ordering::Relaxed);
@@ -36,13 +36,14 @@ fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
     }
     let n = c.names.lock().clone();
     format!(
-        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db=0 sub={channels} psub={patterns} ssub={shards} multi={multi} cmd={cmd} user=default lib-name={} lib-ver={} resp={}\n",
+        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db=0 sub={channels} psub={patterns} ssub={shards} multi={multi} cmd={cmd} user={} lib-name={} lib-ver={} resp={}\n",
         c.id,
         c.addr,
         c.laddr,
         String::from_utf8_lossy(&n.name),
         c.created.elapsed().as_secs(),
         c.idle_seconds(),
+        c.user.lock(),
         String::from_utf8_lossy(&n.lib_name),
         String::from_utf8_lossy(&n.lib_ver),
         c.resp.load(Ordering::Relaxed),
@@ -308,7 +309,9 @@ fn kill(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         !(f.skip_me && c.id == me)
             && f.id.is_none_or(|id| c.id == id)
             && f.kind.is_none_or(|k| k == Some(is_pubsub(shared, c)))
-            && f.user.as_deref().is_none_or(|u| u == b"default")
+            && f.user
+                .as_deref()
+                .is_none_or(|u| u == c.user.lock().as_bytes())
             && f.addr.as_deref().is_none_or(|a| c.addr == a)
             && f.laddr.as_deref().is_none_or(|a| c.laddr == a)
     });

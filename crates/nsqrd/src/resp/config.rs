@@ -1,6 +1,7 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE. The parameters that mean something here can be
 //! read; the keyspace's runtime settings (`maxmemory`, `maxmemory-policy`,
-//! `maxmemory-samples`, `notify-keyspace-events`, `busy-reply-threshold`) can be changed. Clients that only probe
+//! `maxmemory-samples`, `notify-keyspace-events`, `busy-reply-threshold`, `requirepass`,
+//! `protected-mode`) can be changed. Clients that only probe
 //! (redis-benchmark asks for `save` and `appendonly`) get the values that describe this
 //! server.
 
@@ -12,7 +13,7 @@ use super::session::Ctx;
 use super::table::wrong_arity;
 
 /// Every parameter CONFIG GET knows, in the order it lists them.
-const PARAMS: [&str; 13] = [
+const PARAMS: [&str; 15] = [
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
@@ -26,6 +27,8 @@ const PARAMS: [&str; 13] = [
     "timeout",
     "busy-reply-threshold",
     "lua-time-limit",
+    "requirepass",
+    "protected-mode",
 ];
 
 fn value(ctx: &Ctx<'_>, name: &str) -> String {
@@ -43,6 +46,17 @@ fn value(ctx: &Ctx<'_>, name: &str) -> String {
         "databases" => "1".to_string(),
         "proto-max-bulk-len" => ctx.shared.max_bulk.to_string(),
         "busy-reply-threshold" | "lua-time-limit" => ctx.shared.scripts.busy_after_ms().to_string(),
+        "requirepass" => ctx.shared.requirepass.lock().clone(),
+        "protected-mode" => if ctx
+            .shared
+            .protected_mode
+            .load(std::sync::atomic::Ordering::Relaxed)
+        {
+            "yes"
+        } else {
+            "no"
+        }
+        .to_string(),
         "client-output-buffer-limit" => format!(
             "normal 0 0 0 slave 0 0 0 pubsub {} {} {}",
             l.hard,
@@ -113,6 +127,9 @@ enum Change {
     Samples(usize),
     Notify(NotifyFlags),
     BusyAfterMs(u64),
+    /// The default user's password (empty: none).
+    Requirepass(String),
+    ProtectedMode(bool),
     Nothing,
 }
 
@@ -146,6 +163,14 @@ fn parse_one(name: &[u8], v: &[u8]) -> Result<Change, String> {
             Ok(ms) if ms <= i64::MAX as u64 => Ok(Change::BusyAfterMs(ms)),
             _ => Err(failed("argument couldn't be parsed into an integer")),
         }
+    } else if is(name, "requirepass") {
+        Ok(Change::Requirepass(text.into_owned()))
+    } else if is(name, "protected-mode") {
+        match text.to_ascii_lowercase().as_str() {
+            "yes" => Ok(Change::ProtectedMode(true)),
+            "no" => Ok(Change::ProtectedMode(false)),
+            _ => Err(failed("argument must be 'yes' or 'no'")),
+        }
     } else if is(name, "save") && v.is_empty() {
         // No periodic snapshots here, which is what `save ""` asks for.
         Ok(Change::Nothing)
@@ -177,8 +202,26 @@ fn set(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             Change::Samples(n) => s.set_samples(n),
             Change::Notify(f) => s.set_notify(f),
             Change::BusyAfterMs(ms) => ctx.shared.scripts.set_busy_after_ms(ms),
+            Change::Requirepass(p) => set_requirepass(ctx, p),
+            Change::ProtectedMode(on) => ctx
+                .shared
+                .protected_mode
+                .store(on, std::sync::atomic::Ordering::Relaxed),
             Change::Nothing => {}
         }
     }
     ctx.out.ok();
+}
+
+/// `CONFIG SET requirepass`: the default user's only password (none: `nopass`), as Redis.
+fn set_requirepass(ctx: &Ctx<'_>, password: String) {
+    let rule = format!(">{password}");
+    let rules: [&[u8]; 2] = if password.is_empty() {
+        [b"resetpass", b"nopass"]
+    } else {
+        [b"resetpass", rule.as_bytes()]
+    };
+    // Both rules are always valid.
+    let _ = ctx.shared.users.set(b"default", &rules);
+    *ctx.shared.requirepass.lock() = password;
 }

@@ -101,13 +101,21 @@ pub async fn run(
     peer: std::net::SocketAddr,
     stop: watch::Receiver<bool>,
 ) {
+    if shared.exposed
+        && shared.protected_mode.load(Ordering::Relaxed)
+        && !is_local(peer.ip())
+        && shared.users.default_is_open()
+    {
+        return deny(stream).await;
+    }
     let id = shared.next_client_id.fetch_add(1, Ordering::Relaxed);
     let local = stream
         .local_addr()
         .map_or_else(|_| String::new(), |a| a.to_string());
     shared.connected.fetch_add(1, Ordering::Relaxed);
     shared.total_connections.fetch_add(1, Ordering::Relaxed);
-    let authenticated = shared.password.is_none();
+    let user = shared.users.default_user();
+    let authenticated = user.open();
     let limits = Limits {
         max_bulk: shared.max_bulk,
         unauthenticated: !authenticated,
@@ -122,6 +130,7 @@ pub async fn run(
         session: Session::new(
             shared.clients.add(id, peer.to_string(), local.clone()),
             authenticated,
+            user,
         ),
         out: Reply::with_capacity(Protocol::Resp2, READ_CHUNK),
     };
@@ -134,6 +143,25 @@ pub async fn run(
     shared.ks.unwatch(&mut conn.session.watch);
     shared.clients.remove(id);
     shared.connected.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Redis's reply to a client refused by protected mode.
+const DENIED: &str = "-DENIED Redis is running in protected mode because protected mode is enabled and no password is set for the default user. In this mode connections are only accepted from the loopback interface. If you want to connect from external computers to Redis you may adopt one of the following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' from the loopback interface by connecting to Redis from the same host the server is running, however MAKE SURE Redis is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change permanent. 2) Alternatively you can just disable the protected mode by editing the Redis configuration file, and setting the protected mode option to 'no', and then restarting the server. 3) If you started the server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an authentication password for the default user. NOTE: You only need to do one of the above things in order for the server to start accepting connections from the outside.\r\n";
+
+/// Whether a client connects from this host (protected mode lets it in).
+fn is_local(ip: std::net::IpAddr) -> bool {
+    match ip {
+        std::net::IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
+        }
+        v4 => v4.is_loopback(),
+    }
+}
+
+/// Protected mode: tells the client why, and closes.
+async fn deny(mut stream: TcpStream) {
+    let _ = stream.write_all(DENIED.as_bytes()).await;
+    let _ = stream.shutdown().await;
 }
 
 impl Conn {
@@ -285,7 +313,7 @@ impl Conn {
                     if session.quit {
                         break Next::Close;
                     }
-                    let unauthenticated = shared.password.is_some() && !session.authenticated;
+                    let unauthenticated = !session.authenticated;
                     if parser.limits().unauthenticated != unauthenticated {
                         parser.set_limits(Limits {
                             max_bulk: shared.max_bulk,
@@ -455,7 +483,7 @@ fn silence(session: &mut Session, out: &mut Reply, mark: usize, before: Replies)
 /// at least two (a pipeline); returns where the requests looked at end. Only for a client that
 /// may run commands: nothing is looked up for one that has not authenticated.
 fn warm(shared: &Shared, session: &Session, input: &[u8]) -> usize {
-    if shared.password.is_some() && !session.authenticated {
+    if !session.authenticated {
         return 0;
     }
     let mut ahead: [(&[u8], &[u8]); WARM_BATCH] = [(&[], &[]); WARM_BATCH];

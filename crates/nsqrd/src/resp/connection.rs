@@ -2,6 +2,7 @@
 
 use resp_wire::{Args, Protocol};
 
+use super::acl;
 use super::args::{self, is, SYNTAX};
 use super::session::Ctx;
 use super::table::wrong_arity;
@@ -30,27 +31,27 @@ pub fn echo(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.out.bulk(a.get(1));
 }
 
-/// Compares without stopping at the first difference (no timing hint about the password).
-fn same(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-/// Checks a username / password pair; the error text if it is refused.
-fn check_credentials(ctx: &Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
-    if !user.eq_ignore_ascii_case(b"default") {
-        return Err(WRONGPASS);
-    }
-    match &ctx.shared.password {
-        None => Ok(()),
-        Some(p) if same(p.as_bytes(), pass) => Ok(()),
-        Some(_) => Err(WRONGPASS),
+/// Logs the connection in as `user` if `pass` is its password (passwords are compared as
+/// SHA-256 hashes); a refusal goes to `ACL LOG`.
+fn log_in(ctx: &mut Ctx<'_>, user: &[u8], pass: &[u8]) -> Result<(), &'static str> {
+    match ctx.shared.users.authenticate(user, pass) {
+        Some(u) => {
+            ctx.s.log_in(u);
+            Ok(())
+        }
+        None => {
+            let name = String::from_utf8_lossy(user).into_owned();
+            let context = acl::context(ctx);
+            acl::log_refusal(ctx, acl::Reason::Auth, context, "AUTH".into(), name, "auth");
+            Err(WRONGPASS)
+        }
     }
 }
 
 pub fn auth(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let (user, pass) = match a.len() {
         2 => {
-            if ctx.shared.password.is_none() {
+            if ctx.shared.users.default_is_open() {
                 ctx.out.error("ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?");
                 return;
             }
@@ -59,11 +60,8 @@ pub fn auth(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         3 => (a.get(1), a.get(2)),
         _ => return ctx.out.error(SYNTAX),
     };
-    match check_credentials(ctx, user, pass) {
-        Ok(()) => {
-            ctx.s.authenticated = true;
-            ctx.out.ok();
-        }
+    match log_in(ctx, user, pass) {
+        Ok(()) => ctx.out.ok(),
         Err(e) => ctx.out.error(e),
     }
 }
@@ -92,10 +90,9 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     while i < a.len() {
         let more = a.len() - i - 1;
         if is(a.get(i), "auth") && more >= 2 {
-            if let Err(e) = check_credentials(ctx, a.get(i + 1), a.get(i + 2)) {
+            if let Err(e) = log_in(ctx, a.get(i + 1), a.get(i + 2)) {
                 return ctx.out.error(e);
             }
-            ctx.s.authenticated = true;
             i += 3;
         } else if is(a.get(i), "setname") && more >= 1 {
             name = Some(a.get(i + 1));
@@ -107,7 +104,7 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &Args<'_>) {
                 .error(&format!("ERR Syntax error in HELLO option '{opt}'"));
         }
     }
-    if ctx.shared.password.is_some() && !ctx.s.authenticated {
+    if !ctx.s.authenticated {
         ctx.out.error("NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time");
         return;
     }
@@ -179,7 +176,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         .multi
         .store(-1, std::sync::atomic::Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
-    ctx.s.authenticated = ctx.shared.password.is_none();
+    ctx.s.log_out(ctx.shared.users.default_user());
     ctx.out.set_protocol(Protocol::Resp2);
     if let Some(sub) = &ctx.s.sub {
         sub.set_protocol(Protocol::Resp2);

@@ -8,6 +8,8 @@
 //! resp/conn.rs    one task per client: read, parse (resp-wire), dispatch, write
 //! resp/registry.rs every connected client (CLIENT LIST / KILL / PAUSE)
 //! resp/table.rs   the command table: arity, flags, the checks Redis makes before running one
+//! resp/command_meta.rs what Redis 7.0 says of every command: flags, ACL categories, key specs
+//! resp/acl/       ACL users, the permission check, ACL LOG, the ACL command
 //! resp/args.rs    reading integers, deadlines and options the way Redis does
 //! resp/<group>.rs the commands: connection, server, config, strings, keys, pubsub,
 //!                 transaction (MULTI / EXEC / WATCH), persistence (SAVE / BGSAVE),
@@ -19,10 +21,12 @@
 //! The engine (keys, expiry, eviction, pub/sub hub, persistence) is `nsqr-kv`; this module only
 //! speaks the protocol.
 
+mod acl;
 mod args;
 mod bits;
 mod blocking;
 mod client;
+mod command_meta;
 mod config;
 mod conn;
 mod connection;
@@ -45,7 +49,7 @@ mod transaction;
 mod workers;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -61,8 +65,17 @@ use crate::options::Options;
 /// What every connection shares.
 pub struct Shared {
     pub ks: Arc<Keyspace>,
-    /// `--kv-password`: clients must AUTH first.
-    pub password: Option<String>,
+    /// The ACL users (`default` has `--kv-password`).
+    pub users: acl::Users,
+    pub acl_log: acl::Log,
+    /// Bound to an address other than loopback: protected mode applies.
+    pub exposed: bool,
+    /// `--kv-protected-mode` / `CONFIG SET protected-mode`: while exposed and the default user
+    /// needs no password, clients from elsewhere are refused.
+    pub protected_mode: AtomicBool,
+    /// `--kv-password` / `CONFIG SET requirepass`, for `CONFIG GET requirepass` (the users keep
+    /// only hashes).
+    pub requirepass: parking_lot::Mutex<String>,
     pub next_client_id: AtomicU64,
     pub connected: AtomicUsize,
     pub total_connections: AtomicU64,
@@ -149,7 +162,11 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
     tracing::info!("KV: listening on {addr}");
     let shared = Arc::new(Shared {
         ks: Arc::clone(&ks),
-        password: (!o.kv_password.is_empty()).then(|| o.kv_password.clone()),
+        users: acl::Users::new((!o.kv_password.is_empty()).then_some(o.kv_password.as_str())),
+        acl_log: acl::Log::default(),
+        exposed: !addr.ip().is_loopback(),
+        protected_mode: AtomicBool::new(o.kv_protected_mode == "yes"),
+        requirepass: parking_lot::Mutex::new(o.kv_password.clone()),
         next_client_id: AtomicU64::new(1),
         connected: AtomicUsize::new(0),
         total_connections: AtomicU64::new(0),

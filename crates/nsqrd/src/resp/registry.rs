@@ -40,6 +40,8 @@ pub struct Client {
     last_ms: AtomicU64,
     /// The last command's name, for `cmd=`.
     last_cmd: Mutex<&'static str>,
+    /// The ACL user it runs as.
+    pub user: Mutex<String>,
     /// CLIENT NO-EVICT (there is no client eviction here: shown, never acted on).
     pub no_evict: AtomicBool,
     killed: AtomicBool,
@@ -132,6 +134,7 @@ impl Clients {
             multi: AtomicI64::new(-1),
             last_ms: AtomicU64::new(0),
             last_cmd: Mutex::new("NULL"),
+            user: Mutex::new("default".to_owned()),
             no_evict: AtomicBool::new(false),
             killed: AtomicBool::new(false),
             kill: Notify::new(),

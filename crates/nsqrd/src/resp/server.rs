@@ -4,9 +4,10 @@
 use std::fmt::Write as _;
 use std::sync::atomic::Ordering;
 
-use resp_wire::Args;
+use resp_wire::{Args, Reply};
 
 use super::args::{is, SYNTAX};
+use super::command_meta as meta;
 use super::connection::REDIS_VERSION;
 use super::session::Ctx;
 use super::table::{self, Command, COMMANDS};
@@ -139,16 +140,16 @@ pub fn info(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     ctx.out.verbatim(b"txt", text.as_bytes());
 }
 
-fn flag_names(flags: u32) -> Vec<&'static [u8]> {
+fn flag_names(flags: u32) -> Vec<&'static str> {
     [
-        (table::WRITE, &b"write"[..]),
-        (table::READONLY, b"readonly"),
-        (table::DENYOOM, b"denyoom"),
-        (table::ADMIN, b"admin"),
-        (table::PUBSUB, b"pubsub"),
-        (table::NO_AUTH, b"no_auth"),
-        (table::FAST, b"fast"),
-        (table::NOSCRIPT, b"noscript"),
+        (table::WRITE, "write"),
+        (table::READONLY, "readonly"),
+        (table::DENYOOM, "denyoom"),
+        (table::ADMIN, "admin"),
+        (table::PUBSUB, "pubsub"),
+        (table::NO_AUTH, "no_auth"),
+        (table::FAST, "fast"),
+        (table::NOSCRIPT, "noscript"),
     ]
     .into_iter()
     .filter(|(bit, _)| flags & bit != 0)
@@ -156,24 +157,126 @@ fn flag_names(flags: u32) -> Vec<&'static [u8]> {
     .collect()
 }
 
-/// One command as `COMMAND INFO` describes it (Redis 7's ten fields).
+/// One command as `COMMAND INFO` describes it (Redis 7's ten fields): its arity from the
+/// table, the rest as Redis 7.0 describes it (`command_meta.rs`).
 fn command_info(ctx: &mut Ctx<'_>, c: &Command) {
-    let out = &mut *ctx.out;
+    match meta::get(c.name) {
+        Some(m) => meta_info(ctx.out, m, c.arity),
+        None => {
+            let m = meta::Meta {
+                name: c.name,
+                arity: c.arity,
+                flags: &[],
+                categories: 0,
+                keys: c.keys,
+                tips: &[],
+                key_specs: &[],
+            };
+            let flags = flag_names(c.flags);
+            info_fields(ctx.out, &m, c.arity, &flags);
+            ctx.out.set(0);
+        }
+    }
+}
+
+fn meta_info(out: &mut Reply, m: &meta::Meta, arity: i32) {
+    info_fields(out, m, arity, m.flags);
+    // As Redis: an array of subcommands, or an empty set.
+    let subs = meta::subcommands(m.name);
+    if subs.is_empty() {
+        out.set(0);
+    } else {
+        out.array(subs.len());
+    }
+    for s in subs {
+        meta_info(out, s, s.arity);
+    }
+}
+
+/// The first nine fields (all but the subcommands).
+fn info_fields(out: &mut Reply, m: &meta::Meta, arity: i32, flags: &[&str]) {
     out.array(10);
-    out.bulk(c.name.as_bytes());
-    out.integer(i64::from(c.arity));
-    let flags = flag_names(c.flags);
+    out.bulk(m.name.as_bytes());
+    out.integer(i64::from(arity));
     out.set(flags.len());
     for f in flags {
-        out.simple(f);
+        out.simple(f.as_bytes());
     }
-    out.integer(i64::from(c.keys.0));
-    out.integer(i64::from(c.keys.1));
-    out.integer(i64::from(c.keys.2));
-    out.set(0);
-    out.set(0);
-    out.array(0);
-    out.array(0);
+    out.integer(i64::from(m.keys.0));
+    out.integer(i64::from(m.keys.1));
+    out.integer(i64::from(m.keys.2));
+    let cats: Vec<&str> = meta::category_names(m.categories).collect();
+    out.set(cats.len());
+    for cat in cats {
+        out.simple(format!("@{cat}").as_bytes());
+    }
+    out.set(m.tips.len());
+    for t in m.tips {
+        out.bulk(t.as_bytes());
+    }
+    out.set(m.key_specs.len());
+    for k in m.key_specs {
+        key_spec(out, k);
+    }
+}
+
+fn key_spec(out: &mut Reply, k: &meta::KeySpec) {
+    out.map(if k.notes.is_some() { 4 } else { 3 });
+    if let Some(n) = k.notes {
+        out.bulk(b"notes");
+        out.bulk(n.as_bytes());
+    }
+    out.bulk(b"flags");
+    out.set(k.flags.len());
+    for f in k.flags {
+        out.simple(f.as_bytes());
+    }
+    out.bulk(b"begin_search");
+    out.map(2);
+    out.bulk(b"type");
+    match k.begin {
+        meta::Begin::Index(i) => {
+            spec_head(out, "index", 1);
+            spec_int(out, "index", i);
+        }
+        meta::Begin::Keyword(kw, from) => {
+            spec_head(out, "keyword", 2);
+            out.bulk(b"keyword");
+            out.bulk(kw.as_bytes());
+            spec_int(out, "startfrom", from);
+        }
+        meta::Begin::Unknown => spec_head(out, "unknown", 0),
+    }
+    out.bulk(b"find_keys");
+    out.map(2);
+    out.bulk(b"type");
+    match k.find {
+        meta::Find::Range(last, step, limit) => {
+            spec_head(out, "range", 3);
+            spec_int(out, "lastkey", last);
+            spec_int(out, "keystep", step);
+            spec_int(out, "limit", limit);
+        }
+        meta::Find::Keynum(idx, first, step) => {
+            spec_head(out, "keynum", 3);
+            spec_int(out, "keynumidx", idx);
+            spec_int(out, "firstkey", first);
+            spec_int(out, "keystep", step);
+        }
+        meta::Find::Unknown => spec_head(out, "unknown", 0),
+    }
+}
+
+/// A search's type, then its spec map's header.
+fn spec_head(out: &mut Reply, kind: &str, fields: usize) {
+    out.bulk(kind.as_bytes());
+    out.bulk(b"spec");
+    out.map(fields);
+}
+
+fn spec_int(out: &mut Reply, name: &str, v: i64) {
+    out.bulk(name.as_bytes());
+    out.integer(v);
 }
 
 fn all_commands(ctx: &mut Ctx<'_>) {
@@ -183,45 +286,43 @@ fn all_commands(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// The positions of the keys in a request for `c`, from its key spec (first, last, step; a
-/// negative last counts from the end).
-pub fn key_positions(c: &Command, argc: usize) -> Vec<usize> {
-    let (first, last, step) = c.keys;
-    if first <= 0 || step <= 0 {
-        return Vec::new();
-    }
-    let last = if last < 0 {
-        argc as i64 + i64::from(last)
-    } else {
-        i64::from(last)
-    };
-    (i64::from(first)..=last.min(argc as i64 - 1))
-        .step_by(step as usize)
-        .map(|i| i as usize)
-        .collect()
-}
-
-/// COMMAND GETKEYS command arg ...: the keys a request would touch.
-fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+/// COMMAND GETKEYS / GETKEYSANDFLAGS command arg ...: the keys a request would touch, as
+/// Redis 7.0's key specs find them (with the specs' flags).
+fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>, with_flags: bool) {
     let Some(c) = table::lookup(a.get(2)) else {
         return ctx.out.error("ERR Invalid command specified");
     };
-    if c.keys.0 <= 0 {
+    let parts: Vec<&[u8]> = a.iter().skip(2).collect();
+    let owned = resp_wire::OwnedArgs::from_parts(&parts);
+    let req = owned.args();
+    let (_, index) = meta::of_request(c.name, &req);
+    let Some(m) = index
+        .map(|i| &meta::COMMANDS[i])
+        .filter(|m| !m.key_specs.is_empty())
+    else {
         return ctx.out.error("ERR The command has no key arguments");
-    }
-    let argc = a.len() - 2;
-    if !table::arity_ok(c.arity, argc) {
+    };
+    if !table::arity_ok(m.arity, req.len()) {
         return ctx
             .out
             .error("ERR Invalid number of arguments specified for command");
     }
-    let keys = key_positions(c, argc);
-    if keys.is_empty() {
+    let keys = m.keys(&req);
+    if keys.is_empty() && !m.flags.contains(&"no_mandatory_keys") {
         return ctx.out.error("ERR Invalid arguments specified for command");
     }
     ctx.out.array(keys.len());
-    for i in keys {
-        ctx.out.bulk(a.get(i + 2));
+    for (i, flags) in keys {
+        if with_flags {
+            ctx.out.array(2);
+            ctx.out.bulk(req.get(i));
+            ctx.out.set(flags.len());
+            for f in flags {
+                ctx.out.simple(f.as_bytes());
+            }
+        } else {
+            ctx.out.bulk(req.get(i));
+        }
     }
 }
 
@@ -252,8 +353,9 @@ pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             }
         }
         b"docs" => ctx.out.map(0),
-        b"getkeys" if a.len() >= 4 => getkeys(ctx, a),
-        b"count" | b"getkeys" => {
+        b"getkeys" if a.len() >= 4 => getkeys(ctx, a, false),
+        b"getkeysandflags" if a.len() >= 4 => getkeys(ctx, a, true),
+        b"count" | b"getkeys" | b"getkeysandflags" => {
             table::wrong_arity(ctx, &format!("command|{}", String::from_utf8_lossy(&sub)))
         }
         _ => {

@@ -7,6 +7,7 @@ use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
 use super::blocking::Blocking;
+use super::acl::User;
 use super::registry::Client;
 use super::transaction::Transaction;
 use super::Shared;
@@ -26,6 +27,10 @@ pub enum Replies {
 pub struct Session {
     pub client: Arc<Client>,
     pub authenticated: bool,
+    /// The ACL user the connection runs as (`default` until AUTH).
+    pub user: Arc<User>,
+    /// The users' generation `user` was looked up at (see `acl/check.rs`).
+    pub acl_generation: u64,
     /// The client's outbox once it subscribed to something (see `conn.rs`).
     pub sub: Option<Arc<Subscriber>>,
     /// Changes to wait for (strict mode) before the replies of this batch go out.
@@ -46,10 +51,12 @@ pub struct Session {
 }
 
 impl Session {
-    pub fn new(client: Arc<Client>, authenticated: bool) -> Session {
+    pub fn new(client: Arc<Client>, authenticated: bool, user: Arc<User>) -> Session {
         Session {
             client,
             authenticated,
+            user,
+            acl_generation: 0,
             sub: None,
             pending: Pending::default(),
             quit: false,
@@ -64,6 +71,20 @@ impl Session {
 
     pub fn id(&self) -> u64 {
         self.client.id
+    }
+
+    /// Logs the connection in as `user`.
+    pub fn log_in(&mut self, user: Arc<User>) {
+        *self.client.user.lock() = user.name.clone();
+        self.user = user;
+        self.authenticated = true;
+    }
+
+    /// Back to the `default` user, logged in only if it needs no password (RESET).
+    pub fn log_out(&mut self, default: Arc<User>) {
+        self.authenticated = default.open();
+        *self.client.user.lock() = default.name.clone();
+        self.user = default;
     }
 
     /// The client's subscriptions of every kind (channels, patterns, shard channels).

@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, strings, transaction,
+    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists,
+    persistence, pubsub, script, server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -90,6 +90,7 @@ commands! {
     "latency", -2, ADMIN | NOSCRIPT, NONE, introspection::latency;
     "role", 1, FAST, NONE, introspection::role;
     "command", -1, 0, NONE, server::command;
+    "acl", -2, NOSCRIPT, NONE, acl::acl;
     "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
     // strings
@@ -286,7 +287,8 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
         ctx.doom_transaction();
         return wrong_arity(ctx, cmd.name);
     }
-    if let Err(e) = admit(ctx, cmd, args) {
+    let context = acl::context(ctx);
+    if let Err(e) = admit(ctx, cmd, args, context) {
         ctx.doom_transaction();
         ctx.out.error(&e);
         return;
@@ -297,11 +299,19 @@ pub fn dispatch(ctx: &mut Ctx<'_>, args: &Args<'_>) {
     run(ctx, cmd, args);
 }
 
-/// The checks after name and arity: authentication, memory, a failed log, the RESP2
-/// subscribed context.
-pub fn admit(ctx: &mut Ctx<'_>, cmd: &Command, args: &Args<'_>) -> Result<(), String> {
-    if ctx.shared.password.is_some() && !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
+/// The checks after name and arity: authentication, the user's permissions (ACL), memory,
+/// a failed log, the RESP2 subscribed context.
+pub fn admit(
+    ctx: &mut Ctx<'_>,
+    cmd: &Command,
+    args: &Args<'_>,
+    context: acl::Context,
+) -> Result<(), String> {
+    if !ctx.s.authenticated && cmd.flags & NO_AUTH == 0 {
         return Err("NOAUTH Authentication required.".into());
+    }
+    if cmd.flags & NO_AUTH == 0 {
+        acl::check(ctx, cmd, args, context)?;
     }
     if cmd.flags & DENYOOM != 0 {
         ctx.shared.ks.make_room().map_err(|e| e.to_string())?;

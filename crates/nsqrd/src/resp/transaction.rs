@@ -13,6 +13,7 @@ use std::sync::atomic::Ordering;
 
 use resp_wire::{Args, OwnedArgs};
 
+use super::acl;
 use super::session::{Ctx, BUSY};
 use super::table::{self, DENYOOM, WRITE};
 
@@ -123,7 +124,13 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
             for q in &queued {
                 let args = q.args();
                 match table::lookup(args.get(0)) {
-                    Some(cmd) => table::run(ctx, cmd, &args),
+                    Some(cmd) => {
+                        // Permissions may have changed since the command was queued.
+                        match acl::check(ctx, cmd, &args, acl::Context::Multi) {
+                            Ok(()) => table::run(ctx, cmd, &args),
+                            Err(e) => ctx.out.error(&e),
+                        }
+                    }
                     None => ctx.out.error(&table::unknown_command_text(&args)),
                 }
             }

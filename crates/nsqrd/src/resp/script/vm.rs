@@ -323,7 +323,7 @@ fn call(
     if cmd.flags & WRITE != 0 && read_only {
         return fail("ERR Write commands are not allowed from read-only scripts.");
     }
-    if let Err(e) = table::admit(ctx, cmd, &args) {
+    if let Err(e) = table::admit(ctx, cmd, &args, crate::resp::acl::Context::Lua) {
         return fail(&e);
     }
     if cmd.flags & WRITE != 0 {
