@@ -50,6 +50,11 @@ pub struct BrokerConfig {
     pub e2e_window: Duration,
     /// Fault injection for tests: consulted before every disk write.
     pub disk_faults: Option<DiskFaults>,
+    /// The runtime whose blocking pool runs the disk writers' passes. None: the runtime
+    /// [`crate::Broker::start`] runs on, so a queue created from a thread of another
+    /// (shorter-lived) runtime, such as nsqrd's HTTP serving threads, still writes after that
+    /// runtime is gone.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 /// A fault-injection hook for tests (a full disk where no small file system can be mounted):
@@ -115,6 +120,7 @@ impl Default for BrokerConfig {
             e2e_percentiles: Vec::new(),
             e2e_window: defaults::E2E_WINDOW,
             disk_faults: None,
+            runtime: None,
         }
     }
 }
