@@ -83,7 +83,8 @@ pub async fn run(a: &HttpPubArgs) -> Result<bool> {
 }
 
 fn contenders(a: &HttpPubArgs) -> Result<Vec<Contender>> {
-    let this = std::env::current_exe().map_err(|e| err(format!("cannot find this executable: {e}")))?;
+    let this =
+        std::env::current_exe().map_err(|e| err(format!("cannot find this executable: {e}")))?;
     let mut v = vec![Contender {
         name: "floor",
         program: this,
@@ -215,8 +216,7 @@ fn print_report(a: &HttpPubArgs, m: &Machine, runs: &[Runs]) {
         m.cpus, m.model, m.load_before, m.load_after
     );
     let mut t = Table::new([
-        "load", "server", "req/s", "vs floor", "CPU/req", "vs floor", "p50", "p90", "p99",
-        "errors",
+        "load", "server", "req/s", "vs floor", "CPU/req", "vs floor", "p50", "p90", "p99", "errors",
     ])
     .left(2);
     for load in &a.loads {

@@ -73,7 +73,10 @@ fn http_pub_loads_every_servers_pub_and_reports_medians() {
         assert!(l.contains("--latency -s "), "{l}");
         assert!(l.contains("/pub?topic=hp => HTTP/1.1 200 OK"), "{l}");
     }
-    assert_eq!(lines.iter().filter(|l| l.starts_with("-t3 -c6 ")).count(), 6);
+    assert_eq!(
+        lines.iter().filter(|l| l.starts_with("-t3 -c6 ")).count(),
+        6
+    );
     for server in ["floor", "nsqrd", "baseline"] {
         for load in ["-t2 -c4", "-t3 -c6"] {
             let row = stdout
