@@ -17,7 +17,7 @@ use crate::cli::{at_least, parse_duration};
 use crate::fail::{err, Result};
 use crate::machine::Machine;
 use crate::procstat::precise_cpu_time;
-use crate::report::{fmt_ratio, us, Table};
+use crate::report::{fmt_ratio, Table};
 use crate::server::{find_binary, find_nsqrd, nsqd_flags, temp_dir, Launch, Server};
 use crate::stats::{median, sorted};
 
@@ -143,7 +143,7 @@ async fn measure_all(
                     a.rounds,
                     c.name,
                     rate(report.rate()),
-                    us(cpu),
+                    cpu_us(cpu),
                     latency(report.latency_us[0]),
                     latency(report.latency_us[3]),
                     crate::machine::load(),
@@ -193,6 +193,11 @@ async fn measure_one(
     Ok((report, per_request))
 }
 
+/// 12.3 µs
+fn cpu_us(us: f64) -> String {
+    format!("{us:.1} µs")
+}
+
 /// 65.5k
 fn rate(r: f64) -> String {
     format!("{:.1}k", r / 1000.0)
@@ -232,7 +237,7 @@ fn print_report(a: &HttpPubArgs, m: &Machine, runs: &[Runs]) {
                 r.server.to_string(),
                 rate(s.rate),
                 rate_vs,
-                us(s.cpu),
+                cpu_us(s.cpu),
                 cpu_vs,
                 latency(s.latency[0]),
                 latency(s.latency[2]),
