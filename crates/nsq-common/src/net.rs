@@ -84,6 +84,15 @@ impl Connections {
         self.tasks.spawn(task);
     }
 
+    /// Runs a connection task on another runtime (a serving thread's own); it counts toward
+    /// the bound and is stopped at shutdown as the others are.
+    pub fn spawn_on<F>(&mut self, task: F, runtime: &tokio::runtime::Handle)
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tasks.spawn_on(task, runtime);
+    }
+
     /// What a new connection watches to learn about shutdown.
     pub fn stop_signal(&self) -> StopSignal {
         StopSignal(self.stop_rx.clone())

@@ -14,6 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::body::{DEFAULT_MAX_MSG_SIZE, HEADER_LEN, MAX_PUBLISHERS};
 use crate::cluster::ClusterArgs;
 use crate::floor::FloorArgs;
+use crate::http_pub::HttpPubArgs;
 use crate::kv::Phase;
 use crate::transports::TransportsArgs;
 
@@ -70,6 +71,10 @@ pub enum Command {
     /// CPU per published message on this machine (`compare --floor` runs it); with
     /// `--http-address`, the same for HTTP requests.
     Floor(FloorArgs),
+    /// wrk POSTing to `/pub` (MinMQ's HTTP load) against the HTTP floor, nsqrd, and with
+    /// --baseline and --nsqd-bin another nsqrd and nsqd, A B A B, for each of --loads: req/s,
+    /// server CPU per request, latency percentiles.
+    HttpPub(HttpPubArgs),
 }
 
 impl Command {
@@ -90,6 +95,7 @@ impl Command {
             Command::Ordered(_) => "ordered",
             Command::Transports(_) => "transports",
             Command::Floor(_) => "floor",
+            Command::HttpPub(_) => "http-pub",
         }
     }
 
@@ -118,7 +124,8 @@ impl Command {
             | Command::HttpConsume(_)
             | Command::Sse(_)
             | Command::Ordered(_)
-            | Command::Floor(_) => Ok(()),
+            | Command::Floor(_)
+            | Command::HttpPub(_) => Ok(()),
         }
     }
 }

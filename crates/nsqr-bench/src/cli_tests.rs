@@ -262,3 +262,16 @@ fn validation() {
     assert!(parse(&["matrix", "--sizes", "64,2000000"]).is_err());
     assert!(parse(&["inproc", "--sizes", "64,64"]).is_err());
 }
+
+#[test]
+fn http_pub_runs_a_laptop_load_and_minmqs_by_default() {
+    let Command::HttpPub(a) = ok(&["http-pub", "--nsqrd-arg=--durability=strict"]) else {
+        panic!()
+    };
+    let loads: Vec<String> = a.loads.iter().map(ToString::to_string).collect();
+    assert_eq!(loads, ["-t2 -c50", "-t12 -c400"]);
+    assert_eq!((a.rounds, a.duration), (3, Duration::from_secs(8)));
+    assert_eq!(a.nsqrd_arg, ["--durability=strict"]);
+    bad(&["http-pub", "--loads=12"]);
+    bad(&["http-pub", "--rounds=0"]);
+}

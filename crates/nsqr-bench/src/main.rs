@@ -2,7 +2,8 @@
 //! measures an nsqd-compatible server (nsqrd or nsqd) over the TCP protocol, nsqrd's HTTP
 //! queues, its keyspace, a cluster, the embedded broker and the transports against libzmq;
 //! `compare` runs nsqrd against a reference; `floor` is the do-nothing publish server that
-//! shows the machine's limit.
+//! shows the machine's limit; `http-pub` runs wrk against nsqrd's, nsqd's and the floor's HTTP
+//! `/pub`.
 //!
 //! Exit status: 0 done, 1 the benchmark could not run, 2 messages were lost (or duplicated,
 //! as each mode counts), 64 a usage error, 130 interrupted.
@@ -13,6 +14,7 @@ mod cluster;
 mod compare;
 mod fail;
 mod floor;
+mod http_pub;
 mod kv;
 mod lookupd;
 mod machine;
@@ -124,6 +126,7 @@ async fn dispatch(command: &Command) -> fail::Result<bool> {
         Command::Sse(a) => queues::sse(a).await,
         Command::Ordered(a) => queues::ordered(a).await,
         Command::Transports(a) => transports::run(a).await,
+        Command::HttpPub(a) => http_pub::run(a).await,
         Command::Floor(_) => Err(fail::err("floor is a server, not a benchmark")),
     }
 }

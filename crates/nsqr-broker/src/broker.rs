@@ -56,7 +56,10 @@ impl Broker {
     /// Start a broker on the current tokio runtime: recreate the topics and channels of
     /// `nsqd.dat` (opening their disk queues on the blocking pool) and spawn the engine's
     /// tasks. Panics outside a tokio runtime, as `tokio::spawn` does.
-    pub async fn start(config: BrokerConfig) -> Result<Broker, StartError> {
+    pub async fn start(mut config: BrokerConfig) -> Result<Broker, StartError> {
+        if config.runtime.is_none() {
+            config.runtime = Some(tokio::runtime::Handle::current());
+        }
         let reg = Arc::new(Registry::new(config));
         let r = Arc::clone(&reg);
         tokio::task::spawn_blocking(move || -> Result<(), MetadataError> {

@@ -53,6 +53,11 @@ pub struct BrokerConfig {
     /// The replicated log of topics with `replicas` above 1 (the daemon's, when it is part of
     /// a cluster); None: no cluster, and `replicas` can only be 1.
     pub replication: Option<crate::Replication>,
+    /// The runtime whose blocking pool runs the disk writers' passes. None: the runtime
+    /// [`crate::Broker::start`] runs on, so a queue created from a thread of another
+    /// (shorter-lived) runtime, such as nsqrd's HTTP serving threads, still writes after that
+    /// runtime is gone.
+    pub runtime: Option<tokio::runtime::Handle>,
 }
 
 /// A fault-injection hook for tests (a full disk where no small file system can be mounted):
@@ -119,6 +124,7 @@ impl Default for BrokerConfig {
             e2e_window: defaults::E2E_WINDOW,
             disk_faults: None,
             replication: None,
+            runtime: None,
         }
     }
 }

@@ -239,7 +239,10 @@ impl DiskWriter {
             policy,
             io: Mutex::new(None),
             owner: OnceLock::new(),
-            rt: tokio::runtime::Handle::try_current().ok(),
+            rt: cfg
+                .runtime
+                .clone()
+                .or_else(|| tokio::runtime::Handle::try_current().ok()),
             health: cfg.health.clone(),
             faults: cfg.disk_faults.clone(),
             #[cfg(test)]

@@ -11,6 +11,7 @@ use parking_lot::RwLock;
 use tokio::task::JoinHandle;
 
 use crate::http::consumers::HttpConsumers;
+use crate::http::workers::{self, StartError, Workers};
 use crate::http::{self, ConfigPutError, ConfigStore, ConfigValue, HttpSettings, HttpState};
 use crate::listener::Listener;
 use crate::options::{Options, TlsRequired};
@@ -148,8 +149,8 @@ pub(crate) fn http_settings(live: &Options, tcp_port: i32, http_port: i32) -> Ht
     }
 }
 
-/// Serve the bound listeners until `shutdown`; `live` comes from [`live_options`]. Returns
-/// their tasks.
+/// Serve the bound listeners until `shutdown`, their connections on `--http-threads` serving
+/// threads; `live` comes from [`live_options`]. Returns their tasks.
 pub fn start(
     listeners: HttpListeners,
     live: Options,
@@ -157,8 +158,12 @@ pub fn start(
     tcp_addr: Option<SocketAddr>,
     tls: Option<Arc<rustls::ServerConfig>>,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-) -> Vec<JoinHandle<()>> {
+) -> Result<Vec<JoinHandle<()>>, StartError> {
     let HttpListeners { http, https } = listeners;
+    if http.is_none() && https.is_none() {
+        return Ok(Vec::new());
+    }
+    let workers = Arc::new(Workers::start(workers::threads(live.http_threads))?);
     let http_port = http.as_ref().map_or(0, Listener::port);
     let https_port = https
         .as_ref()
@@ -200,6 +205,7 @@ pub fn start(
             l,
             state,
             None,
+            Arc::clone(&workers),
             wait(stop_rx.clone()),
         )));
     }
@@ -216,6 +222,7 @@ pub fn start(
             l,
             state,
             Some(acceptor),
+            workers,
             wait(stop_rx),
         )));
     }
@@ -225,7 +232,7 @@ pub fn start(
         consumers.close();
         let _ = stop_tx.send(true);
     });
-    tasks
+    Ok(tasks)
 }
 
 async fn wait(mut rx: tokio::sync::watch::Receiver<bool>) {

@@ -256,7 +256,8 @@ impl Server {
             tcp_addr,
             tls,
             stopped(stop_rx),
-        );
+        )
+        .map_err(|e| e.to_string())?;
         Ok(Server {
             broker,
             clients,

@@ -146,7 +146,9 @@ pub struct Guarded<I> {
     write_timer: Timer,
 }
 
-/// One sleep, re-armed only when its deadline changes.
+/// One sleep, moved only to an earlier deadline. A later one (the idle limit counts from the
+/// end of each response, so it moves with every request) waits for the sleep already set and
+/// re-arms then: one timer update per limit's worth of time, not one per request.
 struct Timer {
     sleep: Pin<Box<Sleep>>,
     armed: Option<Instant>,
@@ -160,13 +162,25 @@ impl Timer {
         }
     }
 
-    /// Whether `deadline` has passed; registers for a wake-up at it otherwise.
+    /// Whether `deadline` has passed; registers for a wake-up at or before it otherwise.
     fn expired(&mut self, deadline: Instant, cx: &mut Context<'_>) -> bool {
-        if self.armed != Some(deadline) {
-            self.sleep.as_mut().reset(deadline);
-            self.armed = Some(deadline);
+        if !matches!(self.armed, Some(a) if a <= deadline) {
+            self.arm(deadline);
         }
+        if self.sleep.as_mut().poll(cx).is_pending() {
+            return false;
+        }
+        if self.armed == Some(deadline) {
+            return true;
+        }
+        // An earlier deadline passed; this one is later.
+        self.arm(deadline);
         self.sleep.as_mut().poll(cx).is_ready()
+    }
+
+    fn arm(&mut self, deadline: Instant) {
+        self.sleep.as_mut().reset(deadline);
+        self.armed = Some(deadline);
     }
 }
 
@@ -324,6 +338,33 @@ mod tests {
         assert!(waited.is_err(), "read gave up while serving");
         tokio::time::sleep(Duration::from_millis(30)).await;
         clock.end_request();
+        let t0 = Instant::now();
+        let e = g.read(&mut [0u8; 8]).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        assert_eq!(t0.elapsed(), Duration::from_millis(100));
+    }
+
+    /// The idle limit moves later with each request, while the timer stays where it was set:
+    /// a connection idle again must still get its whole limit from the latest response.
+    #[tokio::test(start_paused = true)]
+    async fn the_idle_limit_counts_from_the_latest_response() {
+        let (a, mut b) = tokio::io::duplex(64);
+        let clock = Clock::new(limits(100));
+        let mut g = Guarded::new(a, Arc::clone(&clock));
+        for _ in 0..3 {
+            // Idle for 60 ms (the read waits, so the timer is set), then a request comes.
+            let mut buf = [0u8; 8];
+            let read = g.read(&mut buf);
+            let write = async {
+                tokio::time::sleep(Duration::from_millis(60)).await;
+                b.write_all(b"x").await.unwrap();
+            };
+            let (n, ()) = tokio::join!(read, write);
+            assert_eq!(n.unwrap(), 1);
+            clock.begin_request();
+            clock.end_request();
+        }
+        // 180 ms in: every earlier idle deadline has been passed over.
         let t0 = Instant::now();
         let e = g.read(&mut [0u8; 8]).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::TimedOut);

@@ -3,6 +3,7 @@
 //! (or in the environment variables it names) and checks exact counts, not figures.
 
 mod cluster;
+mod http_pub;
 mod kv;
 mod modes;
 mod transports;

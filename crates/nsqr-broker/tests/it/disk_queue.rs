@@ -250,3 +250,28 @@ async fn a_topic_backlog_reaches_a_new_channel_in_order_across_memory_and_disk()
     b.shutdown().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A queue created from a thread of another runtime (nsqrd serves HTTP and the keyspace on
+/// runtimes of their own) writes on the broker's runtime: it still reaches the disk after the
+/// creating runtime has gone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_queue_created_on_another_runtime_outlives_it() {
+    let dir = nsqr_testkit::temp_dir("other-runtime");
+    let b = Arc::new(broker(&dir, Durability::Strict, 100).await);
+    let b2 = Arc::clone(&b);
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async { b2.get_or_create_topic("t").unwrap() });
+    })
+    .join()
+    .unwrap();
+    let t = b.get_or_create_topic("t").unwrap();
+    let ticket = t.put(&bodies(0..3), Duration::ZERO).unwrap();
+    tokio::time::timeout(Duration::from_secs(30), ticket.wait())
+        .await
+        .expect("the strict publish reached the disk")
+        .unwrap();
+}

@@ -2,7 +2,7 @@
 //! `/info`) on hyper, with nsqd's router and response conventions reproduced by hand so status
 //! codes, headers and bodies match what nsqd clients and nsqadmin expect.
 //!
-//! Layout: `server` (listener, connections, shutdown) -> `service` (one request: routing and
+//! Layout: `server` (listener, connections on `workers`' threads, shutdown) -> `service` (one request: routing and
 //! dispatch) -> one file per route group. `router` holds nsqd's route table; the conventions
 //! nsqd shares with nsqlookupd (router rules, query and path parsing, response shapes, the
 //! per-connection hyper setup) are in `nsq_common::http`.
@@ -25,6 +25,7 @@ mod stats;
 mod stats_text;
 mod stream;
 mod topics;
+pub mod workers;
 
 #[cfg(test)]
 mod tests;

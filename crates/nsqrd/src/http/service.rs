@@ -44,7 +44,8 @@ pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Response<H
         } => stream::open(state, req).await,
         Routed::Handle { endpoint, param } => {
             let method = req.method().clone();
-            match CatchUnwind(Box::pin(dispatch(state, endpoint, param, req))).await {
+            let dispatched = std::pin::pin!(dispatch(state, endpoint, param, req));
+            match CatchUnwind(dispatched).await {
                 Ok(r) => whole(r),
                 Err(_) => {
                     tracing::error!("HTTP: panic in handler for {method} {path}");
@@ -158,10 +159,11 @@ fn tls_required(https_port: u16) -> Resp {
     r
 }
 
-/// Poll a future, turning a panic into `Err`.
-struct CatchUnwind<F>(Pin<Box<F>>);
+/// Poll a future, turning a panic into `Err`. The future is pinned where the caller awaits
+/// it (not boxed: no allocation per request).
+struct CatchUnwind<'a, F>(Pin<&'a mut F>);
 
-impl<F: Future> Future for CatchUnwind<F> {
+impl<F: Future> Future for CatchUnwind<'_, F> {
     type Output = std::thread::Result<F::Output>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
@@ -180,9 +182,10 @@ mod tests {
 
     #[tokio::test]
     async fn panics_are_caught() {
-        let r: std::thread::Result<()> = CatchUnwind(Box::pin(async { panic!("boom") })).await;
+        let r: std::thread::Result<()> =
+            CatchUnwind(std::pin::pin!(async { panic!("boom") })).await;
         assert!(r.is_err());
-        let r = CatchUnwind(Box::pin(async { 7 })).await;
+        let r = CatchUnwind(std::pin::pin!(async { 7 })).await;
         assert_eq!(r.ok(), Some(7));
     }
 }

@@ -143,6 +143,8 @@ option_table! {
         "http-read-timeout", Some("http_read_timeout"), Duration, "[nsqr] time an HTTP(S) request may take to arrive, headers and body, from its first byte (0 = unlimited)";
     http_write_timeout: Duration = HTTP_TIMEOUTS.write;
         "http-write-timeout", Some("http_write_timeout"), Duration, "[nsqr] close an HTTP(S) connection whose client accepts no response bytes for this long (0 = never)";
+    http_threads: i64 = 0;
+        "http-threads", Some("http_threads"), Int, "[nsqr] threads serving HTTP(S) clients, each with its own single-threaded runtime (0 = half the cores, at least one)";
     http_max_connections: i64 = 0;
         "http-max-connections", Some("http_max_connections"), Int, "[nsqr] open connections per HTTP(S) listener; more wait to be accepted (0 = half the open-file limit)";
     topology_region: String = String::new();
@@ -290,7 +292,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 21));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 22));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

@@ -117,7 +117,9 @@ impl TestServer {
         });
         let (tx, rx) = oneshot::channel::<()>();
         let listener = crate::listener::Listener::Tcp(listener);
-        let task = tokio::spawn(serve(listener, state, None, async {
+        // Two serving threads: connections of one test are served by both.
+        let workers = Arc::new(crate::http::workers::Workers::start(2).unwrap());
+        let task = tokio::spawn(serve(listener, state, None, workers, async {
             let _ = rx.await;
         }));
         TestServer {
