@@ -6,8 +6,8 @@ use std::sync::Arc;
 use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Protocol, Reply};
 
-use super::blocking::Blocking;
 use super::acl::User;
+use super::blocking::Blocking;
 use super::registry::Client;
 use super::transaction::Transaction;
 use super::Shared;

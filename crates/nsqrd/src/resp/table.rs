@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists,
-    persistence, pubsub, script, server, sets, strings, transaction,
+    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
+    pubsub, script, server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
