@@ -287,7 +287,9 @@ impl Conn {
                         // Parsed again once the pause ends.
                         break Next::Paused;
                     }
-                    if matches!(turn, Turn::Released) {
+                    // A turn given up by EXEC, or BUSY answers whose script has ended since.
+                    let busy_over = matches!(turn, Turn::Busy) && !shared.scripts.busy();
+                    if matches!(turn, Turn::Released) || busy_over {
                         turn = take_turn(shared);
                     }
                     let (mark, replies) = (out.len(), session.replies);
