@@ -10,24 +10,14 @@ import unittest
 
 import redis
 
-from harness import Server, wait_for
+from harness import Server, SharedServer, wait_for
 
 
-class Scripts:
-    PROTOCOL = 2
-
-    @classmethod
-    def setUpClass(cls):
-        cls.srv = Server("--kv-threads=2")
-        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.stop()
+class Scripts(SharedServer):
+    FLAGS = ("--kv-threads=2",)
 
     def setUp(self):
-        self.r.flushdb()
+        super().setUp()
         self.r.script_flush()
 
     def test_eval_converts_replies_both_ways(self):

@@ -9,7 +9,7 @@ import unittest
 
 import redis
 
-from harness import Server, read_until_closed
+from harness import Server, SharedServer, read_until_closed
 
 
 def exchange(srv, *lines):
@@ -21,22 +21,9 @@ def exchange(srv, *lines):
     return out
 
 
-class Transactions:
-    PROTOCOL = 2
-
-    @classmethod
-    def setUpClass(cls):
-        # Several serving threads, so clients really run at once.
-        cls.srv = Server("--kv-threads=4")
-        cls.r = cls.srv.client(protocol=cls.PROTOCOL, decode_responses=True)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.r.close()
-        cls.srv.stop()
-
-    def setUp(self):
-        self.r.flushdb()
+class Transactions(SharedServer):
+    # Several serving threads, so clients really run at once.
+    FLAGS = ("--kv-threads=4",)
 
     def test_a_pipeline_runs_whole_and_answers_each_command(self):
         p = self.r.pipeline()

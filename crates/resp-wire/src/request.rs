@@ -323,19 +323,23 @@ pub struct OwnedArgs {
 impl OwnedArgs {
     /// Copies `args`.
     pub fn new(args: &Args<'_>) -> OwnedArgs {
-        OwnedArgs::from_parts(&args.iter().collect::<Vec<_>>())
+        let mut owned = OwnedArgs {
+            buf: Vec::with_capacity(args.iter().map(<[u8]>::len).sum()),
+            ranges: Vec::with_capacity(args.len()),
+        };
+        for a in args.iter() {
+            owned.push(a);
+        }
+        owned
     }
 
-    /// Copies each of `parts` as one argument (a command a script builds).
+    /// Copies each of `parts` as one argument (a command built by the server itself).
     pub fn from_parts<A: AsRef<[u8]>>(parts: &[A]) -> OwnedArgs {
-        let mut buf = Vec::with_capacity(parts.iter().map(|p| p.as_ref().len()).sum());
-        let mut ranges = Vec::with_capacity(parts.len());
+        let mut owned = OwnedArgs::default();
         for p in parts {
-            let p = p.as_ref();
-            ranges.push(buf.len()..buf.len() + p.len());
-            buf.extend_from_slice(p);
+            owned.push(p.as_ref());
         }
-        OwnedArgs { buf, ranges }
+        owned
     }
 
     /// Empties it, keeping its buffers for the next request.

@@ -305,8 +305,10 @@ fn dryrun(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         let c = String::from_utf8_lossy(a.get(3)).into_owned();
         return ctx.out.error(&format!("ERR Command '{c}' not found"));
     };
-    let owned =
-        resp_wire::OwnedArgs::from_parts(&a.iter().skip(3).map(<[u8]>::to_vec).collect::<Vec<_>>());
+    let mut owned = resp_wire::OwnedArgs::default();
+    for arg in a.iter().skip(3) {
+        owned.push(arg);
+    }
     let args = owned.args();
     if !table::arity_ok(cmd.arity, args.len()) {
         return wrong_arity(ctx, cmd.name);

@@ -147,11 +147,8 @@ impl Scripts {
             .then(|| self.state.thread.load(Ordering::Relaxed))
     }
 
-    fn body(&self, sha: &str) -> Option<(Arc<str>, u64)> {
-        let b = self.bodies.lock();
-        b.by_sha
-            .get(sha)
-            .map(|body| (Arc::clone(body), b.generation))
+    fn body(&self, sha: &str) -> Option<Arc<str>> {
+        self.bodies.lock().by_sha.get(sha).map(Arc::clone)
     }
 
     /// Caches `body`: the cached text (or, past the cache's bound, a copy) and its SHA1.
@@ -264,7 +261,7 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
             let mut sha = String::from_utf8_lossy(a.get(1)).into_owned();
             sha.make_ascii_lowercase();
             match scripts.body(&sha) {
-                Some((body, _)) => (body, sha),
+                Some(body) => (body, sha),
                 None => {
                     return ctx
                         .out
