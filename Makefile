@@ -58,8 +58,8 @@ lint:
 # The workspace's unit and integration tests (debug build). The daemons are built first, as
 # every later step runs them: the tests of nsqr-client and nsqr start them too
 # (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
-# waits). They differ from the tests' build: the tests' dev-dependencies add features (tokio's
-# test-util) that the daemons do not get.
+# waits). The tests' build reuses what the daemons' build compiled: no dev-dependency adds a
+# feature to a shared dependency (tokio's test-util is on in every build, see Cargo.toml).
 unit:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	$(CARGO) test --workspace
