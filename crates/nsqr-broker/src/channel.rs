@@ -30,7 +30,7 @@ use crate::ordered::Ordered;
 use crate::queue_settings::{EffectiveSettings, QueueSettings};
 use crate::registry::Shared;
 use crate::spill_queue::{Put, SpillQueue};
-use crate::stats::{ChannelStats, ConsumerStats, DeadLetterStats};
+use crate::stats::{ChannelCounts, ChannelStats, ConsumerStats, DeadLetterStats};
 
 /// A consumer as its channel sees it.
 struct Member {
@@ -660,13 +660,15 @@ impl Channel {
         let (depth, deferred_count) = st.depth_and_deferred();
         ChannelStats {
             channel_name: self.name.to_string(),
-            depth,
-            backend_depth: st.ready.backend_depth(),
-            in_flight_count: st.in_flight.len(),
-            deferred_count,
-            message_count: self.message_count.load(Relaxed),
-            requeue_count: self.requeue_count.load(Relaxed),
-            timeout_count: self.timeout_count.load(Relaxed),
+            counts: ChannelCounts {
+                depth,
+                backend_depth: st.ready.backend_depth(),
+                in_flight_count: st.in_flight.len(),
+                deferred_count,
+                message_count: self.message_count.load(Relaxed),
+                requeue_count: self.requeue_count.load(Relaxed),
+                timeout_count: self.timeout_count.load(Relaxed),
+            },
             consumer_count: st.consumers.len(),
             consumers: include_consumers.then(|| {
                 st.consumers

@@ -27,7 +27,7 @@ use crate::queue_settings::{EffectiveSettings, Limits, QueueSettings};
 use crate::registry::Shared;
 use crate::run_queue::Span;
 use crate::spill_queue::SpillQueue;
-use crate::stats::TopicStats;
+use crate::stats::{TopicCounts, TopicStats};
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
@@ -424,10 +424,12 @@ impl Topic {
                 .iter()
                 .map(|c| c.stats(include_consumers))
                 .collect(),
-            depth,
-            backend_depth,
-            message_count: self.message_count.load(Relaxed),
-            message_bytes: self.message_bytes.load(Relaxed),
+            counts: TopicCounts {
+                depth,
+                backend_depth,
+                message_count: self.message_count.load(Relaxed),
+                message_bytes: self.message_bytes.load(Relaxed),
+            },
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
