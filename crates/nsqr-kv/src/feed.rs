@@ -81,6 +81,15 @@ pub enum Op {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    Xadd,
+    Xtrim,
+    Xdel,
+    XgroupCreate,
+    XgroupCreateconsumer,
+    XgroupDelconsumer,
+    XgroupDestroy,
+    XgroupSetid,
+    Xsetid,
 }
 
 impl Op {
@@ -120,6 +129,15 @@ impl Op {
             Op::Sinterstore => "sinterstore",
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
+            Op::Xadd => "xadd",
+            Op::Xtrim => "xtrim",
+            Op::Xdel => "xdel",
+            Op::XgroupCreate => "xgroup-create",
+            Op::XgroupCreateconsumer => "xgroup-createconsumer",
+            Op::XgroupDelconsumer => "xgroup-delconsumer",
+            Op::XgroupDestroy => "xgroup-destroy",
+            Op::XgroupSetid => "xgroup-setid",
+            Op::Xsetid => "xsetid",
         }
     }
 
