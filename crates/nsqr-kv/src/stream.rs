@@ -432,16 +432,18 @@ impl Stream {
         !self.entries.is_empty() && self.max_deleted != StreamId::ZERO && start <= self.max_deleted
     }
 
-    /// A group's lag, if it can be known (XINFO GROUPS).
-    pub fn lag(&self, g: &Group) -> Option<u64> {
+    /// A group's lag, if it can be known (XINFO GROUPS); negative when ENTRIESREAD said more
+    /// than the stream holds, as in Redis.
+    pub fn lag(&self, g: &Group) -> Option<i64> {
+        let added = self.entries_added as i64;
         if self.entries_added == 0 {
             return Some(0);
         }
         if g.entries_read >= 0 && !self.has_tombstones_from(g.last_id) {
-            return Some(self.entries_added.saturating_sub(g.entries_read as u64));
+            return Some(added.wrapping_sub(g.entries_read));
         }
         self.estimate_read(g.last_id)
-            .map(|read| self.entries_added.saturating_sub(read))
+            .map(|read| added.wrapping_sub(read as i64))
     }
 }
 

@@ -70,7 +70,7 @@ fn entries_read(out: &mut Reply, g: &Group) {
 fn lag(out: &mut Reply, s: &Stream, g: &Group) {
     name(out, "lag");
     match s.lag(g) {
-        Some(l) => out.integer(l as i64),
+        Some(l) => out.integer(l),
         None => out.null(),
     }
 }
