@@ -75,7 +75,7 @@ pub use stream::NODE_ENTRIES as STREAM_NODE_ENTRIES;
 pub use stream::{
     field_count, fields, pack_fields, Consumer, Group, Nack, Stream, StreamId, Trim, TrimSpec,
 };
-pub use stream_group_ops::{Claim, ClaimOptions, Delivered};
+pub use stream_group_ops::{AutoClaim, Claim, ClaimOptions, Delivered};
 pub use stream_ops::AddId;
 pub use streams::{StreamError, StreamOutcome};
 pub use strings::{format_float, parse_float, Condition, Expiry, OldValue, SetOptions};

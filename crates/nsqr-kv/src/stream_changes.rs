@@ -215,8 +215,10 @@ mod tests {
 
     #[test]
     fn a_whole_stream_round_trips_and_changes_replay_twice() {
-        let mut s = Stream::default();
-        s.journal = Some(Vec::new());
+        let mut s = Stream {
+            journal: Some(Vec::new()),
+            ..Stream::default()
+        };
         s.materialize();
         s.append(StreamId::new(1, 0), pack_fields(&[b"f", b"v"]));
         s.append(StreamId::new(2, 0), pack_fields(&[b"g", b"w"]));

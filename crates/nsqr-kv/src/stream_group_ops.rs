@@ -24,6 +24,17 @@ pub struct ClaimOptions {
     pub last_id: Option<StreamId>,
 }
 
+/// XAUTOCLAIM's arguments.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AutoClaim {
+    /// The first pending id looked at.
+    pub start: StreamId,
+    pub min_idle: u64,
+    /// Entries claimed (or found deleted) at most; `count * 10` looked at at most.
+    pub count: usize,
+    pub just_id: bool,
+}
+
 /// XAUTOCLAIM's answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Claim {
@@ -268,12 +279,15 @@ impl Stream {
         &mut self,
         group: &[u8],
         consumer: &[u8],
-        start: StreamId,
-        min_idle: u64,
-        count: usize,
-        just_id: bool,
+        args: AutoClaim,
         now: u64,
     ) -> (Claim, Vec<Op>) {
+        let AutoClaim {
+            start,
+            min_idle,
+            count,
+            just_id,
+        } = args;
         let mut ops = Vec::new();
         let mut claim = Claim::default();
         let attempts = count.saturating_mul(10);
@@ -362,7 +376,7 @@ mod tests {
         assert_eq!(rest.unwrap().len(), 1);
         assert_eq!(s.read_group(b"g", b"bob", None, 0, false, 300).0, None);
         assert_eq!(s.delete_consumer(b"g", b"alice").0, 1);
-        assert_eq!(s.destroy_group(b"g").0, true);
+        assert!(s.destroy_group(b"g").0);
     }
 
     #[test]
@@ -388,11 +402,17 @@ mod tests {
         let g = s.group(b"g").unwrap();
         assert_eq!(g.pel()[&StreamId::new(1, 0)].count, 2);
         assert!(!g.pel().contains_key(&StreamId::new(2, 0)));
-        let (c, _) = s.auto_claim(b"g", b"carol", StreamId::ZERO, 0, 1, true, 3_000);
+        let args = |start, count, just_id| AutoClaim {
+            start,
+            min_idle: 0,
+            count,
+            just_id,
+        };
+        let (c, _) = s.auto_claim(b"g", b"carol", args(StreamId::ZERO, 1, true), 3_000);
         assert_eq!(c.claimed, vec![(StreamId::new(1, 0), None)]);
         assert_eq!(c.next, StreamId::new(3, 0));
         s.delete(StreamId::new(3, 0));
-        let (c, _) = s.auto_claim(b"g", b"carol", c.next, 0, 10, false, 3_000);
+        let (c, _) = s.auto_claim(b"g", b"carol", args(c.next, 10, false), 3_000);
         assert_eq!(c.deleted, vec![StreamId::new(3, 0)]);
         assert_eq!(c.claimed.len(), 1);
         assert_eq!(c.next, StreamId::ZERO);

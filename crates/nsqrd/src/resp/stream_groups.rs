@@ -2,7 +2,7 @@
 //! HELP), XACK, XPENDING, XCLAIM, XAUTOCLAIM, with Redis 7.0's order of checks (arguments
 //! Redis parses first are parsed first), replies and error texts.
 
-use nsqr_kv::{ClaimOptions, Delivered, KvError, Stream, StreamError, StreamId};
+use nsqr_kv::{AutoClaim, ClaimOptions, Delivered, KvError, Stream, StreamError, StreamId};
 use resp_wire::{Args, Reply};
 
 use super::args::{checked, is, NOT_INTEGER, SYNTAX};
@@ -139,7 +139,7 @@ pub fn xgroup(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         .shared
         .ks
         .write_stream(key, &mut ctx.s.pending, |s, now| {
-            if !(mkstream && !s.exists()) {
+            if !mkstream || s.exists() {
                 s.check_group(key, group, needs_group)?;
             }
             group_command(s, &sub, a, read, now)
@@ -472,7 +472,12 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let Some((count, just_id)) = autoclaim_options(ctx, a) else {
         return;
     };
-    let min_idle = u64::try_from(min_idle).unwrap_or(0);
+    let args = AutoClaim {
+        start,
+        min_idle: u64::try_from(min_idle).unwrap_or(0),
+        count,
+        just_id,
+    };
     let r = ctx
         .shared
         .ks
@@ -480,7 +485,7 @@ pub fn xautoclaim(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             if s.group(group).is_none() {
                 return Err(KvError::from(StreamError::no_group(key, group)));
             }
-            Ok(s.auto_claim(group, consumer, start, min_idle, count, just_id, now))
+            Ok(s.auto_claim(group, consumer, args, now))
         });
     let Some(c) = checked(ctx.out, r) else {
         return;

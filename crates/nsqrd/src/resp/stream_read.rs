@@ -73,7 +73,7 @@ fn read_args<'a>(ctx: &mut Ctx<'_>, a: &'a Args<'_>, grouped: bool) -> Option<Re
             };
             r.count = usize::try_from(n).unwrap_or(0);
         } else if is(opt, "streams") && more > 0 {
-            if more % 2 != 0 {
+            if !more.is_multiple_of(2) {
                 ctx.out.error("ERR Unbalanced XREAD list of streams: for each stream key an ID or '$' must be specified.");
                 return None;
             }
@@ -123,7 +123,7 @@ fn resolve(ctx: &mut Ctx<'_>, r: &ReadArgs<'_>) -> Option<Vec<StreamId>> {
     for (key, arg) in r.keys.iter().zip(&r.ids) {
         let res = ctx.shared.ks.read_stream(key, |s| {
             if let Some((group, _)) = r.group {
-                if !s.is_some_and(|s| s.group(group).is_some()) {
+                if s.is_none_or(|s| s.group(group).is_none()) {
                     return Err(StreamError::no_group_read(key, group));
                 }
             }
