@@ -200,3 +200,69 @@ impl Keyspace {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::{Trim, TrimSpec};
+    use crate::stream_ops::AddId;
+    use crate::test_support::{mem, with_feed};
+    use crate::{KvConfig, SetOptions, StreamId};
+
+    fn add(
+        ks: &Keyspace,
+        key: &[u8],
+        ms: u64,
+        trim: Option<TrimSpec>,
+    ) -> Result<StreamId, KvError> {
+        let id = AddId::Explicit(StreamId::new(ms, 0));
+        ks.write_stream(key, &mut Pending::default(), |s, now| {
+            Ok(s.add(id, &[b"f", b"v"], trim, now)?)
+        })
+    }
+
+    #[test]
+    fn writes_announce_their_events_and_create_only_what_exists() {
+        let (ks, feed) = with_feed(KvConfig::default());
+        let mut p = Pending::default();
+        let trim = TrimSpec {
+            strategy: Trim::MaxLen(1),
+            approx: false,
+            limit: 0,
+        };
+        add(&ks, b"s", 1, None).unwrap();
+        add(&ks, b"s", 2, Some(trim)).unwrap();
+        // A command that leaves a missing stream missing creates nothing.
+        let r = ks.write_stream(b"none", &mut p, |s, _| Ok((s.trim_by(trim).0, Vec::new())));
+        assert_eq!(r, Ok(0));
+        assert!(!ks.contains(b"none"));
+        ks.write_stream(b"s", &mut p, |s, _| {
+            Ok(((), s.create_group(b"g", None, -1)?))
+        })
+        .unwrap();
+        let ops: Vec<(String, String)> = feed.ops();
+        let names: Vec<&str> = ops.iter().map(|(op, _)| op.as_str()).collect();
+        assert_eq!(names, ["xadd", "xadd", "xtrim", "xgroup-create"]);
+        assert_eq!(ks.key_type(b"s"), Some(crate::KeyType::Stream));
+        ks.set(b"str", b"x", SetOptions::default(), None, &mut p)
+            .unwrap();
+        assert_eq!(add(&ks, b"str", 1, None), Err(KvError::WrongType));
+        assert_eq!(ks.read_stream(b"s", |s| s.map(Stream::len)), Ok(Some(1)));
+    }
+
+    #[test]
+    fn an_emptied_stream_stays_and_counts_its_memory() {
+        let ks = mem();
+        let before = ks.used_memory();
+        for ms in 1..=100 {
+            add(&ks, b"s", ms, None).unwrap();
+        }
+        let full = ks.used_memory();
+        assert!(full > before + 100 * 16, "{before} -> {full}");
+        let ids: Vec<StreamId> = (1..=100).map(|ms| StreamId::new(ms, 0)).collect();
+        let r = ks.write_stream(b"s", &mut Pending::default(), |s, _| Ok(s.delete_ids(&ids)));
+        assert_eq!(r, Ok(100));
+        assert!(ks.contains(b"s"));
+        assert!(ks.used_memory() < full);
+    }
+}
