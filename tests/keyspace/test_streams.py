@@ -151,6 +151,30 @@ class Streams(SharedServer):
         r.pexpire("t", 50)
         self.assertTrue(wait_for(lambda: r.exists("t") == 0))
 
+    def test_hostile_counts_and_counters(self):
+        r = self.r
+        big = 2**63 - 1
+        r.xadd("s", {"f": "v"}, id="1-0")
+        r.xgroup_create("s", "g", id="0")
+        r.execute_command("XGROUP", "SETID", "s", "g", "0", "ENTRIESREAD", big)
+        r.xadd("s", {"f": "v"}, id="2-0")
+        got = r.xreadgroup("g", "c", {"s": ">"})
+        self.assertEqual(len(got[0][1] if self.PROTOCOL == 2 else got["s"][0]), 2)
+        self.assertEqual(r.xinfo_groups("s")[0]["entries-read"], big)
+        r.xclaim("s", "g", "c", 0, ["1-0"], retrycount=big)
+        r.xreadgroup("g", "c", {"s": "0"})
+        self.assertEqual(len(r.xautoclaim("s", "g", "d", 0, "0-0", count=big // 16)[1]), 2)
+        with self.assertRaisesRegex(redis.ResponseError, "COUNT must be > 0"):
+            r.xautoclaim("s", "g", "d", 0, "0-0", count=big)
+        self.assertEqual(len(r.xrange("s", count=big)), 2)
+        self.assertEqual(len(r.xread({"s": 0}, count=big, block=big)[0][1]
+                             if self.PROTOCOL == 2 else r.xread({"s": 0}, count=big)["s"][0]), 2)
+        r.execute_command("XSETID", "s", "18446744073709551615-18446744073709551615",
+                          "ENTRIESADDED", big)
+        with self.assertRaisesRegex(redis.ResponseError, "exhausted the last possible ID"):
+            r.xadd("s", {"f": "v"})
+        self.assertTrue(r.ping())
+
     def test_keyspace_events(self):
         r = self.r
         r.config_set("notify-keyspace-events", "KEA")

@@ -335,7 +335,7 @@ impl Stream {
     pub(crate) fn append(&mut self, id: StreamId, packed: Box<[u8]>) {
         self.put_entry(id, packed);
         self.last_id = id;
-        self.entries_added += 1;
+        self.entries_added = self.entries_added.saturating_add(1);
     }
 
     /// XDEL of one id: whether it was there.
@@ -416,12 +416,13 @@ impl Stream {
         }
         let first = self.first_id();
         if self.max_deleted == StreamId::ZERO || self.max_deleted < first {
-            let base = self.entries_added - self.entries.len() as u64;
+            // Never below 0, even for counters a RESTORE payload made up.
+            let base = self.entries_added.saturating_sub(self.entries.len() as u64);
             if id < first {
                 return Some(base);
             }
             if id == first {
-                return Some(base + 1);
+                return Some(base.saturating_add(1));
             }
         }
         None

@@ -165,7 +165,7 @@ impl Stream {
                 let fields = self.get(id).map(Box::from);
                 if fields.is_some() {
                     if let Some(n) = self.group(group).and_then(|g| g.pel.get(&id)) {
-                        let count = n.count + 1;
+                        let count = n.count.saturating_add(1);
                         self.put_nack(group, id, consumer, now, count);
                     }
                 }
@@ -204,7 +204,7 @@ impl Stream {
             return;
         }
         let read = if g.entries_read >= 0 && !self.has_tombstones_from(id) {
-            g.entries_read + 1
+            g.entries_read.saturating_add(1)
         } else if self.entries_added > 0 {
             self.estimate_read(id).map_or(-1, |n| n as i64)
         } else {
@@ -265,7 +265,7 @@ impl Stream {
             let count = match o.retry_count {
                 Some(c) => c,
                 None if o.just_id => count,
-                None => count + 1,
+                None => count.saturating_add(1),
             };
             self.put_nack(group, id, consumer, delivered, count);
             out.push((id, (!o.just_id).then_some(fields)));
@@ -297,7 +297,7 @@ impl Stream {
                 g.pel
                     .range(start..)
                     .map(|(id, _)| *id)
-                    .take(attempts + 1)
+                    .take(attempts.saturating_add(1))
                     .collect()
             })
             .unwrap_or_default();
@@ -324,7 +324,11 @@ impl Stream {
                 self.seen(group, consumer, now, &mut ops);
                 known = true;
             }
-            let count = if just_id { n.count } else { n.count + 1 };
+            let count = if just_id {
+                n.count
+            } else {
+                n.count.saturating_add(1)
+            };
             self.put_nack(group, id, consumer, now, count);
             claim.claimed.push((id, (!just_id).then_some(fields)));
             left -= 1;

@@ -88,9 +88,6 @@ impl Stream {
                 return Err(StreamError::AddedTooSmall.into());
             }
         }
-        if id < self.max_deleted {
-            return Err(StreamError::SetIdBelowCurrentDeleted.into());
-        }
         let added = added.unwrap_or(self.entries_added);
         let deleted = max_deleted
             .filter(|d| *d != StreamId::ZERO)
@@ -140,10 +137,11 @@ mod tests {
             s.set_id(StreamId::new(1, 0), None, None),
             Err(StreamError::SetIdTooSmall.into())
         );
+        // Below the largest deleted id is fine once above the top entry (as 7.0).
         s.delete_ids(&[StreamId::new(5, 1), StreamId::new(5, 2)]);
         assert_eq!(
-            s.set_id(StreamId::new(1, 0), None, None),
-            Err(StreamError::SetIdBelowCurrentDeleted.into())
+            s.set_id(StreamId::new(5, 1), None, None),
+            Ok(vec![Op::Xsetid])
         );
         assert_eq!(s.set_id(StreamId::MAX, Some(9), None), Ok(vec![Op::Xsetid]));
         assert_eq!(s.entries_added(), 9);

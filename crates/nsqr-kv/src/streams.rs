@@ -50,8 +50,6 @@ pub enum StreamError {
     DollarInGroup,
     #[error("ERR The > ID can be specified only when calling XREADGROUP using the GROUP <group> <consumer> option.")]
     NewWithoutGroup,
-    #[error("ERR The ID specified in XSETID is smaller than current max_deleted_entry_id")]
-    SetIdBelowCurrentDeleted,
 }
 
 impl StreamError {
