@@ -248,4 +248,31 @@ mod tests {
         );
         assert_eq!(Stream::decode_whole(&[42]), Err(Malformed));
     }
+
+    #[test]
+    fn damaged_bytes_never_panic() {
+        let mut s = Stream::default();
+        s.materialize();
+        for ms in 1..=20 {
+            s.append(StreamId::new(ms, 0), pack_fields(&[b"field", b"value"]));
+        }
+        s.put_group(b"g", StreamId::new(5, 0), 5);
+        s.put_nack(b"g", StreamId::new(3, 0), b"c", 1, 1);
+        let mut whole = Vec::new();
+        s.encode_whole(&mut whole);
+        let mut rng = fastrand::Rng::with_seed(7);
+        for _ in 0..20_000 {
+            let mut b = whole.clone();
+            for _ in 0..rng.usize(1..4) {
+                let i = rng.usize(..b.len());
+                b[i] = rng.u8(..);
+            }
+            b.truncate(rng.usize(..=b.len()));
+            if let Ok(d) = Stream::decode_whole(&b) {
+                // Whatever decoded is a stream the commands can work on.
+                let _ = (d.lag(d.group(b"g").unwrap_or(&Default::default())), d.len());
+                let _ = d.estimate_read(StreamId::new(4, 0));
+            }
+        }
+    }
 }
