@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use indexmap::{IndexMap, IndexSet};
 
 use crate::entry::cost_of;
+use crate::stream::Stream;
 
 type Build = foldhash::fast::RandomState;
 
@@ -44,6 +45,7 @@ pub enum KeyType {
     List,
     Hash,
     Set,
+    Stream,
 }
 
 impl KeyType {
@@ -53,14 +55,21 @@ impl KeyType {
             KeyType::List => "list",
             KeyType::Hash => "hash",
             KeyType::Set => "set",
+            KeyType::Stream => "stream",
         }
     }
 
     /// The kind TYPE and SCAN ... TYPE call `name` (`None` for a type not served here).
     pub fn from_name(name: &[u8]) -> Option<KeyType> {
-        [KeyType::String, KeyType::List, KeyType::Hash, KeyType::Set]
-            .into_iter()
-            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+        [
+            KeyType::String,
+            KeyType::List,
+            KeyType::Hash,
+            KeyType::Set,
+            KeyType::Stream,
+        ]
+        .into_iter()
+        .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
 }
 
@@ -77,6 +86,7 @@ pub enum Collection {
     List(List),
     Hash(Hash),
     Set(Set),
+    Stream(Stream),
 }
 
 impl Collection {
@@ -85,6 +95,7 @@ impl Collection {
             Collection::List(_) => KeyType::List,
             Collection::Hash(_) => KeyType::Hash,
             Collection::Set(_) => KeyType::Set,
+            Collection::Stream(_) => KeyType::Stream,
         }
     }
 
@@ -94,6 +105,7 @@ impl Collection {
             Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
+            Collection::Stream(s) => s.cost(),
         }
     }
 
@@ -102,6 +114,7 @@ impl Collection {
             Collection::List(l) => l.items.is_empty(),
             Collection::Hash(h) => h.map.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
+            Collection::Stream(s) => !s.exists,
         }
     }
 
@@ -113,6 +126,7 @@ impl Collection {
             Collection::Hash(_) => "hashtable",
             Collection::Set(s) if !s.big => "intset",
             Collection::Set(_) => "hashtable",
+            Collection::Stream(_) => "stream",
         }
     }
 }

@@ -40,4 +40,6 @@ pub enum KvError {
     /// The change feed could not take a change (strict mode: the write is not acknowledged).
     #[error("ERR change feed unavailable: {0}")]
     Feed(String),
+    #[error(transparent)]
+    Stream(#[from] crate::streams::StreamError),
 }

@@ -419,6 +419,16 @@ impl Keyspace {
         }
     }
 
+    /// Logs a record that announces nothing (a change Redis sends no event for).
+    pub(crate) fn log_only(&self, record: &Record<'_>, pending: &mut Pending) {
+        if let Some(log) = &self.log {
+            match &mut pending.batch {
+                Some(batch) => record.encode(batch),
+                None => pending.log_seq = log.append(record),
+            }
+        }
+    }
+
     fn publish_change(&self, feed: &dyn ChangeFeed, e: &Emit<'_>, now: u64, pending: &mut Pending) {
         let change = Change {
             op: e.op,

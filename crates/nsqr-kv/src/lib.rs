@@ -42,6 +42,12 @@ mod revision;
 mod sets;
 mod shard;
 mod snapshot;
+mod stream;
+mod stream_changes;
+mod stream_group;
+mod stream_group_ops;
+mod stream_ops;
+mod streams;
 mod strings;
 pub mod subscriber;
 mod substrings;
@@ -65,6 +71,13 @@ pub use object::{string_encoding, KeyInfo};
 pub use persist::PersistError;
 pub use pubsub::{Hub, Kind};
 pub use sets::SetOp;
+pub use stream::NODE_ENTRIES as STREAM_NODE_ENTRIES;
+pub use stream::{
+    field_count, fields, pack_fields, Consumer, Group, Nack, Stream, StreamId, Trim, TrimSpec,
+};
+pub use stream_group_ops::{AutoClaim, Claim, ClaimOptions, Delivered};
+pub use stream_ops::AddId;
+pub use streams::{StreamError, StreamOutcome};
 pub use strings::{format_float, parse_float, Condition, Expiry, OldValue, SetOptions};
 pub use subscriber::{OutputLimit, Subscriber};
 pub use turn::{ExclusiveTurn, SharedTurn};

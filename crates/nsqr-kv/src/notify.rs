@@ -155,6 +155,17 @@ impl Event {
             Event::Change(
                 Op::Sadd | Op::Srem | Op::Spop | Op::Sinterstore | Op::Sunionstore | Op::Sdiffstore,
             ) => class::SET,
+            Event::Change(
+                Op::Xadd
+                | Op::Xtrim
+                | Op::Xdel
+                | Op::XgroupCreate
+                | Op::XgroupCreateconsumer
+                | Op::XgroupDelconsumer
+                | Op::XgroupDestroy
+                | Op::XgroupSetid
+                | Op::Xsetid,
+            ) => class::STREAM,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

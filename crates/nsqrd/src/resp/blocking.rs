@@ -23,6 +23,8 @@ pub struct Blocking {
     pub deadline: Option<Instant>,
     /// Set by the connection when the deadline passed.
     pub timed_out: bool,
+    /// XREAD's ids as resolved when it blocked (`$`: the last id then).
+    pub stream_ids: Vec<nsqr_kv::StreamId>,
 }
 
 /// A timeout in seconds, as Redis 7.0 reads it (a float, rounded up to a millisecond; one
@@ -47,19 +49,19 @@ fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
 
 /// What a blocking command answers when it gives up: on its timeout, and inside a
 /// transaction (where BLMOVE answers a null string, the others a null array, as in Redis).
-struct GiveUp {
+pub(super) struct GiveUp {
     timeout: fn(&mut Reply),
     in_transaction: fn(&mut Reply),
 }
 
-const NULL_ARRAY: GiveUp = GiveUp {
+pub(super) const NULL_ARRAY: GiveUp = GiveUp {
     timeout: Reply::null_array,
     in_transaction: Reply::null_array,
 };
 
 /// Runs a blocking command: `attempt` tries it at once and says whether it answered; if not,
 /// the client blocks on `keys` (or, timed out or in a transaction, gives up).
-fn run(
+pub(super) fn run(
     ctx: &mut Ctx<'_>,
     keys: &[&[u8]],
     deadline: Option<Instant>,
@@ -89,6 +91,7 @@ fn run(
             on: ctx.shared.ks.block(keys),
             deadline,
             timed_out: false,
+            stream_ids: Vec::new(),
         });
     }
     ctx.s.block_now = true;

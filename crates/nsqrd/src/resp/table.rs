@@ -11,7 +11,8 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, strings, transaction,
+    pubsub, script, server, sets, stream_groups, stream_info, stream_read, streams, strings,
+    transaction,
 };
 
 /// Changes the keyspace.
@@ -179,6 +180,22 @@ commands! {
     "sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sdiffstore;
     "sintercard", -3, READONLY, NONE, sets::sintercard;
     "sscan", -3, READONLY, ONE, sets::sscan;
+    // streams
+    "xadd", -5, WRITE | DENYOOM | FAST, ONE, streams::xadd;
+    "xrange", -4, READONLY, ONE, streams::xrange;
+    "xrevrange", -4, READONLY, ONE, streams::xrevrange;
+    "xlen", 2, READONLY | FAST, ONE, streams::xlen;
+    "xdel", -3, WRITE | FAST, ONE, streams::xdel;
+    "xtrim", -4, WRITE, ONE, streams::xtrim;
+    "xread", -4, READONLY, NONE, stream_read::xread;
+    "xreadgroup", -7, WRITE, NONE, stream_read::xreadgroup;
+    "xgroup", -2, WRITE | DENYOOM, (2, 2, 1), stream_groups::xgroup;
+    "xack", -4, WRITE | FAST, ONE, stream_groups::xack;
+    "xpending", -3, READONLY, ONE, stream_groups::xpending;
+    "xclaim", -6, WRITE | FAST, ONE, stream_groups::xclaim;
+    "xautoclaim", -6, WRITE | FAST, ONE, stream_groups::xautoclaim;
+    "xinfo", -2, READONLY, (2, 2, 1), stream_info::xinfo;
+    "xsetid", -3, WRITE | DENYOOM | FAST, ONE, stream_info::xsetid;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
