@@ -81,6 +81,8 @@ pub enum Op {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    /// PFADD and PFMERGE (Redis names both `pfadd`).
+    Pfadd,
 }
 
 impl Op {
@@ -120,6 +122,7 @@ impl Op {
             Op::Sinterstore => "sinterstore",
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
+            Op::Pfadd => "pfadd",
         }
     }
 
@@ -134,6 +137,7 @@ impl Op {
                 | Op::Append
                 | Op::SetRange
                 | Op::SetBit
+                | Op::Pfadd
                 | Op::RenameTo
                 | Op::CopyTo
                 | Op::Restore

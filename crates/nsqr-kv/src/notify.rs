@@ -141,6 +141,7 @@ impl Event {
             Event::Change(
                 Op::Set | Op::Incrby | Op::IncrbyFloat | Op::Append | Op::SetRange | Op::SetBit,
             ) => class::STRING,
+            Event::Change(Op::Pfadd) => class::STRING,
             Event::Change(
                 Op::Lpush
                 | Op::Rpush

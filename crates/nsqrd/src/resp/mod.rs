@@ -33,6 +33,7 @@ mod connection;
 mod dump;
 mod feed;
 mod hashes;
+mod hll;
 mod introspection;
 mod keys;
 mod lists;

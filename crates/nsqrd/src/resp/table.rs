@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, strings, transaction,
+    acl, bits, blocking, client, connection, dump, hashes, hll, introspection, keys, lists,
+    persistence, pubsub, script, server, sets, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -121,6 +121,11 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // HyperLogLog
+    "pfadd", -2, WRITE | DENYOOM | FAST, ONE, hll::pfadd;
+    "pfcount", -2, READONLY, ALL, hll::pfcount;
+    "pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge;
+    "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), hll::pfdebug;
     // lists
     "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
     "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
