@@ -26,6 +26,7 @@ pub mod error;
 mod evict;
 mod expiry;
 pub mod feed;
+pub mod geohash;
 pub mod glob;
 mod hashes;
 pub mod hll;
