@@ -266,7 +266,15 @@ fn raise_sparse(v: &mut Vec<u8>, index: usize, count: u8) -> Result<bool, Corrup
             if seq.len() > op.size() && v.len() + seq.len() - op.size() > SPARSE_MAX_BYTES {
                 return promote(v, index, count);
             }
-            v.splice(p..p + op.size(), seq);
+            let end = p + op.size();
+            if end <= v.len() {
+                v.splice(p..end, seq);
+            } else {
+                // An XZERO cut short by the value's end: Redis writes the new opcodes over
+                // it but grows the value by one byte less than they take.
+                v.truncate(p);
+                v.extend_from_slice(&seq[..seq.len() - 1]);
+            }
         }
     }
     merge_values(v, prev.unwrap_or(HEADER));

@@ -30,6 +30,8 @@ pub mod geohash;
 pub mod glob;
 mod hashes;
 pub mod hll;
+#[doc(hidden)]
+pub mod hll_fuzz;
 mod keys;
 mod keyspace;
 mod lists;
