@@ -40,4 +40,7 @@ pub enum KvError {
     /// The change feed could not take a change (strict mode: the write is not acknowledged).
     #[error("ERR change feed unavailable: {0}")]
     Feed(String),
+    /// ZADD INCR / ZINCRBY adding `inf` and `-inf`.
+    #[error("ERR resulting score is not a number (NaN)")]
+    ScoreNan,
 }

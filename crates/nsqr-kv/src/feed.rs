@@ -81,6 +81,20 @@ pub enum Op {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    /// ZADD (without INCR).
+    Zadd,
+    /// ZINCRBY, ZADD INCR.
+    Zincr,
+    Zrem,
+    Zrembyscore,
+    Zrembyrank,
+    Zrembylex,
+    Zpopmin,
+    Zpopmax,
+    Zunionstore,
+    Zinterstore,
+    Zdiffstore,
+    Zrangestore,
 }
 
 impl Op {
@@ -120,6 +134,18 @@ impl Op {
             Op::Sinterstore => "sinterstore",
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
+            Op::Zadd => "zadd",
+            Op::Zincr => "zincr",
+            Op::Zrem => "zrem",
+            Op::Zrembyscore => "zrembyscore",
+            Op::Zrembyrank => "zrembyrank",
+            Op::Zrembylex => "zrembylex",
+            Op::Zpopmin => "zpopmin",
+            Op::Zpopmax => "zpopmax",
+            Op::Zunionstore => "zunionstore",
+            Op::Zinterstore => "zinterstore",
+            Op::Zdiffstore => "zdiffstore",
+            Op::Zrangestore => "zrangestore",
         }
     }
 

@@ -47,6 +47,8 @@ mod strings;
 mod table;
 mod transaction;
 mod workers;
+mod zranges;
+mod zsets;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
