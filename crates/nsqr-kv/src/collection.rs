@@ -44,6 +44,7 @@ pub enum KeyType {
     List,
     Hash,
     Set,
+    Zset,
 }
 
 impl KeyType {
@@ -53,14 +54,21 @@ impl KeyType {
             KeyType::List => "list",
             KeyType::Hash => "hash",
             KeyType::Set => "set",
+            KeyType::Zset => "zset",
         }
     }
 
     /// The kind TYPE and SCAN ... TYPE call `name` (`None` for a type not served here).
     pub fn from_name(name: &[u8]) -> Option<KeyType> {
-        [KeyType::String, KeyType::List, KeyType::Hash, KeyType::Set]
-            .into_iter()
-            .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
+        [
+            KeyType::String,
+            KeyType::List,
+            KeyType::Hash,
+            KeyType::Set,
+            KeyType::Zset,
+        ]
+        .into_iter()
+        .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
     }
 }
 
@@ -77,6 +85,7 @@ pub enum Collection {
     List(List),
     Hash(Hash),
     Set(Set),
+    Zset(crate::zset::ZSet),
 }
 
 impl Collection {
@@ -85,6 +94,7 @@ impl Collection {
             Collection::List(_) => KeyType::List,
             Collection::Hash(_) => KeyType::Hash,
             Collection::Set(_) => KeyType::Set,
+            Collection::Zset(_) => KeyType::Zset,
         }
     }
 
@@ -94,6 +104,7 @@ impl Collection {
             Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
+            Collection::Zset(z) => z.cost(),
         }
     }
 
@@ -102,6 +113,7 @@ impl Collection {
             Collection::List(l) => l.items.is_empty(),
             Collection::Hash(h) => h.map.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
+            Collection::Zset(z) => z.is_empty(),
         }
     }
 
@@ -113,6 +125,8 @@ impl Collection {
             Collection::Hash(_) => "hashtable",
             Collection::Set(s) if !s.big => "intset",
             Collection::Set(_) => "hashtable",
+            Collection::Zset(z) if z.is_compact() => "listpack",
+            Collection::Zset(_) => "skiplist",
         }
     }
 }
@@ -644,6 +658,7 @@ mod tests {
     #[test]
     fn kinds_by_name() {
         assert_eq!(KeyType::from_name(b"HASH"), Some(KeyType::Hash));
-        assert_eq!(KeyType::from_name(b"zset"), None);
+        assert_eq!(KeyType::from_name(b"zset"), Some(KeyType::Zset));
+        assert_eq!(KeyType::from_name(b"stream"), None);
     }
 }

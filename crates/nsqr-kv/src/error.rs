@@ -46,4 +46,7 @@ pub enum KvError {
     /// A PF command on an HLL whose registers cannot be read.
     #[error("INVALIDOBJ Corrupted HLL object detected")]
     CorruptHll,
+    /// ZADD INCR / ZINCRBY adding `inf` and `-inf`.
+    #[error("ERR resulting score is not a number (NaN)")]
+    ScoreNan,
 }

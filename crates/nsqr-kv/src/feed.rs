@@ -83,6 +83,20 @@ pub enum Op {
     Sdiffstore,
     /// PFADD and PFMERGE (Redis names both `pfadd`).
     Pfadd,
+    /// ZADD (without INCR).
+    Zadd,
+    /// ZINCRBY, ZADD INCR.
+    Zincr,
+    Zrem,
+    Zrembyscore,
+    Zrembyrank,
+    Zrembylex,
+    Zpopmin,
+    Zpopmax,
+    Zunionstore,
+    Zinterstore,
+    Zdiffstore,
+    Zrangestore,
 }
 
 impl Op {
@@ -123,6 +137,18 @@ impl Op {
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
             Op::Pfadd => "pfadd",
+            Op::Zadd => "zadd",
+            Op::Zincr => "zincr",
+            Op::Zrem => "zrem",
+            Op::Zrembyscore => "zrembyscore",
+            Op::Zrembyrank => "zrembyrank",
+            Op::Zrembylex => "zrembylex",
+            Op::Zpopmin => "zpopmin",
+            Op::Zpopmax => "zpopmax",
+            Op::Zunionstore => "zunionstore",
+            Op::Zinterstore => "zinterstore",
+            Op::Zdiffstore => "zdiffstore",
+            Op::Zrangestore => "zrangestore",
         }
     }
 

@@ -56,6 +56,8 @@ mod turn;
 mod typed;
 mod warm;
 mod watch;
+mod zset;
+mod zsets;
 
 pub use blocking::Blocked;
 pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, List, Set, Value};
@@ -75,3 +77,5 @@ pub use strings::{format_float, parse_float, Condition, Expiry, OldValue, SetOpt
 pub use subscriber::{OutputLimit, Subscriber};
 pub use turn::{ExclusiveTurn, SharedTurn};
 pub use watch::Watch;
+pub use zset::{format_score, index_ranks, parse_score, LexBound, ScoreBound, ZSet};
+pub use zsets::{Aggregate, ZRangeSpec, ZaddOptions, ZaddReply};

@@ -156,6 +156,20 @@ impl Event {
             Event::Change(
                 Op::Sadd | Op::Srem | Op::Spop | Op::Sinterstore | Op::Sunionstore | Op::Sdiffstore,
             ) => class::SET,
+            Event::Change(
+                Op::Zadd
+                | Op::Zincr
+                | Op::Zrem
+                | Op::Zrembyscore
+                | Op::Zrembyrank
+                | Op::Zrembylex
+                | Op::Zpopmin
+                | Op::Zpopmax
+                | Op::Zunionstore
+                | Op::Zinterstore
+                | Op::Zdiffstore
+                | Op::Zrangestore,
+            ) => class::ZSET,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

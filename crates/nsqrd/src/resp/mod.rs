@@ -48,6 +48,8 @@ mod strings;
 mod table;
 mod transaction;
 mod workers;
+mod zranges;
+mod zsets;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};

@@ -11,7 +11,7 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bits, blocking, client, connection, dump, hashes, hll, introspection, keys, lists,
-    persistence, pubsub, script, server, sets, strings, transaction,
+    persistence, pubsub, script, server, sets, strings, transaction, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -184,6 +184,39 @@ commands! {
     "sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sdiffstore;
     "sintercard", -3, READONLY, NONE, sets::sintercard;
     "sscan", -3, READONLY, ONE, sets::sscan;
+    // sorted sets
+    "zadd", -4, WRITE | DENYOOM | FAST, ONE, zsets::zadd;
+    "zincrby", 4, WRITE | DENYOOM | FAST, ONE, zsets::zincrby;
+    "zrem", -3, WRITE | FAST, ONE, zsets::zrem;
+    "zcard", 2, READONLY | FAST, ONE, zsets::zcard;
+    "zscore", 3, READONLY | FAST, ONE, zsets::zscore;
+    "zmscore", -3, READONLY | FAST, ONE, zsets::zmscore;
+    "zrank", 3, READONLY | FAST, ONE, zsets::zrank;
+    "zrevrank", 3, READONLY | FAST, ONE, zsets::zrevrank;
+    "zcount", 4, READONLY | FAST, ONE, zranges::zcount;
+    "zlexcount", 4, READONLY | FAST, ONE, zranges::zlexcount;
+    "zrange", -4, READONLY, ONE, zranges::zrange;
+    "zrevrange", -4, READONLY, ONE, zranges::zrevrange;
+    "zrangebyscore", -4, READONLY, ONE, zranges::zrangebyscore;
+    "zrevrangebyscore", -4, READONLY, ONE, zranges::zrevrangebyscore;
+    "zrangebylex", -4, READONLY, ONE, zranges::zrangebylex;
+    "zrevrangebylex", -4, READONLY, ONE, zranges::zrevrangebylex;
+    "zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zranges::zrangestore;
+    "zremrangebyrank", 4, WRITE, ONE, zranges::zremrangebyrank;
+    "zremrangebyscore", 4, WRITE, ONE, zranges::zremrangebyscore;
+    "zremrangebylex", 4, WRITE, ONE, zranges::zremrangebylex;
+    "zpopmin", -2, WRITE | FAST, ONE, zsets::zpopmin;
+    "zpopmax", -2, WRITE | FAST, ONE, zsets::zpopmax;
+    "zmpop", -4, WRITE, NONE, zsets::zmpop;
+    "zrandmember", -2, READONLY, ONE, zsets::zrandmember;
+    "zscan", -3, READONLY, ONE, zsets::zscan;
+    "zunion", -3, READONLY, NONE, zsets::zunion;
+    "zinter", -3, READONLY, NONE, zsets::zinter;
+    "zdiff", -3, READONLY, NONE, zsets::zdiff;
+    "zunionstore", -4, WRITE | DENYOOM, ONE, zsets::zunionstore;
+    "zinterstore", -4, WRITE | DENYOOM, ONE, zsets::zinterstore;
+    "zdiffstore", -4, WRITE | DENYOOM, ONE, zsets::zdiffstore;
+    "zintercard", -3, READONLY, NONE, zsets::zintercard;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
