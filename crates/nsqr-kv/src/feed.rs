@@ -97,6 +97,9 @@ pub enum Op {
     Zinterstore,
     Zdiffstore,
     Zrangestore,
+    /// GEORADIUS / GEORADIUSBYMEMBER ... STORE / STOREDIST.
+    Georadiusstore,
+    Geosearchstore,
 }
 
 impl Op {
@@ -149,6 +152,8 @@ impl Op {
             Op::Zinterstore => "zinterstore",
             Op::Zdiffstore => "zdiffstore",
             Op::Zrangestore => "zrangestore",
+            Op::Georadiusstore => "georadiusstore",
+            Op::Geosearchstore => "geosearchstore",
         }
     }
 

@@ -26,6 +26,7 @@ pub mod error;
 mod evict;
 mod expiry;
 pub mod feed;
+mod geo;
 pub mod geohash;
 pub mod glob;
 mod hashes;
@@ -64,6 +65,7 @@ pub use collection::{random_indices, scan_step, Collection, Hash, KeyType, List,
 pub use config::{KvConfig, Policy, Settings};
 pub use error::KvError;
 pub use feed::{Change, ChangeFeed, FeedConfig, FeedError, FeedWait, Op};
+pub use geo::{geo_search, sort_points, GeoPoint, GeoSort};
 pub use keys::{ExpireCondition, Ttl};
 pub use keyspace::{Keyspace, KvStats, Pending};
 pub use lists::Popped;

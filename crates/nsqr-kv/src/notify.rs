@@ -170,6 +170,7 @@ impl Event {
                 | Op::Zdiffstore
                 | Op::Zrangestore,
             ) => class::ZSET,
+            Event::Change(Op::Georadiusstore | Op::Geosearchstore) => class::ZSET,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

@@ -32,6 +32,7 @@ mod conn;
 mod connection;
 mod dump;
 mod feed;
+mod geo;
 mod hashes;
 mod hll;
 mod introspection;

@@ -10,7 +10,7 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, hll, introspection, keys, lists,
+    acl, bits, blocking, client, connection, dump, geo, hashes, hll, introspection, keys, lists,
     persistence, pubsub, script, server, sets, strings, transaction, zranges, zsets,
 };
 
@@ -121,6 +121,17 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // geo (sorted sets of geohashes)
+    "geoadd", -5, WRITE | DENYOOM, ONE, geo::geoadd;
+    "geodist", -4, READONLY, ONE, geo::geodist;
+    "geohash", -2, READONLY, ONE, geo::geohash;
+    "geopos", -2, READONLY, ONE, geo::geopos;
+    "georadius", -6, WRITE | DENYOOM, ONE, geo::georadius;
+    "georadius_ro", -6, READONLY, ONE, geo::georadius_ro;
+    "georadiusbymember", -5, WRITE | DENYOOM, ONE, geo::georadiusbymember;
+    "georadiusbymember_ro", -5, READONLY, ONE, geo::georadiusbymember_ro;
+    "geosearch", -7, READONLY, ONE, geo::geosearch;
+    "geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), geo::geosearchstore;
     // HyperLogLog
     "pfadd", -2, WRITE | DENYOOM | FAST, ONE, hll::pfadd;
     "pfcount", -2, READONLY, ALL, hll::pfcount;
@@ -268,7 +279,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
     });
-    let mut lower = [0u8; 16];
+    // The longest name served is `georadiusbymember_ro` (20 bytes).
+    let mut lower = [0u8; 24];
     let name = lower.get_mut(..name.len()).map(|l| {
         for (d, s) in l.iter_mut().zip(name) {
             *d = s.to_ascii_lowercase();
@@ -403,7 +415,7 @@ mod tests {
     fn names_are_unique_and_lower_case() {
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
-            assert!(c.name.len() <= 16);
+            assert!(c.name.len() <= 24);
             assert!(COMMANDS[..i].iter().all(|d| d.name != c.name), "{}", c.name);
         }
     }
