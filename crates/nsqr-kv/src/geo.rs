@@ -7,6 +7,7 @@ use crate::error::KvError;
 use crate::feed::Op;
 use crate::geohash::{score_range, Search};
 use crate::keyspace::{Find, Keyspace, Pending};
+use crate::pqsort::pqsort;
 use crate::typed::typed;
 use crate::zset::{ScoreBound, ZSet};
 
@@ -69,12 +70,18 @@ pub fn geo_search(z: &ZSet, search: &Search, limit: Option<usize>) -> Vec<GeoPoi
     out
 }
 
-/// Sorts points by distance (stable) and keeps the first `count` (`None`: all).
+/// Sorts points by distance and keeps the first `count` (`None`: all), as Redis does: a
+/// full sort is glibc's `qsort` (a stable merge sort), a partial one Redis's `pqsort`, whose
+/// order of points at equal distances this keeps too.
 pub fn sort_points(points: &mut Vec<GeoPoint>, sort: GeoSort, count: Option<usize>) {
-    match sort {
-        GeoSort::None => {}
-        GeoSort::Asc => points.sort_by(|a, b| a.dist.total_cmp(&b.dist)),
-        GeoSort::Desc => points.sort_by(|a, b| b.dist.total_cmp(&a.dist)),
+    let by_dist = |a: &GeoPoint, b: &GeoPoint| match sort {
+        GeoSort::Desc => b.dist.total_cmp(&a.dist),
+        _ => a.dist.total_cmp(&b.dist),
+    };
+    match count.filter(|&n| n < points.len()) {
+        _ if sort == GeoSort::None => {}
+        Some(n) => pqsort(points, by_dist, 0, n - 1),
+        None => points.sort_by(by_dist),
     }
     if let Some(n) = count {
         points.truncate(n);

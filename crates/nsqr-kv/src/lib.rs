@@ -41,6 +41,7 @@ pub mod notify;
 mod object;
 mod persist;
 mod pf;
+mod pqsort;
 pub mod pubsub;
 mod record;
 mod rename;
