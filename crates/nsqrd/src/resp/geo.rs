@@ -415,7 +415,7 @@ pub fn geoadd(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         at += 1;
     }
     let rest = a.len() - at;
-    if rest % 3 != 0 || (o.xx && o.nx) {
+    if !rest.is_multiple_of(3) || (o.xx && o.nx) {
         return ctx.out.error(SYNTAX);
     }
     let mut items = Vec::with_capacity(rest / 3);
