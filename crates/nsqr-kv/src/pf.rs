@@ -114,13 +114,7 @@ impl Keyspace {
         let mut value = v.to_vec();
         hll::set_cached(&mut value, card);
         let (deadline, clock) = (e.deadline(), e.clock());
-        g.store(hash, key, &value, deadline, clock, self.hasher());
-        let record = Record::Put {
-            key,
-            value: &value,
-            deadline,
-        };
-        self.record_quietly(&record, key, pending);
+        self.rewrite_quietly(&mut g, hash, key, &value, (deadline, clock), pending);
         Ok(card)
     }
 
@@ -205,18 +199,32 @@ impl Keyspace {
         let (deadline, clock) = (e.deadline(), e.clock());
         let registers = hll::registers(&mut value)?;
         if sparse {
-            g.store(hash, key, &value, deadline, clock, self.hasher());
-            let record = Record::Put {
-                key,
-                value: &value,
-                deadline,
-            };
-            self.record_quietly(&record, key, pending);
+            self.rewrite_quietly(&mut g, hash, key, &value, (deadline, clock), pending);
         }
         Ok(match reply {
             PfDebugReply::Registers(_) => PfDebugReply::Registers(registers),
             other => other,
         })
+    }
+
+    /// Stores a new form of the same HLL (a cached count, the dense encoding): logged and seen
+    /// by WATCH, but no event; deadline and access clock unchanged.
+    fn rewrite_quietly(
+        &self,
+        g: &mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+        (deadline, clock): (Option<u64>, u32),
+        pending: &mut Pending,
+    ) {
+        g.store(hash, key, value, deadline, clock, self.hasher());
+        let record = Record::Put {
+            key,
+            value,
+            deadline,
+        };
+        self.record_quietly(&record, key, pending);
     }
 
     /// Stores an HLL written by PFADD or PFMERGE and announces `pfadd`.
@@ -232,8 +240,7 @@ impl Keyspace {
         now: u64,
         pending: &mut Pending,
     ) {
-        let clock_after = self.write_clock(clock, now);
-        g.store(hash, key, value, deadline, clock_after, self.hasher());
+        self.write_value(g, hash, key, value, deadline, clock, now);
         let emit = Emit {
             value: Some(value),
             deadline,

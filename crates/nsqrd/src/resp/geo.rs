@@ -444,32 +444,32 @@ fn read(ctx: &mut Ctx<'_>, a: &Args<'_>, f: impl FnOnce(&mut Reply, Option<&ZSet
     checked(out, r);
 }
 
-/// GEOPOS key [member ...]: each member's position, or a null array.
-pub fn geopos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+/// An array of one reply per member (arguments 2 and on): `f` sees its score, if it has one.
+fn per_member(ctx: &mut Ctx<'_>, a: &Args<'_>, f: impl Fn(&mut Reply, Option<f64>)) {
     read(ctx, a, |out, z| {
         out.array(a.len() - 2);
         for m in a.iter().skip(2) {
-            match z.and_then(|z| z.score(m)) {
-                Some(score) => {
-                    let (lon, lat) = geohash::point_of(score);
-                    point_reply(out, lon, lat);
-                }
-                None => out.null_array(),
-            }
+            f(out, z.and_then(|z| z.score(m)));
         }
+    });
+}
+
+/// GEOPOS key [member ...]: each member's position, or a null array.
+pub fn geopos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    per_member(ctx, a, |out, score| match score {
+        Some(score) => {
+            let (lon, lat) = geohash::point_of(score);
+            point_reply(out, lon, lat);
+        }
+        None => out.null_array(),
     });
 }
 
 /// GEOHASH key [member ...]: each member's 11-character geohash, or null.
 pub fn geohash(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    read(ctx, a, |out, z| {
-        out.array(a.len() - 2);
-        for m in a.iter().skip(2) {
-            match z.and_then(|z| z.score(m)) {
-                Some(score) => out.bulk(&geohash::hash_string(score)),
-                None => out.null(),
-            }
-        }
+    per_member(ctx, a, |out, score| match score {
+        Some(score) => out.bulk(&geohash::hash_string(score)),
+        None => out.null(),
     });
 }
 
