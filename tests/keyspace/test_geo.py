@@ -115,6 +115,24 @@ class Geo(SharedServer):
             with self.assertRaisesRegex(redis.ResponseError, "^WRONGTYPE"):
                 r.execute_command(*args)
 
+    def test_hostile_input(self):
+        r = self.r
+        self.add_sicily()
+        huge = 2**63 - 1
+        self.assertEqual(r.execute_command("GEORADIUS", "Sicily", 15, 37, "1e308", "mi", "COUNT", huge),
+                         ["Catania", "Palermo"])
+        self.assertEqual(len(r.execute_command("GEOSEARCH", "Sicily", "FROMLONLAT", -180, -85.05112878,
+                                               "BYBOX", "inf", "inf", "km", "DESC")), 2)
+        self.assertEqual(r.execute_command("GEOSEARCH", "Sicily", "FROMLONLAT", 180, 85.05112878,
+                                           "BYRADIUS", 0, "m", "ASC", "WITHDIST"), [])
+        for bad in ("nan", "1e400", "", " 1", "0x"):
+            with self.assertRaisesRegex(redis.ResponseError, "^need numeric radius$"):
+                r.execute_command("GEORADIUS", "Sicily", 15, 37, bad, "km")
+        # A member whose score is no geohash still decodes to a clamped position.
+        r.zadd("Sicily", {"odd": -1})
+        self.assertEqual(len(r.geopos("Sicily", "odd")[0]), 2)
+        self.assertEqual(r.ping(), True)
+
     def test_keyspace_events(self):
         r = self.r
         r.config_set("notify-keyspace-events", "KEA")

@@ -20,7 +20,7 @@ type Parsed<T> = Result<T, String>;
 
 /// A double argument as Redis reads one; `err` is the reply if it is not one.
 fn double(arg: &[u8], err: &str) -> Parsed<f64> {
-    nsqr_kv::parse_float(arg).ok_or_else(|| err.to_string())
+    nsqr_kv::parse_double(arg).ok_or_else(|| err.to_string())
 }
 
 /// A longitude and a latitude within Redis's limits.
