@@ -46,6 +46,7 @@ pub enum KeyType {
     Hash,
     Set,
     Stream,
+    Zset,
 }
 
 impl KeyType {
@@ -56,6 +57,7 @@ impl KeyType {
             KeyType::Hash => "hash",
             KeyType::Set => "set",
             KeyType::Stream => "stream",
+            KeyType::Zset => "zset",
         }
     }
 
@@ -67,6 +69,7 @@ impl KeyType {
             KeyType::Hash,
             KeyType::Set,
             KeyType::Stream,
+            KeyType::Zset,
         ]
         .into_iter()
         .find(|k| k.name().as_bytes().eq_ignore_ascii_case(name))
@@ -87,6 +90,7 @@ pub enum Collection {
     Hash(Hash),
     Set(Set),
     Stream(Stream),
+    Zset(crate::zset::ZSet),
 }
 
 impl Collection {
@@ -96,6 +100,7 @@ impl Collection {
             Collection::Hash(_) => KeyType::Hash,
             Collection::Set(_) => KeyType::Set,
             Collection::Stream(_) => KeyType::Stream,
+            Collection::Zset(_) => KeyType::Zset,
         }
     }
 
@@ -106,6 +111,7 @@ impl Collection {
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
             Collection::Stream(s) => s.cost(),
+            Collection::Zset(z) => z.cost(),
         }
     }
 
@@ -115,6 +121,7 @@ impl Collection {
             Collection::Hash(h) => h.map.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
             Collection::Stream(s) => !s.exists,
+            Collection::Zset(z) => z.is_empty(),
         }
     }
 
@@ -127,6 +134,8 @@ impl Collection {
             Collection::Set(s) if !s.big => "intset",
             Collection::Set(_) => "hashtable",
             Collection::Stream(_) => "stream",
+            Collection::Zset(z) if z.is_compact() => "listpack",
+            Collection::Zset(_) => "skiplist",
         }
     }
 }
@@ -658,6 +667,7 @@ mod tests {
     #[test]
     fn kinds_by_name() {
         assert_eq!(KeyType::from_name(b"HASH"), Some(KeyType::Hash));
-        assert_eq!(KeyType::from_name(b"zset"), None);
+        assert_eq!(KeyType::from_name(b"zset"), Some(KeyType::Zset));
+        assert_eq!(KeyType::from_name(b"stream"), None);
     }
 }

@@ -4,7 +4,9 @@
 //! a string (as an integer encoding when Redis would use one, else length-prefixed), 1 for a
 //! list (its length, then each element as a string), 2 for a
 //! set (its size, then each member as a string), 4 for a hash (its size, then each field and
-//! value). Snapshots and the strict-mode log store collections in the same encoding.
+//! value), 5 for a sorted set (its size, then each member as a string and its score as an 8-byte
+//! little-endian double). Snapshots and the strict-mode log store collections in the same
+//! encoding.
 //!
 //! Redis 7.0 itself dumps small hashes and sets in its compact encodings (listpack, intset),
 //! and long compressible strings with LZF: RESTORE refuses those as bad data; it reads the
@@ -26,6 +28,7 @@ const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
 /// A stream, in nsqr's own encoding (`stream_changes.rs`): a type byte Redis does not use.
 const NSQR_TYPE_STREAM: u8 = 0xf5;
+const RDB_TYPE_ZSET_2: u8 = 5;
 const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
 
 /// Why a payload cannot be restored (the texts are Redis's).
@@ -87,6 +90,14 @@ pub(crate) fn encode_value(e: &Entry, out: &mut Vec<u8>) {
             out.push(NSQR_TYPE_STREAM);
             s.encode_whole(out);
         }
+        (None, Some(Collection::Zset(z))) => {
+            out.push(RDB_TYPE_ZSET_2);
+            encode_len(z.len() as u64, out);
+            for (m, score) in z.iter() {
+                encode_string(m, out);
+                out.extend_from_slice(&score.to_le_bytes());
+            }
+        }
         (None, None) => {}
     }
 }
@@ -128,6 +139,16 @@ pub(crate) fn decode_value(b: &[u8]) -> Result<Value, DumpError> {
             let s = crate::stream::Stream::decode_whole(rest).map_err(|_| DumpError::BadData)?;
             return Ok(Value::Collection(s.into()));
         }
+        RDB_TYPE_ZSET_2 => {
+            let mut z = crate::zset::ZSet::default();
+            for _ in 0..r.count()? {
+                let (m, score) = (r.string()?, r.score()?);
+                if z.insert(&m, score).is_some() {
+                    return Err(DumpError::BadData);
+                }
+            }
+            Value::Collection(z.into())
+        }
         _ => return Err(DumpError::BadData),
     };
     if !r.0.is_empty() {
@@ -144,6 +165,15 @@ impl Reader<'_> {
         let (v, used) = decode_string(self.0).ok_or(DumpError::BadData)?;
         self.0 = &self.0[used..];
         Ok(v)
+    }
+
+    /// A sorted set member's score: a little-endian double, never NaN.
+    fn score(&mut self) -> Result<f64, DumpError> {
+        let (b, rest) = self.0.split_first_chunk::<8>().ok_or(DumpError::BadData)?;
+        self.0 = rest;
+        Some(f64::from_le_bytes(*b))
+            .filter(|s| !s.is_nan())
+            .ok_or(DumpError::BadData)
     }
 
     /// A collection's size: at least one, and no more than the bytes left (each member takes

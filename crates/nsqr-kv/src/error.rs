@@ -42,4 +42,13 @@ pub enum KvError {
     Feed(String),
     #[error(transparent)]
     Stream(#[from] crate::streams::StreamError),
+    /// A PF command on a string that is not an HLL.
+    #[error("WRONGTYPE Key is not a valid HyperLogLog string value.")]
+    NotHll,
+    /// A PF command on an HLL whose registers cannot be read.
+    #[error("INVALIDOBJ Corrupted HLL object detected")]
+    CorruptHll,
+    /// ZADD INCR / ZINCRBY adding `inf` and `-inf`.
+    #[error("ERR resulting score is not a number (NaN)")]
+    ScoreNan,
 }

@@ -91,6 +91,25 @@ pub enum Op {
     XgroupDestroy,
     XgroupSetid,
     Xsetid,
+    /// PFADD and PFMERGE (Redis names both `pfadd`).
+    Pfadd,
+    /// ZADD (without INCR).
+    Zadd,
+    /// ZINCRBY, ZADD INCR.
+    Zincr,
+    Zrem,
+    Zrembyscore,
+    Zrembyrank,
+    Zrembylex,
+    Zpopmin,
+    Zpopmax,
+    Zunionstore,
+    Zinterstore,
+    Zdiffstore,
+    Zrangestore,
+    /// GEORADIUS / GEORADIUSBYMEMBER ... STORE / STOREDIST.
+    Georadiusstore,
+    Geosearchstore,
 }
 
 impl Op {
@@ -139,6 +158,21 @@ impl Op {
             Op::XgroupDestroy => "xgroup-destroy",
             Op::XgroupSetid => "xgroup-setid",
             Op::Xsetid => "xsetid",
+            Op::Pfadd => "pfadd",
+            Op::Zadd => "zadd",
+            Op::Zincr => "zincr",
+            Op::Zrem => "zrem",
+            Op::Zrembyscore => "zrembyscore",
+            Op::Zrembyrank => "zrembyrank",
+            Op::Zrembylex => "zrembylex",
+            Op::Zpopmin => "zpopmin",
+            Op::Zpopmax => "zpopmax",
+            Op::Zunionstore => "zunionstore",
+            Op::Zinterstore => "zinterstore",
+            Op::Zdiffstore => "zdiffstore",
+            Op::Zrangestore => "zrangestore",
+            Op::Georadiusstore => "georadiusstore",
+            Op::Geosearchstore => "geosearchstore",
         }
     }
 
@@ -153,6 +187,7 @@ impl Op {
                 | Op::Append
                 | Op::SetRange
                 | Op::SetBit
+                | Op::Pfadd
                 | Op::RenameTo
                 | Op::CopyTo
                 | Op::Restore

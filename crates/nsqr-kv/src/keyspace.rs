@@ -429,6 +429,13 @@ impl Keyspace {
         }
     }
 
+    /// A change to a value that is no event (PFCOUNT refreshing an HLL's cached count): the
+    /// log keeps it and WATCH sees it, as Redis's `signalModifiedKey`; no notification, no feed.
+    pub(crate) fn record_quietly(&self, record: &Record<'_>, key: &[u8], pending: &mut Pending) {
+        self.log_only(record, pending);
+        self.watchers.touch(key);
+    }
+
     fn publish_change(&self, feed: &dyn ChangeFeed, e: &Emit<'_>, now: u64, pending: &mut Pending) {
         let change = Change {
             op: e.op,

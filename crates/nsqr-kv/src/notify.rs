@@ -141,6 +141,7 @@ impl Event {
             Event::Change(
                 Op::Set | Op::Incrby | Op::IncrbyFloat | Op::Append | Op::SetRange | Op::SetBit,
             ) => class::STRING,
+            Event::Change(Op::Pfadd) => class::STRING,
             Event::Change(
                 Op::Lpush
                 | Op::Rpush
@@ -166,6 +167,21 @@ impl Event {
                 | Op::XgroupSetid
                 | Op::Xsetid,
             ) => class::STREAM,
+            Event::Change(
+                Op::Zadd
+                | Op::Zincr
+                | Op::Zrem
+                | Op::Zrembyscore
+                | Op::Zrembyrank
+                | Op::Zrembylex
+                | Op::Zpopmin
+                | Op::Zpopmax
+                | Op::Zunionstore
+                | Op::Zinterstore
+                | Op::Zdiffstore
+                | Op::Zrangestore,
+            ) => class::ZSET,
+            Event::Change(Op::Georadiusstore | Op::Geosearchstore) => class::ZSET,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

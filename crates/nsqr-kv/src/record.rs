@@ -15,7 +15,7 @@
 //! | 4 | flush | — |
 //! | 5 | batch | records, each framed as above |
 //! | 6 | object | deadline u64 (0 = none), key length u32, key, the value's RDB encoding (`dump.rs`) |
-//! | 7 | members | key length u32, key, kind (1 hash, 2 set), then per member: length u32, member, 0 (gone) or 1 (present), and for a present hash field its value's length u32 and value |
+//! | 7 | members | key length u32, key, kind (1 hash, 2 set, 3 sorted set), then per member: length u32, member, 0 (gone) or 1 (present), and for a present hash field its value's length u32 and value (for a sorted set member its score, 8 bytes: an f64 little-endian) |
 //! | 8 | stream | key length u32, key, the changes one command made to the stream (`stream_changes.rs`) |
 //!
 //! A members record holds the state of each member a command touched (HSET's fields with their
@@ -67,6 +67,7 @@ pub enum Record<'a> {
 pub enum MemberKind {
     Hash = 1,
     Set = 2,
+    Zset = 3,
 }
 
 /// Builds the states of a members record.
@@ -253,6 +254,7 @@ fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
             let kind = match kind {
                 1 => MemberKind::Hash,
                 2 => MemberKind::Set,
+                3 => MemberKind::Zset,
                 _ => return None,
             };
             Some(Record::Members { key, kind, states })

@@ -36,10 +36,10 @@ impl Touched {
 pub(crate) type Outcome<R> = Result<(R, Option<Op>), KvError>;
 
 fn member_kind(kind: KeyType) -> MemberKind {
-    if kind == KeyType::Hash {
-        MemberKind::Hash
-    } else {
-        MemberKind::Set
+    match kind {
+        KeyType::Hash => MemberKind::Hash,
+        KeyType::Zset => MemberKind::Zset,
+        _ => MemberKind::Set,
     }
 }
 
@@ -223,6 +223,7 @@ impl Keyspace {
             let empty: Collection = match kind {
                 MemberKind::Hash => crate::collection::Hash::default().into(),
                 MemberKind::Set => crate::collection::Set::default().into(),
+                MemberKind::Zset => crate::zset::ZSet::default().into(),
             };
             let clock = self.write_clock(None, now_ms());
             g.put(hash, Entry::typed(key, empty, None, clock), self.hasher());
@@ -248,6 +249,17 @@ impl Keyspace {
                     (Collection::Set(s), None) => {
                         s.remove(m);
                     }
+                    (Collection::Zset(z), Some(score)) => {
+                        let score = <[u8; 8]>::try_from(score)
+                            .ok()
+                            .map(f64::from_le_bytes)
+                            .filter(|s| !s.is_nan())
+                            .ok_or(crate::record::RecordError::Malformed(0))?;
+                        z.insert(m, score);
+                    }
+                    (Collection::Zset(z), None) => {
+                        z.remove(m);
+                    }
                     // Lists are logged whole (`Typed::WHOLE`) and streams by their own
                     // records: no members record names one.
                     (Collection::List(_) | Collection::Stream(_), _) => {}
@@ -268,5 +280,6 @@ fn kind_of(kind: MemberKind) -> KeyType {
     match kind {
         MemberKind::Hash => KeyType::Hash,
         MemberKind::Set => KeyType::Set,
+        MemberKind::Zset => KeyType::Zset,
     }
 }

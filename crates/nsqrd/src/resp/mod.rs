@@ -32,7 +32,9 @@ mod conn;
 mod connection;
 mod dump;
 mod feed;
+mod geo;
 mod hashes;
+mod hll;
 mod introspection;
 mod keys;
 mod lists;
@@ -51,6 +53,8 @@ mod strings;
 mod table;
 mod transaction;
 mod workers;
+mod zranges;
+mod zsets;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};

@@ -10,9 +10,9 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, stream_groups, stream_info, stream_read, streams, strings,
-    transaction,
+    acl, bits, blocking, client, connection, dump, geo, hashes, hll, introspection, keys, lists,
+    persistence, pubsub, script, server, sets, stream_groups, stream_info, stream_read, streams,
+    strings, transaction, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -122,6 +122,22 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // geo (sorted sets of geohashes)
+    "geoadd", -5, WRITE | DENYOOM, ONE, geo::geoadd;
+    "geodist", -4, READONLY, ONE, geo::geodist;
+    "geohash", -2, READONLY, ONE, geo::geohash;
+    "geopos", -2, READONLY, ONE, geo::geopos;
+    "georadius", -6, WRITE | DENYOOM, ONE, geo::georadius;
+    "georadius_ro", -6, READONLY, ONE, geo::georadius_ro;
+    "georadiusbymember", -5, WRITE | DENYOOM, ONE, geo::georadiusbymember;
+    "georadiusbymember_ro", -5, READONLY, ONE, geo::georadiusbymember_ro;
+    "geosearch", -7, READONLY, ONE, geo::geosearch;
+    "geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), geo::geosearchstore;
+    // HyperLogLog
+    "pfadd", -2, WRITE | DENYOOM | FAST, ONE, hll::pfadd;
+    "pfcount", -2, READONLY, ALL, hll::pfcount;
+    "pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge;
+    "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), hll::pfdebug;
     // lists
     "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
     "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
@@ -196,6 +212,39 @@ commands! {
     "xautoclaim", -6, WRITE | FAST, ONE, stream_groups::xautoclaim;
     "xinfo", -2, READONLY, (2, 2, 1), stream_info::xinfo;
     "xsetid", -3, WRITE | DENYOOM | FAST, ONE, stream_info::xsetid;
+    // sorted sets
+    "zadd", -4, WRITE | DENYOOM | FAST, ONE, zsets::zadd;
+    "zincrby", 4, WRITE | DENYOOM | FAST, ONE, zsets::zincrby;
+    "zrem", -3, WRITE | FAST, ONE, zsets::zrem;
+    "zcard", 2, READONLY | FAST, ONE, zsets::zcard;
+    "zscore", 3, READONLY | FAST, ONE, zsets::zscore;
+    "zmscore", -3, READONLY | FAST, ONE, zsets::zmscore;
+    "zrank", 3, READONLY | FAST, ONE, zsets::zrank;
+    "zrevrank", 3, READONLY | FAST, ONE, zsets::zrevrank;
+    "zcount", 4, READONLY | FAST, ONE, zranges::zcount;
+    "zlexcount", 4, READONLY | FAST, ONE, zranges::zlexcount;
+    "zrange", -4, READONLY, ONE, zranges::zrange;
+    "zrevrange", -4, READONLY, ONE, zranges::zrevrange;
+    "zrangebyscore", -4, READONLY, ONE, zranges::zrangebyscore;
+    "zrevrangebyscore", -4, READONLY, ONE, zranges::zrevrangebyscore;
+    "zrangebylex", -4, READONLY, ONE, zranges::zrangebylex;
+    "zrevrangebylex", -4, READONLY, ONE, zranges::zrevrangebylex;
+    "zrangestore", -5, WRITE | DENYOOM, (1, 2, 1), zranges::zrangestore;
+    "zremrangebyrank", 4, WRITE, ONE, zranges::zremrangebyrank;
+    "zremrangebyscore", 4, WRITE, ONE, zranges::zremrangebyscore;
+    "zremrangebylex", 4, WRITE, ONE, zranges::zremrangebylex;
+    "zpopmin", -2, WRITE | FAST, ONE, zsets::zpopmin;
+    "zpopmax", -2, WRITE | FAST, ONE, zsets::zpopmax;
+    "zmpop", -4, WRITE, NONE, zsets::zmpop;
+    "zrandmember", -2, READONLY, ONE, zsets::zrandmember;
+    "zscan", -3, READONLY, ONE, zsets::zscan;
+    "zunion", -3, READONLY, NONE, zsets::zunion;
+    "zinter", -3, READONLY, NONE, zsets::zinter;
+    "zdiff", -3, READONLY, NONE, zsets::zdiff;
+    "zunionstore", -4, WRITE | DENYOOM, ONE, zsets::zunionstore;
+    "zinterstore", -4, WRITE | DENYOOM, ONE, zsets::zinterstore;
+    "zdiffstore", -4, WRITE | DENYOOM, ONE, zsets::zdiffstore;
+    "zintercard", -3, READONLY, NONE, zsets::zintercard;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;
@@ -247,7 +296,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
     });
-    let mut lower = [0u8; 16];
+    // The longest name served is `georadiusbymember_ro` (20 bytes).
+    let mut lower = [0u8; 24];
     let name = lower.get_mut(..name.len()).map(|l| {
         for (d, s) in l.iter_mut().zip(name) {
             *d = s.to_ascii_lowercase();
@@ -382,7 +432,7 @@ mod tests {
     fn names_are_unique_and_lower_case() {
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
-            assert!(c.name.len() <= 16);
+            assert!(c.name.len() <= 24);
             assert!(COMMANDS[..i].iter().all(|d| d.name != c.name), "{}", c.name);
         }
     }
