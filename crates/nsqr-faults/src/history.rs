@@ -25,8 +25,8 @@ pub enum Outcome {
 #[derive(Default)]
 struct Inner {
     outcomes: HashMap<String, Outcome>,
-    /// Times of the `OK`s, in the order they came.
-    acks: Vec<Duration>,
+    /// Times of the `OK`s, in the order they came, with the node that sent each.
+    acks: Vec<(Duration, NodeNum)>,
     /// Per body, how many times it was delivered.
     deliveries: HashMap<String, u32>,
     /// Times of the deliveries, with the node that delivered.
@@ -63,7 +63,7 @@ impl History {
     pub fn acked(&self, body: String, node: NodeNum) {
         let mut h = self.inner.lock();
         let at = self.now();
-        h.acks.push(at);
+        h.acks.push((at, node));
         h.last_ack_node = Some((node, at));
         h.outcomes.insert(body, Outcome::Acked { node, at });
     }
@@ -88,21 +88,14 @@ impl History {
         self.inner.lock().last_ack_node
     }
 
-    /// The time of the first `OK` at or after `since`.
-    pub fn first_ack_since(&self, since: Duration) -> Option<Duration> {
-        let h = self.inner.lock();
-        let i = h.acks.partition_point(|t| *t < since);
-        h.acks.get(i).copied()
+    /// The time of the first `OK` at or after `since` from a node other than `not`.
+    pub fn first_ack_since(&self, since: Duration, not: NodeNum) -> Option<Duration> {
+        first_since(&self.inner.lock().acks, since, not)
     }
 
     /// The time of the first delivery at or after `since` by a node other than `not`.
     pub fn first_delivery_since(&self, since: Duration, not: NodeNum) -> Option<Duration> {
-        let h = self.inner.lock();
-        let i = h.delivered_at.partition_point(|(t, _)| *t < since);
-        h.delivered_at[i..]
-            .iter()
-            .find(|(_, n)| *n != not)
-            .map(|(t, _)| *t)
+        first_since(&self.inner.lock().delivered_at, since, not)
     }
 
     /// How many acknowledged messages were never delivered yet.
@@ -149,10 +142,16 @@ impl History {
         }
         v.deliveries = h.delivered_at.len() as u64;
         v.fins = h.fins;
-        v.publish_gap = longest_gap(h.acks.iter().copied(), window);
+        v.publish_gap = longest_gap(h.acks.iter().map(|(t, _)| *t), window);
         v.consume_gap = longest_gap(h.delivered_at.iter().map(|(t, _)| *t), window);
         v
     }
+}
+
+/// The first of `events` (in time order) at or after `since` from a node other than `not`.
+fn first_since(events: &[(Duration, NodeNum)], since: Duration, not: NodeNum) -> Option<Duration> {
+    let i = events.partition_point(|(t, _)| *t < since);
+    events[i..].iter().find(|(_, n)| *n != not).map(|(t, _)| *t)
 }
 
 /// The longest span within `window` without an event (`times` in order).
@@ -242,7 +241,8 @@ mod tests {
         ack(&h, "b", 2);
         h.delivered(b"a", 1);
         h.delivered(b"b", 2);
-        assert!(h.first_ack_since(mark).is_some_and(|t| t > mark));
+        assert!(h.first_ack_since(mark, 0).is_some_and(|t| t > mark));
+        assert_eq!(h.first_ack_since(mark, 2), None);
         assert!(h.first_delivery_since(mark, 1).is_some_and(|t| t > mark));
         assert_eq!(h.first_delivery_since(h.now(), 1), None);
         assert_eq!(h.last_ack().map(|(n, _)| n), Some(2));

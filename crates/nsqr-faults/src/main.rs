@@ -38,9 +38,10 @@ pub struct Args {
     /// selected fault was injected at least once.
     #[arg(long, default_value_t = 0)]
     duration: u64,
-    /// How long each fault is held before it heals, in milliseconds (above the election
-    /// timeout of 750-1,500 ms).
-    #[arg(long, default_value_t = 4000)]
+    /// How long each fault is held before it heals, in milliseconds: above the time a
+    /// follower waits before it stands for election (the leader's lease, 1.5 s, then the
+    /// election timeout, 0.75-1.5 s).
+    #[arg(long, default_value_t = 5000)]
     hold_ms: u64,
     /// Quiet time between a heal and the next fault, in milliseconds.
     #[arg(long, default_value_t = 2000)]

@@ -13,7 +13,8 @@ use crate::run::fmt_opt;
 #[derive(Debug, Clone, Copy)]
 pub struct Recovery {
     pub fault: Fault,
-    /// From the injection to the first acknowledged publish after it.
+    /// From the injection to the first acknowledged publish after it (from another node
+    /// than the old leader when the fault took the leader away).
     pub publish: Option<Duration>,
     /// From the injection to the first delivery after it (by another node than the old
     /// leader when the fault took the leader away).
@@ -25,7 +26,7 @@ impl Recovery {
         let not = if fault.loses_leader() { leader } else { 0 };
         Recovery {
             fault,
-            publish: history.first_ack_since(at).map(|t| t - at),
+            publish: history.first_ack_since(at, not).map(|t| t - at),
             deliver: history.first_delivery_since(at, not).map(|t| t - at),
         }
     }

@@ -230,7 +230,7 @@ async fn inject_faults(
         let healed = history.now();
         cluster.heal().await?;
         let resumed = wait_for(RECOVERY_TIMEOUT, || {
-            history.first_ack_since(healed).is_some()
+            history.first_ack_since(healed, 0).is_some()
         })
         .await;
         let recovery = Recovery::measure(fault, leader, at, history);
