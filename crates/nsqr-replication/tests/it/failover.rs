@@ -147,9 +147,12 @@ async fn a_node_restarts_with_more_committed_entries_than_its_apply_buffer() {
     .await;
     cluster.stop(follower).await;
     let before = cluster.node(follower).committed.lock().expect("lock").len();
-    tokio::time::timeout(std::time::Duration::from_secs(60), cluster.restart(follower))
-        .await
-        .expect("the restarted node opens its group");
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        cluster.restart(follower),
+    )
+    .await
+    .expect("the restarted node opens its group");
     eventually("the replay to reach the broker", || {
         let after = cluster.node(follower).committed.lock().expect("lock").len();
         after >= before + 40
