@@ -38,8 +38,19 @@ pub enum NodeError {
     Configure { node: NodeNum, answer: String },
 }
 
-/// A free port on 127.0.0.1 (bound, then released for the node to take).
+/// Ports below Linux's default range for outgoing connections (32768-60999): a node's port
+/// must stay free while the node is down, and an outgoing connection of anyone on the machine
+/// can take a free port of that range.
+const PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A free port on 127.0.0.1 (bound, then released for the node to take): a random one of
+/// `PORTS`, or one the kernel picks if none of 100 tries is free.
 pub fn free_port() -> std::io::Result<SocketAddr> {
+    for _ in 0..100 {
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", fastrand::u16(PORTS))) {
+            return l.local_addr();
+        }
+    }
     TcpListener::bind("127.0.0.1:0")?.local_addr()
 }
 
