@@ -123,8 +123,13 @@ impl ClusterNode {
         &self,
         group: GroupConfig,
     ) -> Result<(ReplicatedLog, mpsc::Receiver<Committed>), StartError> {
-        let (tx, rx) = mpsc::channel(group.apply_buffer.max(1));
         let log = LogStore::open(&group.dir, group.fsync, group.segment_bytes)?;
+        // Opening replays the committed entries after the snapshot into the channel before
+        // the caller has the receiver: room for all of them, or the open never returns.
+        // (Capped under tokio's bound on a channel's capacity.)
+        let replay = usize::try_from(log.committed_in_log()).unwrap_or(usize::MAX);
+        let capacity = group.apply_buffer.max(1).saturating_add(replay);
+        let (tx, rx) = mpsc::channel(capacity.min(usize::MAX >> 4));
         let machine = StateMachine::open(&group.dir, tx)?;
         let network = Network {
             config: self.config.clone(),
