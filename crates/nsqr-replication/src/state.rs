@@ -73,12 +73,32 @@ impl TopicState {
 
     /// A channel's unfinished messages in publish order, or None if there is no such channel.
     pub fn pending(&self, channel: &str) -> Option<Vec<(MessageId, Pending)>> {
+        let held = self.pending_messages(channel)?;
+        Some(held.into_iter().map(|(m, p)| (m.id, p)).collect())
+    }
+
+    /// A channel's unfinished messages in publish order with their bodies, or None if there is
+    /// no such channel: what a node taking over queues in its broker.
+    pub fn pending_messages(&self, channel: &str) -> Option<Vec<(&StoredMessage, Pending)>> {
         let channel = self.channels.get(channel)?;
         let held = channel
             .pending
             .iter()
-            .filter_map(|(seq, pending)| self.messages.get(seq).map(|m| (m.id, *pending)));
+            .filter_map(|(seq, pending)| self.messages.get(seq).map(|m| (m, *pending)));
         Some(held.collect())
+    }
+
+    /// The messages published while the topic had no channel, in publish order.
+    pub fn backlog_messages(&self) -> Vec<(&StoredMessage, Pending)> {
+        self.backlog
+            .iter()
+            .filter_map(|(seq, due)| {
+                let pending = Pending {
+                    deliver_at_ms: *due,
+                };
+                self.messages.get(seq).map(|m| (m, pending))
+            })
+            .collect()
     }
 
     fn publish(&mut self, message: &Message) {

@@ -14,6 +14,7 @@
 
 use super::*;
 use crate::attrs::DeadLetterInfo;
+use crate::ReplicaOp;
 
 /// How often the head of a queue that may hold expiring messages is checked.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -54,6 +55,7 @@ impl Channel {
 
     fn resolve(&self, st: &mut ChannelState, topic_settings: &QueueSettings) {
         st.eff = EffectiveSettings::resolve(&self.topic_name, &st.own, topic_settings, self.cfg());
+        st.replica = replica_of(topic_settings, self.cfg());
         self.apply_rules(st);
         // Order turned off, a limit lifted: what waited may be deliverable now.
         for c in st.consumers.iter_mut() {
@@ -134,6 +136,9 @@ impl Channel {
     #[inline(always)]
     pub(super) fn done_with(&self, st: &mut ChannelState, m: &Message) {
         st.ready.finished(m.id.0);
+        if st.replica.is_some() {
+            self.replicate(st, ReplicaOp::Finished(m.id));
+        }
         if let Some(o) = st.ordered.as_mut() {
             if o.settled(m) {
                 st.wake_waiting(1);
@@ -161,8 +166,10 @@ impl Channel {
         if reason == DeadLetterReason::Expired && st.eff.expired == ExpiredAction::Drop {
             self.expired_dropped.fetch_add(1, Relaxed);
             st.ready.finished(m.id.0);
+            self.replicate(st, ReplicaOp::Finished(m.id));
             return;
         }
+        self.replicate(st, ReplicaOp::DeadLettered(m.id));
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
         let info = DeadLetterInfo {
             reason,
@@ -206,6 +213,10 @@ impl Channel {
                 o.hold(&m);
             }
             let due = Instant::now() + delay;
+            self.replicate(
+                st,
+                ReplicaOp::Requeued(m.id, crate::replication::unix_ms(due)),
+            );
             st.deferred.push(due, m.detached());
             self.schedule(st, due);
         }
@@ -241,6 +252,13 @@ impl Channel {
             st.sweep_at = Some(now + Duration::from_millis(1));
         } else {
             self.ensure_sweep(st);
+        }
+    }
+
+    /// Report a change to the replication hook, if the topic is replicated.
+    pub(super) fn replicate(&self, st: &ChannelState, op: ReplicaOp) {
+        if let Some(r) = &st.replica {
+            r.0.channel_op(&self.topic_name, Some(&self.name), op);
         }
     }
 
@@ -287,6 +305,18 @@ impl Channel {
 use crate::queue_settings::ExpiredAction;
 
 /// Why a message about to be delivered must leave instead, if it must.
+/// The replication hook a channel of a topic with these settings reports to, if replicated.
+pub(super) fn replica_of(
+    topic_settings: &QueueSettings,
+    cfg: &BrokerConfig,
+) -> Option<crate::Replication> {
+    if topic_settings.replicas.unwrap_or(1) > 1 {
+        cfg.replication.clone()
+    } else {
+        None
+    }
+}
+
 fn verdict(
     eff: &EffectiveSettings,
     m: &Message,
