@@ -5,10 +5,12 @@
 //! that every node keeps in step: every committed publish and channel operation applies to it,
 //! on every node, and a snapshot carries all of it. The broker's copy is only the leader's:
 //!
-//! - Following, the broker holds nothing of the topic: its channels are emptied, lookupd is
-//!   told the topic is not served here, and committed entries go to the state alone. So a
-//!   follower's memory and disk grow with the unfinished messages only, and installing a
-//!   snapshot or restarting needs nothing of the broker.
+//! - Following, the broker holds no message of the topic: its channels are emptied, lookupd
+//!   is told the topic is not served here, and committed entries go to the state alone, except
+//!   that channels are created, deleted and paused as the leader's were (empty, so `/stats`
+//!   on any node lists the same channels). So a follower's memory and disk grow with the
+//!   unfinished messages only, and installing a snapshot or restarting needs nothing of the
+//!   broker.
 //! - Taking over, once every entry committed before the election is applied (the state is then
 //!   complete), the broker's copy is rebuilt from the state at that index: the topic's and
 //!   channels' settings and pauses, and every unfinished message of every channel, in publish
@@ -24,7 +26,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use nsqr_broker::{Broker, BrokerError, Channel, ReplicaMessage, Topic};
-use nsqr_replication::{Command, Committed, Message, ReplicatedLog, StoredMessage, TopicState};
+use nsqr_replication::{
+    ChannelOp, Command, Committed, Message, ReplicatedLog, StoredMessage, TopicState,
+};
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -116,18 +120,22 @@ impl Follower {
         Ok(t)
     }
 
-    /// A committed entry: a publish of this leader's is queued; anything else is in the state.
+    /// A committed entry: a publish of this leader's is queued; a follower's broker follows
+    /// the channels' existence and pauses; anything else is in the state alone.
     async fn apply(&mut self, entry: Committed) {
-        let Committed::Entry {
-            index,
-            command: Command::Publish(messages),
-        } = entry
-        else {
+        let Committed::Entry { index, command } = entry else {
             return;
         };
-        if self.leading_since.is_none_or(|since| index <= since) {
-            return;
+        match (command, self.leading_since) {
+            (Command::Publish(messages), Some(since)) if index > since => {
+                self.queue(index, &messages).await;
+            }
+            (Command::Channels(ops), None) => self.mirror(&ops).await,
+            _ => {}
         }
+    }
+
+    async fn queue(&mut self, index: u64, messages: &[Message]) {
         let batch: Vec<ReplicaMessage> = messages.iter().filter_map(from_log).collect();
         if batch.len() != messages.len() {
             tracing::error!(
@@ -144,6 +152,37 @@ impl Follower {
                 "cluster: topic {}: entry {index} not queued: {e}",
                 self.topic
             );
+        }
+    }
+
+    /// The leader's channels created, deleted or paused, on a follower's broker.
+    async fn mirror(&mut self, ops: &[ChannelOp]) {
+        for op in ops {
+            let done = match op {
+                ChannelOp::Create { channel } => self
+                    .broker
+                    .open_channel(&self.topic, channel)
+                    .await
+                    .map(drop),
+                ChannelOp::Delete { channel } => self.broker.delete_channel(&self.topic, channel),
+                ChannelOp::Pause {
+                    channel: Some(channel),
+                    paused,
+                } => {
+                    if let Some(ch) = self.local.as_ref().and_then(|t| t.channel(channel)) {
+                        ch.set_paused(*paused);
+                    }
+                    Ok(())
+                }
+                ChannelOp::Pause {
+                    channel: None,
+                    paused,
+                } => self.topic().await.map(|t| t.set_paused(*paused)),
+                _ => Ok(()),
+            };
+            if let Err(e) = done {
+                tracing::warn!("cluster: topic {}: {op:?} not followed: {e}", self.topic);
+            }
         }
     }
 

@@ -12,16 +12,21 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// How long an election or a commit may take on a loaded machine before the test fails.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
-struct Cluster {
+pub(crate) struct Cluster {
     /// Node `i + 1` is `nodes[i]`; None once killed.
-    nodes: Vec<Option<Server>>,
+    pub(crate) nodes: Vec<Option<Server>>,
     _secret_dir: PathBuf,
 }
 
 /// Three nodes; cluster ports are picked free just before the nodes start.
-fn start_cluster() -> Cluster {
+pub(crate) fn start_cluster() -> Cluster {
+    start_cluster_with(&[])
+}
+
+/// Three nodes started with `extra` flags too.
+pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
     let ports: Vec<u16> = (0..3)
         .map(|_| {
             TcpListener::bind("127.0.0.1:0")
@@ -43,12 +48,13 @@ fn start_cluster() -> Cluster {
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            Some(Server::start(&[
-                &format!("--cluster-node-id={}", i + 1),
-                &format!("--cluster-address=127.0.0.1:{p}"),
-                &format!("--cluster-peers={}", peers.join(",")),
-                &format!("--cluster-secret-file={}", secret.display()),
-            ]))
+            let id = format!("--cluster-node-id={}", i + 1);
+            let address = format!("--cluster-address=127.0.0.1:{p}");
+            let peers = format!("--cluster-peers={}", peers.join(","));
+            let secret = format!("--cluster-secret-file={}", secret.display());
+            let mut args = vec![id.as_str(), &address, &peers, &secret];
+            args.extend_from_slice(extra);
+            Some(Server::start(&args))
         })
         .collect();
     Cluster {
@@ -58,7 +64,7 @@ fn start_cluster() -> Cluster {
 }
 
 impl Cluster {
-    fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
+    pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
         self.nodes
             .iter()
             .enumerate()
@@ -67,7 +73,7 @@ impl Cluster {
 
     /// HTTP-publishes `body` to each live node in turn until one (the leader) accepts it;
     /// returns that node's number.
-    fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
+    pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
             for (n, s) in self.live() {
@@ -87,7 +93,7 @@ impl Cluster {
     }
 }
 
-fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
+pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
     s.post(&format!("/topic/config?topic={topic}"), body.as_bytes())
 }
 
