@@ -52,6 +52,8 @@ pub struct Cluster {
     dir: PathBuf,
     /// `--durability=strict`: entries count once fsynced on each node.
     fsync: bool,
+    /// `--cluster-snapshot-every`.
+    snapshot_every: u64,
     runtime: tokio::runtime::Handle,
     /// The broker committed batches are handed to, once it has started.
     broker: watch::Sender<Option<Broker>>,
@@ -64,6 +66,7 @@ impl Cluster {
         config: ClusterConfig,
         data_path: PathBuf,
         fsync: bool,
+        snapshot_every: u64,
     ) -> Result<Arc<Cluster>, String> {
         let node = ClusterNode::start(config)
             .await
@@ -77,6 +80,7 @@ impl Cluster {
             node,
             dir: data_path.join("cluster"),
             fsync,
+            snapshot_every,
             runtime: tokio::runtime::Handle::current(),
             broker: watch::channel(None).0,
             groups: Mutex::new(HashMap::new()),
@@ -133,6 +137,7 @@ impl Cluster {
     async fn open_group(self: &Arc<Self>, topic: &str, replicas: u8) -> Result<(), String> {
         let mut group = GroupConfig::new(topic, self.dir.join(topic));
         group.fsync = self.fsync;
+        group.snapshot_every = self.snapshot_every;
         let (log, committed) = self
             .node
             .open_group(group)

@@ -74,10 +74,14 @@ pub(super) async fn follow(
         local: None,
     };
     copy.step_down().await;
+    copy.sync_channels(&log).await;
     let mut status = log.watch();
     loop {
         tokio::select! {
             entry = committed.recv() => match entry {
+                Some(Committed::Restored { .. }) if copy.leading_since.is_none() => {
+                    copy.sync_channels(&log).await;
+                }
                 Some(entry) => copy.apply(entry).await,
                 None => return,
             },
@@ -184,6 +188,35 @@ impl Follower {
                 tracing::warn!("cluster: topic {}: {op:?} not followed: {e}", self.topic);
             }
         }
+    }
+
+    /// A follower's channels made the state's (at start, after installing a snapshot):
+    /// created, deleted and paused as there, empty.
+    async fn sync_channels(&mut self, log: &ReplicatedLog) {
+        let wanted: BTreeMap<String, bool> = log.state(|st| {
+            st.channels
+                .iter()
+                .map(|(name, ch)| (name.clone(), ch.paused))
+                .collect()
+        });
+        let mut ops = Vec::new();
+        if let Ok(t) = self.topic().await {
+            for local in t.channel_names() {
+                if !wanted.contains_key(&local) {
+                    ops.push(ChannelOp::Delete { channel: local });
+                }
+            }
+        }
+        for (channel, paused) in wanted {
+            ops.push(ChannelOp::Create {
+                channel: channel.clone(),
+            });
+            ops.push(ChannelOp::Pause {
+                channel: Some(channel),
+                paused,
+            });
+        }
+        self.mirror(&ops).await;
     }
 
     /// This node no longer leads (or starts): the broker's copy is emptied and not served.

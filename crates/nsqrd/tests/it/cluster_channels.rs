@@ -250,3 +250,63 @@ fn lookupd_lists_the_leader_only_and_follows_a_failover() {
     });
     assert!(listed, "lookupd lists {:?}", producers(&lookupd, "events"));
 }
+
+#[test]
+fn nodes_restarted_after_snapshots_deliver_the_unfinished_messages_once() {
+    let mut cluster = start_cluster_with(&["--cluster-snapshot-every=5"]);
+    let leader = replicated(&cluster, "snap");
+    let follower = (1..=3).find(|n| *n != leader).expect("a follower");
+    let (_, follower_dir) = cluster.nodes[follower - 1]
+        .take()
+        .expect("follower")
+        .terminate_keep();
+
+    // 30 entries while the follower is away: the others snapshot and purge their logs.
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    let mut c = s.connect();
+    c.sub("snap", "c");
+    c.cmd("RDY 100");
+    let mut p = s.connect();
+    for i in 0..30 {
+        p.publish("snap", format!("m-{i:02}").as_bytes());
+    }
+    let (mut finished, mut unfinished) = (HashSet::new(), HashSet::new());
+    for (i, m) in c.expect_messages(31).into_iter().enumerate() {
+        let body = String::from_utf8_lossy(&m.body).into_owned();
+        if i % 2 == 0 {
+            c.fin(&m.id_str());
+            finished.insert(body);
+        } else {
+            unfinished.insert(body);
+        }
+    }
+
+    // The follower comes back behind the purge point: it installs a snapshot, and lists the
+    // channel created after the FINs once it has them.
+    cluster.restart(follower, follower_dir);
+    wait_committed(&cluster, leader, "snap", "marker");
+    for (n, s) in cluster.live() {
+        let snapshot = s.data_path.join("cluster").join("snap").join("snapshot");
+        assert!(snapshot.exists(), "node {n} has no snapshot");
+    }
+
+    // Every node stops (the old leader's broker writes its queues to disk) and restarts.
+    drop((c, p));
+    let dirs: Vec<(usize, std::path::PathBuf)> = (1..=3)
+        .map(|n| {
+            let node = cluster.nodes[n - 1].take().expect("node");
+            (n, node.terminate_keep().1)
+        })
+        .collect();
+    for (n, dir) in dirs {
+        cluster.restart(n, dir);
+    }
+    let new_leader = cluster.publish_to_leader("snap", "after");
+    let s = cluster.nodes[new_leader - 1].as_ref().expect("leader");
+    let mut want = unfinished.clone();
+    want.insert("after".to_string());
+    let got = drain(s, "snap", "c", &want);
+    let again: Vec<&String> = got.iter().filter(|b| finished.contains(*b)).collect();
+    assert!(again.is_empty(), "finished messages redelivered: {again:?}");
+    assert_eq!(got.len(), want.len(), "each once: {got:?}");
+}

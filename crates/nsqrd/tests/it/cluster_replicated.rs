@@ -17,6 +17,8 @@ pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 pub(crate) struct Cluster {
     /// Node `i + 1` is `nodes[i]`; None once killed.
     pub(crate) nodes: Vec<Option<Server>>,
+    /// Each node's flags, to restart it on the same cluster port.
+    args: Vec<Vec<String>>,
     _secret_dir: PathBuf,
 }
 
@@ -44,26 +46,41 @@ pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
         .enumerate()
         .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
         .collect();
-    let nodes = ports
+    let args: Vec<Vec<String>> = ports
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            let id = format!("--cluster-node-id={}", i + 1);
-            let address = format!("--cluster-address=127.0.0.1:{p}");
-            let peers = format!("--cluster-peers={}", peers.join(","));
-            let secret = format!("--cluster-secret-file={}", secret.display());
-            let mut args = vec![id.as_str(), &address, &peers, &secret];
-            args.extend_from_slice(extra);
-            Some(Server::start(&args))
+            let mut args = vec![
+                format!("--cluster-node-id={}", i + 1),
+                format!("--cluster-address=127.0.0.1:{p}"),
+                format!("--cluster-peers={}", peers.join(",")),
+                format!("--cluster-secret-file={}", secret.display()),
+            ];
+            args.extend(extra.iter().map(|a| a.to_string()));
+            args
+        })
+        .collect();
+    let nodes = args
+        .iter()
+        .map(|a| {
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            Some(Server::start(&a))
         })
         .collect();
     Cluster {
         nodes,
+        args,
         _secret_dir: secret_dir,
     }
 }
 
 impl Cluster {
+    /// Starts node `n` again on `data_path` (its own, kept), with the same flags.
+    pub(crate) fn restart(&mut self, n: usize, data_path: PathBuf) {
+        let a: Vec<&str> = self.args[n - 1].iter().map(String::as_str).collect();
+        self.nodes[n - 1] = Some(Server::start_in(data_path, &a));
+    }
+
     pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
         self.nodes
             .iter()
