@@ -3,8 +3,9 @@
 //! above 1 assigns ids to a publish as usual, then hands the batch to the [`Replicate`] hook
 //! the daemon installed ([`crate::BrokerConfig::replication`]) instead of queueing it, and
 //! answers with the hook's [`Ticket`], which completes once a majority of the topic's nodes
-//! has the batch. On every node the daemon then gives each committed batch back to
-//! [`crate::Topic::put_committed`], which queues it with the ids the leader assigned.
+//! has the batch. On the leader the daemon then gives each committed batch back to
+//! [`crate::Topic::put_committed`], which queues it with the ids the leader assigned (a node
+//! taking over queues the unfinished messages of its copy of the replicated state likewise).
 //!
 //! Channel state follows the same way: each change the broker makes to a replicated topic's
 //! channels (created, deleted, paused, configured, a message finished, requeued with a delay

@@ -251,7 +251,7 @@ impl Topic {
     }
 
     /// Queue a batch of a replicated topic that its log committed, with the ids, timestamps
-    /// and due times the leader gave it (on every node of the topic, the leader included).
+    /// and due times the leader gave it (on the topic's leader).
     pub fn put_committed(&self, batch: &[crate::ReplicaMessage]) -> Result<Ticket, BrokerError> {
         let mut ticket = Ticket::done();
         let mut st = self.state.lock();

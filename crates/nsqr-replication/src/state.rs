@@ -330,4 +330,33 @@ mod tests {
         assert_eq!(state.published, 4);
         assert_eq!(state.messages.len(), 3);
     }
+
+    #[test]
+    fn pending_messages_carry_bodies_and_the_backlog_its_due_times() {
+        let mut state = TopicState::default();
+        let mut deferred = msg(2);
+        deferred.deliver_at_ms = Some(7);
+        state.apply(&Command::Publish(vec![msg(1), deferred]));
+        let backlog: Vec<(u8, Option<u64>)> = state
+            .backlog_messages()
+            .iter()
+            .map(|(m, p)| (m.body[0], p.deliver_at_ms))
+            .collect();
+        assert_eq!(backlog, vec![(1, None), (2, Some(7))]);
+        state.apply(&ops(vec![
+            ChannelOp::Create {
+                channel: "a".into(),
+            },
+            ChannelOp::Finish {
+                channel: "a".into(),
+                ids: vec![MessageId([1; 16])],
+            },
+        ]));
+        assert!(state.backlog_messages().is_empty());
+        let pending = state.pending_messages("a").unwrap_or_default();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].0.body, Bytes::from(vec![2; 4]));
+        assert_eq!(pending[0].1.deliver_at_ms, Some(7));
+        assert!(state.pending_messages("b").is_none());
+    }
 }

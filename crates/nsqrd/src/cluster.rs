@@ -2,8 +2,9 @@
 //! (`--cluster-*`, the cluster listener) and one replicated log per topic whose `replicas` is
 //! above 1. The broker has no sockets, so it reaches the log through the
 //! [`nsqr_broker::Replicate`] hook implemented here: a publish on the topic's leader becomes
-//! one proposal, acknowledged once a majority has it; every node (the leader included) hands
-//! each committed batch back to its broker, which queues it with the leader's ids.
+//! one proposal, acknowledged once a majority has it; the leader hands each committed batch
+//! back to its broker, which queues it with the ids it assigned (followers keep it in the
+//! replicated state until they take over).
 //!
 //! A group is opened on every node when its topic gets `replicas` above 1 (the config file,
 //! `nsqd.dat`, `/topic/config`); its voters are the first `replicas` peers in the topic's

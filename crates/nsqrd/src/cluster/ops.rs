@@ -122,7 +122,6 @@ fn ids_in(op: &ChannelOp) -> usize {
 
 /// Appends `op` to `queue`, into the last operation when it is of the same kind and channel.
 fn add(queue: &mut Vec<ChannelOp>, channel: Option<&str>, op: ReplicaOp) {
-    let name = channel.map(str::to_owned);
     let last = queue.last_mut().filter(|last| ids_in(last) < PASS_CAP);
     match (op, last) {
         (ReplicaOp::Finished(id), Some(ChannelOp::Finish { channel: c, ids }))
@@ -141,7 +140,7 @@ fn add(queue: &mut Vec<ChannelOp>, channel: Option<&str>, op: ReplicaOp) {
             requeued.push((to_log(id), due));
         }
         (op, _) => {
-            if let Some(op) = channel_op(name, op) {
+            if let Some(op) = channel_op(channel.map(str::to_owned), op) {
                 queue.push(op);
             }
         }
