@@ -362,7 +362,7 @@ fn queue(topic: &str, ch: &Channel, messages: &[(ReplicaMessage, Option<u64>)]) 
             continue;
         };
         queued += 1;
-        match due_ms.and_then(|ms| due(ms)) {
+        match due_ms.and_then(due) {
             Some(at) => {
                 if let Err(e) = ch.put_deferred([msg], at) {
                     tracing::error!("cluster: topic {topic}: {e}");

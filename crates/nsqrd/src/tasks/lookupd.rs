@@ -208,10 +208,10 @@ impl Lookupd {
                 );
                 self.broadcast(&cmds);
             }
-            Event::ChannelCreated { topic, channel } => {
-                if !self.not_serving.lock().contains(&topic) {
-                    self.broadcast(&[PeerCmd::Register(topic, Some(channel))]);
-                }
+            Event::ChannelCreated { topic, channel }
+                if !self.not_serving.lock().contains(&topic) =>
+            {
+                self.broadcast(&[PeerCmd::Register(topic, Some(channel))]);
             }
             Event::Serving {
                 topic,
