@@ -359,7 +359,7 @@ impl Channel {
         let mut dead = Vec::new();
         let sent = {
             let mut st = self.state.lock();
-            if st.paused || self.is_deleted() {
+            if st.paused || self.is_deleted() || !self.may_deliver(&st) {
                 return 0;
             }
             let timeout = Self::timeout_for(&st.eff, consumer);
@@ -558,10 +558,20 @@ impl Channel {
         st.paused = paused;
         self.replicate(&st, crate::ReplicaOp::Paused(paused));
         if !paused {
-            for c in st.consumers.iter_mut() {
-                c.waiting = false;
-                c.consumer.wake();
-            }
+            Self::wake_all(&mut st);
+        }
+    }
+
+    /// Every consumer looks for messages again (a replicated topic whose channel operations
+    /// were at their cap can deliver again).
+    pub fn wake_consumers(&self) {
+        Self::wake_all(&mut self.state.lock());
+    }
+
+    fn wake_all(st: &mut ChannelState) {
+        for c in st.consumers.iter_mut() {
+            c.waiting = false;
+            c.consumer.wake();
         }
     }
 

@@ -74,6 +74,12 @@ pub trait Replicate: Send + Sync {
     /// A change to a channel of `topic` (the topic itself when `channel` is None), in the
     /// order the broker made them. Called under the channel's or the topic's lock.
     fn channel_op(&self, topic: &str, channel: Option<&str>, op: ReplicaOp);
+
+    /// False while `topic`'s channel operations waiting to be proposed are at their cap: its
+    /// channels deliver nothing until the daemon wakes their consumers
+    /// ([`crate::Channel::wake_consumers`]), which bounds what a lost leader takes with it.
+    /// Called under a channel's lock.
+    fn may_deliver(&self, topic: &str) -> bool;
 }
 
 /// Milliseconds since the Unix epoch of a deadline.

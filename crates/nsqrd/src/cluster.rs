@@ -238,6 +238,13 @@ impl Replicate for Hook {
             open.pass.push(channel, op);
         }
     }
+
+    fn may_deliver(&self, topic: &str) -> bool {
+        match self.0.groups.lock().get(topic) {
+            Some(Group::Open(open)) => open.pass.may_deliver(),
+            _ => true,
+        }
+    }
 }
 
 fn to_log(m: ReplicaMessage) -> Message {

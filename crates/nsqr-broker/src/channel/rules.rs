@@ -213,10 +213,10 @@ impl Channel {
                 o.hold(&m);
             }
             let due = Instant::now() + delay;
-            self.replicate(
-                st,
-                ReplicaOp::Requeued(m.id, crate::replication::unix_ms(due)),
-            );
+            if st.replica.is_some() {
+                let due_ms = crate::replication::unix_ms(due);
+                self.replicate(st, ReplicaOp::Requeued(m.id, due_ms));
+            }
             st.deferred.push(due, m.detached());
             self.schedule(st, due);
         }
@@ -260,6 +260,13 @@ impl Channel {
         if let Some(r) = &st.replica {
             r.0.channel_op(&self.topic_name, Some(&self.name), op);
         }
+    }
+
+    /// False while the replicated topic's channel operations are at their cap.
+    pub(super) fn may_deliver(&self, st: &ChannelState) -> bool {
+        st.replica
+            .as_ref()
+            .is_none_or(|r| r.0.may_deliver(&self.topic_name))
     }
 
     /// Hand collected dead letters to the broker's task (call with no lock held).

@@ -242,9 +242,11 @@ impl Follower {
                 return;
             }
         };
+        // Gathering starts before the copy is loaded, so a FIN of a consumer already connected
+        // is proposed; what loading itself reports matches the state (no-ops once applied).
+        self.pass.lead(Some(Arc::clone(&t)));
         let counts = load(&self.broker, &t, &copy).await;
         self.leading_since = Some(copy.index);
-        self.pass.lead();
         t.set_serving(true);
         tracing::info!(
             "cluster: topic {}: leading from entry {}: {} channels, {} unfinished messages queued",

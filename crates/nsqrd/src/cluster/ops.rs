@@ -5,15 +5,17 @@
 //! commit, then proposes what gathered meanwhile. So one such proposal is in flight per group,
 //! and the operations a lost leader takes with it are those of the pass in flight and the one
 //! being gathered. Consecutive FINs (requeues, dead letters) of one channel share one operation.
+//! While the pass being gathered is at its cap, the topic's channels deliver nothing
+//! (`Replicate::may_deliver`); they are woken when it is taken for proposing.
 //!
 //! A node that does not lead the group gathers nothing: its broker's changes are its own
 //! (loading a takeover's state, emptying its copy after losing the lead).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Weak;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use nsqr_broker::ReplicaOp;
+use nsqr_broker::{ReplicaOp, Topic};
 use nsqr_replication::{ChannelOp, Command, MessageId, ProposeError, ReplicatedLog};
 use parking_lot::Mutex;
 use tokio::sync::Notify;
@@ -30,7 +32,12 @@ pub(super) struct Pass {
     /// True while this node leads the group and its broker holds the group's state.
     leading: AtomicBool,
     queue: Mutex<Vec<ChannelOp>>,
+    /// Message ids (or operations) in `queue`.
+    gathered: AtomicUsize,
     wake: Notify,
+    /// The broker's topic whose consumers wait while the pass is at its cap (set while
+    /// leading).
+    topic: Mutex<Option<Arc<Topic>>>,
 }
 
 impl Pass {
@@ -44,12 +51,15 @@ impl Pass {
             return;
         }
         add(&mut queue, channel, op);
+        self.gathered.fetch_add(1, Ordering::AcqRel);
         drop(queue);
         self.wake.notify_one();
     }
 
-    /// Start gathering (this node leads and its broker holds the state).
-    pub(super) fn lead(&self) {
+    /// Start gathering (this node leads the group); `topic`'s consumers are the ones that
+    /// wait while the pass is at its cap.
+    pub(super) fn lead(&self, topic: Option<Arc<Topic>>) {
+        *self.topic.lock() = topic;
         self.leading.store(true, Ordering::Release);
     }
 
@@ -58,14 +68,39 @@ impl Pass {
         let mut queue = self.queue.lock();
         self.leading.store(false, Ordering::Release);
         queue.clear();
+        self.gathered.store(0, Ordering::Release);
+        drop(queue);
+        self.wake_consumers();
+    }
+
+    /// False while the pass being gathered is at its cap.
+    pub(super) fn may_deliver(&self) -> bool {
+        self.gathered.load(Ordering::Acquire) < PASS_CAP
+    }
+
+    fn wake_consumers(&self) {
+        let topic = self.topic.lock().clone();
+        if let Some(topic) = topic {
+            topic.channels().iter().for_each(|ch| ch.wake_consumers());
+        }
     }
 
     fn is_leading(&self) -> bool {
         self.leading.load(Ordering::Acquire)
     }
 
-    /// At most [`PASS_CAP`] ids' worth of the gathered operations, oldest first.
+    /// At most [`PASS_CAP`] ids' worth of the gathered operations, oldest first; consumers
+    /// that waited for room are woken.
     fn take(&self) -> Vec<ChannelOp> {
+        let was_full = !self.may_deliver();
+        let taken = self.take_capped();
+        if was_full {
+            self.wake_consumers();
+        }
+        taken
+    }
+
+    fn take_capped(&self) -> Vec<ChannelOp> {
         let mut queue = self.queue.lock();
         let mut weight = 0;
         let mut n = 0;
@@ -76,12 +111,13 @@ impl Pass {
             weight += ids_in(op);
             n += 1;
         }
+        self.gathered.fetch_sub(weight, Ordering::AcqRel);
         queue.drain(..n).collect()
     }
 }
 
 /// Proposes the gathered operations of `pass`, one entry at a time, until the group is gone.
-pub(super) async fn run(topic: String, pass: std::sync::Arc<Pass>, log: Weak<ReplicatedLog>) {
+pub(super) async fn run(topic: String, pass: Arc<Pass>, log: Weak<ReplicatedLog>) {
     loop {
         pass.wake.notified().await;
         loop {
@@ -190,7 +226,7 @@ mod tests {
         let pass = Pass::default();
         pass.push(Some("c"), ReplicaOp::Finished(id(1)));
         assert!(pass.take().is_empty(), "a follower gathers nothing");
-        pass.lead();
+        pass.lead(None);
         pass.push(Some("c"), ReplicaOp::Finished(id(1)));
         pass.push(Some("c"), ReplicaOp::Finished(id(2)));
         pass.push(Some("d"), ReplicaOp::Finished(id(3)));
@@ -219,12 +255,14 @@ mod tests {
     #[test]
     fn a_pass_is_capped_and_following_drops_what_gathered() {
         let pass = Pass::default();
-        pass.lead();
+        pass.lead(None);
         for n in 0..(PASS_CAP as u64 + 10) {
             pass.push(Some("c"), ReplicaOp::Finished(id(n)));
         }
+        assert!(!pass.may_deliver(), "at the cap, consumers wait");
         let first = pass.take();
         assert_eq!(first.iter().map(ids_in).sum::<usize>(), PASS_CAP);
+        assert!(pass.may_deliver(), "taken: room again");
         pass.follow();
         assert!(pass.take().is_empty());
         pass.push(Some("c"), ReplicaOp::Finished(id(1)));
