@@ -169,7 +169,6 @@ impl Channel {
             self.replicate(st, ReplicaOp::Finished(m.id));
             return;
         }
-        self.replicate(st, ReplicaOp::DeadLettered(m.id));
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
         let info = DeadLetterInfo {
             reason,
@@ -275,9 +274,12 @@ impl Channel {
     }
 
     /// The dead-letter topic has message `id` of this channel: a strict channel may
-    /// acknowledge its record now.
+    /// acknowledge its record now, and a replicated one report it gone (only now, so a
+    /// failover before the dead-letter topic has it delivers it again rather than losing it).
     pub(crate) fn dead_letter_delivered(&self, id: u64) {
-        self.state.lock().ready.finished(id);
+        let mut st = self.state.lock();
+        st.ready.finished(id);
+        self.replicate(&st, ReplicaOp::DeadLettered(nsq_wire::MessageId(id)));
     }
 
     /// Messages a graceful shutdown of an ordered channel kept for the head of the queue

@@ -310,3 +310,32 @@ fn nodes_restarted_after_snapshots_deliver_the_unfinished_messages_once() {
     assert!(again.is_empty(), "finished messages redelivered: {again:?}");
     assert_eq!(got.len(), want.len(), "each once: {got:?}");
 }
+
+#[test]
+fn a_dead_letter_is_not_redelivered_after_a_failover() {
+    let mut cluster = start_cluster();
+    let leader = replicated(&cluster, "dlq");
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    let r = s.post("/channel/create?topic=dlq&channel=c", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let settings = br#"{"max_attempts":1,"dead_letter_topic":"dlq.dead"}"#;
+    let r = s.post("/channel/config?topic=dlq&channel=c", settings);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut c = s.connect();
+    c.sub("dlq", "c");
+    c.cmd("RDY 10");
+    let m = c.expect_message();
+    assert_eq!(m.body, b"first");
+    c.req(&m.id_str(), 0);
+    let dead = wait_until(PATIENCE, || {
+        s.topic_stat("dlq.dead", "message_count") == Some(1)
+    });
+    assert!(dead, "the dead-letter topic never got the message");
+    wait_committed(&cluster, leader, "dlq", "marker");
+
+    drop(c);
+    let new_leader = fail_over(&mut cluster, leader, "dlq");
+    let s = cluster.nodes[new_leader - 1].as_ref().expect("new leader");
+    let want = HashSet::from(["after".to_string()]);
+    assert_eq!(drain(s, "dlq", "c", &want), ["after"]);
+}
