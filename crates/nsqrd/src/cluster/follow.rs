@@ -70,7 +70,7 @@ pub(super) async fn follow(
         topic,
         broker,
         pass,
-        leading_since: None,
+        leading: None,
         local: None,
     };
     copy.step_down().await;
@@ -79,7 +79,7 @@ pub(super) async fn follow(
     loop {
         tokio::select! {
             entry = committed.recv() => match entry {
-                Some(Committed::Restored { .. }) if copy.leading_since.is_none() => {
+                Some(Committed::Restored { .. }) if copy.leading.is_none() => {
                     copy.sync_channels(&log).await;
                 }
                 Some(entry) => copy.apply(entry).await,
@@ -89,23 +89,35 @@ pub(super) async fn follow(
                 if !changed {
                     return;
                 }
+                // A lead lost and won again between two looks is a new term: the entries of
+                // the leader in between are in the state, not in the broker's copy.
                 let s = log.status();
-                if s.is_leader && s.applied_in_term && copy.leading_since.is_none() {
-                    copy.take_over(&log).await;
-                } else if !s.is_leader && copy.leading_since.is_some() {
+                if copy.leading.is_some_and(|l| !s.is_leader || s.term != l.term) {
                     copy.step_down().await;
+                }
+                if s.is_leader && s.applied_in_term && copy.leading.is_none() {
+                    copy.take_over(&log, s.term).await;
                 }
             }
         }
     }
 }
 
+/// This node's lead of the group.
+#[derive(Clone, Copy)]
+struct Lead {
+    /// The index of the state the broker's copy was rebuilt from.
+    since: u64,
+    /// The term it leads in.
+    term: u64,
+}
+
 struct Follower {
     topic: String,
     broker: Broker,
     pass: Arc<Pass>,
-    /// Leading: the index of the state the broker's copy was rebuilt from.
-    leading_since: Option<u64>,
+    /// Set while this node leads the group.
+    leading: Option<Lead>,
     local: Option<Arc<Topic>>,
 }
 
@@ -130,8 +142,8 @@ impl Follower {
         let Committed::Entry { index, command } = entry else {
             return;
         };
-        match (command, self.leading_since) {
-            (Command::Publish(messages), Some(since)) if index > since => {
+        match (command, self.leading) {
+            (Command::Publish(messages), Some(lead)) if index > lead.since => {
                 self.queue(index, &messages).await;
             }
             (Command::Channels(ops), None) => self.mirror(&ops).await,
@@ -222,7 +234,7 @@ impl Follower {
     /// This node no longer leads (or starts): the broker's copy is emptied and not served.
     async fn step_down(&mut self) {
         self.pass.follow();
-        self.leading_since = None;
+        self.leading = None;
         match self.topic().await {
             Ok(t) => {
                 t.set_serving(false);
@@ -233,7 +245,7 @@ impl Follower {
     }
 
     /// This node leads and its state is complete: the broker's copy is rebuilt from it.
-    async fn take_over(&mut self, log: &ReplicatedLog) {
+    async fn take_over(&mut self, log: &ReplicatedLog, term: u64) {
         let copy = log.state_at(copy_of);
         let t = match self.topic().await {
             Ok(t) => t,
@@ -246,7 +258,10 @@ impl Follower {
         // is proposed; what loading itself reports matches the state (no-ops once applied).
         self.pass.lead(Some(Arc::clone(&t)));
         let counts = load(&self.broker, &t, &copy).await;
-        self.leading_since = Some(copy.index);
+        self.leading = Some(Lead {
+            since: copy.index,
+            term,
+        });
         t.set_serving(true);
         tracing::info!(
             "cluster: topic {}: leading from entry {}: {} channels, {} unfinished messages queued",
