@@ -339,3 +339,63 @@ fn a_dead_letter_is_not_redelivered_after_a_failover() {
     let want = HashSet::from(["after".to_string()]);
     assert_eq!(drain(s, "dlq", "c", &want), ["after"]);
 }
+
+/// Sends `signal` (STOP, CONT) to `s`'s process.
+fn signal(s: &Server, signal: &str) {
+    let status = std::process::Command::new("kill")
+        .arg(format!("-{signal}"))
+        .arg(s.pid().to_string())
+        .status()
+        .expect("kill");
+    assert!(status.success(), "kill -{signal}");
+}
+
+#[test]
+fn deliveries_wait_while_channel_operations_are_at_their_cap() {
+    const TOTAL: usize = 20_000;
+    let cluster = start_cluster();
+    let leader = replicated(&cluster, "capped");
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    let r = s.post("/channel/create?topic=capped&channel=c", b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    let mut want: HashSet<String> = HashSet::from(["first".to_string(), "after".to_string()]);
+    let mut p = s.connect();
+    for batch in 0..TOTAL / 5_000 {
+        let bodies: Vec<String> = (0..5_000).map(|i| format!("{batch}-{i}")).collect();
+        let refs: Vec<&[u8]> = bodies.iter().map(|b| b.as_bytes()).collect();
+        p.cmd_body("MPUB capped", &mpub_body(&refs));
+        p.expect_ok();
+        want.extend(bodies);
+    }
+
+    // No follower answers: the FINs' first pass cannot commit, the next one fills up to its
+    // cap, and then the channel delivers nothing more.
+    let followers: Vec<&Server> = cluster
+        .live()
+        .filter(|(n, _)| *n != leader)
+        .map(|(_, f)| f)
+        .collect();
+    followers.iter().for_each(|f| signal(f, "STOP"));
+    let mut c = s.connect();
+    c.sub("capped", "c");
+    c.cmd("RDY 1000");
+    let mut got = HashSet::new();
+    while let Some(m) = c.message_within(Duration::from_secs(3)) {
+        c.fin(&m.id_str());
+        got.insert(String::from_utf8_lossy(&m.body).into_owned());
+    }
+    followers.iter().for_each(|f| signal(f, "CONT"));
+    assert!(
+        (8_192..TOTAL).contains(&got.len()),
+        "{} delivered while the operations could not commit",
+        got.len()
+    );
+
+    // The followers answer again (and may elect one of them): the rest is delivered by the
+    // leader, each message at least once.
+    drop((c, p));
+    let leader = cluster.publish_to_leader("capped", "after");
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    let rest: HashSet<String> = want.difference(&got).cloned().collect();
+    drain(s, "capped", "c", &rest);
+}

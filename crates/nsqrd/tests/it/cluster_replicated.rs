@@ -98,8 +98,13 @@ impl Cluster {
                 if r.status == 200 {
                     return n;
                 }
-                assert_eq!(r.status, 503, "node {n}: {}", r.text());
-                assert!(r.text().contains("NOT_LEADER"), "node {n}: {}", r.text());
+                // 503 from a follower; 500 from a leader that lost the lead while proposing.
+                let refused = match r.status {
+                    503 => r.text().contains("NOT_LEADER"),
+                    500 => r.text().contains("PUB_FAILED: not the leader"),
+                    _ => false,
+                };
+                assert!(refused, "node {n}: {} {}", r.status, r.text());
             }
             assert!(
                 Instant::now() < deadline,
