@@ -203,7 +203,7 @@ impl Keyspace {
             ..Emit::new(op, entry.key())
         };
         self.emit(emit, now, pending);
-        if entry.kind() == KeyType::List {
+        if matches!(entry.kind(), KeyType::List | KeyType::Zset) {
             self.blockers.wake(entry.key());
         }
     }

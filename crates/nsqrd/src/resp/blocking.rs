@@ -1,4 +1,5 @@
-//! The blocking list commands: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP.
+//! The blocking list commands: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP (and the machinery
+//! the blocking sorted set pops of `zblocking.rs` share).
 //!
 //! Each first tries its non-blocking form. When every key is empty, the client takes a place
 //! in the queues of its keys (`nsqr_kv::Keyspace::block`, in the order clients blocked) and
@@ -28,7 +29,7 @@ pub struct Blocking {
 /// A timeout in seconds, as Redis 7.0 reads it (a float, rounded up to a millisecond; one
 /// whose milliseconds do not fit in 64 bits, or below 0, is negative): the deadline, `None`
 /// for 0 (forever); `Err` once the error is the reply.
-fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
+pub(super) fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
     let Some(secs) = nsqr_kv::parse_float(arg) else {
         ctx.out.error("ERR timeout is not a float or out of range");
         return Err(());
@@ -47,19 +48,19 @@ fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
 
 /// What a blocking command answers when it gives up: on its timeout, and inside a
 /// transaction (where BLMOVE answers a null string, the others a null array, as in Redis).
-struct GiveUp {
+pub(super) struct GiveUp {
     timeout: fn(&mut Reply),
     in_transaction: fn(&mut Reply),
 }
 
-const NULL_ARRAY: GiveUp = GiveUp {
+pub(super) const NULL_ARRAY: GiveUp = GiveUp {
     timeout: Reply::null_array,
     in_transaction: Reply::null_array,
 };
 
 /// Runs a blocking command: `attempt` tries it at once and says whether it answered; if not,
 /// the client blocks on `keys` (or, timed out or in a transaction, gives up).
-fn run(
+pub(super) fn run(
     ctx: &mut Ctx<'_>,
     keys: &[&[u8]],
     deadline: Option<Instant>,
