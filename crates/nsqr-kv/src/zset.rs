@@ -31,6 +31,9 @@ const ZSET_SMALL_VALUE: usize = 64;
 /// byte) and in the tree (score and boxed member).
 const ZSET_SLOT: usize = 8 + 16 + 8 + 10 + 24;
 
+/// A member taken out of a sorted set, with its score.
+pub type Popped = (Box<[u8]>, f64);
+
 /// One element of the order.
 #[derive(Debug, Clone)]
 struct Ranked {
@@ -229,7 +232,7 @@ impl ZSet {
     }
 
     /// Removes the member of lowest score (or highest, `max`).
-    pub fn pop(&mut self, max: bool) -> Option<(Box<[u8]>, f64)> {
+    pub fn pop(&mut self, max: bool) -> Option<Popped> {
         let r = if max {
             self.order.pop_last()
         } else {
@@ -307,36 +310,12 @@ pub fn index_ranks(len: usize, start: i64, stop: i64) -> Option<Range<usize>> {
     (start <= stop && start < len).then(|| start as usize..stop as usize + 1)
 }
 
-/// A score as Redis 7.0 writes it (`%.17g`, `inf`, `-inf`).
+/// A score as Redis 7.0 writes it (`%.17g`, `inf`, `-inf`; a zero is `0`).
 pub fn format_score(v: f64) -> String {
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
     if v == 0.0 {
         return "0".to_string();
     }
-    // 17 significant digits, in exponent form to read the exponent.
-    let sci = format!("{v:.16e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
-        let mantissa = trim_zeros(mantissa);
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.unsigned_abs());
-    }
-    let decimals = (16 - exp).max(0) as usize;
-    trim_zeros(&format!("{v:.decimals$}")).to_string()
-}
-
-/// `1.500` as `1.5`, `2.000` as `2` (numbers with a point only).
-fn trim_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
+    resp_wire::format_double(v)
 }
 
 /// A score as ZADD reads it: a float, `inf`, `-inf`; never NaN.
