@@ -210,6 +210,7 @@ impl Keyspace {
 
     /// A STORE command's result replaces `dest` (in the locked shard `g`), whatever it held,
     /// with no deadline; `None` (an empty result) deletes it.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn store_whole(
         &self,
         g: &mut Guard<'_>,
