@@ -40,8 +40,11 @@ class Zsets(SharedServer):
         self.assertEqual(r.type("z"), "zset")
         with self.assertRaisesRegex(redis.ResponseError, "not compatible"):
             r.execute_command("ZADD", "z", "NX", "XX", 1, "a")
-        with self.assertRaisesRegex(redis.ResponseError, "not a valid float"):
-            r.execute_command("ZADD", "z", "nan", "a")
+        for bad in ("nan", "1e400", "1e-400", " 1", ""):
+            with self.assertRaisesRegex(redis.ResponseError, "not a valid float"):
+                r.execute_command("ZADD", "z", bad, "a")
+        self.assertEqual(r.execute_command("ZADD", "hx", "0x10", "hex"), 1)
+        self.assertEqual((r.zcount("hx", "", "(16"), r.zcount("hx", "", 16)), (0, 1))
         r.zadd("inf", {"x": "inf"})
         with self.assertRaisesRegex(redis.ResponseError, "NaN"):
             r.zincrby("inf", "-inf", "x")
@@ -232,6 +235,8 @@ class BlockingPops(SharedServer, unittest.TestCase):
 
     def test_timeout_and_transaction(self):
         self.assertIsNone(self.r.bzpopmax("none", 0.05))
+        # A timeout too small for a double is still a timeout, not "forever".
+        self.assertIsNone(self.r.execute_command("BZPOPMIN", "none", "1e-400"))
         t, out = self.blocked("BZPOPMAX", "q", 30)
         p = self.r.pipeline(transaction=True)
         p.zadd("q", {"x": 1}).zrem("q", "x").zadd("q", {"y": 2})

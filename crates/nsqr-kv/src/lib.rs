@@ -72,6 +72,7 @@ pub use subscriber::{OutputLimit, Subscriber};
 pub use turn::{ExclusiveTurn, SharedTurn};
 pub use watch::Watch;
 pub use zset::{
-    format_score, index_ranks, parse_score, LexBound, Popped as ZPopped, ScoreBound, ZSet,
+    format_score, index_ranks, parse_score, parse_score_bound, LexBound, Popped as ZPopped,
+    ScoreBound, ZSet,
 };
 pub use zsets::{Aggregate, ZRangeSpec, ZaddOptions, ZaddReply};

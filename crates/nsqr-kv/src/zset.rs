@@ -318,9 +318,84 @@ pub fn format_score(v: f64) -> String {
     resp_wire::format_double(v)
 }
 
-/// A score as ZADD reads it: a float, `inf`, `-inf`; never NaN.
+/// A score as ZADD, ZINCRBY and WEIGHTS read it (Redis's `getDoubleFromObject`): the whole
+/// argument as C's `strtod` reads it, with no leading space, never NaN, and neither an
+/// overflow (`1e400`) nor an underflow to zero (`1e-400`).
 pub fn parse_score(s: &[u8]) -> Option<f64> {
-    crate::strings::parse_float(s)
+    if s.first().is_none_or(u8::is_ascii_whitespace) {
+        return None;
+    }
+    match strtod(s)? {
+        (_, true) => None,
+        (v, false) => Some(v),
+    }
+}
+
+/// A bound of a score range as Redis reads it (`zslParseRange`: `strtod` alone): leading
+/// spaces are skipped, an empty argument is 0, an overflow is infinite; never NaN.
+pub fn parse_score_bound(s: &[u8]) -> Option<f64> {
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    strtod(s).map(|(v, _)| v)
+}
+
+/// The value of the whole of `s` as C's `strtod` reads it (leading spaces skipped, decimal or
+/// hexadecimal, `inf` / `infinity` in any case), and whether it over- or underflowed to 0;
+/// `None` for NaN, nothing to read, or anything left over.
+fn strtod(s: &[u8]) -> Option<(f64, bool)> {
+    let s = std::str::from_utf8(s).ok()?;
+    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let hex = matches!(body.get(..2), Some("0x" | "0X"));
+    let numeric = hex || body.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+    let v = if hex {
+        hex_float(&body[2..])?
+    } else if numeric {
+        body.parse().ok()?
+    } else if ["inf", "infinity"]
+        .iter()
+        .any(|w| body.eq_ignore_ascii_case(w))
+    {
+        f64::INFINITY
+    } else {
+        return None;
+    };
+    let mantissa = if hex {
+        body[2..].split(['p', 'P']).next()
+    } else {
+        body.split(['e', 'E']).next()
+    };
+    let nonzero = mantissa.is_some_and(|m| m.bytes().any(|c| c.is_ascii_hexdigit() && c != b'0'));
+    let range = (v.is_infinite() && numeric) || (v == 0.0 && nonzero);
+    Some((if negative { -v } else { v }, range))
+}
+
+/// `1f.8p3` (after `0x`): hexadecimal digits, an optional fraction, an optional binary
+/// exponent.
+fn hex_float(s: &str) -> Option<f64> {
+    let (mantissa, exp) = match s.find(['p', 'P']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
 }
 
 #[cfg(test)]
@@ -361,6 +436,39 @@ mod tests {
         for (v, want) in cases {
             assert_eq!(format_score(v), want, "{v}");
         }
+    }
+
+    #[test]
+    fn scores_read_as_redis() {
+        for (text, want) in [
+            ("1.5", Some(1.5)),
+            ("+5", Some(5.0)),
+            (".5", Some(0.5)),
+            ("5.", Some(5.0)),
+            ("-inf", Some(f64::NEG_INFINITY)),
+            ("+Infinity", Some(f64::INFINITY)),
+            ("0x10", Some(16.0)),
+            ("-0x1.8p1", Some(-3.0)),
+            ("1e-310", Some(1e-310)),
+            ("0e5", Some(0.0)),
+            ("1e400", None),
+            ("1e-400", None),
+            ("nan", None),
+            ("", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1_0", None),
+            ("0x", None),
+            ("-", None),
+        ] {
+            assert_eq!(parse_score(text.as_bytes()), want, "{text:?}");
+        }
+        // A range bound is read by strtod alone.
+        assert_eq!(parse_score_bound(b""), Some(0.0));
+        assert_eq!(parse_score_bound(b" 2"), Some(2.0));
+        assert_eq!(parse_score_bound(b"1e400"), Some(f64::INFINITY));
+        assert_eq!(parse_score_bound(b" "), None);
+        assert_eq!(parse_score_bound(b"-nan"), None);
     }
 
     #[test]

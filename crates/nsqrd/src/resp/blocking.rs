@@ -39,9 +39,16 @@ pub(super) fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>,
         ctx.out.error("ERR timeout is negative");
         return Err(());
     }
-    if ms == 0.0 {
+    // A positive timeout below what a double holds (`1e-400`) reads as 0: it is still a
+    // timeout (Redis's long double keeps it), not "forever".
+    let tiny = arg
+        .iter()
+        .take_while(|c| !matches!(c, b'e' | b'E'))
+        .any(|c| (b'1'..=b'9').contains(c));
+    if ms == 0.0 && !tiny {
         return Ok(None);
     }
+    let ms = ms.max(1.0);
     // A deadline beyond what the clock can represent is as good as none, as in Redis.
     Ok(Instant::now().checked_add(Duration::from_millis(ms as u64)))
 }
