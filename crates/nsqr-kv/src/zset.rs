@@ -417,25 +417,10 @@ mod tests {
 
     #[test]
     fn scores_format_as_redis() {
-        let cases = [
-            (0.1, "0.10000000000000001"),
-            (1e20, "1e+20"),
-            (3.0, "3"),
-            (-0.0, "0"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-            (1.5, "1.5"),
-            (-2.25, "-2.25"),
-            (1e-5, "1.0000000000000001e-05"),
-            (0.0001, "0.0001"),
-            (123456789012345678.0, "1.2345678901234568e+17"),
-            (12345678901234567.0, "12345678901234568"),
-            (f64::MAX, "1.7976931348623157e+308"),
-            (5e-324, "4.9406564584124654e-324"),
-        ];
-        for (v, want) in cases {
-            assert_eq!(format_score(v), want, "{v}");
-        }
+        // `%.17g` (resp-wire's format_double, tested there), but a zero is never `-0`.
+        assert_eq!(format_score(0.1), "0.10000000000000001");
+        assert_eq!(format_score(-0.0), "0");
+        assert_eq!(format_score(f64::NEG_INFINITY), "-inf");
     }
 
     #[test]
