@@ -3,8 +3,8 @@
 //! Two structures, as Redis keeps a dict beside its skiplist:
 //! - `scores`, an insertion-ordered map from member to score: ZSCORE in constant time, and,
 //!   as for hashes and sets, random picks (ZRANDMEMBER) and ZSCAN's cursor by position;
-//! - `order`, an order-statistic B-tree of (score, member) (the `indexset` crate: nodes of a
-//!   few hundred elements indexed by a Fenwick tree), so ZRANK, ranges by rank and the
+//! - `order`, an order-statistic B-tree of (score, member) (the `indexset` crate: sorted nodes
+//!   of up to 1,024 elements indexed by a Fenwick tree), so ZRANK, ranges by rank and the
 //!   position of a score or a lexicographic bound all cost O(log n), not a walk.
 //!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
