@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build install test deps lint unit docs example metrics keyspace redis-py cluster queues conformance transports fuzz clean
+.PHONY: run build install test deps lint unit docs example metrics keyspace redis-py cluster faults queues conformance transports fuzz clean
 
 # Python venv for the test scripts (prometheus_client and redis-py from PyPI).
 VENV ?= target/venv
@@ -35,7 +35,7 @@ install:
 	done
 
 # Everything CI checks, in order; the first failing step fails `make test`.
-test: deps lint unit docs example metrics keyspace redis-py cluster queues conformance transports
+test: deps lint unit docs example metrics keyspace redis-py cluster faults queues conformance transports
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -58,8 +58,8 @@ lint:
 # The workspace's unit and integration tests (debug build). The daemons are built first, as
 # every later step runs them: the tests of nsqr-client and nsqr start them too
 # (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
-# waits). They differ from the tests' build: the tests' dev-dependencies add features (tokio's
-# test-util) that the daemons do not get.
+# waits). The tests' build reuses what the daemons' build compiled: no dev-dependency adds a
+# feature to a shared dependency (tokio's test-util is on in every build, see Cargo.toml).
 unit:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	$(CARGO) test --workspace
@@ -101,6 +101,15 @@ redis-py:
 cluster:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
 	tests/cluster/run.sh
+
+# The fault-injection suite's short run (crates/nsqr-faults, docs/reliability.md): 3 debug
+# nsqrd nodes with a replicated topic on ephemeral 127.0.0.1 ports, publishers and consumers,
+# every nemesis once (kills, pauses, partitions through its proxy, a wiped node); fails if an
+# acknowledged message is lost or a node crashes. `timeout` ends a stuck run with SIGTERM, on
+# which it kills its nodes.
+faults:
+	$(CARGO) build -p nsqrd -p nsqr-faults
+	timeout 900 target/debug/nsqr-faults --nsqrd target/debug/nsqrd
 
 # Server-side dead letters with go-nsq v1.1.0's consumer (tests/queues/run.sh, debug nsqrd).
 queues:

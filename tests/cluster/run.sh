@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The cluster test (cluster_test.go): 3 nsqrd + 2 lookupds on loopback, a go-nsq consumer
-# through ConnectToNSQLookupds, lookup/tombstone/delete behaviours.
+# The cluster tests: cluster_test.go, 3 nsqrd + 2 lookupds on loopback, a go-nsq consumer
+# through ConnectToNSQLookupds, lookup/tombstone/delete behaviours; replicated_test.go, a
+# replicated topic on a 3-node cluster with go-nsq's producer and consumer (through lookupd)
+# working through a SIGKILL of the topic's leader.
 #
 #   tests/cluster/run.sh                                   # project binaries (debug build)
 #   LOOKUPD_BIN=/path/to/nsqlookupd tests/cluster/run.sh   # e.g. an upstream nsqlookupd

@@ -112,14 +112,21 @@ def passed_tests(report):
 
 
 def pytest(addr, protocol, targets, report):
-    """Runs pytest on `targets`; returns the node ids that passed and its last line."""
-    cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=30", "--tb=line",
+    """Runs pytest on `targets`; returns the node ids that passed and its last line. A run
+    that ends without writing its report (pytest-timeout ends the process when a test hangs)
+    passed nothing: the report of an earlier run is removed first, never read."""
+    cmd = [PYTHON, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--timeout=120", "--tb=line",
            f"--redis-url=redis://{addr}", f"--protocol={protocol}",
            "-o", "junit_family=xunit2", f"--junitxml={report}"] + targets
+    if os.path.exists(report):
+        os.remove(report)
     out = subprocess.run(cmd, cwd=SUITE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=3000)
     lines = out.stdout.strip().splitlines()
-    return passed_tests(report), (lines[-1] if lines else "(no output)"), out.stdout
+    last = lines[-1] if lines else "(no output)"
+    if not os.path.exists(report):
+        return [], f"no report (exit status {out.returncode}): {last}", out.stdout
+    return passed_tests(report), last, out.stdout
 
 
 def listed(protocol):
@@ -127,39 +134,63 @@ def listed(protocol):
         return [l.strip() for l in f if l.strip() and not l.startswith("#")]
 
 
+def run_protocol(protocol, run_all, write):
+    """One protocol's run against its own nsqrd; returns (failed, what to print)."""
+    data = tempfile.mkdtemp(prefix="nsqr-redis-py-")
+    proc, addr = start_nsqrd(data)
+    lines = []
+    failed = False
+    try:
+        targets = FILES if run_all else listed(protocol)
+        report = os.path.join(WORK, f"report-resp{protocol}.xml")
+        passed, summary, text = pytest(addr, protocol, targets, report)
+        lines.append(f"RESP{protocol} (pytest): {summary}")
+        if run_all:
+            lines.append(f"RESP{protocol}: {len(passed)} tests of {', '.join(FILES)} pass")
+            if write:
+                with open(os.path.join(HERE, f"passing-resp{protocol}.txt"), "w") as f:
+                    f.write(f"# redis-py {REDIS_PY}'s tests that pass against nsqrd in RESP{protocol} (run.py --all --write)\n")
+                    f.write("\n".join(sorted(passed)) + "\n")
+        else:
+            missing = sorted(set(targets) - set(passed))
+            if missing:
+                failed = True
+                lines.append(f"RESP{protocol}: {len(missing)} listed tests did not pass:")
+                lines.extend("  " + m for m in missing)
+                lines.append(text[-20000:])
+            lines.append(f"RESP{protocol}: {len(passed)} passed, {len(missing)} failed")
+    finally:
+        proc.kill()
+        proc.wait()
+        proc.stderr.close()
+        shutil.rmtree(data, ignore_errors=True)
+    return failed, lines
+
+
 def main():
+    """Both protocols at once, each against its own nsqrd: the suite mostly waits on round
+    trips, so two runs take little longer than one."""
     run_all = "--all" in sys.argv
     write = "--write" in sys.argv
     fetch_suite()
+    results = {}
+
+    def run(protocol):
+        try:
+            results[protocol] = run_protocol(protocol, run_all, write)
+        except Exception as e:  # reported below as a failure of this protocol
+            results[protocol] = (True, [f"RESP{protocol}: {e!r}"])
+
+    threads = [threading.Thread(target=run, args=(p,)) for p in (2, 3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
     failed = False
     for protocol in (2, 3):
-        data = tempfile.mkdtemp(prefix="nsqr-redis-py-")
-        proc, addr = start_nsqrd(data)
-        try:
-            targets = FILES if run_all else listed(protocol)
-            report = os.path.join(WORK, f"report-resp{protocol}.xml")
-            passed, summary, text = pytest(addr, protocol, targets, report)
-            print(f"RESP{protocol} (pytest): {summary}")
-            if run_all:
-                print(f"RESP{protocol}: {len(passed)} tests of {', '.join(FILES)} pass")
-                if write:
-                    with open(os.path.join(HERE, f"passing-resp{protocol}.txt"), "w") as f:
-                        f.write(f"# redis-py {REDIS_PY}'s tests that pass against nsqrd in RESP{protocol} (run.py --all --write)\n")
-                        f.write("\n".join(sorted(passed)) + "\n")
-            else:
-                missing = sorted(set(targets) - set(passed))
-                if missing:
-                    failed = True
-                    print(f"RESP{protocol}: {len(missing)} listed tests did not pass:")
-                    for m in missing:
-                        print("  " + m)
-                    print(text[-20000:])
-                print(f"RESP{protocol}: {len(passed)} passed, {len(missing)} failed")
-        finally:
-            proc.kill()
-            proc.wait()
-            proc.stderr.close()
-            shutil.rmtree(data, ignore_errors=True)
+        proto_failed, lines = results.get(protocol, (True, [f"RESP{protocol}: no result"]))
+        failed |= proto_failed
+        print("\n".join(lines))
     sys.exit(1 if failed else 0)
 
 

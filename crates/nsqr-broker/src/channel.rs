@@ -30,7 +30,7 @@ use crate::ordered::Ordered;
 use crate::queue_settings::{EffectiveSettings, QueueSettings};
 use crate::registry::Shared;
 use crate::spill_queue::{Put, SpillQueue};
-use crate::stats::{ChannelStats, ConsumerStats, DeadLetterStats};
+use crate::stats::{ChannelCounts, ChannelStats, ConsumerStats, DeadLetterStats};
 
 /// A consumer as its channel sees it.
 struct Member {
@@ -65,6 +65,8 @@ struct ChannelState {
     deliveries: u64,
     /// When the head of the queue is next checked for expired messages (`rules.rs`).
     sweep_at: Option<Instant>,
+    /// The hook changes are reported to, when the topic is replicated (`replication.rs`).
+    replica: Option<crate::Replication>,
 }
 
 impl ChannelState {
@@ -152,6 +154,7 @@ impl Channel {
     ) -> Arc<Channel> {
         let ephemeral = nsq_wire::names::is_ephemeral(name);
         let eff = EffectiveSettings::resolve(topic_name, &own, topic_settings, &shared.cfg);
+        let replica = rules::replica_of(topic_settings, &shared.cfg);
         let (ready, head) = disk::ready_queue(&shared.cfg, topic_name, name, ephemeral, &eff);
         let ch = Arc::new_cyclic(|me| Channel {
             name: Arc::from(name),
@@ -175,6 +178,7 @@ impl Channel {
                 ordered: None,
                 deliveries: 0,
                 sweep_at: None,
+                replica,
             }),
             deleted: AtomicBool::new(false),
             message_count: AtomicU64::new(0),
@@ -355,7 +359,7 @@ impl Channel {
         let mut dead = Vec::new();
         let sent = {
             let mut st = self.state.lock();
-            if st.paused || self.is_deleted() {
+            if st.paused || self.is_deleted() || !self.may_deliver(&st) {
                 return 0;
             }
             let timeout = Self::timeout_for(&st.eff, consumer);
@@ -552,11 +556,22 @@ impl Channel {
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
+        self.replicate(&st, crate::ReplicaOp::Paused(paused));
         if !paused {
-            for c in st.consumers.iter_mut() {
-                c.waiting = false;
-                c.consumer.wake();
-            }
+            Self::wake_all(&mut st);
+        }
+    }
+
+    /// Every consumer looks for messages again (a replicated topic whose channel operations
+    /// were at their cap can deliver again).
+    pub fn wake_consumers(&self) {
+        Self::wake_all(&mut self.state.lock());
+    }
+
+    fn wake_all(st: &mut ChannelState) {
+        for c in st.consumers.iter_mut() {
+            c.waiting = false;
+            c.consumer.wake();
         }
     }
 
@@ -660,13 +675,15 @@ impl Channel {
         let (depth, deferred_count) = st.depth_and_deferred();
         ChannelStats {
             channel_name: self.name.to_string(),
-            depth,
-            backend_depth: st.ready.backend_depth(),
-            in_flight_count: st.in_flight.len(),
-            deferred_count,
-            message_count: self.message_count.load(Relaxed),
-            requeue_count: self.requeue_count.load(Relaxed),
-            timeout_count: self.timeout_count.load(Relaxed),
+            counts: ChannelCounts {
+                depth,
+                backend_depth: st.ready.backend_depth(),
+                in_flight_count: st.in_flight.len(),
+                deferred_count,
+                message_count: self.message_count.load(Relaxed),
+                requeue_count: self.requeue_count.load(Relaxed),
+                timeout_count: self.timeout_count.load(Relaxed),
+            },
             consumer_count: st.consumers.len(),
             consumers: include_consumers.then(|| {
                 st.consumers

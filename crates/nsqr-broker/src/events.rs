@@ -55,6 +55,16 @@ pub enum Event {
         /// The channel's name.
         channel: String,
     },
+    /// This node started or stopped serving a topic to consumers: a replicated topic is
+    /// served by its group's leader only (`Topic::set_serving`).
+    Serving {
+        /// The topic's name.
+        topic: String,
+        /// Its channels at the time, by name.
+        channels: Vec<String>,
+        /// True when it is served from now on.
+        serving: bool,
+    },
 }
 
 impl std::fmt::Debug for Event {
@@ -70,6 +80,11 @@ impl std::fmt::Debug for Event {
             Event::ChannelDeleted { topic, channel } => {
                 write!(f, "ChannelDeleted({topic}, {channel})")
             }
+            Event::Serving {
+                topic,
+                channels,
+                serving,
+            } => write!(f, "Serving({topic}, {channels:?}, {serving})"),
         }
     }
 }

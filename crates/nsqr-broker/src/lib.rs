@@ -95,7 +95,7 @@ pub use metadata::MetadataError;
 pub use nsq_wire::MessageId;
 pub use publisher::Publisher;
 pub use queue_settings::{EffectiveSettings, ExpiredAction, QueueSettings, QueueSettingsError};
-pub use replication::{Commitment, ReplicaMessage, Replicate, Replication};
+pub use replication::{Commitment, ReplicaMessage, ReplicaOp, Replicate, Replication};
 pub use subscription::{Delivery, SubscribeOptions, Subscription};
 pub use topic::{PutOptions, Topic};
 

@@ -3,8 +3,15 @@
 //! above 1 assigns ids to a publish as usual, then hands the batch to the [`Replicate`] hook
 //! the daemon installed ([`crate::BrokerConfig::replication`]) instead of queueing it, and
 //! answers with the hook's [`Ticket`], which completes once a majority of the topic's nodes
-//! has the batch. On every node the daemon then gives each committed batch back to
-//! [`crate::Topic::put_committed`], which queues it with the ids the leader assigned.
+//! has the batch. On the leader the daemon then gives each committed batch back to
+//! [`crate::Topic::put_committed`], which queues it with the ids the leader assigned (a node
+//! taking over queues the unfinished messages of its copy of the replicated state likewise).
+//!
+//! Channel state follows the same way: each change the broker makes to a replicated topic's
+//! channels (created, deleted, paused, configured, a message finished, requeued with a delay
+//! or dead-lettered) is reported to the hook as a [`ReplicaOp`] as it happens, under the
+//! channel's lock, for the daemon to propose in batches. The daemon decides whether this node
+//! leads the topic; the engine reports on every node.
 
 use std::fmt;
 use std::sync::Arc;
@@ -31,6 +38,25 @@ pub struct ReplicaMessage {
     pub body: Bytes,
 }
 
+/// A change to a replicated topic's channel (or, where the channel is None, to the topic).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReplicaOp {
+    /// The channel was created.
+    Created,
+    /// The channel was deleted.
+    Deleted,
+    /// Paused (true) or unpaused.
+    Paused(bool),
+    /// The settings became these (`QueueSettings::to_json`, as text).
+    Configured(String),
+    /// The channel is done with the message (FIN, a sample-rate skip, an expiry dropped).
+    Finished(nsq_wire::MessageId),
+    /// The message is due again at this time (milliseconds since the Unix epoch).
+    Requeued(nsq_wire::MessageId, u64),
+    /// The message left the channel for its dead-letter topic.
+    DeadLettered(nsq_wire::MessageId),
+}
+
 /// What the daemon provides for replicated topics. Its methods are called with a topic's lock
 /// held or on a publisher's path: they must not block or call back into the broker.
 pub trait Replicate: Send + Sync {
@@ -44,6 +70,21 @@ pub trait Replicate: Send + Sync {
     /// Propose a publish batch of `topic`. The ticket completes once the batch is committed;
     /// an error when this node cannot propose it (not the topic's leader).
     fn publish(&self, topic: &str, batch: Vec<ReplicaMessage>) -> Result<Ticket, BrokerError>;
+
+    /// A change to a channel of `topic` (the topic itself when `channel` is None), in the
+    /// order the broker made them. Called under the channel's or the topic's lock.
+    fn channel_op(&self, topic: &str, channel: Option<&str>, op: ReplicaOp);
+
+    /// False while `topic`'s channel operations waiting to be proposed are at their cap: its
+    /// channels deliver nothing until the daemon wakes their consumers
+    /// ([`crate::Channel::wake_consumers`]), which bounds what a lost leader takes with it.
+    /// Called under a channel's lock.
+    fn may_deliver(&self, topic: &str) -> bool;
+}
+
+/// Milliseconds since the Unix epoch of a deadline.
+pub(crate) fn unix_ms(at: Instant) -> u64 {
+    u64::try_from(unix_due(at) / 1_000_000).unwrap_or(0)
 }
 
 /// The installed [`Replicate`] hook.
@@ -82,7 +123,7 @@ impl Commitment {
 
 /// The messages of stamped publishes, as the replicated log carries them.
 pub(crate) fn batch(published: &[Published], due: Option<Instant>) -> Vec<ReplicaMessage> {
-    let deliver_at_ms = due.map(|at| u64::try_from(unix_due(at) / 1_000_000).unwrap_or(0));
+    let deliver_at_ms = due.map(unix_ms);
     published
         .iter()
         .flat_map(|p| p.messages(0, p.len()))

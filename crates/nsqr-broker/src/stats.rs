@@ -16,15 +16,8 @@ pub struct TopicStats {
     pub topic_name: String,
     /// Its channels (only the one asked for, when filtered), in name order.
     pub channels: Vec<ChannelStats>,
-    /// Messages waiting in the topic itself (no channel yet, paused, held), memory and disk,
-    /// deferred ones included.
-    pub depth: i64,
-    /// The part of `depth` on disk.
-    pub backend_depth: i64,
-    /// Messages published to it.
-    pub message_count: u64,
-    /// Bytes of message bodies published to it.
-    pub message_bytes: u64,
+    /// Its counters.
+    pub counts: TopicCounts,
     /// Paused.
     pub paused: bool,
     /// End-to-end latency merged over its channels.
@@ -40,20 +33,8 @@ pub struct TopicStats {
 pub struct ChannelStats {
     /// The channel's name.
     pub channel_name: String,
-    /// Messages ready to be delivered, memory and disk.
-    pub depth: i64,
-    /// The part of `depth` on disk.
-    pub backend_depth: i64,
-    /// Messages in flight.
-    pub in_flight_count: usize,
-    /// Messages waiting for their delay.
-    pub deferred_count: usize,
-    /// Messages that reached the channel.
-    pub message_count: u64,
-    /// Requeues.
-    pub requeue_count: u64,
-    /// In-flight timeouts.
-    pub timeout_count: u64,
+    /// Its counters.
+    pub counts: ChannelCounts,
     /// Consumers joined.
     pub consumer_count: usize,
     /// Each consumer, when asked for.
@@ -68,6 +49,40 @@ pub struct ChannelStats {
     pub settings: Option<QueueSettings>,
     /// Dead letters, when it has settings that make them or has made some.
     pub dead_letters: Option<DeadLetterStats>,
+}
+
+/// A topic's counters, in the order nsqd's `/stats` shows them (the daemon's JSON flattens
+/// this struct into its own).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct TopicCounts {
+    /// Messages waiting in the topic itself (no channel yet, paused, held), memory and disk,
+    /// deferred ones included.
+    pub depth: i64,
+    /// The part of `depth` on disk.
+    pub backend_depth: i64,
+    /// Messages published to it.
+    pub message_count: u64,
+    /// Bytes of message bodies published to it.
+    pub message_bytes: u64,
+}
+
+/// A channel's counters, in the order nsqd's `/stats` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ChannelCounts {
+    /// Messages ready to be delivered, memory and disk.
+    pub depth: i64,
+    /// The part of `depth` on disk.
+    pub backend_depth: i64,
+    /// Messages in flight.
+    pub in_flight_count: usize,
+    /// Messages waiting for their delay.
+    pub deferred_count: usize,
+    /// Messages that reached the channel.
+    pub message_count: u64,
+    /// Requeues.
+    pub requeue_count: u64,
+    /// In-flight timeouts.
+    pub timeout_count: u64,
 }
 
 /// What a channel sent to its dead-letter topic, by reason, and the expired messages it

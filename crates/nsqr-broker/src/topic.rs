@@ -25,9 +25,10 @@ use crate::events::Event;
 use crate::message::{Message, Published};
 use crate::queue_settings::{EffectiveSettings, Limits, QueueSettings};
 use crate::registry::Shared;
+use crate::replication::ReplicaOp;
 use crate::run_queue::Span;
 use crate::spill_queue::SpillQueue;
-use crate::stats::TopicStats;
+use crate::stats::{TopicCounts, TopicStats};
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
@@ -112,6 +113,8 @@ pub struct Topic {
     creating: Mutex<()>,
     state: Mutex<TopicState>,
     deleted: AtomicBool,
+    /// False while another node leads this replicated topic (`Topic::set_serving`).
+    serving: AtomicBool,
     message_count: AtomicU64,
     message_bytes: AtomicU64,
 }
@@ -138,6 +141,7 @@ impl Topic {
             shared,
             creating: Mutex::new(()),
             deleted: AtomicBool::new(false),
+            serving: AtomicBool::new(true),
             message_count: AtomicU64::new(0),
             message_bytes: AtomicU64::new(0),
         });
@@ -162,6 +166,25 @@ impl Topic {
     /// True once deleted.
     pub fn is_deleted(&self) -> bool {
         self.deleted.load(Relaxed)
+    }
+
+    /// Whether this node serves the topic to consumers: every topic is served, except a
+    /// replicated one on a node that does not lead its group. A change is an
+    /// [`Event::Serving`], which lookupd registration follows.
+    pub fn set_serving(&self, serving: bool) {
+        if self.serving.swap(serving, Relaxed) == serving {
+            return;
+        }
+        self.shared.events.emit(|| Event::Serving {
+            topic: self.name.clone(),
+            channels: self.channel_names(),
+            serving,
+        });
+    }
+
+    /// False while another node leads this replicated topic.
+    pub fn is_serving(&self) -> bool {
+        self.serving.load(Relaxed)
     }
 
     /// Publish a batch (PUB is a batch of one); `defer` > 0 holds it in each channel first.
@@ -220,8 +243,15 @@ impl Topic {
         }
     }
 
+    /// Report a change of this replicated topic or one of its channels to the hook.
+    fn replicate(&self, st: &TopicState, channel: Option<&str>, op: ReplicaOp) {
+        if let Some(r) = self.replication(st) {
+            r.0.channel_op(&self.name, channel, op);
+        }
+    }
+
     /// Queue a batch of a replicated topic that its log committed, with the ids, timestamps
-    /// and due times the leader gave it (on every node of the topic, the leader included).
+    /// and due times the leader gave it (on the topic's leader).
     pub fn put_committed(&self, batch: &[crate::ReplicaMessage]) -> Result<Ticket, BrokerError> {
         let mut ticket = Ticket::done();
         let mut st = self.state.lock();
@@ -287,6 +317,7 @@ impl Topic {
             ch.inherit(&st.settings);
         }
         st.channels.insert(name.to_string(), Arc::clone(&ch));
+        self.replicate(&st, Some(name), ReplicaOp::Created);
         if !st.paused && !st.held {
             flush_backlog(&mut st);
         }
@@ -319,6 +350,7 @@ impl Topic {
             if st.channels.is_empty() {
                 st.backlog.set_drain(false);
             }
+            self.replicate(&st, Some(name), ReplicaOp::Deleted);
             self.shared.events.emit(|| Event::ChannelDeleted {
                 topic: self.name.clone(),
                 channel: name.to_string(),
@@ -338,6 +370,7 @@ impl Topic {
     pub fn set_paused(&self, paused: bool) {
         let mut st = self.state.lock();
         st.paused = paused;
+        self.replicate(&st, None, ReplicaOp::Paused(paused));
         if !paused && !st.held && !st.channels.is_empty() {
             flush_backlog(&mut st);
         } else {
@@ -424,10 +457,12 @@ impl Topic {
                 .iter()
                 .map(|c| c.stats(include_consumers))
                 .collect(),
-            depth,
-            backend_depth,
-            message_count: self.message_count.load(Relaxed),
-            message_bytes: self.message_bytes.load(Relaxed),
+            counts: TopicCounts {
+                depth,
+                backend_depth,
+                message_count: self.message_count.load(Relaxed),
+                message_bytes: self.message_bytes.load(Relaxed),
+            },
             paused,
             e2e_processing_latency: E2eStream::aggregate(all.iter().filter_map(|c| c.e2e())),
             disk_queue,
@@ -454,6 +489,7 @@ impl Topic {
             .settings
             .patch(changes, &Limits::of(self.cfg(), &self.name))?;
         self.replace_settings(&mut st, p.clone());
+        self.replicate(&st, None, ReplicaOp::Configured(p.to_json().to_string()));
         Ok(p)
     }
 
@@ -495,6 +531,11 @@ impl Topic {
             .settings()
             .patch(changes, &Limits::of(self.cfg(), &self.name))?;
         self.replace_channel_settings(&st, &ch, p.clone());
+        self.replicate(
+            &st,
+            Some(name),
+            ReplicaOp::Configured(p.to_json().to_string()),
+        );
         Ok(p)
     }
 

@@ -15,6 +15,7 @@
 mod compress;
 mod diskqueue;
 mod frames;
+mod hll;
 mod http;
 mod mpub;
 mod resp;
@@ -24,6 +25,7 @@ mod v2;
 pub use compress::{deflate_stream, snappy_stream};
 pub use diskqueue::{diskqueue_chunks, diskqueue_records};
 pub use frames::client_frames;
+pub use hll::hll_value;
 pub use http::http_url;
 pub use mpub::mpub_bodies;
 pub use resp::resp_request;
@@ -43,4 +45,5 @@ pub const TARGETS: &[Target] = &[
     ("deflate_stream", deflate_stream),
     ("client_frames", client_frames),
     ("resp_request", resp_request),
+    ("hll_value", hll_value),
 ];

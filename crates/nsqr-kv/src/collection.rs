@@ -22,6 +22,7 @@ use std::collections::VecDeque;
 use indexmap::{IndexMap, IndexSet};
 
 use crate::entry::cost_of;
+use crate::stream::Stream;
 
 type Build = foldhash::fast::RandomState;
 
@@ -44,6 +45,7 @@ pub enum KeyType {
     List,
     Hash,
     Set,
+    Stream,
     Zset,
 }
 
@@ -54,6 +56,7 @@ impl KeyType {
             KeyType::List => "list",
             KeyType::Hash => "hash",
             KeyType::Set => "set",
+            KeyType::Stream => "stream",
             KeyType::Zset => "zset",
         }
     }
@@ -65,6 +68,7 @@ impl KeyType {
             KeyType::List,
             KeyType::Hash,
             KeyType::Set,
+            KeyType::Stream,
             KeyType::Zset,
         ]
         .into_iter()
@@ -85,6 +89,7 @@ pub enum Collection {
     List(List),
     Hash(Hash),
     Set(Set),
+    Stream(Stream),
     Zset(crate::zset::ZSet),
 }
 
@@ -94,6 +99,7 @@ impl Collection {
             Collection::List(_) => KeyType::List,
             Collection::Hash(_) => KeyType::Hash,
             Collection::Set(_) => KeyType::Set,
+            Collection::Stream(_) => KeyType::Stream,
             Collection::Zset(_) => KeyType::Zset,
         }
     }
@@ -104,6 +110,7 @@ impl Collection {
             Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
+            Collection::Stream(s) => s.cost(),
             Collection::Zset(z) => z.cost(),
         }
     }
@@ -113,6 +120,7 @@ impl Collection {
             Collection::List(l) => l.items.is_empty(),
             Collection::Hash(h) => h.map.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
+            Collection::Stream(s) => !s.exists,
             Collection::Zset(z) => z.is_empty(),
         }
     }
@@ -125,6 +133,7 @@ impl Collection {
             Collection::Hash(_) => "hashtable",
             Collection::Set(s) if !s.big => "intset",
             Collection::Set(_) => "hashtable",
+            Collection::Stream(_) => "stream",
             Collection::Zset(z) if z.is_compact() => "listpack",
             Collection::Zset(_) => "skiplist",
         }
@@ -659,6 +668,7 @@ mod tests {
     fn kinds_by_name() {
         assert_eq!(KeyType::from_name(b"HASH"), Some(KeyType::Hash));
         assert_eq!(KeyType::from_name(b"zset"), Some(KeyType::Zset));
-        assert_eq!(KeyType::from_name(b"stream"), None);
+        assert_eq!(KeyType::from_name(b"stream"), Some(KeyType::Stream));
+        assert_eq!(KeyType::from_name(b"vectorset"), None);
     }
 }

@@ -26,6 +26,8 @@ const RDB_TYPE_STRING: u8 = 0;
 const RDB_TYPE_LIST: u8 = 1;
 const RDB_TYPE_SET: u8 = 2;
 const RDB_TYPE_HASH: u8 = 4;
+/// A stream, in nsqr's own encoding (`stream_changes.rs`): a type byte Redis does not use.
+const NSQR_TYPE_STREAM: u8 = 0xf5;
 const RDB_TYPE_ZSET_2: u8 = 5;
 const CRC64: Crc<u64> = Crc::<u64>::new(&CRC_64_REDIS);
 
@@ -84,6 +86,10 @@ pub(crate) fn encode_value(e: &Entry, out: &mut Vec<u8>) {
                 encode_string(m, out);
             }
         }
+        (None, Some(Collection::Stream(s))) => {
+            out.push(NSQR_TYPE_STREAM);
+            s.encode_whole(out);
+        }
         (None, Some(Collection::Zset(z))) => {
             out.push(RDB_TYPE_ZSET_2);
             encode_len(z.len() as u64, out);
@@ -128,6 +134,10 @@ pub(crate) fn decode_value(b: &[u8]) -> Result<Value, DumpError> {
                 }
             }
             Value::Collection(s.into())
+        }
+        NSQR_TYPE_STREAM => {
+            let s = crate::stream::Stream::decode_whole(rest).map_err(|_| DumpError::BadData)?;
+            return Ok(Value::Collection(s.into()));
         }
         RDB_TYPE_ZSET_2 => {
             let mut z = crate::zset::ZSet::default();

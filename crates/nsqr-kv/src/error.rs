@@ -40,6 +40,14 @@ pub enum KvError {
     /// The change feed could not take a change (strict mode: the write is not acknowledged).
     #[error("ERR change feed unavailable: {0}")]
     Feed(String),
+    #[error(transparent)]
+    Stream(#[from] crate::streams::StreamError),
+    /// A PF command on a string that is not an HLL.
+    #[error("WRONGTYPE Key is not a valid HyperLogLog string value.")]
+    NotHll,
+    /// A PF command on an HLL whose registers cannot be read.
+    #[error("INVALIDOBJ Corrupted HLL object detected")]
+    CorruptHll,
     /// ZADD INCR / ZINCRBY adding `inf` and `-inf`.
     #[error("ERR resulting score is not a number (NaN)")]
     ScoreNan,

@@ -18,15 +18,16 @@
 //!   every JSON parser.
 //! - `op`: `set`, `incrby`, `append` (the key's value changed), `expire`, `persist` (its
 //!   deadline changed), `del`, `expired`, `evicted` (it is gone), `flush` (every key is gone;
-//!   no `key`), and for lists, hashes, sets and sorted sets the command's Redis event (`lpush`,
-//!   `hset`, `sadd`, `srem`, `zadd`, `zincr`, `zpopmin`, `zunionstore`, ...: the full list is in
-//!   `docs/keyspace.md`).
+//!   no `key`), and for lists, hashes, sets, sorted sets and streams the command's Redis event
+//!   (`lpush`, `hset`, `sadd`, `srem`, `zadd`, `zincr`, `zpopmin`, `zunionstore`, `xadd`,
+//!   `xgroup-create`, ...: the full list is in `docs/keyspace.md`).
 //! - `key`: the key as a JSON string when it is UTF-8; otherwise `key_base64` (standard
 //!   alphabet, padded) instead.
 //! - `time`: when the change happened, Unix milliseconds.
 //! - `value` (or `value_base64`): the value after the change, only for changes that leave a
 //!   string (`set`, `incrby`, `append`, ...), and only when the feed is configured to include
-//!   values. Changes to lists, hashes, sets and sorted sets carry no value: a consumer reads the key when it
+//!   values. Changes to lists, hashes, sets, sorted sets and streams carry no value: a consumer
+//!   reads the key when it
 //!   needs it.
 //! - `expires_at`: the key's deadline (Unix ms) after the change, when it has one.
 //!
@@ -82,6 +83,17 @@ pub enum Op {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    Xadd,
+    Xtrim,
+    Xdel,
+    XgroupCreate,
+    XgroupCreateconsumer,
+    XgroupDelconsumer,
+    XgroupDestroy,
+    XgroupSetid,
+    Xsetid,
+    /// PFADD and PFMERGE (Redis names both `pfadd`).
+    Pfadd,
     /// ZADD (without INCR).
     Zadd,
     /// ZINCRBY, ZADD INCR.
@@ -96,6 +108,9 @@ pub enum Op {
     Zinterstore,
     Zdiffstore,
     Zrangestore,
+    /// GEORADIUS / GEORADIUSBYMEMBER ... STORE / STOREDIST.
+    Georadiusstore,
+    Geosearchstore,
 }
 
 impl Op {
@@ -135,6 +150,16 @@ impl Op {
             Op::Sinterstore => "sinterstore",
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
+            Op::Xadd => "xadd",
+            Op::Xtrim => "xtrim",
+            Op::Xdel => "xdel",
+            Op::XgroupCreate => "xgroup-create",
+            Op::XgroupCreateconsumer => "xgroup-createconsumer",
+            Op::XgroupDelconsumer => "xgroup-delconsumer",
+            Op::XgroupDestroy => "xgroup-destroy",
+            Op::XgroupSetid => "xgroup-setid",
+            Op::Xsetid => "xsetid",
+            Op::Pfadd => "pfadd",
             Op::Zadd => "zadd",
             Op::Zincr => "zincr",
             Op::Zrem => "zrem",
@@ -147,6 +172,8 @@ impl Op {
             Op::Zinterstore => "zinterstore",
             Op::Zdiffstore => "zdiffstore",
             Op::Zrangestore => "zrangestore",
+            Op::Georadiusstore => "georadiusstore",
+            Op::Geosearchstore => "geosearchstore",
         }
     }
 
@@ -161,6 +188,7 @@ impl Op {
                 | Op::Append
                 | Op::SetRange
                 | Op::SetBit
+                | Op::Pfadd
                 | Op::RenameTo
                 | Op::CopyTo
                 | Op::Restore

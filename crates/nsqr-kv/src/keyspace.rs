@@ -419,6 +419,23 @@ impl Keyspace {
         }
     }
 
+    /// Logs a record that announces nothing (a change Redis sends no event for).
+    pub(crate) fn log_only(&self, record: &Record<'_>, pending: &mut Pending) {
+        if let Some(log) = &self.log {
+            match &mut pending.batch {
+                Some(batch) => record.encode(batch),
+                None => pending.log_seq = log.append(record),
+            }
+        }
+    }
+
+    /// A change to a value that is no event (PFCOUNT refreshing an HLL's cached count): the
+    /// log keeps it and WATCH sees it, as Redis's `signalModifiedKey`; no notification, no feed.
+    pub(crate) fn record_quietly(&self, record: &Record<'_>, key: &[u8], pending: &mut Pending) {
+        self.log_only(record, pending);
+        self.watchers.touch(key);
+    }
+
     fn publish_change(&self, feed: &dyn ChangeFeed, e: &Emit<'_>, now: u64, pending: &mut Pending) {
         let change = Change {
             op: e.op,

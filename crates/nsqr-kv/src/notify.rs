@@ -141,6 +141,7 @@ impl Event {
             Event::Change(
                 Op::Set | Op::Incrby | Op::IncrbyFloat | Op::Append | Op::SetRange | Op::SetBit,
             ) => class::STRING,
+            Event::Change(Op::Pfadd) => class::STRING,
             Event::Change(
                 Op::Lpush
                 | Op::Rpush
@@ -156,6 +157,17 @@ impl Event {
                 Op::Sadd | Op::Srem | Op::Spop | Op::Sinterstore | Op::Sunionstore | Op::Sdiffstore,
             ) => class::SET,
             Event::Change(
+                Op::Xadd
+                | Op::Xtrim
+                | Op::Xdel
+                | Op::XgroupCreate
+                | Op::XgroupCreateconsumer
+                | Op::XgroupDelconsumer
+                | Op::XgroupDestroy
+                | Op::XgroupSetid
+                | Op::Xsetid,
+            ) => class::STREAM,
+            Event::Change(
                 Op::Zadd
                 | Op::Zincr
                 | Op::Zrem
@@ -169,6 +181,7 @@ impl Event {
                 | Op::Zdiffstore
                 | Op::Zrangestore,
             ) => class::ZSET,
+            Event::Change(Op::Georadiusstore | Op::Geosearchstore) => class::ZSET,
             Event::Change(Op::Expired) => class::EXPIRED,
             Event::Change(Op::Evicted) => class::EVICTED,
             Event::Change(_) => class::GENERIC,

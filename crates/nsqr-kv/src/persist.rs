@@ -226,6 +226,7 @@ impl Keyspace {
                 self.load_value(key, value, deadline);
             }
             Record::Members { key, kind, states } => self.apply_members(key, kind, states)?,
+            Record::Stream { key, changes } => self.apply_stream(key, changes)?,
             Record::Del { key } => {
                 let hash = self.hash(key);
                 self.lock(hash).remove(hash, key);

@@ -360,6 +360,47 @@ async fn lists_survive_a_crash_in_strict_mode_and_a_replay_over_a_snapshot() {
     std::fs::remove_dir_all(d).unwrap();
 }
 
+#[tokio::test]
+async fn streams_survive_a_crash_in_strict_mode_and_a_replay_over_a_snapshot() {
+    use crate::{AddId, ClaimOptions, StreamId};
+    let d = temp_dir("stream-crash");
+    let ks = Keyspace::open(config(&d, true), None).unwrap();
+    let mut p = Pending::default();
+    for ms in 1..=5 {
+        ks.write_stream(b"s", &mut p, |s, now| {
+            let id = AddId::Explicit(StreamId::new(ms, 0));
+            Ok(s.add(id, &[b"f", b"v"], None, now)?)
+        })
+        .unwrap();
+    }
+    ks.write_stream(b"s", &mut p, |s, now| {
+        let mut ops = s.create_group(b"g", Some(StreamId::ZERO), -1)?;
+        ops.extend(s.read_group(b"g", b"alice", None, 3, false, now).1);
+        s.ack(b"g", &[StreamId::new(1, 0)]);
+        let o = ClaimOptions::default();
+        s.claim(b"g", b"bob", &[StreamId::new(2, 0)], o, now);
+        ops.extend(s.delete_ids(&[StreamId::new(5, 0)]).1);
+        Ok(((), ops))
+    })
+    .unwrap();
+    let expected = ks.read_stream(b"s", |s| s.cloned()).unwrap();
+    ks.durable(&mut p).await.unwrap();
+    ks.timer.stop();
+    drop(ks);
+    for _ in 0..2 {
+        let ks = Keyspace::open(config(&d, true), None).unwrap();
+        let got = ks.read_stream(b"s", |s| s.cloned()).unwrap();
+        assert_eq!(got, expected);
+        let g = got.as_ref().and_then(|s| s.group(b"g")).unwrap();
+        assert_eq!(g.pel().len(), 2);
+        assert_eq!(g.pel()[&StreamId::new(2, 0)].consumer.as_ref(), b"bob");
+        ks.save().unwrap();
+        ks.timer.stop();
+        drop(ks);
+    }
+    std::fs::remove_dir_all(d).unwrap();
+}
+
 fn zset_of(ks: &Keyspace, key: &str) -> Vec<(String, f64)> {
     ks.read_zset(key.as_bytes(), |z| {
         z.map(|z| {

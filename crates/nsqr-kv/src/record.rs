@@ -16,6 +16,7 @@
 //! | 5 | batch | records, each framed as above |
 //! | 6 | object | deadline u64 (0 = none), key length u32, key, the value's RDB encoding (`dump.rs`) |
 //! | 7 | members | key length u32, key, kind (1 hash, 2 set, 3 sorted set), then per member: length u32, member, 0 (gone) or 1 (present), and for a present hash field its value's length u32 and value (for a sorted set member its score, 8 bytes: an f64 little-endian) |
+//! | 8 | stream | key length u32, key, the changes one command made to the stream (`stream_changes.rs`) |
 //!
 //! A members record holds the state of each member a command touched (HSET's fields with their
 //! new values, HDEL's as gone, HINCRBY's result), so replaying it twice, or over a snapshot
@@ -53,6 +54,11 @@ pub enum Record<'a> {
         key: &'a [u8],
         kind: MemberKind,
         states: &'a [u8],
+    },
+    /// Changes to a stream, each a state (see `stream_changes.rs`).
+    Stream {
+        key: &'a [u8],
+        changes: &'a [u8],
     },
 }
 
@@ -138,6 +144,7 @@ const FLUSH: u8 = 4;
 const BATCH: u8 = 5;
 const OBJECT: u8 = 6;
 const MEMBERS: u8 = 7;
+const STREAM: u8 = 8;
 const HEADER: usize = 8;
 
 impl Record<'_> {
@@ -188,6 +195,12 @@ impl Record<'_> {
                 out.extend_from_slice(key);
                 out.push(*kind as u8);
                 out.extend_from_slice(states);
+            }
+            Record::Stream { key, changes } => {
+                out.push(STREAM);
+                out.extend_from_slice(&(key.len() as u32).to_le_bytes());
+                out.extend_from_slice(key);
+                out.extend_from_slice(changes);
             }
         }
         let payload = &out[start + HEADER..];
@@ -245,6 +258,10 @@ fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
                 _ => return None,
             };
             Some(Record::Members { key, kind, states })
+        }
+        STREAM => {
+            let (key, changes) = key_at(p, 1)?;
+            Some(Record::Stream { key, changes })
         }
         DEL => Some(Record::Del { key: &p[1..] }),
         DEADLINE => Some(Record::Deadline {
@@ -325,6 +342,10 @@ mod tests {
                 key: b"s",
                 kind: MemberKind::Set,
                 states: b"",
+            },
+            Record::Stream {
+                key: b"x",
+                changes: b"\x02",
             },
         ];
         let mut buf = Vec::new();

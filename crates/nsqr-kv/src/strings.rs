@@ -126,7 +126,7 @@ impl Keyspace {
 
     /// Stores a value in a locked shard and wakes the expiry timer for its deadline.
     #[allow(clippy::too_many_arguments)]
-    fn write_value(
+    pub(crate) fn write_value(
         &self,
         g: &mut Guard<'_>,
         hash: u64,

@@ -285,8 +285,9 @@ impl Keyspace {
                     (Collection::Zset(z), None) => {
                         z.remove(m);
                     }
-                    // Lists are logged whole (`Typed::WHOLE`): no members record names one.
-                    (Collection::List(_), _) => {}
+                    // Lists are logged whole (`Typed::WHOLE`) and streams by their own
+                    // records: no members record names one.
+                    (Collection::List(_) | Collection::Stream(_), _) => {}
                 }
             }
             empty = c.is_empty();

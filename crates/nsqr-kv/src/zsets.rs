@@ -394,7 +394,7 @@ impl Keyspace {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn store_zset(
+    pub(crate) fn store_zset(
         &self,
         guards: &mut [Guard<'_>],
         dest: &[u8],

@@ -60,7 +60,7 @@ pub enum StartError {
 pub enum ProposeError {
     /// This node does not lead the group; the leader, if known, is given so the proposal can
     /// be forwarded there.
-    #[error("not the leader of this group (leader: {leader:?})")]
+    #[error("not the leader of this group (leader: {})", leader_name(leader))]
     NotLeader { leader: Option<(NodeId, String)> },
     /// The group stopped (shutdown, or a storage failure made it stop).
     #[error("replication stopped: {0}")]
@@ -74,3 +74,11 @@ pub enum ProposeError {
 #[derive(Debug, thiserror::Error)]
 #[error("membership change failed: {0}")]
 pub struct ChangeError(pub String);
+
+/// How an error names a group's leader: `node <id> at <address>`, or why it is not known.
+fn leader_name(leader: &Option<(NodeId, String)>) -> String {
+    match leader {
+        Some((id, address)) => format!("node {id} at {address}"),
+        None => "unknown: an election is under way".to_string(),
+    }
+}

@@ -123,8 +123,13 @@ impl ClusterNode {
         &self,
         group: GroupConfig,
     ) -> Result<(ReplicatedLog, mpsc::Receiver<Committed>), StartError> {
-        let (tx, rx) = mpsc::channel(group.apply_buffer.max(1));
         let log = LogStore::open(&group.dir, group.fsync, group.segment_bytes)?;
+        // Opening replays the committed entries after the snapshot into the channel before
+        // the caller has the receiver: room for all of them, or the open never returns.
+        // (Capped under tokio's bound on a channel's capacity.)
+        let replay = usize::try_from(log.committed_in_log()).unwrap_or(usize::MAX);
+        let capacity = group.apply_buffer.max(1).saturating_add(replay);
+        let (tx, rx) = mpsc::channel(capacity.min(usize::MAX >> 4));
         let machine = StateMachine::open(&group.dir, tx)?;
         let network = Network {
             config: self.config.clone(),
@@ -170,6 +175,19 @@ pub struct GroupStatus {
     pub last_applied: Option<u64>,
     pub snapshot: Option<u64>,
     pub voters: BTreeSet<NodeId>,
+    /// The last applied entry is of the current term: on a leader, everything committed
+    /// before its election is applied, so its state is complete.
+    pub applied_in_term: bool,
+}
+
+/// Wakes whenever the group's status may have changed (leadership, applied index).
+pub struct StatusWatch(tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>>);
+
+impl StatusWatch {
+    /// Waits for the next change; false once the group stopped.
+    pub async fn changed(&mut self) -> bool {
+        self.0.changed().await.is_ok()
+    }
 }
 
 /// One topic group's replicated log on this node.
@@ -237,12 +255,25 @@ impl ReplicatedLog {
             last_applied: m.last_applied.map(|l| l.index),
             snapshot: m.snapshot.map(|l| l.index),
             voters: m.membership_config.membership().voter_ids().collect(),
+            applied_in_term: m
+                .last_applied
+                .is_some_and(|l| l.leader_id.term == m.current_term),
         }
+    }
+
+    /// Follows the group's status ([`Self::status`] says where it stands).
+    pub fn watch(&self) -> StatusWatch {
+        StatusWatch(self.raft.metrics())
     }
 
     /// Calls `f` with the group's replicated state as applied on this node.
     pub fn state<T>(&self, f: impl FnOnce(&TopicState) -> T) -> T {
         self.machine.with_state(f)
+    }
+
+    /// Calls `f` with the state and the index of the last entry applied to it, read together.
+    pub fn state_at<T>(&self, f: impl FnOnce(&TopicState, Option<u64>) -> T) -> T {
+        self.machine.with_state_at(f)
     }
 
     /// Adds `id` (at `address`) as a learner: it receives the log without voting, until

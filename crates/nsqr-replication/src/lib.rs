@@ -26,9 +26,9 @@ pub mod types;
 
 pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
-pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog};
+pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
 pub use network::{probe, NetError};
-pub use state::TopicState;
+pub use state::{Pending, StoredMessage, TopicState};
 pub use state_machine::Committed;
 pub use types::NodeId;

@@ -73,12 +73,32 @@ impl TopicState {
 
     /// A channel's unfinished messages in publish order, or None if there is no such channel.
     pub fn pending(&self, channel: &str) -> Option<Vec<(MessageId, Pending)>> {
+        let held = self.pending_messages(channel)?;
+        Some(held.into_iter().map(|(m, p)| (m.id, p)).collect())
+    }
+
+    /// A channel's unfinished messages in publish order with their bodies, or None if there is
+    /// no such channel: what a node taking over queues in its broker.
+    pub fn pending_messages(&self, channel: &str) -> Option<Vec<(&StoredMessage, Pending)>> {
         let channel = self.channels.get(channel)?;
         let held = channel
             .pending
             .iter()
-            .filter_map(|(seq, pending)| self.messages.get(seq).map(|m| (m.id, *pending)));
+            .filter_map(|(seq, pending)| self.messages.get(seq).map(|m| (m, *pending)));
         Some(held.collect())
+    }
+
+    /// The messages published while the topic had no channel, in publish order.
+    pub fn backlog_messages(&self) -> Vec<(&StoredMessage, Pending)> {
+        self.backlog
+            .iter()
+            .filter_map(|(seq, due)| {
+                let pending = Pending {
+                    deliver_at_ms: *due,
+                };
+                self.messages.get(seq).map(|m| (m, pending))
+            })
+            .collect()
     }
 
     fn publish(&mut self, message: &Message) {
@@ -309,5 +329,34 @@ mod tests {
         assert_eq!(order, vec![9, 3, 5]);
         assert_eq!(state.published, 4);
         assert_eq!(state.messages.len(), 3);
+    }
+
+    #[test]
+    fn pending_messages_carry_bodies_and_the_backlog_its_due_times() {
+        let mut state = TopicState::default();
+        let mut deferred = msg(2);
+        deferred.deliver_at_ms = Some(7);
+        state.apply(&Command::Publish(vec![msg(1), deferred]));
+        let backlog: Vec<(u8, Option<u64>)> = state
+            .backlog_messages()
+            .iter()
+            .map(|(m, p)| (m.body[0], p.deliver_at_ms))
+            .collect();
+        assert_eq!(backlog, vec![(1, None), (2, Some(7))]);
+        state.apply(&ops(vec![
+            ChannelOp::Create {
+                channel: "a".into(),
+            },
+            ChannelOp::Finish {
+                channel: "a".into(),
+                ids: vec![MessageId([1; 16])],
+            },
+        ]));
+        assert!(state.backlog_messages().is_empty());
+        let pending = state.pending_messages("a").unwrap_or_default();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(pending[0].0.body, Bytes::from(vec![2; 4]));
+        assert_eq!(pending[0].1.deliver_at_ms, Some(7));
+        assert!(state.pending_messages("b").is_none());
     }
 }

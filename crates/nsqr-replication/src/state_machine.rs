@@ -94,6 +94,12 @@ impl StateMachine {
         f(&self.lock().state)
     }
 
+    /// Calls `f` with the current state and the index of the last entry applied to it.
+    pub fn with_state_at<T>(&self, f: impl FnOnce(&TopicState, Option<u64>) -> T) -> T {
+        let inner = self.lock();
+        f(&inner.state, inner.last_applied.map(|l| l.index))
+    }
+
     /// The index of the last applied entry.
     pub fn last_applied(&self) -> Option<u64> {
         self.lock().last_applied.map(|l| l.index)

@@ -2,31 +2,48 @@
 //! (`--cluster-*`, the cluster listener) and one replicated log per topic whose `replicas` is
 //! above 1. The broker has no sockets, so it reaches the log through the
 //! [`nsqr_broker::Replicate`] hook implemented here: a publish on the topic's leader becomes
-//! one proposal, acknowledged once a majority has it; every node (the leader included) hands
-//! each committed batch back to its broker, which queues it with the leader's ids.
+//! one proposal, acknowledged once a majority has it; the leader hands each committed batch
+//! back to its broker, which queues it with the ids it assigned (followers keep it in the
+//! replicated state until they take over).
 //!
 //! A group is opened on every node when its topic gets `replicas` above 1 (the config file,
 //! `nsqd.dat`, `/topic/config`); its voters are the first `replicas` peers in the topic's
 //! rendezvous order, and the first of them initializes it, which makes it the first leader.
 //! A publish on a node that does not lead the topic is refused with the leader's name
 //! (`BrokerError::NotLeader`); nothing is forwarded.
+//!
+//! Channel state: the leader's broker reports each change to the topic's channels, which
+//! `ops.rs` gathers and proposes a pass at a time; `follow.rs` keeps the broker's copy of the
+//! topic in line with the group's leadership (rebuilt from the replicated state on taking
+//! over, emptied on losing the lead).
+
+mod follow;
+mod ops;
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use nsqr_broker::{Broker, BrokerError, Commitment, ReplicaMessage, Replicate, Ticket, Topic};
-use nsqr_replication::{
-    ClusterConfig, ClusterNode, Command, Committed, GroupConfig, Message, MessageId, ReplicatedLog,
-};
+use nsqr_broker::{Broker, BrokerError, Commitment, ReplicaMessage, ReplicaOp, Replicate, Ticket};
+use nsqr_replication::{ClusterConfig, ClusterNode, Command, GroupConfig, Message, ReplicatedLog};
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use ops::Pass;
 
 /// A topic's replicated log on this node.
 enum Group {
     /// Being opened (its files read, its listener registration made).
     Opening,
-    Open(Arc<ReplicatedLog>),
+    Open(OpenGroup),
+}
+
+/// An open group: its log, its channel-operation pass and the tasks that serve them.
+struct OpenGroup {
+    log: Arc<ReplicatedLog>,
+    pass: Arc<Pass>,
+    tasks: Vec<JoinHandle<()>>,
 }
 
 /// This node of the cluster and the replicated logs it serves.
@@ -36,6 +53,8 @@ pub struct Cluster {
     dir: PathBuf,
     /// `--durability=strict`: entries count once fsynced on each node.
     fsync: bool,
+    /// `--cluster-snapshot-every`.
+    snapshot_every: u64,
     runtime: tokio::runtime::Handle,
     /// The broker committed batches are handed to, once it has started.
     broker: watch::Sender<Option<Broker>>,
@@ -48,6 +67,7 @@ impl Cluster {
         config: ClusterConfig,
         data_path: PathBuf,
         fsync: bool,
+        snapshot_every: u64,
     ) -> Result<Arc<Cluster>, String> {
         let node = ClusterNode::start(config)
             .await
@@ -61,6 +81,7 @@ impl Cluster {
             node,
             dir: data_path.join("cluster"),
             fsync,
+            snapshot_every,
             runtime: tokio::runtime::Handle::current(),
             broker: watch::channel(None).0,
             groups: Mutex::new(HashMap::new()),
@@ -74,17 +95,21 @@ impl Cluster {
 
     /// Stops every group and the listener; the groups' files stay.
     pub async fn shutdown(&self) {
-        let open: Vec<Arc<ReplicatedLog>> = self
+        let open: Vec<OpenGroup> = self
             .groups
             .lock()
             .drain()
             .filter_map(|(_, g)| match g {
-                Group::Open(log) => Some(log),
+                Group::Open(open) => Some(open),
                 Group::Opening => None,
             })
             .collect();
-        for log in open {
-            match Arc::try_unwrap(log) {
+        for group in open {
+            for task in group.tasks {
+                task.abort();
+                let _ = task.await;
+            }
+            match Arc::try_unwrap(group.log) {
                 Ok(log) => log.shutdown().await,
                 Err(log) => tracing::warn!("cluster: group {} still in use at exit", log.name()),
             }
@@ -113,16 +138,36 @@ impl Cluster {
     async fn open_group(self: &Arc<Self>, topic: &str, replicas: u8) -> Result<(), String> {
         let mut group = GroupConfig::new(topic, self.dir.join(topic));
         group.fsync = self.fsync;
+        group.snapshot_every = self.snapshot_every;
         let (log, committed) = self
             .node
             .open_group(group)
             .await
             .map_err(|e| e.to_string())?;
         let log = Arc::new(log);
+        let pass = Arc::new(Pass::default());
+        let tasks = vec![
+            tokio::spawn(follow::follow(
+                topic.to_string(),
+                Arc::clone(&log),
+                Arc::clone(&pass),
+                committed,
+                self.broker.subscribe(),
+            )),
+            tokio::spawn(ops::run(
+                topic.to_string(),
+                Arc::clone(&pass),
+                Arc::downgrade(&log),
+            )),
+        ];
+        let open = OpenGroup {
+            log: Arc::clone(&log),
+            pass,
+            tasks,
+        };
         self.groups
             .lock()
-            .insert(topic.to_string(), Group::Open(Arc::clone(&log)));
-        tokio::spawn(apply(topic.to_string(), committed, self.broker.subscribe()));
+            .insert(topic.to_string(), Group::Open(open));
         let peers = &self.node.config().peers;
         let voters: BTreeSet<u64> = peers
             .ranked(topic)
@@ -145,7 +190,7 @@ impl Cluster {
             leader,
         };
         let log = match self.groups.lock().get(topic) {
-            Some(Group::Open(log)) => Arc::clone(log),
+            Some(Group::Open(open)) => Arc::clone(&open.log),
             _ => return Err(not_leader("unknown: its log is opening".to_string())),
         };
         let status = log.status();
@@ -187,88 +232,26 @@ impl Replicate for Hook {
         });
         Ok(ticket)
     }
+
+    fn channel_op(&self, topic: &str, channel: Option<&str>, op: ReplicaOp) {
+        if let Some(Group::Open(open)) = self.0.groups.lock().get(topic) {
+            open.pass.push(channel, op);
+        }
+    }
+
+    fn may_deliver(&self, topic: &str) -> bool {
+        match self.0.groups.lock().get(topic) {
+            Some(Group::Open(open)) => open.pass.may_deliver(),
+            _ => true,
+        }
+    }
 }
 
 fn to_log(m: ReplicaMessage) -> Message {
     Message {
-        id: MessageId(m.id.to_hex()),
+        id: ops::to_log(m.id),
         timestamp_ns: m.timestamp_ns,
         deliver_at_ms: m.deliver_at_ms,
         body: m.body,
-    }
-}
-
-fn from_log(m: &Message) -> Option<ReplicaMessage> {
-    Some(ReplicaMessage {
-        id: nsqr_broker::MessageId::from_hex(&m.id.0)?,
-        timestamp_ns: m.timestamp_ns,
-        deliver_at_ms: m.deliver_at_ms,
-        body: m.body.clone(),
-    })
-}
-
-/// Queues each committed batch of `topic` in the local broker, in log order.
-async fn apply(
-    topic: String,
-    mut committed: mpsc::Receiver<Committed>,
-    mut broker: watch::Receiver<Option<Broker>>,
-) {
-    let broker = match broker.wait_for(Option::is_some).await {
-        Ok(b) => b.clone(),
-        Err(_) => return,
-    };
-    let Some(broker) = broker else { return };
-    let mut local: Option<Arc<Topic>> = None;
-    while let Some(entry) = committed.recv().await {
-        match entry {
-            Committed::Entry {
-                index,
-                command: Command::Publish(messages),
-            } => {
-                let batch: Vec<ReplicaMessage> = messages.iter().filter_map(from_log).collect();
-                if batch.len() != messages.len() {
-                    tracing::error!("cluster: topic {topic}: entry {index} has unreadable ids");
-                }
-                if let Err(e) = put(&broker, &topic, &mut local, &batch).await {
-                    tracing::error!("cluster: topic {topic}: entry {index} not queued: {e}");
-                }
-            }
-            Committed::Entry {
-                command: Command::Channels(_),
-                ..
-            } => {}
-            Committed::Restored { index } => {
-                tracing::warn!(
-                    "cluster: topic {topic}: state restored from a snapshot at {index}; \
-                     the messages it holds are not queued on this node (not done yet)"
-                );
-            }
-        }
-    }
-}
-
-async fn put(
-    broker: &Broker,
-    name: &str,
-    local: &mut Option<Arc<Topic>>,
-    batch: &[ReplicaMessage],
-) -> Result<(), BrokerError> {
-    let topic = match local.as_ref().filter(|t| !t.is_deleted()) {
-        Some(t) => Arc::clone(t),
-        None => {
-            let b = broker.clone();
-            let n = name.to_string();
-            let t = tokio::task::spawn_blocking(move || b.get_or_create_topic(&n))
-                .await
-                .map_err(|_| BrokerError::Exiting)??;
-            *local = Some(Arc::clone(&t));
-            t
-        }
-    };
-    let mut ticket = topic.put_committed(batch)?;
-    ticket.ready().await;
-    match ticket.try_result() {
-        Some(Err(e)) => Err(BrokerError::Disk(e)),
-        _ => Ok(()),
     }
 }

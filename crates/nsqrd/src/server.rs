@@ -82,7 +82,8 @@ async fn start_cluster(o: &Options) -> Result<Option<Arc<crate::cluster::Cluster
     let data_path = broker_config(o).data_path.unwrap_or_default();
     let strict =
         nsqr_broker::Durability::parse(&o.durability) == Some(nsqr_broker::Durability::Strict);
-    crate::cluster::Cluster::start(config, data_path, strict)
+    let snapshot_every = o.cluster_snapshot_every().map_err(|e| e.to_string())?;
+    crate::cluster::Cluster::start(config, data_path, strict, snapshot_every)
         .await
         .map(Some)
 }

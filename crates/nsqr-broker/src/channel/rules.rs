@@ -14,6 +14,7 @@
 
 use super::*;
 use crate::attrs::DeadLetterInfo;
+use crate::ReplicaOp;
 
 /// How often the head of a queue that may hold expiring messages is checked.
 const SWEEP_EVERY: Duration = Duration::from_secs(1);
@@ -54,6 +55,7 @@ impl Channel {
 
     fn resolve(&self, st: &mut ChannelState, topic_settings: &QueueSettings) {
         st.eff = EffectiveSettings::resolve(&self.topic_name, &st.own, topic_settings, self.cfg());
+        st.replica = replica_of(topic_settings, self.cfg());
         self.apply_rules(st);
         // Order turned off, a limit lifted: what waited may be deliverable now.
         for c in st.consumers.iter_mut() {
@@ -134,6 +136,9 @@ impl Channel {
     #[inline(always)]
     pub(super) fn done_with(&self, st: &mut ChannelState, m: &Message) {
         st.ready.finished(m.id.0);
+        if st.replica.is_some() {
+            self.replicate(st, ReplicaOp::Finished(m.id));
+        }
         if let Some(o) = st.ordered.as_mut() {
             if o.settled(m) {
                 st.wake_waiting(1);
@@ -161,6 +166,7 @@ impl Channel {
         if reason == DeadLetterReason::Expired && st.eff.expired == ExpiredAction::Drop {
             self.expired_dropped.fetch_add(1, Relaxed);
             st.ready.finished(m.id.0);
+            self.replicate(st, ReplicaOp::Finished(m.id));
             return;
         }
         self.dead_letter_counts[reason.index()].fetch_add(1, Relaxed);
@@ -206,6 +212,10 @@ impl Channel {
                 o.hold(&m);
             }
             let due = Instant::now() + delay;
+            if st.replica.is_some() {
+                let due_ms = crate::replication::unix_ms(due);
+                self.replicate(st, ReplicaOp::Requeued(m.id, due_ms));
+            }
             st.deferred.push(due, m.detached());
             self.schedule(st, due);
         }
@@ -244,15 +254,32 @@ impl Channel {
         }
     }
 
+    /// Report a change to the replication hook, if the topic is replicated.
+    pub(super) fn replicate(&self, st: &ChannelState, op: ReplicaOp) {
+        if let Some(r) = &st.replica {
+            r.0.channel_op(&self.topic_name, Some(&self.name), op);
+        }
+    }
+
+    /// False while the replicated topic's channel operations are at their cap.
+    pub(super) fn may_deliver(&self, st: &ChannelState) -> bool {
+        st.replica
+            .as_ref()
+            .is_none_or(|r| r.0.may_deliver(&self.topic_name))
+    }
+
     /// Hand collected dead letters to the broker's task (call with no lock held).
     pub(super) fn send_dead(&self, dead: Vec<DeadLetter>) {
         self.shared.dead_letters.send(dead);
     }
 
     /// The dead-letter topic has message `id` of this channel: a strict channel may
-    /// acknowledge its record now.
+    /// acknowledge its record now, and a replicated one report it gone (only now, so a
+    /// failover before the dead-letter topic has it delivers it again rather than losing it).
     pub(crate) fn dead_letter_delivered(&self, id: u64) {
-        self.state.lock().ready.finished(id);
+        let mut st = self.state.lock();
+        st.ready.finished(id);
+        self.replicate(&st, ReplicaOp::DeadLettered(nsq_wire::MessageId(id)));
     }
 
     /// Messages a graceful shutdown of an ordered channel kept for the head of the queue
@@ -287,6 +314,18 @@ impl Channel {
 use crate::queue_settings::ExpiredAction;
 
 /// Why a message about to be delivered must leave instead, if it must.
+/// The replication hook a channel of a topic with these settings reports to, if replicated.
+pub(super) fn replica_of(
+    topic_settings: &QueueSettings,
+    cfg: &BrokerConfig,
+) -> Option<crate::Replication> {
+    if topic_settings.replicas.unwrap_or(1) > 1 {
+        cfg.replication.clone()
+    } else {
+        None
+    }
+}
+
 fn verdict(
     eff: &EffectiveSettings,
     m: &Message,

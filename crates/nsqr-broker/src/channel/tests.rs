@@ -61,7 +61,7 @@ async fn deliver_fin_requeue() {
         ch.requeue(&other, 3, Duration::ZERO),
         Err(BrokerError::NotOwner)
     );
-    assert_eq!(ch.stats(false).requeue_count, 1);
+    assert_eq!(ch.stats(false).counts.requeue_count, 1);
     assert_eq!((cl.finish_count(), cl.requeue_count()), (1, 1));
 }
 
@@ -72,7 +72,7 @@ async fn timeout_requeues_with_attempts_kept() {
     let _ = ch.put(msgs(&[7])).expect("put");
     assert_eq!(take(&ch, &cl, 1), vec![(7, 1)]);
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    settle(|| ch.stats(false).timeout_count == 1).await;
+    settle(|| ch.stats(false).counts.timeout_count == 1).await;
     assert_eq!(cl.in_flight(), 0);
     assert_eq!(take(&ch, &cl, 1), vec![(7, 2)]);
 }
@@ -83,7 +83,7 @@ async fn deferred_released_when_due() {
     let _ = ch
         .put_deferred(msgs(&[9]), Instant::now() + Duration::from_millis(500))
         .expect("put");
-    assert_eq!(ch.stats(false).deferred_count, 1);
+    assert_eq!(ch.stats(false).counts.deferred_count, 1);
     assert!(take(&ch, &cl, 1).is_empty());
     tokio::time::sleep(Duration::from_millis(600)).await;
     settle(|| ch.depth() == 1).await;
@@ -101,10 +101,10 @@ async fn an_earlier_deadline_is_served_before_a_later_one() {
     ch.add_consumer(Arc::clone(&quick)).expect("add");
     assert_eq!(take(&ch, &quick, 1), vec![(2, 1)]);
     tokio::time::sleep(Duration::from_millis(150)).await;
-    settle(|| ch.stats(false).timeout_count == 1).await;
+    settle(|| ch.stats(false).counts.timeout_count == 1).await;
     assert_eq!((cl.in_flight(), quick.in_flight()), (1, 0));
     tokio::time::sleep(Duration::from_secs(10)).await;
-    settle(|| ch.stats(false).timeout_count == 2).await;
+    settle(|| ch.stats(false).counts.timeout_count == 2).await;
     assert_eq!(cl.in_flight(), 0);
 }
 

@@ -84,7 +84,7 @@ async fn spill_to_disk_and_back_in_order() {
         ticket.wait().await.unwrap();
     }
     let s = ch.stats(false);
-    assert_eq!((s.depth, s.backend_depth), (20, 17));
+    assert_eq!((s.counts.depth, s.counts.backend_depth), (20, 17));
     let client = consumer(&b);
     ch.add_consumer(Arc::clone(&client)).unwrap();
     let got: Vec<String> = take(&ch, &client, 20, true)

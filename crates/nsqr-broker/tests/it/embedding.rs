@@ -97,7 +97,7 @@ async fn max_in_flight_is_honoured() {
     );
     let stats = b.snapshot(Some("t"), Some("c"), true);
     let ch = &stats.topics.unwrap()[0].channels[0];
-    assert_eq!((ch.in_flight_count, ch.depth), (3, 7));
+    assert_eq!((ch.counts.in_flight_count, ch.counts.depth), (3, 7));
     let consumers = ch.consumers.as_ref().unwrap();
     assert_eq!(consumers.len(), 1);
     assert_eq!(consumers[0].kind(), nsqr_broker::ConsumerKind::InProcess);

@@ -80,7 +80,7 @@ async fn a_message_past_max_attempts_goes_to_the_dead_letter_topic_once() {
         (dl.delivery_limit, dl.total(), dl.topic.as_str()),
         (1, 1, "jobs.dead")
     );
-    assert_eq!(ch.depth, 0);
+    assert_eq!(ch.counts.depth, 0);
 }
 
 #[tokio::test]
@@ -238,7 +238,7 @@ async fn a_channel_ttl_sweeps_a_queue_nobody_reads() {
     }
     assert_eq!(got, (0..50).map(|i| format!("m{i}")).collect::<Vec<_>>());
     let t = &b.snapshot(Some("t"), Some("idle"), false).topics.unwrap()[0];
-    assert_eq!(t.channels[0].depth, 0);
+    assert_eq!(t.channels[0].counts.depth, 0);
 }
 
 #[tokio::test]

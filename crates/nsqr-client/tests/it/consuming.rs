@@ -75,7 +75,7 @@ async fn max_attempts_gives_up_and_tells_the_handler() {
     max_attempts("inproc://", Config::inproc(broker.clone())).await;
     let snap = broker.snapshot(Some("ma"), Some("c"), false);
     let c = &snap.topics.unwrap()[0].channels[0];
-    assert_eq!((c.depth, c.in_flight_count), (0, 0));
+    assert_eq!((c.counts.depth, c.counts.in_flight_count), (0, 0));
     broker.shutdown().await.unwrap();
 }
 

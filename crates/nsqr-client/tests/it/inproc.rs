@@ -135,7 +135,7 @@ async fn next_batch_settles_together_within_max_in_flight() {
     while seen.len() < 3000 {
         let n = c
             .next_batch(|m| {
-                most_in_flight = most_in_flight.max(ch.stats(false).in_flight_count);
+                most_in_flight = most_in_flight.max(ch.stats(false).counts.in_flight_count);
                 let body = String::from_utf8(m.body().to_vec()).unwrap();
                 if body == "m5" && !requeued_once {
                     requeued_once = true;
@@ -156,7 +156,7 @@ async fn next_batch_settles_together_within_max_in_flight() {
     let st = c.stats();
     assert_eq!((st.finished, st.requeued), (3000, 1));
     assert_eq!(ch.depth(), 0);
-    assert_eq!(ch.stats(false).in_flight_count, 0);
+    assert_eq!(ch.stats(false).counts.in_flight_count, 0);
     c.stop().await;
 }
 

@@ -106,6 +106,15 @@ impl LogStore {
         })
     }
 
+    /// How many committed entries the log holds after its purge point: at most what the
+    /// state machine replays when the group opens.
+    pub(crate) fn committed_in_log(&self) -> u64 {
+        let inner = self.lock();
+        let committed = inner.read_committed().map_or(0, |l| l.index + 1);
+        let purged = inner.purged.map_or(0, |l| l.index + 1);
+        committed.saturating_sub(purged)
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         // A panic while holding the lock leaves the maps consistent with the files up to the
         // failed call, which the next call's errors report.

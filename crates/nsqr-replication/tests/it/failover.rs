@@ -128,3 +128,35 @@ async fn a_node_far_behind_catches_up_from_a_snapshot() {
     .await;
     cluster.shutdown().await;
 }
+
+/// A node restarting replays its committed entries after its snapshot into the channel the
+/// broker reads, before `open_group` returns the receiver: more of them than `apply_buffer`
+/// must not stop the open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_restarts_with_more_committed_entries_than_its_apply_buffer() {
+    let mut cluster = Cluster::start(3, |g| g.apply_buffer = 4).await;
+    let mut last = 0;
+    for b in 0..40 {
+        last = cluster.propose(batch(b * 2, 2)).await;
+    }
+    let leader = cluster.leader().await;
+    let follower = (1..=3).find(|i| *i != leader).expect("a follower");
+    eventually("the follower to apply every entry", || {
+        cluster.node(follower).last_applied() >= last
+    })
+    .await;
+    cluster.stop(follower).await;
+    let before = cluster.node(follower).committed.lock().expect("lock").len();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(60),
+        cluster.restart(follower),
+    )
+    .await
+    .expect("the restarted node opens its group");
+    eventually("the replay to reach the broker", || {
+        let after = cluster.node(follower).committed.lock().expect("lock").len();
+        after >= before + 40
+    })
+    .await;
+    cluster.shutdown().await;
+}

@@ -13,10 +13,8 @@ use crate::tcp::client::ClientInfo;
 pub struct TopicStats {
     pub topic_name: String,
     pub channels: Vec<ChannelStats>,
-    pub depth: i64,
-    pub backend_depth: i64,
-    pub message_count: u64,
-    pub message_bytes: u64,
+    #[serde(flatten)]
+    pub counts: engine::TopicCounts,
     pub paused: bool,
     pub e2e_processing_latency: E2eLatency,
     /// nsqr only, and only when there is something to report: disk queue anomalies.
@@ -31,13 +29,8 @@ pub struct TopicStats {
 #[derive(Debug, Clone, Serialize)]
 pub struct ChannelStats {
     pub channel_name: String,
-    pub depth: i64,
-    pub backend_depth: i64,
-    pub in_flight_count: usize,
-    pub deferred_count: usize,
-    pub message_count: u64,
-    pub requeue_count: u64,
-    pub timeout_count: u64,
+    #[serde(flatten)]
+    pub counts: engine::ChannelCounts,
     pub client_count: usize,
     pub clients: Option<Vec<ClientStats>>,
     pub paused: bool,
@@ -157,10 +150,7 @@ impl From<&engine::TopicStats> for TopicStats {
         TopicStats {
             topic_name: t.topic_name.clone(),
             channels: t.channels.iter().map(ChannelStats::from).collect(),
-            depth: t.depth,
-            backend_depth: t.backend_depth,
-            message_count: t.message_count,
-            message_bytes: t.message_bytes,
+            counts: t.counts.clone(),
             paused: t.paused,
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
             disk_queue: t.disk_queue.clone(),
@@ -173,13 +163,7 @@ impl From<&engine::ChannelStats> for ChannelStats {
     fn from(c: &engine::ChannelStats) -> ChannelStats {
         ChannelStats {
             channel_name: c.channel_name.clone(),
-            depth: c.depth,
-            backend_depth: c.backend_depth,
-            in_flight_count: c.in_flight_count,
-            deferred_count: c.deferred_count,
-            message_count: c.message_count,
-            requeue_count: c.requeue_count,
-            timeout_count: c.timeout_count,
+            counts: c.counts.clone(),
             client_count: c.consumer_count,
             clients: c
                 .consumers

@@ -60,9 +60,9 @@ pub fn render(s: &TextStats<'_>) -> String {
             "\n{}[{:<15}] depth: {:<5} be-depth: {:<5} msgs: {:<8} e2e%: {}",
             if t.paused { "*P " } else { "   " },
             t.topic_name,
-            t.depth,
-            t.backend_depth,
-            t.message_count,
+            t.counts.depth,
+            t.counts.backend_depth,
+            t.counts.message_count,
             e2e(&t.e2e_processing_latency),
         );
         for c in &t.channels {
@@ -71,13 +71,13 @@ pub fn render(s: &TextStats<'_>) -> String {
                 "{}[{:<25}] depth: {:<5} be-depth: {:<5} inflt: {:<4} def: {:<4} re-q: {:<5} timeout: {:<5} msgs: {:<8} e2e%: {}",
                 if c.paused { "   *P " } else { "      " },
                 c.channel_name,
-                c.depth,
-                c.backend_depth,
-                c.in_flight_count,
-                c.deferred_count,
-                c.requeue_count,
-                c.timeout_count,
-                c.message_count,
+                c.counts.depth,
+                c.counts.backend_depth,
+                c.counts.in_flight_count,
+                c.counts.deferred_count,
+                c.counts.requeue_count,
+                c.counts.timeout_count,
+                c.counts.message_count,
                 e2e(&c.e2e_processing_latency),
             );
             for client in c.clients.iter().flatten() {

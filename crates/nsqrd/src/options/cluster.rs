@@ -47,6 +47,16 @@ impl Options {
             .map_err(|e| OptionsError::ClusterPeers(e.to_string()))
     }
 
+    /// `--cluster-snapshot-every`: entries applied between a group's snapshots.
+    pub fn cluster_snapshot_every(&self) -> Result<u64, OptionsError> {
+        u64::try_from(self.cluster_snapshot_every)
+            .ok()
+            .filter(|n| *n > 0)
+            .ok_or(OptionsError::ClusterSnapshotEvery(
+                self.cluster_snapshot_every,
+            ))
+    }
+
     /// The shared secret: the file's bytes, without a trailing newline.
     fn cluster_secret(&self) -> Result<Vec<u8>, OptionsError> {
         let path = &self.cluster_secret_file;
@@ -96,6 +106,16 @@ mod tests {
     #[test]
     fn no_cluster_flag_is_no_cluster() {
         assert!(Options::default().cluster().unwrap().is_none());
+        assert_eq!(Options::default().cluster_snapshot_every(), Ok(10_000));
+    }
+
+    #[test]
+    fn snapshot_every_must_be_positive() {
+        let o = Options {
+            cluster_snapshot_every: 0,
+            ..Options::default()
+        };
+        assert_eq!(fatal(o), "--cluster-snapshot-every must be >= 1: 0");
     }
 
     #[test]

@@ -64,6 +64,8 @@ pub enum OptionsError {
     ClusterPeers(String),
     #[error("--cluster-secret-file {path}: {reason}")]
     ClusterSecretFile { path: String, reason: String },
+    #[error("--cluster-snapshot-every must be >= 1: {0}")]
+    ClusterSnapshotEvery(i64),
 }
 
 impl From<nsq_common::goflag::SyntaxError> for OptionsError {

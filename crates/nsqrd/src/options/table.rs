@@ -275,6 +275,8 @@ option_table! {
         "cluster-peers", Some("cluster_peers"), Str, "[nsqr] every member of the cluster, this node included: <node-id>@<host>:<port>,...";
     cluster_secret_file: String = String::new();
         "cluster-secret-file", Some("cluster_secret_file"), Str, "[nsqr] file holding the secret every member of the cluster shares (connections that cannot prove it are refused)";
+    cluster_snapshot_every: i64 = 10_000;
+        "cluster-snapshot-every", Some("cluster_snapshot_every"), Int, "[nsqr] entries a replicated topic's log applies between snapshots (the log behind a snapshot is purged)";
 
     // 1.10 experiments
     enable_experiment: Vec<String> = Vec::new();
@@ -292,7 +294,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 22));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 23));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

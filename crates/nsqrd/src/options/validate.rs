@@ -59,6 +59,7 @@ impl Options {
             return Err(OptionsError::HttpMaxConnections);
         }
         self.validate_kv()?;
+        self.cluster_snapshot_every()?;
         self.cluster().map(drop)
     }
 

@@ -24,6 +24,8 @@ pub struct Blocking {
     pub deadline: Option<Instant>,
     /// Set by the connection when the deadline passed.
     pub timed_out: bool,
+    /// XREAD's ids as resolved when it blocked (`$`: the last id then).
+    pub stream_ids: Vec<nsqr_kv::StreamId>,
 }
 
 /// A timeout in seconds, as Redis 7.0 reads it (a float, rounded up to a millisecond; one
@@ -97,6 +99,7 @@ pub(super) fn run(
             on: ctx.shared.ks.block(keys),
             deadline,
             timed_out: false,
+            stream_ids: Vec::new(),
         });
     }
     ctx.s.block_now = true;

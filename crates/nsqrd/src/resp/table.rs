@@ -10,8 +10,9 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, strings, transaction, zblocking, zranges, zsets,
+    acl, bits, blocking, client, connection, dump, geo, hashes, hll, introspection, keys, lists,
+    persistence, pubsub, script, server, sets, stream_groups, stream_info, stream_read, streams,
+    strings, transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -121,6 +122,22 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // geo (sorted sets of geohashes)
+    "geoadd", -5, WRITE | DENYOOM, ONE, geo::geoadd;
+    "geodist", -4, READONLY, ONE, geo::geodist;
+    "geohash", -2, READONLY, ONE, geo::geohash;
+    "geopos", -2, READONLY, ONE, geo::geopos;
+    "georadius", -6, WRITE | DENYOOM, ONE, geo::georadius;
+    "georadius_ro", -6, READONLY, ONE, geo::georadius_ro;
+    "georadiusbymember", -5, WRITE | DENYOOM, ONE, geo::georadiusbymember;
+    "georadiusbymember_ro", -5, READONLY, ONE, geo::georadiusbymember_ro;
+    "geosearch", -7, READONLY, ONE, geo::geosearch;
+    "geosearchstore", -8, WRITE | DENYOOM, (1, 2, 1), geo::geosearchstore;
+    // HyperLogLog
+    "pfadd", -2, WRITE | DENYOOM | FAST, ONE, hll::pfadd;
+    "pfcount", -2, READONLY, ALL, hll::pfcount;
+    "pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge;
+    "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), hll::pfdebug;
     // lists
     "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
     "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
@@ -179,6 +196,22 @@ commands! {
     "sdiffstore", -3, WRITE | DENYOOM, ALL, sets::sdiffstore;
     "sintercard", -3, READONLY, NONE, sets::sintercard;
     "sscan", -3, READONLY, ONE, sets::sscan;
+    // streams
+    "xadd", -5, WRITE | DENYOOM | FAST, ONE, streams::xadd;
+    "xrange", -4, READONLY, ONE, streams::xrange;
+    "xrevrange", -4, READONLY, ONE, streams::xrevrange;
+    "xlen", 2, READONLY | FAST, ONE, streams::xlen;
+    "xdel", -3, WRITE | FAST, ONE, streams::xdel;
+    "xtrim", -4, WRITE, ONE, streams::xtrim;
+    "xread", -4, READONLY, NONE, stream_read::xread;
+    "xreadgroup", -7, WRITE, NONE, stream_read::xreadgroup;
+    "xgroup", -2, WRITE | DENYOOM, (2, 2, 1), stream_groups::xgroup;
+    "xack", -4, WRITE | FAST, ONE, stream_groups::xack;
+    "xpending", -3, READONLY, ONE, stream_groups::xpending;
+    "xclaim", -6, WRITE | FAST, ONE, stream_groups::xclaim;
+    "xautoclaim", -6, WRITE | FAST, ONE, stream_groups::xautoclaim;
+    "xinfo", -2, READONLY, (2, 2, 1), stream_info::xinfo;
+    "xsetid", -3, WRITE | DENYOOM | FAST, ONE, stream_info::xsetid;
     // sorted sets
     "zadd", -4, WRITE | DENYOOM | FAST, ONE, zsets::zadd;
     "zincrby", 4, WRITE | DENYOOM | FAST, ONE, zsets::zincrby;
@@ -266,7 +299,8 @@ pub fn lookup(name: &[u8]) -> Option<&'static Command> {
             .map(|(i, c)| (c.name.as_bytes(), i))
             .collect()
     });
-    let mut lower = [0u8; 16];
+    // The longest name served is `georadiusbymember_ro` (20 bytes).
+    let mut lower = [0u8; 24];
     let name = lower.get_mut(..name.len()).map(|l| {
         for (d, s) in l.iter_mut().zip(name) {
             *d = s.to_ascii_lowercase();
@@ -401,7 +435,7 @@ mod tests {
     fn names_are_unique_and_lower_case() {
         for (i, c) in COMMANDS.iter().enumerate() {
             assert_eq!(c.name, c.name.to_ascii_lowercase());
-            assert!(c.name.len() <= 16);
+            assert!(c.name.len() <= 24);
             assert!(COMMANDS[..i].iter().all(|d| d.name != c.name), "{}", c.name);
         }
     }

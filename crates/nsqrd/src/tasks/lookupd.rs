@@ -98,6 +98,8 @@ pub struct Lookupd {
     stopped: AtomicBool,
     /// Our place on the broker's event bus (dropped at shutdown).
     listening: Mutex<Option<Listening>>,
+    /// Replicated topics another node leads (`Event::Serving`): not registered from here.
+    not_serving: Mutex<BTreeSet<String>>,
 }
 
 /// The broker's events reach the lookupd peers through this (it holds new topics until their
@@ -128,6 +130,7 @@ impl Lookupd {
             peers: Mutex::new(Vec::new()),
             stopped: AtomicBool::new(false),
             listening: Mutex::new(None),
+            not_serving: Mutex::new(BTreeSet::new()),
         });
         let listening = broker.listen(Arc::new(Follower(Arc::downgrade(&l))));
         *l.listening.lock() = Some(listening);
@@ -191,7 +194,9 @@ impl Lookupd {
     fn on_event(&self, ev: Event) {
         match ev {
             Event::TopicCreated { topic, hold } => {
-                self.broadcast(&[PeerCmd::Register(topic.name().to_string(), None)]);
+                if topic.is_serving() {
+                    self.broadcast(&[PeerCmd::Register(topic.name().to_string(), None)]);
+                }
                 self.precreate_channels(topic, hold);
             }
             Event::TopicDeleted { topic, channels } => {
@@ -203,8 +208,23 @@ impl Lookupd {
                 );
                 self.broadcast(&cmds);
             }
-            Event::ChannelCreated { topic, channel } => {
+            Event::ChannelCreated { topic, channel }
+                if !self.not_serving.lock().contains(&topic) =>
+            {
                 self.broadcast(&[PeerCmd::Register(topic, Some(channel))]);
+            }
+            Event::Serving {
+                topic,
+                channels,
+                serving,
+            } => {
+                let mut not_serving = self.not_serving.lock();
+                if serving {
+                    not_serving.remove(&topic);
+                } else {
+                    not_serving.insert(topic.clone());
+                }
+                self.broadcast(&serving_commands(topic, channels, serving));
             }
             Event::ChannelDeleted { topic, channel } => {
                 self.broadcast(&[PeerCmd::Unregister(topic, Some(channel))]);
@@ -296,11 +316,31 @@ impl Lookupd {
     }
 }
 
-/// The REGISTER commands describing everything this node has now.
+/// A topic served from now on is registered as a new one is (its channels, or the topic
+/// alone); one no longer served is unregistered with its channels.
+fn serving_commands(topic: String, channels: Vec<String>, serving: bool) -> Vec<PeerCmd> {
+    if !serving {
+        let mut cmds: Vec<PeerCmd> = channels
+            .into_iter()
+            .map(|c| PeerCmd::Unregister(topic.clone(), Some(c)))
+            .collect();
+        cmds.push(PeerCmd::Unregister(topic, None));
+        return cmds;
+    }
+    if channels.is_empty() {
+        return vec![PeerCmd::Register(topic, None)];
+    }
+    channels
+        .into_iter()
+        .map(|c| PeerCmd::Register(topic.clone(), Some(c)))
+        .collect()
+}
+
+/// The REGISTER commands describing everything this node serves now.
 fn full_registration(broker: &Broker) -> Vec<PeerCmd> {
     let mut cmds = Vec::new();
     for name in broker.topic_names() {
-        let Some(t) = broker.topic(&name) else {
+        let Some(t) = broker.topic(&name).filter(|t| t.is_serving()) else {
             continue;
         };
         let channels = t.channel_names();

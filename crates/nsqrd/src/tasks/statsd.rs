@@ -79,20 +79,26 @@ pub fn render(
     let ephemeral = |name: &str| cfg.exclude_ephemeral && nsq_wire::names::is_ephemeral(name);
     for t in topics.iter().filter(|t| !ephemeral(&t.topic_name)) {
         let tp = format!("topic.{}", t.topic_name);
-        l.counter(format!("{tp}.message_count"), t.message_count);
-        l.counter(format!("{tp}.message_bytes"), t.message_bytes);
-        l.gauge(&format!("{tp}.depth"), t.depth);
-        l.gauge(&format!("{tp}.backend_depth"), t.backend_depth);
+        l.counter(format!("{tp}.message_count"), t.counts.message_count);
+        l.counter(format!("{tp}.message_bytes"), t.counts.message_bytes);
+        l.gauge(&format!("{tp}.depth"), t.counts.depth);
+        l.gauge(&format!("{tp}.backend_depth"), t.counts.backend_depth);
         l.e2e(&tp, &t.e2e_processing_latency);
         for c in t.channels.iter().filter(|c| !ephemeral(&c.channel_name)) {
             let cp = format!("{tp}.channel.{}", c.channel_name);
-            l.counter(format!("{cp}.message_count"), c.message_count);
-            l.gauge(&format!("{cp}.depth"), c.depth);
-            l.gauge(&format!("{cp}.backend_depth"), c.backend_depth);
-            l.gauge(&format!("{cp}.in_flight_count"), c.in_flight_count as i64);
-            l.gauge(&format!("{cp}.deferred_count"), c.deferred_count as i64);
-            l.counter(format!("{cp}.requeue_count"), c.requeue_count);
-            l.counter(format!("{cp}.timeout_count"), c.timeout_count);
+            l.counter(format!("{cp}.message_count"), c.counts.message_count);
+            l.gauge(&format!("{cp}.depth"), c.counts.depth);
+            l.gauge(&format!("{cp}.backend_depth"), c.counts.backend_depth);
+            l.gauge(
+                &format!("{cp}.in_flight_count"),
+                c.counts.in_flight_count as i64,
+            );
+            l.gauge(
+                &format!("{cp}.deferred_count"),
+                c.counts.deferred_count as i64,
+            );
+            l.counter(format!("{cp}.requeue_count"), c.counts.requeue_count);
+            l.counter(format!("{cp}.timeout_count"), c.counts.timeout_count);
             l.gauge(&format!("{cp}.clients"), c.consumer_count as i64);
             l.e2e(&cp, &c.e2e_processing_latency);
         }
@@ -207,7 +213,7 @@ async fn open(addr: &str) -> std::io::Result<UdpSocket> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
-    use nsqr_broker::stats::{ChannelStats, Percentile};
+    use nsqr_broker::stats::{ChannelCounts, ChannelStats, Percentile, TopicCounts};
 
     fn cfg(exclude_ephemeral: bool) -> StatsdConfig {
         StatsdConfig {
@@ -223,13 +229,15 @@ mod tests {
     fn channel(name: &str, msgs: u64) -> ChannelStats {
         ChannelStats {
             channel_name: name.into(),
-            depth: 3,
-            backend_depth: 0,
-            in_flight_count: 1,
-            deferred_count: 2,
-            message_count: msgs,
-            requeue_count: 4,
-            timeout_count: 5,
+            counts: ChannelCounts {
+                depth: 3,
+                backend_depth: 0,
+                in_flight_count: 1,
+                deferred_count: 2,
+                message_count: msgs,
+                requeue_count: 4,
+                timeout_count: 5,
+            },
             consumer_count: 6,
             consumers: None,
             paused: false,
@@ -250,10 +258,12 @@ mod tests {
         TopicStats {
             topic_name: "t".into(),
             channels: vec![channel("c", msgs), channel("e#ephemeral", msgs)],
-            depth: 7,
-            backend_depth: 0,
-            message_count: msgs,
-            message_bytes: msgs * 10,
+            counts: TopicCounts {
+                depth: 7,
+                backend_depth: 0,
+                message_count: msgs,
+                message_bytes: msgs * 10,
+            },
             paused: false,
             e2e_processing_latency: E2eLatency::default(),
             disk_queue: None,

@@ -12,16 +12,23 @@ use std::time::{Duration, Instant};
 use crate::common::*;
 
 /// How long an election or a commit may take on a loaded machine before the test fails.
-const PATIENCE: Duration = Duration::from_secs(60);
+pub(crate) const PATIENCE: Duration = Duration::from_secs(60);
 
-struct Cluster {
+pub(crate) struct Cluster {
     /// Node `i + 1` is `nodes[i]`; None once killed.
-    nodes: Vec<Option<Server>>,
+    pub(crate) nodes: Vec<Option<Server>>,
+    /// Each node's flags, to restart it on the same cluster port.
+    args: Vec<Vec<String>>,
     _secret_dir: PathBuf,
 }
 
 /// Three nodes; cluster ports are picked free just before the nodes start.
-fn start_cluster() -> Cluster {
+pub(crate) fn start_cluster() -> Cluster {
+    start_cluster_with(&[])
+}
+
+/// Three nodes started with `extra` flags too.
+pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
     let ports: Vec<u16> = (0..3)
         .map(|_| {
             TcpListener::bind("127.0.0.1:0")
@@ -39,26 +46,42 @@ fn start_cluster() -> Cluster {
         .enumerate()
         .map(|(i, p)| format!("{}@127.0.0.1:{p}", i + 1))
         .collect();
-    let nodes = ports
+    let args: Vec<Vec<String>> = ports
         .iter()
         .enumerate()
         .map(|(i, p)| {
-            Some(Server::start(&[
-                &format!("--cluster-node-id={}", i + 1),
-                &format!("--cluster-address=127.0.0.1:{p}"),
-                &format!("--cluster-peers={}", peers.join(",")),
-                &format!("--cluster-secret-file={}", secret.display()),
-            ]))
+            let mut args = vec![
+                format!("--cluster-node-id={}", i + 1),
+                format!("--cluster-address=127.0.0.1:{p}"),
+                format!("--cluster-peers={}", peers.join(",")),
+                format!("--cluster-secret-file={}", secret.display()),
+            ];
+            args.extend(extra.iter().map(|a| a.to_string()));
+            args
+        })
+        .collect();
+    let nodes = args
+        .iter()
+        .map(|a| {
+            let a: Vec<&str> = a.iter().map(String::as_str).collect();
+            Some(Server::start(&a))
         })
         .collect();
     Cluster {
         nodes,
+        args,
         _secret_dir: secret_dir,
     }
 }
 
 impl Cluster {
-    fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
+    /// Starts node `n` again on `data_path` (its own, kept), with the same flags.
+    pub(crate) fn restart(&mut self, n: usize, data_path: PathBuf) {
+        let a: Vec<&str> = self.args[n - 1].iter().map(String::as_str).collect();
+        self.nodes[n - 1] = Some(Server::start_in(data_path, &a));
+    }
+
+    pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
         self.nodes
             .iter()
             .enumerate()
@@ -67,7 +90,7 @@ impl Cluster {
 
     /// HTTP-publishes `body` to each live node in turn until one (the leader) accepts it;
     /// returns that node's number.
-    fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
+    pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
             for (n, s) in self.live() {
@@ -75,8 +98,13 @@ impl Cluster {
                 if r.status == 200 {
                     return n;
                 }
-                assert_eq!(r.status, 503, "node {n}: {}", r.text());
-                assert!(r.text().contains("NOT_LEADER"), "node {n}: {}", r.text());
+                // 503 from a follower; 500 from a leader that lost the lead while proposing.
+                let refused = match r.status {
+                    503 => r.text().contains("NOT_LEADER"),
+                    500 => r.text().contains("PUB_FAILED: not the leader"),
+                    _ => false,
+                };
+                assert!(refused, "node {n}: {} {}", r.status, r.text());
             }
             assert!(
                 Instant::now() < deadline,
@@ -87,7 +115,7 @@ impl Cluster {
     }
 }
 
-fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
+pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
     s.post(&format!("/topic/config?topic={topic}"), body.as_bytes())
 }
 

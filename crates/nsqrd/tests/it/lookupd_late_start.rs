@@ -16,7 +16,7 @@ use nsqr_testkit::Daemon;
 /// nsqd's PING interval: the first PING (which reconnects) is due this long after the node starts.
 const PING_INTERVAL: Duration = Duration::from_secs(15);
 
-fn lookupd_bin() -> PathBuf {
+pub(crate) fn lookupd_bin() -> PathBuf {
     match std::env::var_os("NSQLOOKUPD_BIN") {
         Some(p) => PathBuf::from(p),
         None => nsqr_testkit::daemon_bin("nsqrlookupd"),
@@ -24,13 +24,13 @@ fn lookupd_bin() -> PathBuf {
 }
 
 /// A lookupd on a fixed TCP address; killed on drop.
-struct Lookupd {
+pub(crate) struct Lookupd {
     _proc: Daemon,
-    http: SocketAddr,
+    pub(crate) http: SocketAddr,
 }
 
 impl Lookupd {
-    fn start(bin: &Path, tcp: SocketAddr) -> Lookupd {
+    pub(crate) fn start(bin: &Path, tcp: SocketAddr) -> Lookupd {
         let mut proc = Daemon::spawn(
             Command::new(bin)
                 .arg(format!("--tcp-address={tcp}"))
@@ -70,7 +70,7 @@ impl Lookupd {
 }
 
 /// A loopback address nothing listens on (yet).
-fn free_addr() -> SocketAddr {
+pub(crate) fn free_addr() -> SocketAddr {
     let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     l.local_addr().unwrap()
 }

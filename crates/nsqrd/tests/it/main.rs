@@ -11,6 +11,7 @@ mod layers_common;
 mod lookupd_common;
 mod proc_common;
 
+mod cluster_channels;
 mod cluster_replicated;
 mod durability_compat;
 mod durability_crash;

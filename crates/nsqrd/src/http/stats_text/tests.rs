@@ -1,5 +1,6 @@
 use super::*;
 use crate::http::stats_json::{ChannelStats, Percentile, PubCount, StatsView, TopicStats};
+use nsqr_broker::stats::{ChannelCounts, TopicCounts};
 
 const NOW: i64 = 1_795_290_579_612_345_678;
 const START: i64 = 1_795_290_495_000_000_000;
@@ -81,13 +82,15 @@ fn client(host: &str, port: u16, ua: &str, pubs: &[(&str, u64)]) -> ClientStats 
 fn channel(name: &str, paused: bool, clients: Option<Vec<ClientStats>>) -> ChannelStats {
     ChannelStats {
         channel_name: name.into(),
-        depth: 4,
-        backend_depth: 0,
-        in_flight_count: 2,
-        deferred_count: 1,
-        message_count: 7,
-        requeue_count: 2,
-        timeout_count: 1,
+        counts: ChannelCounts {
+            depth: 4,
+            backend_depth: 0,
+            in_flight_count: 2,
+            deferred_count: 1,
+            message_count: 7,
+            requeue_count: 2,
+            timeout_count: 1,
+        },
         client_count: clients.as_ref().map_or(0, Vec::len),
         clients,
         paused,
@@ -102,10 +105,12 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
     TopicStats {
         topic_name: name.into(),
         channels,
-        depth: 0,
-        backend_depth: 0,
-        message_count: 7,
-        message_bytes: 20,
+        counts: TopicCounts {
+            depth: 0,
+            backend_depth: 0,
+            message_count: 7,
+            message_bytes: 20,
+        },
         paused,
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,

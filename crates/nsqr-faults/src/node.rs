@@ -1,0 +1,247 @@
+//! One nsqrd node of the cluster under test: its ports (fixed for the run, so a restarted
+//! node comes back where its peers expect it), its directory (data, and a log that outlives
+//! wipes and restarts), its process, and the faults a process can suffer: SIGKILL, SIGSTOP /
+//! SIGCONT, its data directory wiped.
+
+use std::net::{SocketAddr, TcpListener};
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::process::{Child, Command};
+
+use crate::history::NodeNum;
+
+/// How long a node may take to start listening before the run fails.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Why a node could not be run.
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("node {node}: {what}: {source}")]
+    Io {
+        node: NodeNum,
+        what: &'static str,
+        source: std::io::Error,
+    },
+    #[error("node {node}: not listening on {addr} within {START_TIMEOUT:?}")]
+    StartTimeout { node: NodeNum, addr: SocketAddr },
+    #[error("node {node}: exited at start ({status}); see {log}")]
+    Exited {
+        node: NodeNum,
+        status: ExitStatus,
+        log: String,
+    },
+    #[error("node {node}: /topic/config answered {answer:?}")]
+    Configure { node: NodeNum, answer: String },
+}
+
+/// Ports below Linux's default range for outgoing connections (32768-60999): a node's port
+/// must stay free while the node is down, and an outgoing connection of anyone on the machine
+/// can take a free port of that range.
+const PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A free port on 127.0.0.1 (bound, then released for the node to take): a random one of
+/// `PORTS`, or one the kernel picks if none of 100 tries is free.
+pub fn free_port() -> std::io::Result<SocketAddr> {
+    for _ in 0..100 {
+        if let Ok(l) = TcpListener::bind(("127.0.0.1", fastrand::u16(PORTS))) {
+            return l.local_addr();
+        }
+    }
+    TcpListener::bind("127.0.0.1:0")?.local_addr()
+}
+
+pub struct Node {
+    pub num: NodeNum,
+    pub tcp: SocketAddr,
+    pub http: SocketAddr,
+    /// The node's own cluster listener (its peers reach it through the proxy).
+    pub cluster: SocketAddr,
+    dir: PathBuf,
+    child: Option<Child>,
+    stopped: bool,
+}
+
+impl Node {
+    pub fn new(num: NodeNum, run_dir: &Path) -> Result<Node, NodeError> {
+        let io = |what| {
+            move |source| NodeError::Io {
+                node: num,
+                what,
+                source,
+            }
+        };
+        let dir = run_dir.join(format!("node-{num}"));
+        std::fs::create_dir_all(dir.join("data")).map_err(io("create its directory"))?;
+        Ok(Node {
+            num,
+            tcp: free_port().map_err(io("pick a port"))?,
+            http: free_port().map_err(io("pick a port"))?,
+            cluster: free_port().map_err(io("pick a port"))?,
+            dir,
+            child: None,
+            stopped: false,
+        })
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.dir.join("nsqrd.log")
+    }
+
+    /// The panics the node's log shows (over all its runs): a task that panicked (a Raft
+    /// group's core, say) can leave the process up but the group dead.
+    pub fn panics(&self) -> Vec<String> {
+        let log = std::fs::read(self.log_path()).unwrap_or_default();
+        let log = String::from_utf8_lossy(&log);
+        let mut lines = log.lines();
+        let mut out = Vec::new();
+        while let Some(line) = lines.next() {
+            if line.contains("panicked at") {
+                out.push(format!("{line} {}", lines.next().unwrap_or("")));
+            }
+        }
+        out
+    }
+
+    pub fn is_up(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// Starts nsqrd with the cluster flags and waits until its TCP port answers.
+    pub async fn start(&mut self, bin: &Path, cluster_flags: &[String]) -> Result<(), NodeError> {
+        let num = self.num;
+        let io = |what| {
+            move |source| NodeError::Io {
+                node: num,
+                what,
+                source,
+            }
+        };
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log_path())
+            .map_err(io("open its log"))?;
+        let log2 = log.try_clone().map_err(io("open its log"))?;
+        let child = Command::new(bin)
+            .arg(format!("--data-path={}", self.dir.join("data").display()))
+            .arg(format!("--tcp-address={}", self.tcp))
+            .arg(format!("--http-address={}", self.http))
+            .arg(format!("--cluster-node-id={num}"))
+            .arg(format!("--cluster-address={}", self.cluster))
+            .args(cluster_flags)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(io("spawn nsqrd"))?;
+        self.child = Some(child);
+        self.stopped = false;
+        let deadline = tokio::time::Instant::now() + START_TIMEOUT;
+        loop {
+            if TcpStream::connect(self.tcp).await.is_ok() {
+                return Ok(());
+            }
+            if let Some(status) = self.exited() {
+                return Err(NodeError::Exited {
+                    node: num,
+                    status,
+                    log: self.log_path().display().to_string(),
+                });
+            }
+            if tokio::time::Instant::now() > deadline {
+                return Err(NodeError::StartTimeout {
+                    node: num,
+                    addr: self.tcp,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The exit status if the process ended on its own (a crash: the harness only kills).
+    pub fn exited(&mut self) -> Option<ExitStatus> {
+        let status = self.child.as_mut()?.try_wait().ok()??;
+        self.child = None;
+        Some(status)
+    }
+
+    /// SIGKILL, and reap.
+    pub async fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.start_kill();
+            let _ = child.wait().await;
+        }
+        self.stopped = false;
+    }
+
+    /// SIGSTOP (`pause = true`) or SIGCONT.
+    pub async fn pause(&mut self, pause: bool) {
+        let Some(pid) = self.child.as_ref().and_then(Child::id) else {
+            return;
+        };
+        let signal = if pause { "-STOP" } else { "-CONT" };
+        let _ = Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status()
+            .await;
+        self.stopped = pause;
+    }
+
+    pub fn is_paused(&self) -> bool {
+        self.stopped
+    }
+
+    /// Removes everything in the data directory (the node must be down).
+    pub fn wipe(&self) -> Result<(), NodeError> {
+        let io = |what| {
+            move |source| NodeError::Io {
+                node: self.num,
+                what,
+                source,
+            }
+        };
+        let data = self.dir.join("data");
+        std::fs::remove_dir_all(&data).map_err(io("wipe its data"))?;
+        std::fs::create_dir_all(&data).map_err(io("recreate its data directory"))
+    }
+
+    /// `POST /topic/config?topic=<topic>` with `body`, retried while the node starts.
+    pub async fn configure(&self, topic: &str, body: &str) -> Result<(), NodeError> {
+        let mut answer = String::new();
+        for _ in 0..50 {
+            match http_post(self.http, &format!("/topic/config?topic={topic}"), body).await {
+                Ok(a) if a.starts_with("HTTP/1.1 200") => return Ok(()),
+                Ok(a) => answer = a,
+                Err(e) => answer = e.to_string(),
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        Err(NodeError::Configure {
+            node: self.num,
+            answer,
+        })
+    }
+}
+
+/// One HTTP/1.1 POST with `Connection: close`; the whole answer as text.
+async fn http_post(addr: SocketAddr, path: &str, body: &str) -> std::io::Result<String> {
+    let exchange = async {
+        let mut s = TcpStream::connect(addr).await?;
+        let req = format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        s.write_all(req.as_bytes()).await?;
+        let mut out = Vec::new();
+        s.read_to_end(&mut out).await?;
+        Ok(String::from_utf8_lossy(&out).into_owned())
+    };
+    tokio::time::timeout(Duration::from_secs(5), exchange)
+        .await
+        .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+}

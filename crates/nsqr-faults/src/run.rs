@@ -1,0 +1,289 @@
+//! One run: the cluster started, the clients started, the faults injected one after another
+//! (each held, healed, and the cluster given time to publish again), a final drain, then the
+//! checker. Every wait is bounded; every process is killed at the end, also on SIGINT or
+//! SIGTERM.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+use crate::cluster::Cluster;
+use crate::consumer::Consumer;
+use crate::history::{History, NodeNum};
+use crate::nemesis::{self, Fault};
+use crate::node::NodeError;
+use crate::publisher::Publisher;
+use crate::report::{Recovery, Report};
+use crate::Args;
+
+/// The replicated topic and the consumers' channel.
+const TOPIC: &str = "faults";
+const CHANNEL: &str = "check";
+/// How long the cluster may take to acknowledge its first publish, or its first one after
+/// a heal.
+const RECOVERY_TIMEOUT: Duration = Duration::from_secs(60);
+/// The final drain ends when every acknowledged message was delivered, when nothing was
+/// delivered for `DRAIN_IDLE`, or after `DRAIN_LIMIT`.
+const DRAIN_IDLE: Duration = Duration::from_secs(30);
+const DRAIN_LIMIT: Duration = Duration::from_secs(180);
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Node(#[from] NodeError),
+    #[error("{0}")]
+    Setup(String),
+    #[error("no publish acknowledged within {RECOVERY_TIMEOUT:?} of the start")]
+    NoLeader,
+    #[error("interrupted")]
+    Interrupted,
+}
+
+pub async fn main(args: Args) -> ExitCode {
+    let (run_dir, temporary) = match &args.run_dir {
+        Some(d) => (d.clone(), false),
+        None => (
+            std::env::temp_dir().join(format!("nsqr-faults-{}", std::process::id())),
+            true,
+        ),
+    };
+    let seed = args.seed.unwrap_or_else(|| fastrand::u64(..));
+    let result = async {
+        let bin = nsqrd_path(&args)?;
+        std::fs::create_dir_all(&run_dir)
+            .map_err(|e| RunError::Setup(format!("{}: {e}", run_dir.display())))?;
+        println!(
+            "nsqr-faults: {} nodes ({}), topic {TOPIC} with replicas = {}, seed {seed}, in {}",
+            args.nodes,
+            bin.display(),
+            args.nodes,
+            run_dir.display()
+        );
+        let mut cluster = Cluster::new(&bin, usize::from(args.nodes), &run_dir, TOPIC).await?;
+        let outcome = tokio::select! {
+            r = drive(&args, &mut cluster, seed) => r,
+            () = interrupted() => Err(RunError::Interrupted),
+        };
+        cluster.shutdown().await;
+        outcome
+    }
+    .await;
+    match result {
+        Ok(report) => {
+            report.print();
+            if report.passed() {
+                if temporary {
+                    let _ = std::fs::remove_dir_all(&run_dir);
+                }
+                ExitCode::SUCCESS
+            } else {
+                println!("nodes' logs kept in {}", run_dir.display());
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("nsqr-faults: {e} (nodes' logs in {})", run_dir.display());
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// `--nsqrd`, or `nsqrd` beside this program (both are built into the same target directory).
+fn nsqrd_path(args: &Args) -> Result<PathBuf, RunError> {
+    let path = match &args.nsqrd {
+        Some(p) => p.clone(),
+        None => std::env::current_exe()
+            .map_err(|e| RunError::Setup(format!("this program's path: {e}")))?
+            .with_file_name("nsqrd"),
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(RunError::Setup(format!("no nsqrd at {}", path.display())))
+    }
+}
+
+async fn interrupted() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term.recv() => {}
+    }
+}
+
+/// Polls `done` every 100 ms for at most `limit`; whether it became true.
+async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    while tokio::time::Instant::now() < deadline {
+        if done() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    done()
+}
+
+async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, RunError> {
+    let history = Arc::new(History::new());
+    for num in 1..=cluster.nodes.len() {
+        cluster.start(num).await?;
+    }
+    let tcp: Vec<_> = cluster.nodes.iter().map(|n| n.tcp).collect();
+    let (stop_publishing, publishing) = watch::channel(false);
+    let (stop_consuming, consuming) = watch::channel(false);
+    let mut clients = JoinSet::new();
+    for (i, &addr) in tcp.iter().enumerate() {
+        let c = Consumer {
+            node: i + 1,
+            tcp: addr,
+            topic: TOPIC.into(),
+            channel: CHANNEL.into(),
+            history: Arc::clone(&history),
+        };
+        clients.spawn(c.run(consuming.clone()));
+    }
+    for id in 0..args.publishers {
+        let p = Publisher {
+            id,
+            topic: TOPIC.into(),
+            tcp: tcp.clone(),
+            history: Arc::clone(&history),
+        };
+        clients.spawn(p.run(publishing.clone()));
+    }
+    if !wait_for(RECOVERY_TIMEOUT, || history.last_ack().is_some()).await {
+        return Err(RunError::NoLeader);
+    }
+
+    let faults_start = history.now();
+    let (injected, recoveries) = inject_faults(args, cluster, &history, seed).await?;
+    let faults_end = history.now();
+
+    let _ = stop_publishing.send(true);
+    println!(
+        "[{:>7.1}s] publishers stopped; draining",
+        history.now().as_secs_f64()
+    );
+    drain(&history).await;
+    let _ = stop_consuming.send(true);
+    while tokio::time::timeout(Duration::from_secs(10), clients.join_next())
+        .await
+        .is_ok_and(|r| r.is_some())
+    {}
+    clients.abort_all();
+    cluster.check_crashes("at the end");
+    cluster.check_panics();
+    Ok(Report {
+        verdict: history.check((faults_start, faults_end)),
+        injected,
+        recoveries,
+        crashes: cluster.crashes.clone(),
+        fault_phase: faults_end - faults_start,
+    })
+}
+
+/// Faults one after another until every selected one ran and `--duration` has passed.
+async fn inject_faults(
+    args: &Args,
+    cluster: &mut Cluster,
+    history: &History,
+    seed: u64,
+) -> Result<(BTreeMap<Fault, u32>, Vec<Recovery>), RunError> {
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let selected = if args.faults.is_empty() {
+        Fault::ALL.to_vec()
+    } else {
+        args.faults.clone()
+    };
+    let end = tokio::time::Instant::now() + Duration::from_secs(args.duration);
+    let kinds = selected
+        .iter()
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let mut injected = BTreeMap::new();
+    let mut recoveries = Vec::new();
+    let mut round = Vec::new();
+    while injected.len() < kinds || tokio::time::Instant::now() < end {
+        if round.is_empty() {
+            round = selected.clone();
+            rng.shuffle(&mut round);
+        }
+        let Some(fault) = round.pop() else { break };
+        tokio::time::sleep(args.quiet()).await;
+        cluster.check_crashes(&format!("before {fault}"));
+        cluster.heal().await?;
+        let leader = current_leader(history).await;
+        let at = history.now();
+        let what = nemesis::inject(cluster, fault, leader, &mut rng).await?;
+        println!("[{:>7.1}s] {fault}: {what}", at.as_secs_f64());
+        *injected.entry(fault).or_insert(0) += 1;
+        tokio::time::sleep(args.hold()).await;
+        cluster.check_crashes(&format!("during {fault}"));
+        let healed = history.now();
+        cluster.heal().await?;
+        let resumed = wait_for(RECOVERY_TIMEOUT, || {
+            history.first_ack_since(healed, 0).is_some()
+        })
+        .await;
+        let recovery = Recovery::measure(fault, leader, at, history);
+        println!(
+            "[{:>7.1}s] healed; publishes resumed {} after the fault{}",
+            healed.as_secs_f64(),
+            fmt_opt(recovery.publish),
+            if resumed {
+                ""
+            } else {
+                " (none since the heal)"
+            }
+        );
+        recoveries.push(recovery);
+    }
+    Ok((injected, recoveries))
+}
+
+/// The node of an `OK` younger than `FRESH` (waiting up to 5 s for one), else of the latest.
+async fn current_leader(history: &History) -> NodeNum {
+    const FRESH: Duration = Duration::from_millis(300);
+    let fresh = || {
+        history
+            .last_ack()
+            .filter(|(_, at)| history.now().saturating_sub(*at) < FRESH)
+    };
+    wait_for(Duration::from_secs(5), || fresh().is_some()).await;
+    history.last_ack().map_or(1, |(n, _)| n)
+}
+
+/// Waits until every acknowledged message was delivered, or delivery stalls.
+async fn drain(history: &History) {
+    let deadline = tokio::time::Instant::now() + DRAIN_LIMIT;
+    let mut seen = history.delivery_count();
+    let mut idle_since = tokio::time::Instant::now();
+    while tokio::time::Instant::now() < deadline {
+        if history.undelivered() == 0 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let now = history.delivery_count();
+        if now != seen {
+            seen = now;
+            idle_since = tokio::time::Instant::now();
+        } else if idle_since.elapsed() > DRAIN_IDLE {
+            return;
+        }
+    }
+}
+
+pub fn fmt_opt(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "never".to_string(),
+        |d| format!("{:.2} s", d.as_secs_f64()),
+    )
+}

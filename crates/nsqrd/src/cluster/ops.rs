@@ -1,0 +1,271 @@
+//! The channel-operation pass of one replicated topic (`docs/replication.md`, "Channel
+//! state"). The leader's broker reports every change to the topic's channels as it makes it
+//! (`nsqr_broker::ReplicaOp`, under a channel's lock, so reporting only appends to a queue);
+//! one task per group proposes what gathered as one `Command::Channels` entry, waits for it to
+//! commit, then proposes what gathered meanwhile. So one such proposal is in flight per group,
+//! and the operations a lost leader takes with it are those of the pass in flight and the one
+//! being gathered. Consecutive FINs (requeues, dead letters) of one channel share one operation.
+//! While the pass being gathered is at its cap, the topic's channels deliver nothing
+//! (`Replicate::may_deliver`); they are woken when it is taken for proposing.
+//!
+//! A node that does not lead the group gathers nothing: its broker's changes are its own
+//! (loading a takeover's state, emptying its copy after losing the lead).
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use nsqr_broker::{ReplicaOp, Topic};
+use nsqr_replication::{ChannelOp, Command, MessageId, ProposeError, ReplicatedLog};
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+
+/// Message ids (or operations) one entry carries at most; more wait for the next pass.
+pub(super) const PASS_CAP: usize = 8192;
+/// Wait before proposing a pass again after the group refused it for a reason other than
+/// leadership (no majority within openraft's timeouts).
+const RETRY_AFTER: Duration = Duration::from_millis(100);
+
+/// One group's gathered operations.
+#[derive(Default)]
+pub(super) struct Pass {
+    /// True while this node leads the group and its broker holds the group's state.
+    leading: AtomicBool,
+    queue: Mutex<Vec<ChannelOp>>,
+    /// Message ids (or operations) in `queue`.
+    gathered: AtomicUsize,
+    wake: Notify,
+    /// The broker's topic whose consumers wait while the pass is at its cap (set while
+    /// leading).
+    topic: Mutex<Option<Arc<Topic>>>,
+}
+
+impl Pass {
+    /// Gather `op` if this node leads the group.
+    pub(super) fn push(&self, channel: Option<&str>, op: ReplicaOp) {
+        if !self.leading.load(Ordering::Acquire) {
+            return;
+        }
+        let mut queue = self.queue.lock();
+        if !self.leading.load(Ordering::Acquire) {
+            return;
+        }
+        add(&mut queue, channel, op);
+        self.gathered.fetch_add(1, Ordering::AcqRel);
+        drop(queue);
+        self.wake.notify_one();
+    }
+
+    /// Start gathering (this node leads the group); `topic`'s consumers are the ones that
+    /// wait while the pass is at its cap.
+    pub(super) fn lead(&self, topic: Option<Arc<Topic>>) {
+        *self.topic.lock() = topic;
+        self.leading.store(true, Ordering::Release);
+    }
+
+    /// Stop gathering and drop what was gathered: the group's next leader decides.
+    pub(super) fn follow(&self) {
+        let mut queue = self.queue.lock();
+        self.leading.store(false, Ordering::Release);
+        queue.clear();
+        self.gathered.store(0, Ordering::Release);
+        drop(queue);
+        self.wake_consumers();
+    }
+
+    /// False while the pass being gathered is at its cap.
+    pub(super) fn may_deliver(&self) -> bool {
+        self.gathered.load(Ordering::Acquire) < PASS_CAP
+    }
+
+    fn wake_consumers(&self) {
+        let topic = self.topic.lock().clone();
+        if let Some(topic) = topic {
+            topic.channels().iter().for_each(|ch| ch.wake_consumers());
+        }
+    }
+
+    fn is_leading(&self) -> bool {
+        self.leading.load(Ordering::Acquire)
+    }
+
+    /// At most [`PASS_CAP`] ids' worth of the gathered operations, oldest first; consumers
+    /// that waited for room are woken.
+    fn take(&self) -> Vec<ChannelOp> {
+        let was_full = !self.may_deliver();
+        let taken = self.take_capped();
+        if was_full {
+            self.wake_consumers();
+        }
+        taken
+    }
+
+    fn take_capped(&self) -> Vec<ChannelOp> {
+        let mut queue = self.queue.lock();
+        let mut weight = 0;
+        let mut n = 0;
+        for op in queue.iter() {
+            if n > 0 && weight + ids_in(op) > PASS_CAP {
+                break;
+            }
+            weight += ids_in(op);
+            n += 1;
+        }
+        self.gathered.fetch_sub(weight, Ordering::AcqRel);
+        queue.drain(..n).collect()
+    }
+}
+
+/// Proposes the gathered operations of `pass`, one entry at a time, until the group is gone.
+pub(super) async fn run(topic: String, pass: Arc<Pass>, log: Weak<ReplicatedLog>) {
+    loop {
+        pass.wake.notified().await;
+        loop {
+            let ops = pass.take();
+            if ops.is_empty() {
+                break;
+            }
+            let Some(log) = log.upgrade() else { return };
+            propose(&topic, &pass, &log, ops).await;
+        }
+    }
+}
+
+/// Proposes one pass, again while this node leads and the group refuses it for another
+/// reason; a pass a lost lead leaves uncommitted is dropped (its FINs may be redelivered).
+async fn propose(topic: &str, pass: &Pass, log: &ReplicatedLog, ops: Vec<ChannelOp>) {
+    let command = Command::Channels(ops);
+    loop {
+        match log.propose(command.clone()).await {
+            Ok(_) => return,
+            Err(ProposeError::NotLeader { .. }) => return,
+            Err(e) if pass.is_leading() => {
+                tracing::warn!("cluster: topic {topic}: channel operations not committed: {e}");
+                tokio::time::sleep(RETRY_AFTER).await;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+fn ids_in(op: &ChannelOp) -> usize {
+    match op {
+        ChannelOp::Finish { ids, .. } | ChannelOp::DeadLetter { ids, .. } => ids.len(),
+        ChannelOp::Requeue { requeued, .. } => requeued.len(),
+        _ => 1,
+    }
+}
+
+/// Appends `op` to `queue`, into the last operation when it is of the same kind and channel.
+fn add(queue: &mut Vec<ChannelOp>, channel: Option<&str>, op: ReplicaOp) {
+    let last = queue.last_mut().filter(|last| ids_in(last) < PASS_CAP);
+    match (op, last) {
+        (ReplicaOp::Finished(id), Some(ChannelOp::Finish { channel: c, ids }))
+        | (ReplicaOp::DeadLettered(id), Some(ChannelOp::DeadLetter { channel: c, ids }))
+            if channel == Some(c.as_str()) =>
+        {
+            ids.push(to_log(id));
+        }
+        (
+            ReplicaOp::Requeued(id, due),
+            Some(ChannelOp::Requeue {
+                channel: c,
+                requeued,
+            }),
+        ) if channel == Some(c.as_str()) => {
+            requeued.push((to_log(id), due));
+        }
+        (op, _) => {
+            if let Some(op) = channel_op(channel.map(str::to_owned), op) {
+                queue.push(op);
+            }
+        }
+    }
+}
+
+/// The log's form of a broker's operation; None for a message operation without a channel.
+fn channel_op(channel: Option<String>, op: ReplicaOp) -> Option<ChannelOp> {
+    Some(match op {
+        ReplicaOp::Created => ChannelOp::Create { channel: channel? },
+        ReplicaOp::Deleted => ChannelOp::Delete { channel: channel? },
+        ReplicaOp::Paused(paused) => ChannelOp::Pause { channel, paused },
+        ReplicaOp::Configured(settings_json) => ChannelOp::Configure {
+            channel,
+            settings_json,
+        },
+        ReplicaOp::Finished(id) => ChannelOp::Finish {
+            channel: channel?,
+            ids: vec![to_log(id)],
+        },
+        ReplicaOp::Requeued(id, due) => ChannelOp::Requeue {
+            channel: channel?,
+            requeued: vec![(to_log(id), due)],
+        },
+        ReplicaOp::DeadLettered(id) => ChannelOp::DeadLetter {
+            channel: channel?,
+            ids: vec![to_log(id)],
+        },
+    })
+}
+
+/// The log's id of a broker's message id (its 16 hex digits).
+pub(super) fn to_log(id: nsqr_broker::MessageId) -> MessageId {
+    MessageId(id.to_hex())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn id(n: u64) -> nsqr_broker::MessageId {
+        nsqr_broker::MessageId(n)
+    }
+
+    #[test]
+    fn fins_of_one_channel_share_an_operation() {
+        let pass = Pass::default();
+        pass.push(Some("c"), ReplicaOp::Finished(id(1)));
+        assert!(pass.take().is_empty(), "a follower gathers nothing");
+        pass.lead(None);
+        pass.push(Some("c"), ReplicaOp::Finished(id(1)));
+        pass.push(Some("c"), ReplicaOp::Finished(id(2)));
+        pass.push(Some("d"), ReplicaOp::Finished(id(3)));
+        pass.push(None, ReplicaOp::Paused(true));
+        pass.push(Some("c"), ReplicaOp::Requeued(id(4), 99));
+        pass.push(Some("c"), ReplicaOp::Requeued(id(5), 100));
+        let ops = pass.take();
+        assert_eq!(ops.len(), 4, "{ops:?}");
+        assert_eq!(
+            ops[0],
+            ChannelOp::Finish {
+                channel: "c".into(),
+                ids: vec![to_log(id(1)), to_log(id(2))]
+            }
+        );
+        assert_eq!(
+            ops[3],
+            ChannelOp::Requeue {
+                channel: "c".into(),
+                requeued: vec![(to_log(id(4)), 99), (to_log(id(5)), 100)]
+            }
+        );
+        assert!(pass.take().is_empty());
+    }
+
+    #[test]
+    fn a_pass_is_capped_and_following_drops_what_gathered() {
+        let pass = Pass::default();
+        pass.lead(None);
+        for n in 0..(PASS_CAP as u64 + 10) {
+            pass.push(Some("c"), ReplicaOp::Finished(id(n)));
+        }
+        assert!(!pass.may_deliver(), "at the cap, consumers wait");
+        let first = pass.take();
+        assert_eq!(first.iter().map(ids_in).sum::<usize>(), PASS_CAP);
+        assert!(pass.may_deliver(), "taken: room again");
+        pass.follow();
+        assert!(pass.take().is_empty());
+        pass.push(Some("c"), ReplicaOp::Finished(id(1)));
+        assert!(pass.take().is_empty());
+    }
+}
