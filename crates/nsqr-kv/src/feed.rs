@@ -81,6 +81,8 @@ pub enum Op {
     Sinterstore,
     Sunionstore,
     Sdiffstore,
+    /// SORT ... STORE's destination (a list).
+    Sortstore,
 }
 
 impl Op {
@@ -120,6 +122,7 @@ impl Op {
             Op::Sinterstore => "sinterstore",
             Op::Sunionstore => "sunionstore",
             Op::Sdiffstore => "sdiffstore",
+            Op::Sortstore => "sortstore",
         }
     }
 

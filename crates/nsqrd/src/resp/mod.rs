@@ -43,6 +43,7 @@ mod script;
 mod server;
 mod session;
 mod sets;
+mod sort;
 mod strings;
 mod table;
 mod transaction;

@@ -11,7 +11,7 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, strings, transaction,
+    pubsub, script, server, sets, sort, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -121,6 +121,9 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    // sort
+    "sort", -2, WRITE | DENYOOM, ONE, sort::sort;
+    "sort_ro", -2, READONLY, ONE, sort::sort_ro;
     // lists
     "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
     "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
