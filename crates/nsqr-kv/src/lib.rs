@@ -15,6 +15,7 @@
 //! ks.close()?;                              // shutdown snapshot
 //! ```
 
+pub mod bitfield;
 pub mod bits;
 mod blocking;
 mod clock;

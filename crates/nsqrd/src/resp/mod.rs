@@ -23,6 +23,7 @@
 
 mod acl;
 mod args;
+mod bitfield;
 mod bits;
 mod blocking;
 mod client;

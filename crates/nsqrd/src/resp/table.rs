@@ -10,8 +10,8 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, dump, hashes, introspection, keys, lists, persistence,
-    pubsub, script, server, sets, sort, strings, transaction,
+    acl, bitfield, bits, blocking, client, connection, dump, hashes, introspection, keys, lists,
+    persistence, pubsub, script, server, sets, sort, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -121,6 +121,8 @@ commands! {
     "bitcount", -2, READONLY, ONE, bits::bitcount;
     "bitpos", -3, READONLY, ONE, bits::bitpos;
     "bitop", -4, WRITE | DENYOOM, (2, -1, 1), bits::bitop;
+    "bitfield", -2, WRITE | DENYOOM, ONE, bitfield::bitfield;
+    "bitfield_ro", -2, READONLY | FAST, ONE, bitfield::bitfield_ro;
     // sort
     "sort", -2, WRITE | DENYOOM, ONE, sort::sort;
     "sort_ro", -2, READONLY, ONE, sort::sort_ro;
