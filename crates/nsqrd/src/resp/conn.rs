@@ -158,6 +158,18 @@ fn is_local(ip: std::net::IpAddr) -> bool {
     }
 }
 
+/// When a client waiting for its next request has been idle for `CONFIG SET timeout` (none
+/// if 0). Subscribed and blocked clients are not timed out, as in Redis.
+fn idle_deadline(shared: &Shared) -> Option<tokio::time::Instant> {
+    match shared
+        .idle_timeout_secs
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        0 => None,
+        secs => Some(tokio::time::Instant::now() + Duration::from_secs(secs)),
+    }
+}
+
 /// Protected mode: tells the client why, and closes.
 async fn deny(mut stream: TcpStream) {
     let _ = stream.write_all(DENIED.as_bytes()).await;
@@ -175,6 +187,7 @@ impl Conn {
             let read = match self.session.sub.clone() {
                 None => tokio::select! {
                     r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    () = until(idle_deadline(&self.shared)) => return Ok(()),
                     () = client.killed() => return Ok(()),
                     _ = &mut stopped => return Ok(()),
                 },

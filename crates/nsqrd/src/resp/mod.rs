@@ -37,6 +37,7 @@ mod hashes;
 mod introspection;
 mod keys;
 mod lists;
+mod params;
 mod persistence;
 mod pubsub;
 mod registry;
@@ -44,6 +45,7 @@ mod script;
 mod server;
 mod session;
 mod sets;
+mod slowlog;
 mod sort;
 mod strings;
 mod table;
@@ -91,6 +93,9 @@ pub struct Shared {
     pub clients: registry::Clients,
     /// The script cache and the script thread (`EVAL`).
     pub scripts: script::Scripts,
+    pub slowlog: slowlog::SlowLog,
+    /// `CONFIG SET timeout`: a client idle this many seconds is closed (0: never).
+    pub idle_timeout_secs: AtomicU64,
 }
 
 /// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
@@ -179,6 +184,8 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         max_bulk: config.max_bulk,
         clients: registry::Clients::default(),
         scripts: script::Scripts::default(),
+        slowlog: slowlog::SlowLog::default(),
+        idle_timeout_secs: AtomicU64::new(0),
     });
     let stop_scripts = Arc::clone(&shared);
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the

@@ -11,7 +11,7 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bitfield, bits, blocking, client, connection, dump, hashes, introspection, keys, lists,
-    persistence, pubsub, script, server, sets, sort, strings, transaction,
+    persistence, pubsub, script, server, sets, slowlog, sort, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -93,6 +93,7 @@ commands! {
     "acl", -2, NOSCRIPT, NONE, acl::acl;
     "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
+    "slowlog", -2, ADMIN, NONE, slowlog::slowlog;
     // strings
     "get", 2, READONLY | FAST, ONE, strings::get;
     "set", -3, WRITE | DENYOOM, ONE, strings::set;
@@ -351,7 +352,7 @@ pub fn full_name(cmd: &Command, args: &Args<'_>) -> String {
 /// Runs a command that passed its checks.
 pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
-    (cmd.handler)(ctx, args);
+    slowlog::timed(ctx, cmd, args);
 }
 
 #[cfg(test)]
