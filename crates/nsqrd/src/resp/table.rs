@@ -10,8 +10,9 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bitfield, bits, blocking, client, connection, dump, hashes, introspection, keys, lists,
-    persistence, pubsub, script, server, sets, slowlog, sort, strings, transaction,
+    acl, bitfield, bits, blocking, client, connection, dump, hashes, introspection, keys, lcs,
+    lists, lolwut, module, persistence, pubsub, replication, script, server, sets, slowlog, sort,
+    strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -94,6 +95,10 @@ commands! {
     "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
     "slowlog", -2, ADMIN, NONE, slowlog::slowlog;
+    "lolwut", -1, READONLY | FAST, NONE, lolwut::lolwut;
+    "module", -2, ADMIN | NOSCRIPT, NONE, module::module;
+    "replicaof", 3, ADMIN | NOSCRIPT, NONE, replication::replicaof;
+    "slaveof", 3, ADMIN | NOSCRIPT, NONE, replication::replicaof;
     // strings
     "get", 2, READONLY | FAST, ONE, strings::get;
     "set", -3, WRITE | DENYOOM, ONE, strings::set;
@@ -115,6 +120,7 @@ commands! {
     "incrbyfloat", 3, WRITE | DENYOOM | FAST, ONE, strings::incrbyfloat;
     "getrange", 4, READONLY, ONE, strings::getrange;
     "substr", 4, READONLY, ONE, strings::getrange;
+    "lcs", -3, READONLY, (1, 2, 1), lcs::lcs_command;
     "setrange", 4, WRITE | DENYOOM, ONE, strings::setrange;
     // bitmaps
     "setbit", 4, WRITE | DENYOOM, ONE, bits::setbit;
