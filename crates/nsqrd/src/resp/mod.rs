@@ -27,6 +27,7 @@ mod bitfield;
 mod bits;
 mod blocking;
 mod client;
+mod command_list;
 mod command_meta;
 mod config;
 mod conn;
