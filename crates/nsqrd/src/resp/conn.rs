@@ -425,7 +425,10 @@ impl Conn {
     /// A client that unsubscribed from everything goes back to writing replies directly.
     fn drop_idle_subscriber(&mut self) {
         if let Some(sub) = &self.session.sub {
-            if self.shared.ks.hub().total(sub.id()) == 0 && sub.queued() == 0 {
+            if !self.session.monitoring
+                && self.shared.ks.hub().total(sub.id()) == 0
+                && sub.queued() == 0
+            {
                 self.shared.ks.hub().remove_client(sub.id());
                 self.session.sub = None;
             }

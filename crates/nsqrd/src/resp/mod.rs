@@ -41,6 +41,7 @@ mod lcs;
 mod lists;
 mod lolwut;
 mod module;
+mod monitor;
 mod params;
 mod persistence;
 mod pubsub;
@@ -99,6 +100,8 @@ pub struct Shared {
     /// The script cache and the script thread (`EVAL`).
     pub scripts: script::Scripts,
     pub slowlog: slowlog::SlowLog,
+    /// The clients that ran MONITOR.
+    pub monitors: monitor::Monitors,
     /// `CONFIG SET timeout`: a client idle this many seconds is closed (0: never).
     pub idle_timeout_secs: AtomicU64,
 }
@@ -190,6 +193,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         clients: registry::Clients::default(),
         scripts: script::Scripts::default(),
         slowlog: slowlog::SlowLog::default(),
+        monitors: monitor::Monitors::default(),
         idle_timeout_secs: AtomicU64::new(0),
     });
     let stop_scripts = Arc::clone(&shared);

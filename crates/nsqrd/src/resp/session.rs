@@ -48,6 +48,8 @@ pub struct Session {
     pub blocked: Option<Blocking>,
     /// The command just run blocked: keep its request, wait, run it again (`conn.rs`).
     pub block_now: bool,
+    /// Ran MONITOR: its outbox stays while it has no subscription (`monitor.rs`).
+    pub monitoring: bool,
 }
 
 impl Session {
@@ -66,6 +68,7 @@ impl Session {
             replies: Replies::default(),
             blocked: None,
             block_now: false,
+            monitoring: false,
         }
     }
 

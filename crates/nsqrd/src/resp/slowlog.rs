@@ -114,8 +114,8 @@ fn record(ctx: &Ctx<'_>, args: &Args<'_>, micros: u64) {
     entries.truncate(max);
 }
 
-/// Whether argument `i` is a secret Redis keeps out of the log.
-fn redacted(args: &Args<'_>, i: usize) -> bool {
+/// Whether argument `i` is a secret Redis keeps out of the log (and from monitors).
+pub fn redacted(args: &Args<'_>, i: usize) -> bool {
     let name = args.get(0);
     if is(name, "auth") {
         return i >= 1;

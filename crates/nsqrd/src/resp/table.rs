@@ -11,8 +11,8 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bitfield, bits, blocking, client, connection, dump, hashes, introspection, keys, lcs,
-    lists, lolwut, module, persistence, pubsub, replication, script, server, sets, slowlog, sort,
-    strings, transaction,
+    lists, lolwut, module, monitor, persistence, pubsub, replication, script, server, sets,
+    slowlog, sort, strings, transaction,
 };
 
 /// Changes the keyspace.
@@ -95,6 +95,7 @@ commands! {
     "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
     "slowlog", -2, ADMIN, NONE, slowlog::slowlog;
+    "monitor", 1, ADMIN | NOSCRIPT, NONE, monitor::monitor;
     "lolwut", -1, READONLY | FAST, NONE, lolwut::lolwut;
     "module", -2, ADMIN | NOSCRIPT, NONE, module::module;
     "replicaof", 3, ADMIN | NOSCRIPT, NONE, replication::replicaof;
@@ -359,6 +360,7 @@ pub fn full_name(cmd: &Command, args: &Args<'_>) -> String {
 pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
     slowlog::timed(ctx, cmd, args);
+    monitor::feed(ctx, cmd, args);
 }
 
 #[cfg(test)]
