@@ -49,6 +49,7 @@ pub mod subscriber;
 mod substrings;
 #[cfg(test)]
 mod test_support;
+pub mod tracking;
 mod turn;
 mod typed;
 mod warm;

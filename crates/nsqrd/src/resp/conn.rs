@@ -141,6 +141,9 @@ pub async fn run(
         shared.ks.hub().remove_client(id);
     }
     shared.ks.unwatch(&mut conn.session.watch);
+    if let Some(t) = conn.session.tracker.take() {
+        shared.ks.track_stop(&t);
+    }
     shared.clients.remove(id);
     shared.connected.fetch_sub(1, Ordering::Relaxed);
 }
@@ -425,7 +428,7 @@ impl Conn {
     /// A client that unsubscribed from everything goes back to writing replies directly.
     fn drop_idle_subscriber(&mut self) {
         if let Some(sub) = &self.session.sub {
-            if !self.session.monitoring
+            if !self.session.keeps_outbox()
                 && self.shared.ks.hub().total(sub.id()) == 0
                 && sub.queued() == 0
             {

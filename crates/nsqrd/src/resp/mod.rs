@@ -55,6 +55,7 @@ mod slowlog;
 mod sort;
 mod strings;
 mod table;
+mod tracking;
 mod transaction;
 mod workers;
 

@@ -50,17 +50,20 @@ pub struct Session {
     pub block_now: bool,
     /// Ran MONITOR: its outbox stays while it has no subscription (`monitor.rs`).
     pub monitoring: bool,
+    /// CLIENT TRACKING ON (`tracking.rs`).
+    pub tracker: Option<Arc<nsqr_kv::tracking::Tracker>>,
 }
 
 impl Session {
     pub fn new(client: Arc<Client>, authenticated: bool, user: Arc<User>) -> Session {
+        let id = client.id;
         Session {
             client,
             authenticated,
             user,
             acl_generation: 0,
             sub: None,
-            pending: Pending::default(),
+            pending: Pending::of_client(id),
             quit: false,
             last_command: "NULL",
             tx: None,
@@ -69,11 +72,17 @@ impl Session {
             blocked: None,
             block_now: false,
             monitoring: false,
+            tracker: None,
         }
     }
 
     pub fn id(&self) -> u64 {
         self.client.id
+    }
+
+    /// Whether its outbox stays while it has no subscription (a monitor, a tracking client).
+    pub fn keeps_outbox(&self) -> bool {
+        self.monitoring || self.tracker.is_some()
     }
 
     /// Logs the connection in as `user`.

@@ -361,6 +361,7 @@ pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
     slowlog::timed(ctx, cmd, args);
     monitor::feed(ctx, cmd, args);
+    super::tracking::remember_reads(ctx, cmd, args);
 }
 
 #[cfg(test)]
