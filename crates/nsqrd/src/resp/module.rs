@@ -3,6 +3,7 @@
 
 use resp_wire::Args;
 
+use super::introspection::help;
 use super::session::Ctx;
 use super::table::wrong_arity;
 
@@ -26,12 +27,7 @@ pub fn module(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let sub = a.get(1).to_ascii_lowercase();
     match (sub.as_slice(), a.len()) {
         (b"list", 2) => ctx.out.array(0),
-        (b"help", 2) => {
-            ctx.out.array(HELP.len());
-            for l in HELP {
-                ctx.out.simple(l.as_bytes());
-            }
-        }
+        (b"help", 2) => help(ctx, &HELP),
         (b"load" | b"loadex", n) if n >= 3 => ctx.out.error(NOT_ALLOWED),
         (b"unload", 3) => ctx.out.error(NOT_ALLOWED),
         (b"list" | b"help" | b"load" | b"loadex" | b"unload", _) => {

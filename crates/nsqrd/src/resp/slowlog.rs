@@ -14,6 +14,7 @@ use parking_lot::Mutex;
 use resp_wire::Args;
 
 use super::args::is;
+use super::introspection::help;
 use super::session::Ctx;
 use super::table::{wrong_arity, Command};
 
@@ -187,12 +188,7 @@ pub fn slowlog(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             ctx.shared.slowlog.reset();
             ctx.out.ok();
         }
-        (b"help", 2) => {
-            ctx.out.array(HELP.len());
-            for l in HELP {
-                ctx.out.simple(l.as_bytes());
-            }
-        }
+        (b"help", 2) => help(ctx, &HELP),
         (b"len" | b"reset" | b"help", _) => {
             wrong_arity(ctx, &format!("slowlog|{}", String::from_utf8_lossy(&sub)))
         }

@@ -36,7 +36,7 @@ impl Options<'_> {
 
     /// Whether other keys are read or written (then the command runs alone).
     fn touches_other_keys(&self) -> bool {
-        self.store.is_some() || !self.dont_sort() && self.by.is_some() || !self.gets.is_empty()
+        self.store.is_some() || (self.by.is_some() && !self.dont_sort()) || !self.gets.is_empty()
     }
 }
 
