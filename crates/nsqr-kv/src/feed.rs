@@ -111,6 +111,8 @@ pub enum Op {
     /// GEORADIUS / GEORADIUSBYMEMBER ... STORE / STOREDIST.
     Georadiusstore,
     Geosearchstore,
+    /// SORT ... STORE's destination (a list).
+    Sortstore,
 }
 
 impl Op {
@@ -174,6 +176,7 @@ impl Op {
             Op::Zrangestore => "zrangestore",
             Op::Georadiusstore => "georadiusstore",
             Op::Geosearchstore => "geosearchstore",
+            Op::Sortstore => "sortstore",
         }
     }
 

@@ -15,6 +15,7 @@
 //! ks.close()?;                              // shutdown snapshot
 //! ```
 
+pub mod bitfield;
 pub mod bits;
 mod blocking;
 mod clock;
@@ -50,6 +51,7 @@ mod revision;
 mod sets;
 mod shard;
 mod snapshot;
+mod sort;
 mod stream;
 mod stream_changes;
 mod stream_group;
@@ -61,6 +63,7 @@ pub mod subscriber;
 mod substrings;
 #[cfg(test)]
 mod test_support;
+pub mod tracking;
 mod turn;
 mod typed;
 mod warm;
@@ -84,6 +87,7 @@ pub use persist::PersistError;
 pub use pf::{PfDebug, PfDebugReply};
 pub use pubsub::{Hub, Kind};
 pub use sets::SetOp;
+pub use sort::SortSource;
 pub use stream::NODE_ENTRIES as STREAM_NODE_ENTRIES;
 pub use stream::{
     field_count, fields, pack_fields, Consumer, Group, Nack, Stream, StreamId, Trim, TrimSpec,
