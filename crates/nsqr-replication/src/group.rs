@@ -21,10 +21,11 @@ use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
 
-/// The leader's default heartbeat, in milliseconds: several per election timeout, so a
-/// follower stands for election only after several heartbeats in a row went missing. openraft
-/// 0.9 also gives every append to a follower this long to be answered.
-const HEARTBEAT_MS: u64 = 150;
+/// The leader's default heartbeat, in milliseconds: a follower stands for election only after
+/// six or more heartbeats in a row went missing. openraft 0.9 also gives every append to a
+/// follower this long to be answered (the transport splits an append that takes longer), so
+/// a shorter one would cut large appends on a loaded machine.
+const HEARTBEAT_MS: u64 = 250;
 
 /// The default election timeout range, in milliseconds. openraft 0.9 draws each node's timeout
 /// once from this range, and a follower that heard from a leader also waits out the leader's

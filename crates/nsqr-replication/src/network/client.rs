@@ -72,10 +72,11 @@ pub struct PeerClient {
 type RpcError<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
 
 impl PeerClient {
-    /// One request and its reply. The connection is out of `self` while the exchange runs and
-    /// goes back only once the reply is read: openraft drops a call that outlives its time
-    /// limit (its own timer, not ours), and a connection left holding an unread reply would
-    /// answer the next request with the previous one's reply.
+    /// One request and its reply, within `ttl` (openraft's soft limit, so that this limit ends
+    /// a slow call, not openraft's). The connection is out of `self` while the exchange runs
+    /// and goes back only once the reply is read: a call openraft drops midway closes it, as a
+    /// connection left holding an unread reply would answer the next request with the
+    /// previous one's reply.
     async fn call(&mut self, request: &Request, ttl: Duration) -> Result<Reply, NetError> {
         let encoded = frame::encode(request, frame::RPC_MAX)?;
         let stream = self.stream.take();
@@ -102,10 +103,11 @@ impl PeerClient {
     }
 
     /// Maps a transport failure to what openraft does next: back off from a node it cannot
-    /// reach or that refused us, split a batch too large for a frame, retry anything else.
+    /// reach or that refused us, split a batch too large for a frame or too slow to be
+    /// answered in time (openraft gives an append one heartbeat interval), retry anything else.
     fn rpc_error<E: std::error::Error>(&self, e: NetError, entries: usize) -> RpcError<E> {
         match e {
-            NetError::TooLarge { .. } if entries > 1 => {
+            NetError::TooLarge { .. } | NetError::Timeout if entries > 1 => {
                 RPCError::PayloadTooLarge(PayloadTooLarge::new_entries_hint(entries as u64 / 2))
             }
             NetError::Encode(_) | NetError::Decode(_) => RPCError::Network(NetworkError::new(&e)),
@@ -121,7 +123,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<NodeId>, RpcError> {
         let entries = rpc.entries.len();
-        match self.call(&Request::Append(rpc), option.hard_ttl()).await {
+        match self.call(&Request::Append(rpc), option.soft_ttl()).await {
             Ok(Reply::Append(resp)) => Ok(resp),
             Ok(other) => Err(self.rpc_error(other.unexpected(), entries)),
             Err(e) => Err(self.rpc_error(e, entries)),
@@ -133,7 +135,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: InstallSnapshotRequest<TypeConfig>,
         option: RPCOption,
     ) -> Result<InstallSnapshotResponse<NodeId>, RpcError<InstallSnapshotError>> {
-        match self.call(&Request::Snapshot(rpc), option.hard_ttl()).await {
+        match self.call(&Request::Snapshot(rpc), option.soft_ttl()).await {
             Ok(Reply::Snapshot(resp)) => Ok(resp),
             Ok(other) => Err(self.rpc_error(other.unexpected(), 0)),
             Err(e) => Err(self.rpc_error(e, 0)),
@@ -145,7 +147,7 @@ impl RaftNetwork<TypeConfig> for PeerClient {
         rpc: VoteRequest<NodeId>,
         option: RPCOption,
     ) -> Result<VoteResponse<NodeId>, RpcError> {
-        match self.call(&Request::Vote(rpc), option.hard_ttl()).await {
+        match self.call(&Request::Vote(rpc), option.soft_ttl()).await {
             Ok(Reply::Vote(resp)) => Ok(resp),
             Ok(other) => Err(self.rpc_error(other.unexpected(), 0)),
             Err(e) => Err(self.rpc_error(e, 0)),
@@ -191,10 +193,33 @@ mod tests {
         while let Ok(Request::Vote(req)) = frame::read(&mut stream, frame::RPC_MAX).await {
             tokio::time::sleep(std::mem::take(&mut delay)).await;
             let reply = Reply::Vote(VoteResponse::new(req.vote, None, true));
-            if frame::write(&mut stream, &reply, frame::RPC_MAX).await.is_err() {
+            if frame::write(&mut stream, &reply, frame::RPC_MAX)
+                .await
+                .is_err()
+            {
                 return;
             }
         }
+    }
+
+    /// An append too slow to be answered in time is retried in halves; a single entry, or any
+    /// other call, backs off.
+    #[test]
+    fn a_slow_append_is_split() {
+        use openraft::error::{Infallible, RPCError};
+        let client = PeerClient {
+            config: Arc::new(config(1, "127.0.0.1:2")),
+            group: "g".to_string(),
+            target: 2,
+            address: "127.0.0.1:2".to_string(),
+            stream: None,
+        };
+        match client.rpc_error::<Infallible>(super::NetError::Timeout, 300) {
+            RPCError::PayloadTooLarge(e) => assert_eq!(e.entries_hint(), 150),
+            other => panic!("split expected, got {other}"),
+        }
+        let one = client.rpc_error::<Infallible>(super::NetError::Timeout, 1);
+        assert!(matches!(one, RPCError::Unreachable(_)), "{one}");
     }
 
     /// openraft drops a call that outlives its time limit; the reply that arrives later must
@@ -207,7 +232,11 @@ mod tests {
         tokio::spawn(async move {
             let mut delay = Duration::from_millis(300);
             while let Ok((stream, _)) = listener.accept().await {
-                tokio::spawn(serve(stream, server_config.clone(), std::mem::take(&mut delay)));
+                tokio::spawn(serve(
+                    stream,
+                    server_config.clone(),
+                    std::mem::take(&mut delay),
+                ));
             }
         });
         let mut client = PeerClient {
@@ -230,6 +259,10 @@ mod tests {
         tokio::time::sleep(Duration::from_millis(500)).await;
 
         let second = client.vote(ask(2), option).await.expect("second call");
-        assert_eq!(second.vote, Vote::new(2, 1), "the reply to the second request");
+        assert_eq!(
+            second.vote,
+            Vote::new(2, 1),
+            "the reply to the second request"
+        );
     }
 }
