@@ -76,7 +76,7 @@ latency_of() {
 
 start_cluster() {
     PIDS=()
-    local n=$1 i j
+    local n=$1 i j p
     local client=() route=()
     for i in $(seq 1 "$n"); do client[$i]=$(free_port); route[$i]=$(free_port); done
     for i in $(seq 1 "$n"); do
@@ -100,6 +100,13 @@ start_cluster() {
     SERVERS=${SERVERS%,}
     # Wait until the JetStream meta group has a leader (the stream can be created).
     for _ in $(seq 1 300); do
+        for p in "${PIDS[@]}"; do
+            if ! kill -0 "$p" 2>/dev/null; then
+                echo "a nats-server exited at start:" >&2
+                cat "$DIR"/n*.log >&2
+                exit 1
+            fi
+        done
         if "$NATS" -s "$SERVERS" account info 2> "$DIR/ready.err" | grep -q "Storage"; then return 0; fi
         sleep 0.2
     done
