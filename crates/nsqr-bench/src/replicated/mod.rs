@@ -115,5 +115,7 @@ async fn measure(a: &ReplicatedCmd, tag: u16, s: &mut Side, topic: &str) -> Resu
     let start: Instant = subs.go();
     let consumed = subs.finish(published.acked + 1, a.drain_timeout).await?;
     let cpu_sub = s.cpu_s()? - cpu1;
-    Ok(SideRun::new(&published, &consumed, start, cpu_pub, cpu_sub))
+    let mut run = SideRun::new(&published, &consumed, start, cpu_pub, cpu_sub);
+    run.pids = s.pids();
+    Ok(run)
 }

@@ -118,6 +118,14 @@ impl Side {
         &self.servers[self.leader].tcp
     }
 
+    /// Process ids of the nodes, the leader first (for `perf record -p`).
+    pub fn pids(&self) -> Vec<u32> {
+        let leader = self.servers[self.leader].pid;
+        std::iter::once(leader)
+            .chain(self.servers.iter().map(|s| s.pid).filter(|&p| p != leader))
+            .collect()
+    }
+
     /// CPU seconds used so far by all nodes together.
     pub fn cpu_s(&self) -> Result<f64> {
         self.servers

@@ -20,6 +20,8 @@ pub struct SideRun {
     pub round: usize,
     /// 1: the single unreplicated nsqrd; else the replicated topic's node count.
     pub nodes: usize,
+    /// The nodes' process ids, the leader's first.
+    pub pids: Vec<u32>,
     pub acked: u64,
     pub publish_msgs_per_sec: f64,
     pub consume_msgs_per_sec: f64,
