@@ -16,6 +16,7 @@ use crate::cluster::ClusterArgs;
 use crate::floor::FloorArgs;
 use crate::http_pub::HttpPubArgs;
 use crate::kv::Phase;
+use crate::replicated::ReplicatedCmd;
 use crate::transports::TransportsArgs;
 
 #[derive(Debug, Parser)]
@@ -51,6 +52,10 @@ pub enum Command {
     /// N nodes and a lookupd (started, or given): nsq's bench.py run (--mode pub or pubsub)
     /// summed over the nodes, with exact loss and duplicate counts per node.
     Cluster(Box<ClusterCmd>),
+    /// A replicated topic (--replicas nodes on 127.0.0.1, the topic's leader found, MPUBs to
+    /// it, then consumed from it) beside one unreplicated nsqrd, A B A B over --rounds:
+    /// rates, publish-to-OK percentiles, the nodes' summed CPU per message, ratios.
+    Replicated(Box<ReplicatedCmd>),
     /// The keyspace (or any Redis-protocol server) at --kv-address: redis-benchmark SET/GET,
     /// nubmq's workload, expiry lateness, RSS per key (--kv-phases).
     Kv(KvArgs),
@@ -89,6 +94,7 @@ impl Command {
             Command::Compare(_) => "compare",
             Command::Inproc(_) => "inproc",
             Command::Cluster(_) => "cluster",
+            Command::Replicated(_) => "replicated",
             Command::Kv(_) => "kv",
             Command::HttpConsume(_) => "http-consume",
             Command::Sse(_) => "sse",
@@ -125,6 +131,7 @@ impl Command {
             | Command::Sse(_)
             | Command::Ordered(_)
             | Command::Floor(_)
+            | Command::Replicated(_)
             | Command::HttpPub(_) => Ok(()),
         }
     }

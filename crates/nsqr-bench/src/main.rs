@@ -23,6 +23,7 @@ mod procstat;
 mod progress;
 mod publisher;
 mod queues;
+mod replicated;
 mod report;
 mod server;
 mod stats;
@@ -121,6 +122,7 @@ async fn dispatch(command: &Command) -> fail::Result<bool> {
         }
         Command::Inproc(a) => modes::inproc::main(a).await,
         Command::Cluster(a) => cluster::run(a).await,
+        Command::Replicated(a) => replicated::run(a).await,
         Command::Kv(a) => kv::run(a).await,
         Command::HttpConsume(a) => queues::http_consume(a).await,
         Command::Sse(a) => queues::sse(a).await,

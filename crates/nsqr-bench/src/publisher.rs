@@ -46,6 +46,8 @@ pub struct PubOutcome {
     pub acked: u64,
     /// Acknowledged messages per publisher index (sequence numbers 0..n).
     pub acked_by_publisher: Vec<u64>,
+    /// Publish-to-`OK` time of every acknowledged batch, in nanoseconds, unsorted.
+    pub batch_latency_ns: Vec<u64>,
     pub elapsed: Duration,
 }
 
@@ -71,7 +73,7 @@ pub async fn run(spec: &PubSpec, counters: &Arc<Counters>) -> Result<PubOutcome>
 /// (so several groups, e.g. one per node and topic in `cluster`, can start together).
 pub struct PubGroup {
     addr: String,
-    tasks: Vec<JoinHandle<Result<(u64, u64)>>>,
+    tasks: Vec<JoinHandle<Result<Answered>>>,
     go_tx: watch::Sender<Option<Instant>>,
 }
 
@@ -127,10 +129,11 @@ impl PubGroup {
         let mut first_err = None;
         for t in self.tasks {
             match t.await {
-                Ok(Ok((sent, acked))) => {
-                    out.sent += sent;
-                    out.acked += acked;
-                    out.acked_by_publisher.push(acked);
+                Ok(Ok(a)) => {
+                    out.sent += a.sent;
+                    out.acked += a.acked;
+                    out.acked_by_publisher.push(a.acked);
+                    out.batch_latency_ns.extend(a.latency_ns);
                 }
                 Ok(Err(e)) => {
                     first_err.get_or_insert(e);
@@ -148,7 +151,15 @@ impl PubGroup {
     }
 }
 
-/// One connection's loop; returns (sent, acknowledged).
+/// What one connection sent and got acknowledged, with each batch's publish-to-`OK` time.
+#[derive(Default)]
+struct Answered {
+    sent: u64,
+    acked: u64,
+    latency_ns: Vec<u64>,
+}
+
+/// One connection's loop.
 async fn publish(
     conn: Producer,
     spec: &PubSpec,
@@ -156,7 +167,7 @@ async fn publish(
     quota: Option<u64>,
     counters: &Counters,
     mut go: watch::Receiver<Option<Instant>>,
-) -> Result<(u64, u64)> {
+) -> Result<Answered> {
     let batch = BodyBatch::new(spec.size);
     let capacity = spec.batch_size.max(1) as u64;
     let start = *go
@@ -170,8 +181,9 @@ async fn publish(
     };
     let rate = spec.rate.map(|r| r / spec.connections.max(1) as f64);
     let pipeline = spec.pipeline.max(1);
-    let mut in_flight: VecDeque<(u64, Publish)> = VecDeque::with_capacity(pipeline);
-    let (mut sent, mut acked) = (0u64, 0u64);
+    let mut in_flight: VecDeque<InFlight> = VecDeque::with_capacity(pipeline);
+    let mut out = Answered::default();
+    let mut sent = 0u64;
     loop {
         let now = Instant::now();
         // A timed run at full speed sends at least one batch per connection, as bench_writer
@@ -196,29 +208,43 @@ async fn publish(
         }
         let sent_ns = spec.t0.elapsed().as_nanos() as u64;
         let bodies = batch.stamp(n as usize, spec.tag, idx, sent, sent_ns);
-        in_flight.push_back((n, conn.multi_publish_async(&spec.topic, bodies)));
+        in_flight.push_back((
+            n,
+            Instant::now(),
+            conn.multi_publish_async(&spec.topic, bodies),
+        ));
         sent += n;
         counters.sent.fetch_add(n, Relaxed);
         if in_flight.len() >= pipeline {
-            acked += answer(&mut in_flight, counters).await?;
+            answer(&mut in_flight, counters, &mut out).await?;
         }
     }
     while !in_flight.is_empty() {
-        acked += answer(&mut in_flight, counters).await?;
+        answer(&mut in_flight, counters, &mut out).await?;
     }
     conn.stop().await;
-    Ok((sent, acked))
+    out.sent = sent;
+    Ok(out)
 }
 
-/// Wait for the oldest batch's answer; its message count.
-async fn answer(in_flight: &mut VecDeque<(u64, Publish)>, counters: &Counters) -> Result<u64> {
-    let Some((k, answer)) = in_flight.pop_front() else {
-        return Ok(0);
+/// A batch sent and not yet answered: its message count and when it was sent.
+type InFlight = (u64, Instant, Publish);
+
+/// Wait for the oldest batch's answer and count it in `out`.
+async fn answer(
+    in_flight: &mut VecDeque<InFlight>,
+    counters: &Counters,
+    out: &mut Answered,
+) -> Result<()> {
+    let Some((k, at, answer)) = in_flight.pop_front() else {
+        return Ok(());
     };
     tokio::time::timeout(IO_TIMEOUT, answer)
         .await
         .map_err(|_| err(format!("MPUB: no response within {IO_TIMEOUT:?}")))?
         .map_err(|e| err(format!("MPUB: {e}")))?;
+    out.latency_ns.push(at.elapsed().as_nanos() as u64);
+    out.acked += k;
     counters.acked.fetch_add(k, Relaxed);
-    Ok(k)
+    Ok(())
 }

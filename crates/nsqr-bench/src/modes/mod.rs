@@ -112,7 +112,7 @@ impl Workload {
 }
 
 /// A 16-bit tag that differs between runs.
-fn run_tag() -> u16 {
+pub(crate) fn run_tag() -> u16 {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)

@@ -17,6 +17,7 @@ use crate::progress::group;
 use crate::report::{emit, PubStats, Render};
 
 pub use consume::ConsumeStats;
+pub use http::HttpConn;
 pub use ordered::OrderedReport;
 
 /// The queue modes' own settings, from their flags.

@@ -113,6 +113,7 @@ async fn prefill(w: &Workload, q: &QueueSpec, topic: &str, count: u64) -> Result
         acked,
         acked_by_publisher,
         elapsed: start.elapsed(),
+        ..Default::default()
     })
 }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-fn sibling(name: &str, env: &str) -> PathBuf {
+pub(crate) fn sibling(name: &str, env: &str) -> PathBuf {
     if let Some(p) = std::env::var_os(env) {
         return PathBuf::from(p);
     }

@@ -6,4 +6,5 @@ mod cluster;
 mod http_pub;
 mod kv;
 mod modes;
+mod replicated;
 mod transports;
