@@ -95,12 +95,19 @@ async fn redis_benchmark(t: &Target, s: &Spec, test: &str, pipeline: usize) -> R
 }
 
 /// The requests per second of `test` in redis-benchmark's `--csv` output
-/// (`"test","rps","avg_latency_ms",...` then `"SET","123456.79",...`).
+/// (`"test","rps","avg_latency_ms",...` then `"SET","123456.79",...`; some tests are named
+/// with a note: `"LRANGE_100 (first 100 elements)"`, `"MSET (10 keys)"`). The preparatory run
+/// redis-benchmark makes before LRANGE, `"LPUSH (needed to benchmark LRANGE)"`, is not LPUSH's.
 fn csv_rps(text: &str, test: &str) -> Option<f64> {
-    let want = format!("\"{}\"", test.to_ascii_uppercase());
-    let line = text
-        .lines()
-        .find(|l| l.to_ascii_uppercase().starts_with(&want))?;
+    let want = test.to_ascii_uppercase();
+    let line = text.lines().find(|l| {
+        let name = l.split(',').next().unwrap_or("").trim_matches('"');
+        match name.strip_prefix(want.as_str()) {
+            Some("") => true,
+            Some(note) => note.starts_with(" (") && !note.contains("needed"),
+            None => false,
+        }
+    })?;
     line.split(',').nth(1)?.trim_matches('"').parse().ok()
 }
 
@@ -327,6 +334,11 @@ mod tests {
         assert_eq!(csv_rps(out, "set"), Some(98911.96));
         assert_eq!(csv_rps(out, "get"), None);
         assert_eq!(csv_rps("\"GET\",\"x\"", "get"), None);
+        let lrange = "\"LPUSH (needed to benchmark LRANGE)\",\"65146.58\"\n\
+                      \"LRANGE_100 (first 100 elements)\",\"15661.71\"\n";
+        assert_eq!(csv_rps(lrange, "lrange_100"), Some(15661.71));
+        assert_eq!(csv_rps(lrange, "lpush"), None);
+        assert_eq!(csv_rps("\"MSET (10 keys)\",\"1.5\"\n", "mset"), Some(1.5));
     }
 
     #[test]
