@@ -127,16 +127,10 @@ async fn put(
             }
             _ => ApiError::exiting(),
         })?;
-    if ticket.is_done() {
-        return Ok(());
-    }
-    // The disk writer completes a pass's publishes together: one wake-up of this thread.
-    super::wake_relay::relayed(ticket.wait())
-        .await
-        .map_err(|e| match e {
-            DiskError::Exiting => ApiError::exiting(),
-            d => disk_error(&d),
-        })
+    ticket.wait().await.map_err(|e| match e {
+        DiskError::Exiting => ApiError::exiting(),
+        d => disk_error(&d),
+    })
 }
 
 fn disk_error(e: &DiskError) -> ApiError {
