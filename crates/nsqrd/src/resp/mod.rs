@@ -30,6 +30,7 @@ mod command_meta;
 mod config;
 mod conn;
 mod connection;
+mod databases;
 mod dump;
 mod feed;
 mod geo;
@@ -97,6 +98,8 @@ pub struct Shared {
     pub clients: registry::Clients,
     /// The script cache and the script thread (`EVAL`).
     pub scripts: script::Scripts,
+    /// How many databases SELECT reaches (Redis's `databases`).
+    pub databases: usize,
 }
 
 /// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
@@ -185,6 +188,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         max_bulk: config.max_bulk,
         clients: registry::Clients::default(),
         scripts: script::Scripts::default(),
+        databases: o.kv_databases.clamp(1, 256) as usize,
     });
     let stop_scripts = Arc::clone(&shared);
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the

@@ -48,6 +48,8 @@ pub struct Session {
     pub blocked: Option<Blocking>,
     /// The command just run blocked: keep its request, wait, run it again (`conn.rs`).
     pub block_now: bool,
+    /// The selected database (`databases.rs`).
+    pub db: u8,
 }
 
 impl Session {
@@ -66,6 +68,7 @@ impl Session {
             replies: Replies::default(),
             blocked: None,
             block_now: false,
+            db: 0,
         }
     }
 

@@ -298,7 +298,7 @@ pub fn pop_first<'k>(
 /// `[key, [[member, score], ...]]`, as ZMPOP and BZMPOP answer.
 pub fn mpop_reply(out: &mut Reply, key: &[u8], popped: &[(Box<[u8]>, f64)]) {
     out.array(2);
-    out.bulk(key);
+    out.bulk(nsqr_kv::db::user_key(key));
     pairs(
         out,
         popped.len(),
