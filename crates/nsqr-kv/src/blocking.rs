@@ -1,9 +1,9 @@
-//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BLMPOP, BRPOPLPUSH): who waits on which key,
-//! in the order they blocked.
+//! Clients blocked on lists (BLPOP, BRPOP, BLMOVE, BLMPOP, BRPOPLPUSH) and on sorted sets
+//! (BZPOPMIN, BZPOPMAX, BZMPOP): who waits on which key, in the order they blocked.
 //!
 //! A client that found every key empty takes a place at the back of each key's queue
-//! ([`Keyspace::block`]) and waits. A change that gives a key elements (a push, or a list
-//! written whole by RENAME, COPY or RESTORE) wakes the first client of that key's queue, from
+//! ([`Keyspace::block`]) and waits. A change that gives a key elements (a push or a ZADD, or a
+//! list or sorted set written whole by RENAME, COPY, RESTORE or a STORE command) wakes the first client of that key's queue, from
 //! inside the change (`Keyspace::emit`); that client runs its command again and, having
 //! popped, wakes the next one, so elements go to blocked clients in the order they blocked.
 //! A client that finds nothing again (another took the element first) keeps its place; one

@@ -668,6 +668,7 @@ mod tests {
     fn kinds_by_name() {
         assert_eq!(KeyType::from_name(b"HASH"), Some(KeyType::Hash));
         assert_eq!(KeyType::from_name(b"zset"), Some(KeyType::Zset));
-        assert_eq!(KeyType::from_name(b"stream"), None);
+        assert_eq!(KeyType::from_name(b"stream"), Some(KeyType::Stream));
+        assert_eq!(KeyType::from_name(b"vectorset"), None);
     }
 }

@@ -18,15 +18,16 @@
 //!   every JSON parser.
 //! - `op`: `set`, `incrby`, `append` (the key's value changed), `expire`, `persist` (its
 //!   deadline changed), `del`, `expired`, `evicted` (it is gone), `flush` (every key is gone;
-//!   no `key`), and for lists, hashes, sets and streams the command's Redis event (`lpush`,
-//!   `hset`, `sadd`, `srem`, `spop`, `sinterstore`, `xadd`, `xgroup-create`, ...: the full list is
-//!   in `docs/keyspace.md`).
+//!   no `key`), and for lists, hashes, sets, sorted sets and streams the command's Redis event
+//!   (`lpush`, `hset`, `sadd`, `srem`, `zadd`, `zincr`, `zpopmin`, `zunionstore`, `xadd`,
+//!   `xgroup-create`, ...: the full list is in `docs/keyspace.md`).
 //! - `key`: the key as a JSON string when it is UTF-8; otherwise `key_base64` (standard
 //!   alphabet, padded) instead.
 //! - `time`: when the change happened, Unix milliseconds.
 //! - `value` (or `value_base64`): the value after the change, only for changes that leave a
 //!   string (`set`, `incrby`, `append`, ...), and only when the feed is configured to include
-//!   values. Changes to lists, hashes, sets and streams carry no value: a consumer reads the key when it
+//!   values. Changes to lists, hashes, sets, sorted sets and streams carry no value: a consumer
+//!   reads the key when it
 //!   needs it.
 //! - `expires_at`: the key's deadline (Unix ms) after the change, when it has one.
 //!

@@ -422,7 +422,7 @@ impl Keyspace {
         if e.op != Op::Flush {
             self.watchers.touch(e.key);
         }
-        if matches!(e.op, Op::Lpush | Op::Rpush) {
+        if matches!(e.op, Op::Lpush | Op::Rpush | Op::Zadd | Op::Zincr) {
             self.blockers.wake(e.key);
         }
         self.notify_change(&e);

@@ -1,4 +1,4 @@
-//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, list, hash and set keys with millisecond TTLs
+//! nsqr-kv: the keyspace engine of nsqr, with no sockets. String, list, hash, set and sorted set keys with millisecond TTLs
 //! that expire when their time comes, `maxmemory` with Redis's eviction policies, keyspace
 //! notifications and a pub/sub hub, snapshots, a group-committed append-only log for strict
 //! durability, and a change feed of every change and expiry.
@@ -98,5 +98,8 @@ pub use strings::{format_float, parse_float, Condition, Expiry, OldValue, SetOpt
 pub use subscriber::{OutputLimit, Subscriber};
 pub use turn::{ExclusiveTurn, SharedTurn};
 pub use watch::Watch;
-pub use zset::{format_score, index_ranks, parse_score, LexBound, ScoreBound, ZSet};
+pub use zset::{
+    format_score, index_ranks, parse_score, parse_score_bound, LexBound, Popped as ZPopped,
+    ScoreBound, ZSet,
+};
 pub use zsets::{Aggregate, ZRangeSpec, ZaddOptions, ZaddReply};

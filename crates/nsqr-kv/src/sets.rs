@@ -4,10 +4,9 @@
 
 use crate::clock::now_ms;
 use crate::collection::Set;
-use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
+use crate::keyspace::{Find, Guard, Keyspace, Pending};
 use crate::typed::typed;
 
 /// SINTER, SUNION or SDIFF.
@@ -231,17 +230,9 @@ impl Keyspace {
         pending: &mut Pending,
     ) -> usize {
         let g = self.guard_of(guards, hd);
-        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
         let n = result.len();
-        if n == 0 {
-            if old_clock.is_some() && g.remove(hd, dest).is_some() {
-                self.emit(Emit::new(Op::Del, dest), now, pending);
-            }
-            return 0;
-        }
-        let entry = Entry::typed(dest, result.into(), None, self.write_clock(old_clock, now));
-        self.emit_whole(&entry, op.store_op(), old_clock.is_none(), now, pending);
-        g.put(hd, entry, self.hasher());
+        let result = (n > 0).then(|| result.into());
+        self.store_whole(g, dest, hd, result, op.store_op(), now, pending);
         n
     }
 

@@ -203,9 +203,34 @@ impl Keyspace {
             ..Emit::new(op, entry.key())
         };
         self.emit(emit, now, pending);
-        if entry.kind() == KeyType::List {
+        if matches!(entry.kind(), KeyType::List | KeyType::Zset) {
             self.blockers.wake(entry.key());
         }
+    }
+
+    /// A STORE command's result replaces `dest` (in the locked shard `g`), whatever it held,
+    /// with no deadline; `None` (an empty result) deletes it.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_whole(
+        &self,
+        g: &mut Guard<'_>,
+        dest: &[u8],
+        hd: u64,
+        result: Option<Collection>,
+        op: Op,
+        now: u64,
+        pending: &mut Pending,
+    ) {
+        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
+        let Some(result) = result else {
+            if old_clock.is_some() && g.remove(hd, dest).is_some() {
+                self.emit(Emit::new(Op::Del, dest), now, pending);
+            }
+            return;
+        };
+        let entry = Entry::typed(dest, result, None, self.write_clock(old_clock, now));
+        self.emit_whole(&entry, op, old_clock.is_none(), now, pending);
+        g.put(hd, entry, self.hasher());
     }
 
     /// Applies a members record (replay): each member's state set; a key of another type is

@@ -3,8 +3,8 @@
 //! Two structures, as Redis keeps a dict beside its skiplist:
 //! - `scores`, an insertion-ordered map from member to score: ZSCORE in constant time, and,
 //!   as for hashes and sets, random picks (ZRANDMEMBER) and ZSCAN's cursor by position;
-//! - `order`, an order-statistic B-tree of (score, member) (the `indexset` crate: nodes of a
-//!   few hundred elements indexed by a Fenwick tree), so ZRANK, ranges by rank and the
+//! - `order`, an order-statistic B-tree of (score, member) (the `indexset` crate: sorted nodes
+//!   of up to 1,024 elements indexed by a Fenwick tree), so ZRANK, ranges by rank and the
 //!   position of a score or a lexicographic bound all cost O(log n), not a walk.
 //!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
@@ -30,6 +30,9 @@ const ZSET_SMALL_VALUE: usize = 64;
 /// A member's fixed cost: its slot in the map (hash, boxed member, score; index and control
 /// byte) and in the tree (score and boxed member).
 const ZSET_SLOT: usize = 8 + 16 + 8 + 10 + 24;
+
+/// A member taken out of a sorted set, with its score.
+pub type Popped = (Box<[u8]>, f64);
 
 /// One element of the order.
 #[derive(Debug, Clone)]
@@ -229,7 +232,7 @@ impl ZSet {
     }
 
     /// Removes the member of lowest score (or highest, `max`).
-    pub fn pop(&mut self, max: bool) -> Option<(Box<[u8]>, f64)> {
+    pub fn pop(&mut self, max: bool) -> Option<Popped> {
         let r = if max {
             self.order.pop_last()
         } else {
@@ -307,41 +310,92 @@ pub fn index_ranks(len: usize, start: i64, stop: i64) -> Option<Range<usize>> {
     (start <= stop && start < len).then(|| start as usize..stop as usize + 1)
 }
 
-/// A score as Redis 7.0 writes it (`%.17g`, `inf`, `-inf`).
+/// A score as Redis 7.0 writes it (`%.17g`, `inf`, `-inf`; a zero is `0`).
 pub fn format_score(v: f64) -> String {
-    if v.is_infinite() {
-        return if v > 0.0 { "inf" } else { "-inf" }.to_string();
-    }
     if v == 0.0 {
         return "0".to_string();
     }
-    // 17 significant digits, in exponent form to read the exponent.
-    let sci = format!("{v:.16e}");
-    let Some((mantissa, exp)) = sci.split_once('e') else {
-        return sci;
-    };
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if !(-4..17).contains(&exp) {
-        let mantissa = trim_zeros(mantissa);
-        let sign = if exp < 0 { '-' } else { '+' };
-        return format!("{mantissa}e{sign}{:02}", exp.unsigned_abs());
-    }
-    let decimals = (16 - exp).max(0) as usize;
-    trim_zeros(&format!("{v:.decimals$}")).to_string()
+    resp_wire::format_double(v)
 }
 
-/// `1.500` as `1.5`, `2.000` as `2` (numbers with a point only).
-fn trim_zeros(s: &str) -> &str {
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.')
-    } else {
-        s
-    }
-}
-
-/// A score as ZADD reads it: a float, `inf`, `-inf`; never NaN.
+/// A score as ZADD, ZINCRBY and WEIGHTS read it (Redis's `getDoubleFromObject`): the whole
+/// argument as C's `strtod` reads it, with no leading space, never NaN, and neither an
+/// overflow (`1e400`) nor an underflow to zero (`1e-400`).
 pub fn parse_score(s: &[u8]) -> Option<f64> {
-    crate::strings::parse_float(s)
+    if s.first().is_none_or(u8::is_ascii_whitespace) {
+        return None;
+    }
+    match strtod(s)? {
+        (_, true) => None,
+        (v, false) => Some(v),
+    }
+}
+
+/// A bound of a score range as Redis reads it (`zslParseRange`: `strtod` alone): leading
+/// spaces are skipped, an empty argument is 0, an overflow is infinite; never NaN.
+pub fn parse_score_bound(s: &[u8]) -> Option<f64> {
+    if s.is_empty() {
+        return Some(0.0);
+    }
+    strtod(s).map(|(v, _)| v)
+}
+
+/// The value of the whole of `s` as C's `strtod` reads it (leading spaces skipped, decimal or
+/// hexadecimal, `inf` / `infinity` in any case), and whether it over- or underflowed to 0;
+/// `None` for NaN, nothing to read, or anything left over.
+fn strtod(s: &[u8]) -> Option<(f64, bool)> {
+    let s = std::str::from_utf8(s).ok()?;
+    let s = s.trim_start_matches([' ', '\t', '\n', '\x0b', '\x0c', '\r']);
+    let (negative, body) = match s.as_bytes().first()? {
+        b'-' => (true, &s[1..]),
+        b'+' => (false, &s[1..]),
+        _ => (false, s),
+    };
+    let hex = matches!(body.get(..2), Some("0x" | "0X"));
+    let numeric = hex || body.starts_with(|c: char| c.is_ascii_digit() || c == '.');
+    let v = if hex {
+        hex_float(&body[2..])?
+    } else if numeric {
+        body.parse().ok()?
+    } else if ["inf", "infinity"]
+        .iter()
+        .any(|w| body.eq_ignore_ascii_case(w))
+    {
+        f64::INFINITY
+    } else {
+        return None;
+    };
+    let mantissa = if hex {
+        body[2..].split(['p', 'P']).next()
+    } else {
+        body.split(['e', 'E']).next()
+    };
+    let nonzero = mantissa.is_some_and(|m| m.bytes().any(|c| c.is_ascii_hexdigit() && c != b'0'));
+    let range = (v.is_infinite() && numeric) || (v == 0.0 && nonzero);
+    Some((if negative { -v } else { v }, range))
+}
+
+/// `1f.8p3` (after `0x`): hexadecimal digits, an optional fraction, an optional binary
+/// exponent.
+fn hex_float(s: &str) -> Option<f64> {
+    let (mantissa, exp) = match s.find(['p', 'P']) {
+        Some(i) => (&s[..i], s[i + 1..].parse::<i32>().ok()?),
+        None => (s, 0),
+    };
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    if int.is_empty() && frac.is_empty() {
+        return None;
+    }
+    let mut v = 0f64;
+    for c in int.chars() {
+        v = v * 16.0 + f64::from(c.to_digit(16)?);
+    }
+    let mut scale = 1.0 / 16.0;
+    for c in frac.chars() {
+        v += f64::from(c.to_digit(16)?) * scale;
+        scale /= 16.0;
+    }
+    Some(v * 2f64.powi(exp))
 }
 
 #[cfg(test)]
@@ -363,25 +417,43 @@ mod tests {
 
     #[test]
     fn scores_format_as_redis() {
-        let cases = [
-            (0.1, "0.10000000000000001"),
-            (1e20, "1e+20"),
-            (3.0, "3"),
-            (-0.0, "0"),
-            (f64::INFINITY, "inf"),
-            (f64::NEG_INFINITY, "-inf"),
-            (1.5, "1.5"),
-            (-2.25, "-2.25"),
-            (1e-5, "1.0000000000000001e-05"),
-            (0.0001, "0.0001"),
-            (123456789012345678.0, "1.2345678901234568e+17"),
-            (12345678901234567.0, "12345678901234568"),
-            (f64::MAX, "1.7976931348623157e+308"),
-            (5e-324, "4.9406564584124654e-324"),
-        ];
-        for (v, want) in cases {
-            assert_eq!(format_score(v), want, "{v}");
+        // `%.17g` (resp-wire's format_double, tested there), but a zero is never `-0`.
+        assert_eq!(format_score(0.1), "0.10000000000000001");
+        assert_eq!(format_score(-0.0), "0");
+        assert_eq!(format_score(f64::NEG_INFINITY), "-inf");
+    }
+
+    #[test]
+    fn scores_read_as_redis() {
+        for (text, want) in [
+            ("1.5", Some(1.5)),
+            ("+5", Some(5.0)),
+            (".5", Some(0.5)),
+            ("5.", Some(5.0)),
+            ("-inf", Some(f64::NEG_INFINITY)),
+            ("+Infinity", Some(f64::INFINITY)),
+            ("0x10", Some(16.0)),
+            ("-0x1.8p1", Some(-3.0)),
+            ("1e-310", Some(1e-310)),
+            ("0e5", Some(0.0)),
+            ("1e400", None),
+            ("1e-400", None),
+            ("nan", None),
+            ("", None),
+            (" 1", None),
+            ("1 ", None),
+            ("1_0", None),
+            ("0x", None),
+            ("-", None),
+        ] {
+            assert_eq!(parse_score(text.as_bytes()), want, "{text:?}");
         }
+        // A range bound is read by strtod alone.
+        assert_eq!(parse_score_bound(b""), Some(0.0));
+        assert_eq!(parse_score_bound(b" 2"), Some(2.0));
+        assert_eq!(parse_score_bound(b"1e400"), Some(f64::INFINITY));
+        assert_eq!(parse_score_bound(b" "), None);
+        assert_eq!(parse_score_bound(b"-nan"), None);
     }
 
     #[test]

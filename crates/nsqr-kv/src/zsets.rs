@@ -7,12 +7,11 @@ use std::ops::Range;
 
 use crate::clock::now_ms;
 use crate::collection::{Collection, Set};
-use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
-use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
+use crate::keyspace::{Find, Guard, Keyspace, Pending};
 use crate::sets::SetOp;
-use crate::zset::{index_ranks, LexBound, ScoreBound, ZSet};
+use crate::zset::{index_ranks, LexBound, Popped, ScoreBound, ZSet};
 
 /// ZADD's flags.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -301,7 +300,7 @@ impl Keyspace {
         count: usize,
         max: bool,
         pending: &mut Pending,
-    ) -> Result<Vec<(Box<[u8]>, f64)>, KvError> {
+    ) -> Result<Vec<Popped>, KvError> {
         self.write_typed(key, pending, |z: &mut ZSet, touched| {
             let mut out = Vec::with_capacity(count.min(z.len()));
             while out.len() < count {
@@ -406,17 +405,9 @@ impl Keyspace {
         pending: &mut Pending,
     ) -> usize {
         let g = self.guard_of(guards, hd);
-        let old_clock = self.find(g, hd, dest, now, Find::Peek).map(|e| e.clock());
         let n = result.len();
-        if n == 0 {
-            if old_clock.is_some() && g.remove(hd, dest).is_some() {
-                self.emit(Emit::new(Op::Del, dest), now, pending);
-            }
-            return 0;
-        }
-        let entry = Entry::typed(dest, result.into(), None, self.write_clock(old_clock, now));
-        self.emit_whole(&entry, op, old_clock.is_none(), now, pending);
-        g.put(hd, entry, self.hasher());
+        let result = (n > 0).then(|| result.into());
+        self.store_whole(g, dest, hd, result, op, now, pending);
         n
     }
 
@@ -603,6 +594,29 @@ mod tests {
         assert_eq!(score.ranks(&z, false, Some((1, -1))), 2..5);
         assert_eq!(score.ranks(&z, false, Some((-1, 2))), 0..0);
         assert_eq!(score.ranks(&z, false, Some((100, 2))), 5..5);
+    }
+
+    #[test]
+    fn dump_round_trips_and_refuses_bad_scores() {
+        let ks = mem();
+        let mut p = Pending::default();
+        let items: [(f64, &[u8]); 3] = [(0.5, b"a"), (f64::INFINITY, b"b"), (-3.0, b"12")];
+        ks.zadd(b"z", &items, ZaddOptions::default(), &mut p)
+            .unwrap();
+        let payload = ks.dump(b"z").unwrap();
+        let restored = crate::dump::restore_value(&payload).unwrap();
+        let want = ks.read_zset(b"z", |z| z.cloned()).unwrap().unwrap();
+        assert_eq!(restored, crate::Value::Collection(Collection::Zset(want)));
+        let mut nan = vec![5, 1, 1, b'a'];
+        nan.extend_from_slice(&f64::NAN.to_le_bytes());
+        assert!(crate::dump::decode_value(&nan).is_err());
+        // A member twice, a score cut short.
+        let mut twice = vec![5, 2, 1, b'a'];
+        twice.extend_from_slice(&1f64.to_le_bytes());
+        twice.extend_from_slice(&[1, b'a']);
+        twice.extend_from_slice(&2f64.to_le_bytes());
+        assert!(crate::dump::decode_value(&twice).is_err());
+        assert!(crate::dump::decode_value(&[5, 1, 1, b'a', 0, 0]).is_err());
     }
 
     #[test]

@@ -224,19 +224,36 @@ impl Reply {
     }
 }
 
-/// A double as Redis writes it: `inf`, `-inf`, `nan`, integers without a fraction, otherwise
-/// the shortest text that reads back as the same value.
+/// A double as Redis 7.0 writes it (`addReplyDouble`): `inf`, `-inf`, `nan`, otherwise C's
+/// `%.17g` (17 significant digits, trailing zeros cut, an exponent of at least two digits
+/// below 1e-4 and from 1e17 on): `0.1` is `0.10000000000000001`, `1e20` is `1e+20`.
 pub fn format_double(v: f64) -> String {
     if v.is_nan() {
-        "nan".to_string()
-    } else if v.is_infinite() {
-        if v > 0.0 { "inf" } else { "-inf" }.to_string()
-    } else if v.fract() == 0.0 && v.abs() < 1e17 {
-        format!("{}", v as i64)
-    } else if (1e-5..1e17).contains(&v.abs()) {
-        format!("{v}")
+        return "nan".to_string();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "inf" } else { "-inf" }.to_string();
+    }
+    // 17 significant digits in exponent form, to read the exponent `%g` decides by.
+    let sci = format!("{v:.16e}");
+    let Some((mantissa, exp)) = sci.split_once('e') else {
+        return sci;
+    };
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..17).contains(&exp) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        return format!("{}e{sign}{:02}", trim_zeros(mantissa), exp.unsigned_abs());
+    }
+    let decimals = (16 - exp).max(0) as usize;
+    trim_zeros(&format!("{v:.decimals$}")).to_string()
+}
+
+/// `1.500` as `1.5`, `2.000` as `2` (numbers with a point only).
+fn trim_zeros(s: &str) -> &str {
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.')
     } else {
-        format!("{v:e}")
+        s
     }
 }
 
@@ -287,12 +304,27 @@ mod tests {
     }
 
     #[test]
-    fn doubles() {
-        assert_eq!(format_double(3.0), "3");
-        assert_eq!(format_double(0.1), "0.1");
-        assert_eq!(format_double(f64::INFINITY), "inf");
-        assert_eq!(format_double(-f64::INFINITY), "-inf");
-        assert_eq!(format_double(1e300), "1e300");
-        assert_eq!(format_double(-2.5e-7), "-2.5e-7");
+    fn doubles_are_printf_17g() {
+        let cases = [
+            (3.0, "3"),
+            (0.1, "0.10000000000000001"),
+            (f64::INFINITY, "inf"),
+            (-f64::INFINITY, "-inf"),
+            (f64::NAN, "nan"),
+            (1e300, "1.0000000000000001e+300"),
+            (-2.5e-7, "-2.4999999999999999e-07"),
+            (2.5, "2.5"),
+            (1e20, "1e+20"),
+            (-0.0, "-0"),
+            (1e-5, "1.0000000000000001e-05"),
+            (0.0001, "0.0001"),
+            (12345678901234567.0, "12345678901234568"),
+            (123456789012345678.0, "1.2345678901234568e+17"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "4.9406564584124654e-324"),
+        ];
+        for (v, want) in cases {
+            assert_eq!(format_double(v), want, "{v}");
+        }
     }
 }

@@ -1,4 +1,5 @@
-//! The blocking list commands: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP.
+//! The blocking list commands: BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP (and the machinery
+//! the blocking sorted set pops of `zblocking.rs` share).
 //!
 //! Each first tries its non-blocking form. When every key is empty, the client takes a place
 //! in the queues of its keys (`nsqr_kv::Keyspace::block`, in the order clients blocked) and
@@ -30,7 +31,7 @@ pub struct Blocking {
 /// A timeout in seconds, as Redis 7.0 reads it (a float, rounded up to a millisecond; one
 /// whose milliseconds do not fit in 64 bits, or below 0, is negative): the deadline, `None`
 /// for 0 (forever); `Err` once the error is the reply.
-fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
+pub(super) fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
     let Some(secs) = nsqr_kv::parse_float(arg) else {
         ctx.out.error("ERR timeout is not a float or out of range");
         return Err(());
@@ -40,9 +41,16 @@ fn deadline(ctx: &mut Ctx<'_>, arg: &[u8]) -> Result<Option<Instant>, ()> {
         ctx.out.error("ERR timeout is negative");
         return Err(());
     }
-    if ms == 0.0 {
+    // A positive timeout below what a double holds (`1e-400`) reads as 0: it is still a
+    // timeout (Redis's long double keeps it), not "forever".
+    let tiny = arg
+        .iter()
+        .take_while(|c| !matches!(c, b'e' | b'E'))
+        .any(|c| (b'1'..=b'9').contains(c));
+    if ms == 0.0 && !tiny {
         return Ok(None);
     }
+    let ms = ms.max(1.0);
     // A deadline beyond what the clock can represent is as good as none, as in Redis.
     Ok(Instant::now().checked_add(Duration::from_millis(ms as u64)))
 }

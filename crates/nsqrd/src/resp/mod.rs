@@ -54,6 +54,7 @@ mod strings;
 mod table;
 mod transaction;
 mod workers;
+mod zblocking;
 mod zranges;
 mod zsets;
 

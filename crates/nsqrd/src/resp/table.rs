@@ -12,7 +12,7 @@ use super::session::Ctx;
 use super::{
     acl, bits, blocking, client, connection, databases, dump, geo, hashes, hll, introspection,
     keys, lists, persistence, pubsub, script, server, sets, stream_groups, stream_info,
-    stream_read, streams, strings, transaction, zranges, zsets,
+    stream_read, streams, strings, transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -247,6 +247,9 @@ commands! {
     "zinterstore", -4, WRITE | DENYOOM, ONE, zsets::zinterstore;
     "zdiffstore", -4, WRITE | DENYOOM, ONE, zsets::zdiffstore;
     "zintercard", -3, READONLY, NONE, zsets::zintercard;
+    "bzpopmin", -3, WRITE | FAST, (1, -2, 1), zblocking::bzpopmin;
+    "bzpopmax", -3, WRITE | FAST, (1, -2, 1), zblocking::bzpopmax;
+    "bzmpop", -5, WRITE, NONE, zblocking::bzmpop;
     // keys
     "del", -2, WRITE, ALL, keys::del;
     "unlink", -2, WRITE | FAST, ALL, keys::del;

@@ -28,7 +28,7 @@ pub fn score_bound(arg: &[u8]) -> Option<ScoreBound> {
         Some((b'(', rest)) => (true, rest),
         _ => (false, arg),
     };
-    let value = nsqr_kv::parse_score(text)?;
+    let value = nsqr_kv::parse_score_bound(text)?;
     Some(ScoreBound { value, exclusive })
 }
 
@@ -297,7 +297,8 @@ mod tests {
             Some(f64::NEG_INFINITY)
         );
         assert_eq!(score_bound(b"+inf").map(|b| b.value), Some(f64::INFINITY));
-        for bad in [&b"nan"[..], b"(", b"", b"abc", b" 1"] {
+        assert_eq!(score_bound(b"(").map(|b| b.value), Some(0.0));
+        for bad in [&b"nan"[..], b"abc", b"1 "] {
             assert_eq!(score_bound(bad), None, "{bad:?}");
         }
         assert_eq!(lex_bound(b"-"), Some(LexBound::Min));

@@ -4,7 +4,7 @@
 //! written as Redis 7.0 writes them (`%.17g`): bulk strings in RESP2, doubles in RESP3, where
 //! a list of members with scores is a list of pairs.
 
-use nsqr_kv::{random_indices, Aggregate, SetOp, ZSet, ZaddOptions, ZaddReply};
+use nsqr_kv::{random_indices, Aggregate, KeyType, SetOp, ZPopped, ZSet, ZaddOptions, ZaddReply};
 use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{checked, is, SYNTAX};
@@ -14,17 +14,9 @@ use super::session::Ctx;
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
 
-/// A score: a double in RESP3, a bulk string in RESP2.
+/// A score: a double in RESP3, a bulk string in RESP2 (a zero is `0`).
 pub fn score(out: &mut Reply, v: f64) {
-    let text = nsqr_kv::format_score(v);
-    match out.protocol() {
-        Protocol::Resp2 => out.bulk(text.as_bytes()),
-        Protocol::Resp3 => {
-            out.raw(b",");
-            out.raw(text.as_bytes());
-            out.raw(b"\r\n");
-        }
-    }
+    out.double(v + 0.0);
 }
 
 /// `n` members, with their scores if `withscores`: flat in RESP2, pairs in RESP3.
@@ -73,20 +65,22 @@ pub fn zadd(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let mut at = 2;
     while at < a.len() {
         let flag = a.get(at);
-        let slot = match flag.to_ascii_lowercase().as_slice() {
-            b"nx" => &mut o.nx,
-            b"xx" => &mut o.xx,
-            b"gt" => &mut o.gt,
-            b"lt" => &mut o.lt,
-            b"ch" => &mut o.ch,
-            b"incr" => &mut o.incr,
-            _ => break,
-        };
+        let slot = [
+            ("nx", &mut o.nx),
+            ("xx", &mut o.xx),
+            ("gt", &mut o.gt),
+            ("lt", &mut o.lt),
+            ("ch", &mut o.ch),
+            ("incr", &mut o.incr),
+        ]
+        .into_iter()
+        .find(|(name, _)| is(flag, name));
+        let Some((_, slot)) = slot else { break };
         *slot = true;
         at += 1;
     }
     let rest = a.len() - at;
-    if rest == 0 || rest % 2 != 0 {
+    if rest == 0 || !rest.is_multiple_of(2) {
         return ctx.out.error(SYNTAX);
     }
     if o.nx && o.xx {
@@ -94,7 +88,7 @@ pub fn zadd(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             .out
             .error("ERR XX and NX options at the same time are not compatible");
     }
-    if (o.gt && o.nx) || (o.lt && o.nx) || (o.gt && o.lt) {
+    if (o.nx && (o.gt || o.lt)) || (o.gt && o.lt) {
         return ctx
             .out
             .error("ERR GT, LT, and/or NX options at the same time are not compatible");
@@ -278,12 +272,12 @@ pub fn mpop_args<'a>(ctx: &mut Ctx<'_>, a: &'a Args<'_>, at: usize) -> Option<Mp
     })
 }
 
+/// A key and the members popped from it.
+pub type PoppedFrom<'k> = (&'k [u8], Vec<ZPopped>);
+
 /// Pops from the first of `keys` that is not empty: its key and members, or `None`; `Err`
 /// once WRONGTYPE is the reply.
-pub fn pop_first<'k>(
-    ctx: &mut Ctx<'_>,
-    m: &MpopArgs<'k>,
-) -> Result<Option<(&'k [u8], Vec<(Box<[u8]>, f64)>)>, ()> {
+pub fn pop_first<'k>(ctx: &mut Ctx<'_>, m: &MpopArgs<'k>) -> Result<Option<PoppedFrom<'k>>, ()> {
     for &key in &m.keys {
         let r = ctx.shared.ks.zpop(key, m.count, m.max, &mut ctx.s.pending);
         match checked(ctx.out, r) {
@@ -296,7 +290,7 @@ pub fn pop_first<'k>(
 }
 
 /// `[key, [[member, score], ...]]`, as ZMPOP and BZMPOP answer.
-pub fn mpop_reply(out: &mut Reply, key: &[u8], popped: &[(Box<[u8]>, f64)]) {
+pub fn mpop_reply(out: &mut Reply, key: &[u8], popped: &[ZPopped]) {
     out.array(2);
     out.bulk(nsqr_kv::db::user_key(key));
     pairs(
@@ -391,9 +385,7 @@ fn algebra_args<'a>(
     store: bool,
     name: &str,
 ) -> Option<Algebra<'a>> {
-    let Some(numkeys) = super::args::int(ctx, a.get(at)) else {
-        return None;
-    };
+    let numkeys = super::args::int(ctx, a.get(at))?;
     if numkeys < 1 {
         ctx.out.error(&format!(
             "ERR at least 1 input key is needed for '{name}' command"
@@ -419,7 +411,7 @@ fn algebra_args<'a>(
         if op != SetOp::Diff && is(arg, "weights") && left >= numkeys {
             for k in 0..numkeys {
                 let Some(w) = nsqr_kv::parse_score(a.get(j + 1 + k)) else {
-                    ctx.out.error("ERR weight value is not a float");
+                    options_error(ctx, &alg.keys, "ERR weight value is not a float");
                     return None;
                 };
                 alg.weights.push(w);
@@ -431,7 +423,7 @@ fn algebra_args<'a>(
                 w if is(w, "min") => Aggregate::Min,
                 w if is(w, "max") => Aggregate::Max,
                 _ => {
-                    ctx.out.error(SYNTAX);
+                    options_error(ctx, &alg.keys, SYNTAX);
                     return None;
                 }
             };
@@ -439,12 +431,28 @@ fn algebra_args<'a>(
         } else if !store && is(arg, "withscores") {
             alg.withscores = true;
         } else {
-            ctx.out.error(SYNTAX);
+            options_error(ctx, &alg.keys, SYNTAX);
             return None;
         }
         j += 1;
     }
     Some(alg)
+}
+
+/// An error in the options of ZUNION / ZINTER / ZDIFF: Redis checks the keys' types first, so
+/// a key of another type makes the reply WRONGTYPE.
+fn options_error(ctx: &mut Ctx<'_>, keys: &[&[u8]], msg: &str) {
+    let wrong = keys.iter().any(|k| {
+        ctx.shared
+            .ks
+            .key_type(k)
+            .is_some_and(|t| !matches!(t, KeyType::Zset | KeyType::Set))
+    });
+    if wrong {
+        ctx.out.error(&nsqr_kv::KvError::WrongType.to_string());
+    } else {
+        ctx.out.error(msg);
+    }
 }
 
 fn combine(ctx: &mut Ctx<'_>, a: &Args<'_>, op: SetOp, name: &str) {

@@ -109,8 +109,11 @@ fn write_table(t: &Table, out: &mut Reply, resp: Protocol, depth: usize) {
             .collect();
         return out.simple(&text);
     }
-    if let Value::Number(d) = field(t, "double") {
-        return out.double(d);
+    match field(t, "double") {
+        Value::Number(d) => return out.double(d),
+        // A whole number comes back from Lua as an integer.
+        Value::Integer(n) => return out.double(n as f64),
+        _ => {}
     }
     if let Value::String(d) = field(t, "big_number") {
         return out.big_number(&d.as_bytes());
