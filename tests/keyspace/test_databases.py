@@ -49,6 +49,18 @@ class Databases(SharedServer):
         self.assertEqual(info["db1"]["keys"], 3)
         self.assertNotIn("db2", info)
 
+    def test_sorted_sets_and_pops_name_the_clients_key(self):
+        d1 = self.db(1)
+        d1.zadd("z", {"a": 1, "b": 2})
+        self.assertEqual(self.r.zcard("z"), 0)
+        self.assertEqual(d1.zrange("z", 0, -1, withscores=True), [("a", 1.0), ("b", 2.0)] if self.PROTOCOL == 2 else [["a", 1.0], ["b", 2.0]])
+        popped = d1.bzpopmin("z", timeout=1)
+        self.assertEqual(list(popped), ["z", "a", 1.0])
+        key, pairs = d1.zmpop(1, ["z"], max=True)
+        self.assertEqual((key, pairs[0][0], float(pairs[0][1])), ("z", "b", 2.0))
+        d1.rpush("l", "x")
+        self.assertEqual(list(d1.blpop("l", timeout=1)), ["l", "x"])
+
     def test_select_errors_as_redis(self):
         with self.assertRaisesRegex(redis.ResponseError, "^DB index is out of range$"):
             self.r.execute_command("SELECT", 16)
