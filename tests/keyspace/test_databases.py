@@ -61,6 +61,16 @@ class Databases(SharedServer):
         d1.rpush("l", "x")
         self.assertEqual(list(d1.blpop("l", timeout=1)), ["l", "x"])
 
+    def test_sort_by_and_store_use_the_clients_database(self):
+        d2 = self.db(2)
+        d2.rpush("ids", "1", "2", "3")
+        d2.mset({"w_1": 3, "w_2": 1, "w_3": 2, "name_1": "a", "name_2": "b", "name_3": "c"})
+        self.r.mset({"w_1": 1, "w_2": 2, "w_3": 3})
+        self.assertEqual(d2.sort("ids", by="w_*", get="name_*"), ["b", "c", "a"])
+        self.assertEqual(d2.sort("ids", by="w_*", store="sorted"), 3)
+        self.assertEqual(d2.lrange("sorted", 0, -1), ["2", "3", "1"])
+        self.assertEqual(self.r.exists("sorted"), 0)
+
     def test_select_errors_as_redis(self):
         with self.assertRaisesRegex(redis.ResponseError, "^DB index is out of range$"):
             self.r.execute_command("SELECT", 16)

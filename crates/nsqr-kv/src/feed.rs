@@ -115,6 +115,8 @@ pub enum Op {
     /// GEORADIUS / GEORADIUSBYMEMBER ... STORE / STOREDIST.
     Georadiusstore,
     Geosearchstore,
+    /// SORT ... STORE's destination (a list).
+    Sortstore,
 }
 
 impl Op {
@@ -180,6 +182,7 @@ impl Op {
             Op::Zrangestore => "zrangestore",
             Op::Georadiusstore => "georadiusstore",
             Op::Geosearchstore => "geosearchstore",
+            Op::Sortstore => "sortstore",
         }
     }
 

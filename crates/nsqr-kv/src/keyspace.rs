@@ -33,6 +33,7 @@ use crate::pubsub::Hub;
 use crate::record::Record;
 use crate::revision::Revisions;
 use crate::shard::{Lookup, Shard};
+use crate::tracking::Tracking;
 use crate::turn::{ExclusiveTurn, SharedTurn, Turns};
 use crate::watch::Watchers;
 
@@ -49,9 +50,19 @@ pub struct Pending {
     feed: Vec<FeedWait>,
     /// A transaction's log records, appended as one record when it ends (strict mode).
     batch: Option<Vec<u8>>,
+    /// The client whose commands make these changes (CLIENT TRACKING's NOLOOP); 0: none.
+    writer: u64,
 }
 
 impl Pending {
+    /// For the changes of client `id`.
+    pub fn of_client(id: u64) -> Pending {
+        Pending {
+            writer: id,
+            ..Pending::default()
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         self.log_seq == 0 && self.feed.is_empty()
     }
@@ -146,6 +157,8 @@ pub struct Keyspace {
     turns: Turns,
     /// Clients watching keys (`watch.rs`).
     pub(crate) watchers: Watchers,
+    /// Clients tracking keys (`tracking.rs`).
+    pub(crate) tracking: Tracking,
     /// Unix seconds of the last snapshot written (or of the start).
     pub(crate) last_save: AtomicU64,
     /// A BGSAVE is running (`persist.rs`).
@@ -236,6 +249,7 @@ impl Keyspace {
             compacting: Mutex::new(()),
             turns: Turns::default(),
             watchers: Watchers::default(),
+            tracking: Tracking::default(),
             last_save: AtomicU64::new(now_ms() / 1000),
             bgsave_running: AtomicBool::new(false),
             blockers: Arc::default(),
@@ -421,6 +435,10 @@ impl Keyspace {
     pub(crate) fn emit_unlogged(&self, e: Emit<'_>, now: u64, pending: &mut Pending) {
         if e.op != Op::Flush {
             self.watchers.touch(e.key);
+            self.tracking
+                .invalidate(self, crate::db::user_key(e.key), pending.writer);
+        } else {
+            self.tracking.invalidate_all(self);
         }
         if matches!(e.op, Op::Lpush | Op::Rpush | Op::Zadd | Op::Zincr) {
             self.blockers.wake(e.key);

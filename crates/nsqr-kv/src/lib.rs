@@ -15,6 +15,7 @@
 //! ks.close()?;                              // shutdown snapshot
 //! ```
 
+pub mod bitfield;
 pub mod bits;
 mod blocking;
 mod clock;
@@ -52,6 +53,7 @@ mod revision;
 mod sets;
 mod shard;
 mod snapshot;
+mod sort;
 mod stream;
 mod stream_changes;
 mod stream_group;
@@ -63,6 +65,7 @@ pub mod subscriber;
 mod substrings;
 #[cfg(test)]
 mod test_support;
+pub mod tracking;
 mod turn;
 mod typed;
 mod warm;
@@ -87,6 +90,7 @@ pub use persist::PersistError;
 pub use pf::{PfDebug, PfDebugReply};
 pub use pubsub::{Hub, Kind};
 pub use sets::SetOp;
+pub use sort::SortSource;
 pub use stream::NODE_ENTRIES as STREAM_NODE_ENTRIES;
 pub use stream::{
     field_count, fields, pack_fields, Consumer, Group, Nack, Stream, StreamId, Trim, TrimSpec,

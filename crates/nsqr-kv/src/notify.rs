@@ -150,7 +150,8 @@ impl Event {
                 | Op::Lset
                 | Op::Linsert
                 | Op::Lrem
-                | Op::Ltrim,
+                | Op::Ltrim
+                | Op::Sortstore,
             ) => class::LIST,
             Event::Change(Op::Hset | Op::Hdel | Op::Hincrby | Op::Hincrbyfloat) => class::HASH,
             Event::Change(

@@ -306,6 +306,13 @@ impl Hub {
         subs.len()
     }
 
+    /// The outbox of client `id` if it is subscribed to `channel`.
+    pub fn subscriber_of(&self, channel: &[u8], id: u64) -> Option<Arc<Subscriber>> {
+        let inner = self.inner.lock();
+        let subs = inner.channels.get(channel)?;
+        subs.iter().find(|s| s.id() == id).cloned()
+    }
+
     /// Delivers `message` to the subscribers of `channel` and of every matching pattern.
     /// Returns how many clients received it.
     pub fn publish(&self, channel: &[u8], message: &[u8]) -> usize {

@@ -213,6 +213,20 @@ impl Keyspace {
         }
     }
 
+    /// As MGET, but a key of another type is WRONGTYPE (LCS): `f` sees each key's value in
+    /// order, read together.
+    pub fn mget_typed(&self, keys: &[&[u8]], mut f: impl FnMut(Result<Option<&[u8]>, KvError>)) {
+        let now = now_ms();
+        let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
+        let mut guards = self.lock_many(&hashes);
+        for (key, &hash) in keys.iter().zip(&hashes) {
+            let g = self.guard_of(&mut guards, hash);
+            f(string_of(
+                self.find(g, hash, key, now, Find::Read).as_deref(),
+            ));
+        }
+    }
+
     pub(crate) fn guard_of<'a, 'g>(
         &self,
         guards: &'a mut [Guard<'g>],

@@ -67,6 +67,11 @@ impl Subscriber {
         self.id
     }
 
+    /// The protocol messages are framed for.
+    pub fn protocol(&self) -> Protocol {
+        self.out.lock().reply.protocol()
+    }
+
     /// After `HELLO`: later messages are framed for `proto`.
     pub fn set_protocol(&self, proto: Protocol) {
         self.out.lock().reply.set_protocol(proto);

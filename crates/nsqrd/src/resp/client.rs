@@ -1,8 +1,8 @@
 //! The CLIENT command: this client's id, name and library (ID, GETNAME, SETNAME, SETINFO,
 //! INFO), every client (LIST with TYPE / ID, KILL with its old and new forms), PAUSE /
-//! UNPAUSE, REPLY, NO-EVICT, and the tracking and blocking queries (answered as for a client
-//! that tracks nothing; UNBLOCK unblocks no one: a client blocked on lists waits for its
-//! push, timeout or kill). The registry they read is `registry.rs`.
+//! UNPAUSE, REPLY, NO-EVICT, TRACKING and its queries (`tracking.rs`), and UNBLOCK (which
+//! unblocks no one: a client blocked on lists waits for its push, timeout or kill). The
+//! registry they read is `registry.rs`.
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -81,7 +81,7 @@ pub fn client(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         b"pause" => a.len() == 3 || a.len() == 4,
         b"unblock" => a.len() == 3 || a.len() == 4,
         b"list" => a.len() >= 2,
-        b"kill" => a.len() >= 3,
+        b"kill" | b"tracking" => a.len() >= 3,
         _ => {
             let name = String::from_utf8_lossy(a.get(1)).into_owned();
             return ctx.out.error(&format!(
@@ -146,18 +146,9 @@ pub fn client(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             // A blocked client is not unblocked from outside (docs/keyspace.md).
             ctx.out.integer(0);
         }
-        b"getredir" => ctx.out.integer(-1),
-        b"trackinginfo" => {
-            let out = &mut *ctx.out;
-            out.map(3);
-            out.bulk(b"flags");
-            out.set(1);
-            out.bulk(b"off");
-            out.bulk(b"redirect");
-            out.integer(-1);
-            out.bulk(b"prefixes");
-            out.array(0);
-        }
+        b"getredir" => super::tracking::getredir(ctx),
+        b"trackinginfo" => super::tracking::trackinginfo(ctx),
+        b"tracking" => super::tracking::tracking(ctx, a),
         _ => help(ctx),
     }
 }
@@ -172,7 +163,7 @@ fn help(ctx: &mut Ctx<'_>) {
         b"REPLY ON|OFF|SKIP",
         b"NO-EVICT ON|OFF",
         b"UNBLOCK <id> [TIMEOUT|ERROR] (unblocks no one here: always 0)",
-        b"GETREDIR, TRACKINGINFO (no client tracking here)",
+        b"TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [NOLOOP], GETREDIR, TRACKINGINFO",
         b"HELP",
         b"Other CLIENT subcommands of Redis are not served by nsqrd.",
         b"See docs/keyspace.md.",

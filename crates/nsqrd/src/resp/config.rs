@@ -1,19 +1,24 @@
 //! CONFIG GET / SET / RESETSTAT / REWRITE. The parameters that mean something here can be
-//! read; the keyspace's runtime settings (`maxmemory`, `maxmemory-policy`,
-//! `maxmemory-samples`, `notify-keyspace-events`, `busy-reply-threshold`, `requirepass`,
-//! `protected-mode`) can be changed. Clients that only probe
-//! (redis-benchmark asks for `save` and `appendonly`) get the values that describe this
-//! server.
+//! read; the runtime settings (`maxmemory`, `maxmemory-policy`, `maxmemory-samples`,
+//! `notify-keyspace-events`, `busy-reply-threshold`, `requirepass`, `protected-mode`,
+//! `timeout`, `slowlog-log-slower-than`, `slowlog-max-len`) can be changed, several at once
+//! and all or none, as in Redis 7. Clients that only probe (redis-benchmark asks for `save`
+//! and `appendonly`) get the values that describe this server; the parameters with no
+//! switch here are in `params.rs`.
 
 use nsqr_kv::{NotifyFlags, Policy};
 use resp_wire::Args;
 
+use std::sync::atomic::Ordering::Relaxed;
+
 use super::args::is;
+use super::params;
 use super::session::Ctx;
 use super::table::wrong_arity;
 
-/// Every parameter CONFIG GET knows, in the order it lists them.
-const PARAMS: [&str; 15] = [
+/// The parameters read from the running server, in the order CONFIG GET lists them (then
+/// `params::FIXED`).
+const PARAMS: [&str; 17] = [
     "maxmemory",
     "maxmemory-policy",
     "maxmemory-samples",
@@ -29,6 +34,8 @@ const PARAMS: [&str; 15] = [
     "lua-time-limit",
     "requirepass",
     "protected-mode",
+    "slowlog-log-slower-than",
+    "slowlog-max-len",
 ];
 
 fn value(ctx: &Ctx<'_>, name: &str) -> String {
@@ -57,13 +64,16 @@ fn value(ctx: &Ctx<'_>, name: &str) -> String {
             "no"
         }
         .to_string(),
+        "timeout" => ctx.shared.idle_timeout_secs.load(Relaxed).to_string(),
+        "slowlog-log-slower-than" => ctx.shared.slowlog.slower_than_us().to_string(),
+        "slowlog-max-len" => ctx.shared.slowlog.max_len().to_string(),
         "client-output-buffer-limit" => format!(
             "normal 0 0 0 slave 0 0 0 pubsub {} {} {}",
             l.hard,
             l.soft,
             l.soft_time.as_secs()
         ),
-        _ => "0".to_string(),
+        _ => params::fixed(name).unwrap_or("0").to_string(),
     }
 }
 
@@ -106,6 +116,7 @@ fn get(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let matched: Vec<&str> = PARAMS
         .iter()
         .copied()
+        .chain(params::FIXED.iter().map(|(n, _)| *n))
         .filter(|name| {
             patterns
                 .iter()
@@ -130,7 +141,29 @@ enum Change {
     /// The default user's password (empty: none).
     Requirepass(String),
     ProtectedMode(bool),
+    /// Seconds a client may stay idle (0: forever).
+    Timeout(u64),
+    SlowerThanUs(i64),
+    SlowlogMaxLen(u64),
     Nothing,
+}
+
+/// An integer parameter between `min` and `max`, with Redis's errors.
+fn int_in(text: &str, min: i64, max: i64, failed: impl Fn(&str) -> String) -> Result<i64, String> {
+    match resp_wire::parse_i64(text.as_bytes()) {
+        None => Err(failed("argument couldn't be parsed into an integer")),
+        Some(n) if n < min || n > max => Err(failed(&format!(
+            "argument must be between {min} and {max} inclusive"
+        ))),
+        Some(n) => Ok(n),
+    }
+}
+
+/// The canonical name of a parameter CONFIG SET knows (lower case), or `None`.
+fn known(name: &[u8]) -> Option<String> {
+    let lower = String::from_utf8_lossy(name).to_ascii_lowercase();
+    let known = PARAMS.contains(&lower.as_str()) || params::fixed(&lower).is_some();
+    known.then_some(lower)
 }
 
 fn parse_one(name: &[u8], v: &[u8]) -> Result<Change, String> {
@@ -171,22 +204,47 @@ fn parse_one(name: &[u8], v: &[u8]) -> Result<Change, String> {
             "no" => Ok(Change::ProtectedMode(false)),
             _ => Err(failed("argument must be 'yes' or 'no'")),
         }
+    } else if is(name, "timeout") {
+        int_in(&text, 0, i64::from(i32::MAX), failed).map(|n| Change::Timeout(n as u64))
+    } else if is(name, "slowlog-log-slower-than") {
+        int_in(&text, -1, i64::MAX, failed).map(Change::SlowerThanUs)
+    } else if is(name, "slowlog-max-len") {
+        int_in(&text, 0, i64::MAX, failed).map(|n| Change::SlowlogMaxLen(n as u64))
     } else if is(name, "save") && v.is_empty() {
         // No periodic snapshots here, which is what `save ""` asks for.
         Ok(Change::Nothing)
-    } else if PARAMS.iter().any(|p| is(name, p)) {
+    } else {
         Err(failed(
             "this parameter cannot be changed at runtime by nsqrd",
-        ))
-    } else {
-        Err(format!(
-            "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
-            String::from_utf8_lossy(name)
         ))
     }
 }
 
+/// Every name known, none twice (Redis checks the names before any value).
+fn check_names(a: &Args<'_>) -> Result<(), String> {
+    let mut seen: Vec<String> = Vec::new();
+    for i in (2..a.len()).step_by(2) {
+        let Some(name) = known(a.get(i)) else {
+            return Err(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                String::from_utf8_lossy(a.get(i))
+            ));
+        };
+        if seen.contains(&name) {
+            return Err(format!(
+                "ERR CONFIG SET failed (possibly related to argument '{}') - duplicate parameter",
+                String::from_utf8_lossy(a.get(i))
+            ));
+        }
+        seen.push(name);
+    }
+    Ok(())
+}
+
 fn set(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    if let Err(e) = check_names(a) {
+        return ctx.out.error(&e);
+    }
     let mut changes = Vec::new();
     for i in (2..a.len()).step_by(2) {
         match parse_one(a.get(i), a.get(i + 1)) {
@@ -207,6 +265,9 @@ fn set(ctx: &mut Ctx<'_>, a: &Args<'_>) {
                 .shared
                 .protected_mode
                 .store(on, std::sync::atomic::Ordering::Relaxed),
+            Change::Timeout(secs) => ctx.shared.idle_timeout_secs.store(secs, Relaxed),
+            Change::SlowerThanUs(us) => ctx.shared.slowlog.set_slower_than_us(us),
+            Change::SlowlogMaxLen(n) => ctx.shared.slowlog.set_max_len(n),
             Change::Nothing => {}
         }
     }

@@ -141,6 +141,9 @@ pub async fn run(
         shared.ks.hub().remove_client(id);
     }
     shared.ks.unwatch(&mut conn.session.watch);
+    if let Some(t) = conn.session.tracker.take() {
+        shared.ks.track_stop(&t);
+    }
     shared.clients.remove(id);
     shared.connected.fetch_sub(1, Ordering::Relaxed);
 }
@@ -155,6 +158,18 @@ fn is_local(ip: std::net::IpAddr) -> bool {
             v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
         }
         v4 => v4.is_loopback(),
+    }
+}
+
+/// When a client waiting for its next request has been idle for `CONFIG SET timeout` (none
+/// if 0). Subscribed and blocked clients are not timed out, as in Redis.
+fn idle_deadline(shared: &Shared) -> Option<tokio::time::Instant> {
+    match shared
+        .idle_timeout_secs
+        .load(std::sync::atomic::Ordering::Relaxed)
+    {
+        0 => None,
+        secs => Some(tokio::time::Instant::now() + Duration::from_secs(secs)),
     }
 }
 
@@ -175,6 +190,7 @@ impl Conn {
             let read = match self.session.sub.clone() {
                 None => tokio::select! {
                     r = self.stream.read_buf(&mut self.rbuf) => Some(r?),
+                    () = until(idle_deadline(&self.shared)) => return Ok(()),
                     () = client.killed() => return Ok(()),
                     _ = &mut stopped => return Ok(()),
                 },
@@ -412,7 +428,10 @@ impl Conn {
     /// A client that unsubscribed from everything goes back to writing replies directly.
     fn drop_idle_subscriber(&mut self) {
         if let Some(sub) = &self.session.sub {
-            if self.shared.ks.hub().total(sub.id()) == 0 && sub.queued() == 0 {
+            if !self.session.keeps_outbox()
+                && self.shared.ks.hub().total(sub.id()) == 0
+                && sub.queued() == 0
+            {
                 self.shared.ks.hub().remove_client(sub.id());
                 self.session.sub = None;
             }

@@ -166,6 +166,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         .multi
         .store(-1, std::sync::atomic::Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
+    super::tracking::stop(ctx);
     ctx.s.log_out(ctx.shared.users.default_user());
     ctx.out.set_protocol(Protocol::Resp2);
     if let Some(sub) = &ctx.s.sub {

@@ -33,7 +33,8 @@ fn unknown_subcommand(ctx: &mut Ctx<'_>, a: &Args<'_>, command: &str) {
     ));
 }
 
-fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
+/// A HELP subcommand's answer: one status line each.
+pub fn help(ctx: &mut Ctx<'_>, lines: &[&str]) {
     ctx.out.array(lines.len());
     for l in lines {
         ctx.out.simple(l.as_bytes());

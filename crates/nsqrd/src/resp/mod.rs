@@ -23,9 +23,11 @@
 
 mod acl;
 mod args;
+mod bitfield;
 mod bits;
 mod blocking;
 mod client;
+mod command_list;
 mod command_meta;
 mod config;
 mod conn;
@@ -38,20 +40,29 @@ mod hashes;
 mod hll;
 mod introspection;
 mod keys;
+mod lcs;
 mod lists;
+mod lolwut;
+mod module;
+mod monitor;
+mod params;
 mod persistence;
 mod pubsub;
 mod registry;
+mod replication;
 mod script;
 mod server;
 mod session;
 mod sets;
+mod slowlog;
+mod sort;
 mod stream_groups;
 mod stream_info;
 mod stream_read;
 mod streams;
 mod strings;
 mod table;
+mod tracking;
 mod transaction;
 mod workers;
 mod zblocking;
@@ -99,6 +110,11 @@ pub struct Shared {
     pub clients: registry::Clients,
     /// The script cache and the script thread (`EVAL`).
     pub scripts: script::Scripts,
+    pub slowlog: slowlog::SlowLog,
+    /// The clients that ran MONITOR.
+    pub monitors: monitor::Monitors,
+    /// `CONFIG SET timeout`: a client idle this many seconds is closed (0: never).
+    pub idle_timeout_secs: AtomicU64,
     /// How many databases SELECT reaches (Redis's `databases`).
     pub databases: usize,
 }
@@ -189,6 +205,9 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         max_bulk: config.max_bulk,
         clients: registry::Clients::default(),
         scripts: script::Scripts::default(),
+        slowlog: slowlog::SlowLog::default(),
+        monitors: monitor::Monitors::default(),
+        idle_timeout_secs: AtomicU64::new(0),
         databases: o.kv_databases.clamp(1, 256) as usize,
     });
     let stop_scripts = Arc::clone(&shared);

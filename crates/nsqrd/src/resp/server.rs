@@ -319,12 +319,7 @@ pub fn command(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let sub = a.get(1).to_ascii_lowercase();
     match sub.as_slice() {
         b"count" if a.len() == 2 => ctx.out.integer(COMMANDS.len() as i64),
-        b"list" => {
-            ctx.out.array(COMMANDS.len());
-            for c in COMMANDS {
-                ctx.out.bulk(c.name.as_bytes());
-            }
-        }
+        b"list" => super::command_list::list(ctx, a),
         b"info" => {
             let names: Vec<Vec<u8>> = a.iter().skip(2).map(<[u8]>::to_vec).collect();
             if names.is_empty() {

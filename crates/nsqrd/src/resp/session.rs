@@ -48,19 +48,24 @@ pub struct Session {
     pub blocked: Option<Blocking>,
     /// The command just run blocked: keep its request, wait, run it again (`conn.rs`).
     pub block_now: bool,
+    /// Ran MONITOR: its outbox stays while it has no subscription (`monitor.rs`).
+    pub monitoring: bool,
+    /// CLIENT TRACKING ON (`tracking.rs`).
+    pub tracker: Option<Arc<nsqr_kv::tracking::Tracker>>,
     /// The selected database (`databases.rs`).
     pub db: u8,
 }
 
 impl Session {
     pub fn new(client: Arc<Client>, authenticated: bool, user: Arc<User>) -> Session {
+        let id = client.id;
         Session {
             client,
             authenticated,
             user,
             acl_generation: 0,
             sub: None,
-            pending: Pending::default(),
+            pending: Pending::of_client(id),
             quit: false,
             last_command: "NULL",
             tx: None,
@@ -68,12 +73,19 @@ impl Session {
             replies: Replies::default(),
             blocked: None,
             block_now: false,
+            monitoring: false,
+            tracker: None,
             db: 0,
         }
     }
 
     pub fn id(&self) -> u64 {
         self.client.id
+    }
+
+    /// Whether its outbox stays while it has no subscription (a monitor, a tracking client).
+    pub fn keeps_outbox(&self) -> bool {
+        self.monitoring || self.tracker.is_some()
     }
 
     /// Logs the connection in as `user`.

@@ -10,9 +10,10 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bits, blocking, client, connection, databases, dump, geo, hashes, hll, introspection,
-    keys, lists, persistence, pubsub, script, server, sets, stream_groups, stream_info,
-    stream_read, streams, strings, transaction, zblocking, zranges, zsets,
+    acl, bitfield, bits, blocking, client, connection, databases, dump, geo, hashes, hll,
+    introspection, keys, lcs, lists, lolwut, module, monitor, persistence, pubsub, replication,
+    script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read, streams, strings,
+    transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -96,6 +97,12 @@ commands! {
     "acl", -2, NOSCRIPT, NONE, acl::acl;
     "config", -2, ADMIN | NOSCRIPT, NONE, super::config::config;
     "time", 1, FAST, NONE, server::time;
+    "slowlog", -2, ADMIN, NONE, slowlog::slowlog;
+    "monitor", 1, ADMIN | NOSCRIPT, NONE, monitor::monitor;
+    "lolwut", -1, READONLY | FAST, NONE, lolwut::lolwut;
+    "module", -2, ADMIN | NOSCRIPT, NONE, module::module;
+    "replicaof", 3, ADMIN | NOSCRIPT, NONE, replication::replicaof;
+    "slaveof", 3, ADMIN | NOSCRIPT, NONE, replication::replicaof;
     // strings
     "get", 2, READONLY | FAST, ONE, strings::get;
     "set", -3, WRITE | DENYOOM, ONE, strings::set;
@@ -117,6 +124,7 @@ commands! {
     "incrbyfloat", 3, WRITE | DENYOOM | FAST, ONE, strings::incrbyfloat;
     "getrange", 4, READONLY, ONE, strings::getrange;
     "substr", 4, READONLY, ONE, strings::getrange;
+    "lcs", -3, READONLY, (1, 2, 1), lcs::lcs_command;
     "setrange", 4, WRITE | DENYOOM, ONE, strings::setrange;
     // bitmaps
     "setbit", 4, WRITE | DENYOOM, ONE, bits::setbit;
@@ -140,6 +148,11 @@ commands! {
     "pfcount", -2, READONLY, ALL, hll::pfcount;
     "pfmerge", -2, WRITE | DENYOOM, ALL, hll::pfmerge;
     "pfdebug", 3, WRITE | DENYOOM | ADMIN, (2, 2, 1), hll::pfdebug;
+    "bitfield", -2, WRITE | DENYOOM, ONE, bitfield::bitfield;
+    "bitfield_ro", -2, READONLY | FAST, ONE, bitfield::bitfield_ro;
+    // sort
+    "sort", -2, WRITE | DENYOOM, ONE, sort::sort;
+    "sort_ro", -2, READONLY, ONE, sort::sort_ro;
     // lists
     "lpush", -3, WRITE | DENYOOM | FAST, ONE, lists::lpush;
     "rpush", -3, WRITE | DENYOOM | FAST, ONE, lists::rpush;
@@ -420,9 +433,11 @@ pub fn full_name(cmd: &Command, args: &Args<'_>) -> String {
 pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
     match databases::in_database(ctx, cmd, args) {
-        None => (cmd.handler)(ctx, args),
-        Some(renamed) => (cmd.handler)(ctx, &renamed.args()),
+        None => slowlog::timed(ctx, cmd, args, args),
+        Some(renamed) => slowlog::timed(ctx, cmd, &renamed.args(), args),
     }
+    monitor::feed(ctx, cmd, args);
+    super::tracking::remember_reads(ctx, cmd, args);
 }
 
 #[cfg(test)]
