@@ -120,6 +120,7 @@ impl Keyspace {
                     self.watchers.touch(&name);
                 }
             }
+            g.shrink(self.hasher());
         }
         self.close_batch(batch, pending);
         let marker = [db::MARKER, n];
@@ -239,5 +240,23 @@ mod tests {
         assert_eq!(ks.keys(3, b"*"), vec![b"a".to_vec()]);
         assert_eq!(ks.random_key(3), Some(b"a".to_vec()));
         assert_eq!(ks.random_key(0), None);
+    }
+
+    #[test]
+    fn flushdb_of_one_database_gives_back_the_tables_room() {
+        let ks = mem();
+        ks.use_databases();
+        set(&ks, 1, b"other", b"1");
+        for i in 0..5000 {
+            set(&ks, 0, format!("k{i}").as_bytes(), b"v");
+        }
+        assert_eq!(ks.flush_db(0, &mut Pending::default()), 5000);
+        for k in [&b"a"[..], b"b", b"c"] {
+            set(&ks, 0, k, b"v");
+        }
+        let mut out = Vec::new();
+        assert_eq!(ks.scan(0, 0, 10, None, None, &mut out), 0);
+        out.sort();
+        assert_eq!(out, [b"a".to_vec(), b"b".to_vec(), b"c".to_vec()]);
     }
 }
