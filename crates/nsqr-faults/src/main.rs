@@ -39,8 +39,8 @@ pub struct Args {
     #[arg(long, default_value_t = 0)]
     duration: u64,
     /// How long each fault is held before it heals, in milliseconds: above the time a
-    /// follower waits before it stands for election (the leader's lease, 1.5 s, then the
-    /// election timeout, 0.75-1.5 s).
+    /// follower waits before it stands for election (the leader's lease, 1 s, then the
+    /// election timeout, 0.5-1 s).
     #[arg(long, default_value_t = 5000)]
     hold_ms: u64,
     /// Quiet time between a heal and the next fault, in milliseconds.

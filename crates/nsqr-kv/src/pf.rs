@@ -13,7 +13,7 @@ use crate::entry::Entry;
 use crate::error::KvError;
 use crate::feed::Op;
 use crate::hll::{self, Corrupt};
-use crate::keyspace::{Emit, Find, Guard, Keyspace, Pending};
+use crate::keyspace::{Find, Guard, Keyspace, Pending};
 use crate::record::Record;
 
 impl From<Corrupt> for KvError {
@@ -78,7 +78,17 @@ impl Keyspace {
         }
         if updated {
             hll::invalidate(&mut value);
-            self.store_hll(&mut g, hash, key, &value, deadline, clock, now, pending);
+            self.rewrite_value(
+                &mut g,
+                hash,
+                key,
+                &value,
+                deadline,
+                clock,
+                Op::Pfadd,
+                now,
+                pending,
+            );
         }
         Ok(updated)
     }
@@ -143,7 +153,17 @@ impl Keyspace {
         }
         hll::set_registers(&mut value, &max)?;
         hll::invalidate(&mut value);
-        self.store_hll(g, hashes[0], dest, &value, deadline, clock, now, pending);
+        self.rewrite_value(
+            g,
+            hashes[0],
+            dest,
+            &value,
+            deadline,
+            clock,
+            Op::Pfadd,
+            now,
+            pending,
+        );
         Ok(())
     }
 
@@ -225,29 +245,6 @@ impl Keyspace {
             deadline,
         };
         self.record_quietly(&record, key, pending);
-    }
-
-    /// Stores an HLL written by PFADD or PFMERGE and announces `pfadd`.
-    #[allow(clippy::too_many_arguments)]
-    fn store_hll(
-        &self,
-        g: &mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
-        value: &[u8],
-        deadline: Option<u64>,
-        clock: Option<u32>,
-        now: u64,
-        pending: &mut Pending,
-    ) {
-        self.write_value(g, hash, key, value, deadline, clock, now);
-        let emit = Emit {
-            value: Some(value),
-            deadline,
-            created: clock.is_none(),
-            ..Emit::new(Op::Pfadd, key)
-        };
-        self.emit(emit, now, pending);
     }
 }
 

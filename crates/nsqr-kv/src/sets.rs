@@ -250,14 +250,7 @@ impl Keyspace {
         keys: &[&[u8]],
         hashes: &[u64],
     ) -> Result<(), KvError> {
-        let now = now_ms();
-        for (key, &h) in keys.iter().zip(hashes) {
-            let g = self.guard_of(guards, h);
-            if let Some(e) = self.find(g, h, key, now, Find::Read) {
-                typed::<Set>(e)?;
-            }
-        }
-        Ok(())
+        self.check_each(guards, keys, hashes, |e| typed::<Set>(e).map(|_| ()))
     }
 
     /// The sets of `keys` in locked shards (checked by [`Keyspace::check_sets`]).

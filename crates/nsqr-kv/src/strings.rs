@@ -143,6 +143,32 @@ impl Keyspace {
         }
     }
 
+    /// The end of every read-modify-write of a string (INCRBY, INCRBYFLOAT, PFADD, ...):
+    /// stores `value` keeping `deadline` (`old_clock` is the key's before, `None` if it is new)
+    /// and announces `op` with the new value.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn rewrite_value(
+        &self,
+        g: &mut Guard<'_>,
+        hash: u64,
+        key: &[u8],
+        value: &[u8],
+        deadline: Option<u64>,
+        old_clock: Option<u32>,
+        op: Op,
+        now: u64,
+        pending: &mut Pending,
+    ) {
+        self.write_value(g, hash, key, value, deadline, old_clock, now);
+        let emit = Emit {
+            value: Some(value),
+            deadline,
+            created: old_clock.is_none(),
+            ..Emit::new(op, key)
+        };
+        self.emit(emit, now, pending);
+    }
+
     /// GETDEL: `f` sees the value; the key is removed.
     pub fn getdel<R>(
         &self,
@@ -237,6 +263,25 @@ impl Keyspace {
         &mut guards[at]
     }
 
+    /// Runs `check` on each of `keys` that exists in the locked shards, as a read (hits and
+    /// misses counted): how multi-key commands check their inputs' types before working.
+    pub(crate) fn check_each(
+        &self,
+        guards: &mut [Guard<'_>],
+        keys: &[&[u8]],
+        hashes: &[u64],
+        check: impl Fn(&Entry) -> Result<(), KvError>,
+    ) -> Result<(), KvError> {
+        let now = now_ms();
+        for (key, &h) in keys.iter().zip(hashes) {
+            let g = self.guard_of(guards, h);
+            if let Some(e) = self.find(g, h, key, now, Find::Read) {
+                check(e)?;
+            }
+        }
+        Ok(())
+    }
+
     /// MSET: every pair written, deadlines cleared. Atomic, as MGET.
     pub fn mset(&self, pairs: &[(&[u8], &[u8])], pending: &mut Pending) {
         let now = now_ms();
@@ -275,14 +320,17 @@ impl Keyspace {
         let new = current.checked_add(delta).ok_or(KvError::Overflow)?;
         let mut text = itoa::Buffer::new();
         let text = text.format(new).as_bytes();
-        self.write_value(&mut g, hash, key, text, deadline, clock, now);
-        let emit = Emit {
-            value: Some(text),
+        self.rewrite_value(
+            &mut g,
+            hash,
+            key,
+            text,
             deadline,
-            created: clock.is_none(),
-            ..Emit::new(Op::Incrby, key)
-        };
-        self.emit(emit, now, pending);
+            clock,
+            Op::Incrby,
+            now,
+            pending,
+        );
         Ok(new)
     }
 
@@ -310,14 +358,17 @@ impl Keyspace {
             return Err(KvError::NotFinite);
         }
         let text = format_float(new).into_bytes();
-        self.write_value(&mut g, hash, key, &text, deadline, clock, now);
-        let emit = Emit {
-            value: Some(&text),
+        self.rewrite_value(
+            &mut g,
+            hash,
+            key,
+            &text,
             deadline,
-            created: clock.is_none(),
-            ..Emit::new(Op::IncrbyFloat, key)
-        };
-        self.emit(emit, now, pending);
+            clock,
+            Op::IncrbyFloat,
+            now,
+            pending,
+        );
         Ok(text)
     }
 

@@ -419,17 +419,10 @@ impl Keyspace {
         keys: &[&[u8]],
         hashes: &[u64],
     ) -> Result<(), KvError> {
-        let now = now_ms();
-        for (key, &h) in keys.iter().zip(hashes) {
-            let g = self.guard_of(guards, h);
-            if let Some(e) = self.find(g, h, key, now, Find::Read) {
-                match e.collection() {
-                    Some(Collection::Zset(_) | Collection::Set(_)) => {}
-                    _ => return Err(KvError::WrongType),
-                }
-            }
-        }
-        Ok(())
+        self.check_each(guards, keys, hashes, |e| match e.collection() {
+            Some(Collection::Zset(_) | Collection::Set(_)) => Ok(()),
+            _ => Err(KvError::WrongType),
+        })
     }
 
     /// The inputs of `keys` in locked shards (checked by [`Keyspace::check_inputs`]).

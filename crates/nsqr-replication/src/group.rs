@@ -21,6 +21,19 @@ use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
 
+/// The leader's default heartbeat, in milliseconds: a follower stands for election only after
+/// six or more heartbeats in a row went missing. openraft 0.9 also gives every append to a
+/// follower this long to be answered (the transport splits an append that takes longer), so
+/// a shorter one would cut large appends on a loaded machine.
+const HEARTBEAT_MS: u64 = 250;
+
+/// The default election timeout range, in milliseconds. openraft 0.9 draws each node's timeout
+/// once from this range, and a follower that heard from a leader also waits out the leader's
+/// lease (the range's upper end) before standing: a leader is missed after 1.5-2 s. A
+/// candidate refused for its shorter log waits twice the upper end more, leaving the next
+/// round to the node with the longer log, so a failover takes one or two rounds: about 2-3.5 s.
+const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1000);
+
 /// One group's settings on this node.
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
@@ -53,8 +66,8 @@ impl GroupConfig {
             fsync: false,
             snapshot_every: 10_000,
             segment_bytes: 64 << 20,
-            heartbeat_ms: 150,
-            election_timeout_ms: (750, 1500),
+            heartbeat_ms: HEARTBEAT_MS,
+            election_timeout_ms: ELECTION_TIMEOUT_MS,
             apply_buffer: 1024,
         }
     }

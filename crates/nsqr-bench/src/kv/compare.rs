@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use super::conn::RespConn;
 use super::phases::{Metrics, Spec, Target};
-use super::{cell, measure, Phase, ROWS};
+use super::{cell, measure, rows, Phase};
 use crate::cli::CompareArgs;
 use crate::compare::{print_sides, ServerResult};
 use crate::fail::{err, Result};
@@ -166,8 +166,7 @@ fn median(rounds: &[Metrics], key: &str) -> Option<f64> {
 }
 
 fn side(name: &str, path: &Path, rounds: Vec<Metrics>) -> ServerResult {
-    let median = ROWS
-        .iter()
+    let median = rows()
         .filter_map(|r| Some((r.key.to_string(), median(&rounds, r.key)?)))
         .collect();
     ServerResult {
@@ -213,8 +212,7 @@ pub async fn run(a: &CompareArgs) -> Result<bool> {
         heading: heading(a),
         timeout_ms: a.kv.expiry_timeout.as_millis() as f64,
     };
-    let ratio = ROWS
-        .iter()
+    let ratio = rows()
         .filter_map(|r| {
             let (x, y) = (
                 report.nsqrd.median.get(r.key)?,
@@ -254,10 +252,7 @@ fn print_table(r: &Report) {
         "nsqrd/redis".into(),
         "better".into(),
     ]);
-    for row in ROWS
-        .iter()
-        .filter(|row| r.nsqrd.median.contains_key(row.key))
-    {
+    for row in rows().filter(|row| r.nsqrd.median.contains_key(row.key)) {
         let ratio = r.ratio.get(row.key).copied().filter(|v| v.is_finite());
         let better = match (
             ratio,

@@ -32,6 +32,9 @@ pub enum Phase {
     /// EVALSHA of redis-py's Lock release script (a GET and a compare), redis-benchmark with
     /// --kv-pipeline requests in flight per client.
     Script,
+    /// redis-benchmark's default tests of every type (`TYPE_TESTS`), one at a time, with
+    /// --kv-pipeline requests in flight per client.
+    Types,
 }
 
 impl Spec {
@@ -63,9 +66,54 @@ async fn measure(t: &Target, s: &Spec, phases: &[Phase]) -> Result<Metrics> {
             Phase::Expiry => phases::expiry(t, s, &mut m).await?,
             Phase::Rss => phases::rss(t, s, &mut m).await?,
             Phase::Script => phases::script(t, s, &mut m).await?,
+            Phase::Types => phases::types(t, s, &mut m).await?,
         }
     }
     Ok(m)
+}
+
+/// Every metric row: [`ROWS`], then the `types` phase's [`TYPE_ROWS`].
+pub fn rows() -> impl Iterator<Item = &'static Row> {
+    ROWS.iter().chain(TYPE_ROWS)
+}
+
+macro_rules! type_rows {
+    ($( $test:literal, $label:literal; )*) => {
+        /// The tests of the `types` phase, as redis-benchmark's `-t` names them.
+        pub const TYPE_TESTS: &[&str] = &[$( $test, )*];
+        /// Their rows: `t_<test>_rps` and `t_<test>_cpu_us`.
+        pub const TYPE_ROWS: &[Row] = &[$(
+            Row {
+                key: concat!("t_", $test, "_rps"),
+                label: concat!($label, " ops/s (-P)"),
+                higher_is_better: true,
+            },
+            Row {
+                key: concat!("t_", $test, "_cpu_us"),
+                label: concat!($label, " CPU µs/op (-P)"),
+                higher_is_better: false,
+            },
+        )*];
+    };
+}
+
+type_rows! {
+    "set", "SET";
+    "get", "GET";
+    "incr", "INCR";
+    "lpush", "LPUSH";
+    "rpush", "RPUSH";
+    "lpop", "LPOP";
+    "rpop", "RPOP";
+    "sadd", "SADD";
+    "hset", "HSET";
+    "spop", "SPOP";
+    "zadd", "ZADD";
+    "zpopmin", "ZPOPMIN";
+    "lrange_100", "LRANGE_100";
+    "lrange_300", "LRANGE_300";
+    "lrange_600", "LRANGE_600";
+    "mset", "MSET (10 keys)";
 }
 
 /// A metric: its key, its label, and whether more is better.
@@ -193,7 +241,7 @@ impl Render for KvReport {
             self.addr,
             self.pid.map_or("unknown".into(), |p| p.to_string())
         );
-        for r in ROWS.iter().filter(|r| self.metrics.contains_key(r.key)) {
+        for r in rows().filter(|r| self.metrics.contains_key(r.key)) {
             println!(
                 "  {:<28} {:>12}",
                 r.label,

@@ -150,6 +150,23 @@ pub async fn script(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
     Ok(())
 }
 
+/// redis-benchmark's default tests of every type, one run each with `--kv-pipeline` requests
+/// in flight per client; metrics `t_<test>_rps` and `t_<test>_cpu_us`. The LRANGE tests' own
+/// run first fills their list with as many LPUSHes as requests, so their CPU per operation
+/// counts those pushes too (the same on both servers).
+pub async fn types(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
+    for test in super::TYPE_TESTS {
+        let before = cpu(t);
+        let rps = redis_benchmark(t, s, test, s.pipeline).await?;
+        let after = cpu(t);
+        m.insert(format!("t_{test}_rps"), rps);
+        if let Some(c) = cpu_per_op(before, after, s.requests) {
+            m.insert(format!("t_{test}_cpu_us"), c);
+        }
+    }
+    Ok(())
+}
+
 /// SET then GET with `redis-benchmark`; metrics `<prefix>set_rps`, `<prefix>set_cpu_us`, ...
 pub async fn setget(
     t: &Target,

@@ -6,7 +6,7 @@ use nsqr_kv::{random_indices, Hash};
 use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{self, checked, is, SYNTAX};
-use super::keys::{parse_cursor, scan_options, ScanOf};
+use super::keys::{member_scan_args, member_scan_step};
 use super::session::Ctx;
 use super::table::wrong_arity;
 
@@ -224,19 +224,13 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 /// returned whole with cursor 0, as Redis does; a large one a step at a time (see
 /// `nsqr_kv::scan_step`).
 pub fn hscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(cursor) = parse_cursor(a.get(2)) else {
-        return ctx.out.error("ERR invalid cursor");
-    };
-    let Some(o) = scan_options(ctx, a, 3, ScanOf::Members) else {
+    let Some((cursor, o)) = member_scan_args(ctx, a) else {
         return;
     };
     read(ctx, a, |out, h| {
         let len = h.map_or(0, Hash::len);
-        let (range, next) = if h.is_some_and(Hash::is_compact) {
-            (0..len, 0)
-        } else {
-            nsqr_kv::scan_step(len, cursor, o.count)
-        };
+        let compact = h.is_some_and(Hash::is_compact);
+        let (range, next) = member_scan_step(len, compact, cursor, o.count);
         let found: Vec<(&[u8], &[u8])> = range
             .filter_map(|i| h.and_then(|h| h.at(i)))
             .filter(|(f, _)| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, f)))

@@ -150,6 +150,33 @@ pub struct ScanOptions<'a> {
     of_type: Option<Option<KeyType>>,
 }
 
+/// HSCAN / SSCAN / ZSCAN's cursor and options (arguments 2 on), or `None` once the error is
+/// answered.
+pub fn member_scan_args<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<(u64, ScanOptions<'a>)> {
+    let Some(cursor) = parse_cursor(a.get(2)) else {
+        ctx.out.error("ERR invalid cursor");
+        return None;
+    };
+    let o = scan_options(ctx, a, 3, ScanOf::Members)?;
+    Some((cursor, o))
+}
+
+/// The positions one step of a member scan visits, and the next cursor. A collection Redis
+/// keeps small (`compact`: a listpack or an intset) is returned whole with cursor 0, as Redis
+/// does.
+pub fn member_scan_step(
+    len: usize,
+    compact: bool,
+    cursor: u64,
+    count: usize,
+) -> (std::ops::Range<usize>, u64) {
+    if compact {
+        (0..len, 0)
+    } else {
+        nsqr_kv::scan_step(len, cursor, count)
+    }
+}
+
 /// The options from argument `from` on.
 pub fn scan_options<'a>(
     ctx: &mut Ctx<'_>,

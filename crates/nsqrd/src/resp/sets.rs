@@ -7,7 +7,7 @@ use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{checked, SYNTAX};
 use super::hashes::random_count;
-use super::keys::{parse_cursor, scan_options, ScanOf};
+use super::keys::{member_scan_args, member_scan_step};
 use super::session::Ctx;
 
 /// Runs `f` on the set of argument 1 (`None` if missing); WRONGTYPE is the reply otherwise.
@@ -217,19 +217,13 @@ pub fn sintercard(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 /// SSCAN key cursor [MATCH pattern] [COUNT count]. A set Redis keeps small (an intset) is
 /// returned whole with cursor 0, as Redis does.
 pub fn sscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(cursor) = parse_cursor(a.get(2)) else {
-        return ctx.out.error("ERR invalid cursor");
-    };
-    let Some(o) = scan_options(ctx, a, 3, ScanOf::Members) else {
+    let Some((cursor, o)) = member_scan_args(ctx, a) else {
         return;
     };
     read(ctx, a, |out, s| {
         let len = s.map_or(0, Set::len);
-        let (range, next) = if s.is_some_and(Set::is_compact) {
-            (0..len, 0)
-        } else {
-            nsqr_kv::scan_step(len, cursor, o.count)
-        };
+        let compact = s.is_some_and(Set::is_compact);
+        let (range, next) = member_scan_step(len, compact, cursor, o.count);
         let found: Vec<&[u8]> = range
             .filter_map(|i| s.and_then(|s| s.at(i)))
             .filter(|m| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, m)))

@@ -9,7 +9,7 @@ use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{checked, is, SYNTAX};
 use super::hashes::random_count;
-use super::keys::{parse_cursor, scan_options, ScanOf};
+use super::keys::{member_scan_args, member_scan_step};
 use super::session::Ctx;
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -340,19 +340,13 @@ pub fn zrandmember(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 /// ZSCAN key cursor [MATCH pattern] [COUNT count]. A sorted set Redis keeps small (a
 /// listpack) is returned whole with cursor 0, as Redis does.
 pub fn zscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(cursor) = parse_cursor(a.get(2)) else {
-        return ctx.out.error("ERR invalid cursor");
-    };
-    let Some(o) = scan_options(ctx, a, 3, ScanOf::Members) else {
+    let Some((cursor, o)) = member_scan_args(ctx, a) else {
         return;
     };
     read(ctx, a, |out, z| {
         let len = z.map_or(0, ZSet::len);
-        let (range, next) = if z.is_some_and(ZSet::is_compact) {
-            (0..len, 0)
-        } else {
-            nsqr_kv::scan_step(len, cursor, o.count)
-        };
+        let compact = z.is_some_and(ZSet::is_compact);
+        let (range, next) = member_scan_step(len, compact, cursor, o.count);
         let found: Vec<(&[u8], f64)> = range
             .filter_map(|i| z.and_then(|z| z.at(i)))
             .filter(|(m, _)| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, m)))

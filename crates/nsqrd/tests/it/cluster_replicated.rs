@@ -115,6 +115,19 @@ impl Cluster {
     }
 }
 
+/// A failing test shows what every live node logged (their panics and Raft errors), which
+/// the harness otherwise keeps to itself.
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            return;
+        }
+        for (n, s) in self.live() {
+            eprintln!("---- node {n} log ----\n{}", s.log_lines().join("\n"));
+        }
+    }
+}
+
 pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
     s.post(&format!("/topic/config?topic={topic}"), body.as_bytes())
 }
