@@ -296,7 +296,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 23));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 24));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),
