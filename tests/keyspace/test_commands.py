@@ -41,7 +41,7 @@ class Commands:
         self.assertEqual(hello["proto"], self.PROTOCOL)
         self.assertTrue(r.execute_command("SELECT", 0))
         with self.assertRaisesRegex(redis.ResponseError, "DB index is out of range"):
-            r.execute_command("SELECT", 1)
+            r.execute_command("SELECT", 16)
         self.assertTrue(r.client_setname("tester"))
         self.assertEqual(r.client_getname(), "tester")
         self.assertIsInstance(r.client_id(), int)
@@ -229,7 +229,7 @@ class Commands:
         self.assertFalse(r.copy("y", "c1"))
         self.assertTrue(r.copy("y", "c1", replace=True))
         with self.assertRaisesRegex(redis.ResponseError, "DB index is out of range"):
-            r.copy("y", "c2", destination_db=1)
+            r.copy("y", "c2", destination_db=16)
         with self.assertRaisesRegex(redis.ResponseError, "source and destination objects are the same"):
             r.copy("y", "y")
         self.assertEqual(r.touch("y", "c1", "missing"), 2)

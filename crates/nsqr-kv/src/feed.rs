@@ -55,6 +55,10 @@ pub enum Op {
     RenameTo,
     /// COPY's destination.
     CopyTo,
+    /// MOVE's and SWAPDB's source (the key is gone from its database).
+    MoveFrom,
+    /// MOVE's and SWAPDB's destination (the value and deadline the source had).
+    MoveTo,
     /// RESTORE's key.
     Restore,
     Expire,
@@ -127,6 +131,8 @@ impl Op {
             Op::RenameFrom => "rename_from",
             Op::RenameTo => "rename_to",
             Op::CopyTo => "copy_to",
+            Op::MoveFrom => "move_from",
+            Op::MoveTo => "move_to",
             Op::Restore => "restore",
             Op::Expire => "expire",
             Op::Persist => "persist",
@@ -194,13 +200,17 @@ impl Op {
                 | Op::Pfadd
                 | Op::RenameTo
                 | Op::CopyTo
+                | Op::MoveTo
                 | Op::Restore
         )
     }
 
     /// Whether the key is gone after the change.
     pub fn removes(self) -> bool {
-        matches!(self, Op::Del | Op::Expired | Op::Evicted | Op::RenameFrom)
+        matches!(
+            self,
+            Op::Del | Op::Expired | Op::Evicted | Op::RenameFrom | Op::MoveFrom
+        )
     }
 }
 
@@ -208,6 +218,8 @@ impl Op {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Change<'a> {
     pub op: Op,
+    /// The key's database (`db.rs`); the body names it only when it is not 0.
+    pub db: u8,
     /// Empty for `Flush`.
     pub key: &'a [u8],
     /// The value after the change (for ops that set one).
@@ -294,6 +306,9 @@ impl Change<'_> {
         if self.op != Op::Flush {
             json_bytes(&mut out, "key", self.key);
         }
+        if self.db != 0 {
+            json_number(&mut out, "db", u64::from(self.db));
+        }
         json_number(&mut out, "time", self.time_ms);
         if let (true, Some(v)) = (include_value, self.value) {
             json_bytes(&mut out, "value", v);
@@ -313,6 +328,7 @@ mod tests {
     fn change(op: Op, key: &'static [u8], value: Option<&'static [u8]>) -> Change<'static> {
         Change {
             op,
+            db: 0,
             key,
             value,
             deadline: None,

@@ -181,11 +181,12 @@ impl Keyspace {
             .map(|e| e.kind())
     }
 
-    /// SCAN: adds keys matching `pattern` (and of type `of_type`, if given) from about `count`
-    /// keys' worth of buckets to `out`; returns the cursor to continue from (0 when the scan
-    /// is complete).
+    /// SCAN: adds keys of database `db` matching `pattern` (and of type `of_type`, if given)
+    /// from about `count` keys' worth of buckets to `out`; returns the cursor to continue from
+    /// (0 when the scan is complete).
     pub fn scan(
         &self,
+        db: u8,
         cursor: u64,
         count: usize,
         pattern: Option<&[u8]>,
@@ -207,11 +208,13 @@ impl Keyspace {
             while bucket < buckets && seen < count && visited < max_buckets {
                 if let Some(e) = g.bucket(bucket) {
                     seen += 1;
-                    if !e.is_expired(now)
+                    let (in_db, key) = crate::db::split(e.key());
+                    if in_db == db
+                        && !e.is_expired(now)
                         && of_type.is_none_or(|t| t == e.kind())
-                        && pattern.is_none_or(|p| glob::matches(p, e.key()))
+                        && pattern.is_none_or(|p| glob::matches(p, key))
                     {
-                        out.push(e.key().to_vec());
+                        out.push(key.to_vec());
                     }
                 }
                 bucket += 1;
@@ -248,10 +251,10 @@ impl Keyspace {
         n
     }
 
-    /// RANDOMKEY: a live key chosen at random (from a random shard that has keys, then a
-    /// random bucket on), or `None` if there is none. Keys found past their deadline are
-    /// expired on the way; the search gives up after a bounded number of them.
-    pub fn random_key(&self) -> Option<Vec<u8>> {
+    /// RANDOMKEY: a live key of database `db` chosen at random (from a random shard that has
+    /// keys, then a random bucket on), or `None` if there is none. Keys found past their
+    /// deadline are expired on the way; the search gives up after a bounded number of them.
+    pub fn random_key(&self, db: u8) -> Option<Vec<u8>> {
         let n = self.shard_count();
         let first = fastrand::usize(..n);
         let mut expired_left = 100;
@@ -265,11 +268,16 @@ impl Keyspace {
                 let start = fastrand::usize(..buckets);
                 let found = (0..buckets)
                     .map(|b| (start + b) % buckets)
-                    .find_map(|b| g.bucket(b).map(|e| e.key().to_vec()))?;
+                    .filter_map(|b| g.bucket(b))
+                    .find(|e| crate::db::split(e.key()).0 == db)
+                    .map(|e| e.key().to_vec());
+                let Some(found) = found else {
+                    break;
+                };
                 let now = now_ms();
                 let hash = self.hash(&found);
                 if self.find(&mut g, hash, &found, now, Find::Peek).is_some() {
-                    return Some(found);
+                    return Some(crate::db::user_key(&found).to_vec());
                 }
                 expired_left -= 1;
                 if expired_left == 0 {
@@ -280,29 +288,31 @@ impl Keyspace {
         None
     }
 
-    /// KEYS: every live key matching `pattern`.
-    pub fn keys(&self, pattern: &[u8]) -> Vec<Vec<u8>> {
+    /// KEYS: every live key of database `db` matching `pattern`.
+    pub fn keys(&self, db: u8, pattern: &[u8]) -> Vec<Vec<u8>> {
         let now = now_ms();
         let mut out = Vec::new();
         for i in 0..self.shard_count() {
             let g = self.lock_index(i);
             out.extend(
                 g.iter()
-                    .filter(|e| !e.is_expired(now) && glob::matches(pattern, e.key()))
-                    .map(|e| e.key().to_vec()),
+                    .filter(|e| !e.is_expired(now))
+                    .map(|e| crate::db::split(e.key()))
+                    .filter(|&(d, key)| d == db && glob::matches(pattern, key))
+                    .map(|(_, key)| key.to_vec()),
             );
         }
         out
     }
 
-    /// DBSIZE.
+    /// Keys in every database (DBSIZE while only database 0 is used).
     pub fn dbsize(&self) -> usize {
         (0..self.shard_count())
             .map(|i| self.lock_index(i).len())
             .sum()
     }
 
-    /// FLUSHDB / FLUSHALL: removes every key (one `flush` change, no per-key events, as in
+    /// FLUSHALL (and FLUSHDB while only database 0 is used): removes every key (one `flush` change, no per-key events, as in
     /// Redis). Every shard is locked at once, so no write lands half before, half after.
     pub fn flush(&self, pending: &mut Pending) -> usize {
         let now = now_ms();

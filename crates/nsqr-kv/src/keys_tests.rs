@@ -82,7 +82,7 @@ fn scan_returns_every_key_present_throughout_even_while_tables_grow() {
     let mut calls = 0;
     loop {
         let mut out = Vec::new();
-        cursor = ks.scan(cursor, 10, None, None, &mut out);
+        cursor = ks.scan(0, cursor, 10, None, None, &mut out);
         seen.extend(out);
         // Keep adding keys so shards grow and rehash mid-scan.
         for j in 0..20 {
@@ -111,18 +111,18 @@ fn scan_match_and_keys() {
     let mut out = Vec::new();
     let mut c = 0;
     loop {
-        c = ks.scan(c, 1000, Some(b"user:*"), None, &mut out);
+        c = ks.scan(0, c, 1000, Some(b"user:*"), None, &mut out);
         if c == 0 {
             break;
         }
     }
     out.sort();
     assert_eq!(out, vec![b"user:1".to_vec(), b"user:2".to_vec()]);
-    let mut keys = ks.keys(b"*:1");
+    let mut keys = ks.keys(0, b"*:1");
     keys.sort();
     assert_eq!(keys, vec![b"cache:1".to_vec(), b"user:1".to_vec()]);
     // Cursors past the last shard simply end the scan.
-    assert_eq!(ks.scan(u64::MAX, 10, None, None, &mut Vec::new()), 0);
+    assert_eq!(ks.scan(0, u64::MAX, 10, None, None, &mut Vec::new()), 0);
 }
 
 #[test]
@@ -302,16 +302,16 @@ use crate::entry::Entry;
 #[test]
 fn touch_counts_live_keys_and_random_key_finds_one() {
     let ks = mem();
-    assert_eq!(ks.random_key(), None);
+    assert_eq!(ks.random_key(0), None);
     set(&ks, b"a", None);
     set(&ks, b"gone", Some(now_ms().saturating_sub(1)));
     assert_eq!(ks.touch_keys(&[b"a", b"a", b"gone", b"none"]), 2);
     for _ in 0..20 {
-        assert_eq!(ks.random_key(), Some(b"a".to_vec()));
+        assert_eq!(ks.random_key(0), Some(b"a".to_vec()));
     }
     for i in 0..100 {
         set(&ks, format!("k{i}").as_bytes(), None);
     }
-    let seen: HashSet<Vec<u8>> = (0..200).filter_map(|_| ks.random_key()).collect();
+    let seen: HashSet<Vec<u8>> = (0..200).filter_map(|_| ks.random_key(0)).collect();
     assert!(seen.len() > 10, "{}", seen.len());
 }

@@ -66,6 +66,11 @@ impl Pending {
     pub fn is_empty(&self) -> bool {
         self.log_seq == 0 && self.feed.is_empty()
     }
+
+    /// Whether a transaction is gathering the log records (`begin_transaction`).
+    pub(crate) fn in_batch(&self) -> bool {
+        self.batch.is_some()
+    }
 }
 
 impl std::fmt::Debug for Pending {
@@ -160,6 +165,8 @@ pub struct Keyspace {
     pub(crate) bgsave_running: AtomicBool,
     /// Clients blocked on lists (`blocking.rs`).
     pub(crate) blockers: Arc<crate::blocking::Blockers>,
+    /// A database other than 0 has been used (`databases.rs`).
+    pub(crate) multi_db: AtomicBool,
 }
 
 impl Drop for Keyspace {
@@ -246,6 +253,7 @@ impl Keyspace {
             last_save: AtomicU64::new(now_ms() / 1000),
             bgsave_running: AtomicBool::new(false),
             blockers: Arc::default(),
+            multi_db: AtomicBool::new(false),
         }
     }
 
@@ -419,9 +427,16 @@ impl Keyspace {
                 None => pending.log_seq = log.append(&record_of(&e)),
             }
         }
+        self.emit_unlogged(e, now, pending);
+    }
+
+    /// Announces one change with no log record: WATCH, blocked clients, notifications,
+    /// change feed.
+    pub(crate) fn emit_unlogged(&self, e: Emit<'_>, now: u64, pending: &mut Pending) {
         if e.op != Op::Flush {
             self.watchers.touch(e.key);
-            self.tracking.invalidate(self, e.key, pending.writer);
+            self.tracking
+                .invalidate(self, crate::db::user_key(e.key), pending.writer);
         } else {
             self.tracking.invalidate_all(self);
         }
@@ -430,7 +445,7 @@ impl Keyspace {
         }
         self.notify_change(&e);
         if let Some(feed) = &self.feed {
-            if self.feed_config.wants(e.op, e.key) {
+            if self.feed_config.wants(e.op, crate::db::user_key(e.key)) {
                 self.publish_change(feed.as_ref(), &e, now, pending);
             }
         }
@@ -454,9 +469,11 @@ impl Keyspace {
     }
 
     fn publish_change(&self, feed: &dyn ChangeFeed, e: &Emit<'_>, now: u64, pending: &mut Pending) {
+        let (db, key) = crate::db::split(e.key);
         let change = Change {
             op: e.op,
-            key: e.key,
+            db,
+            key,
             value: e.value,
             deadline: e.deadline,
             rev: self.revisions.next(),
@@ -508,7 +525,8 @@ impl Keyspace {
             self.hub.publish(&channel, event.name().as_bytes());
         }
         if flags.keyevent() {
-            keyevent_channel(event, &mut channel);
+            let (db, key) = crate::db::split(key);
+            keyevent_channel(db, event, &mut channel);
             self.hub.publish(&channel, key);
         }
     }

@@ -192,17 +192,22 @@ impl Event {
     }
 }
 
-/// `__keyspace@0__:<key>`.
-pub fn keyspace_channel(key: &[u8], out: &mut Vec<u8>) {
+/// `__keyspace@<db>__:<key>` of an internal key name (`db.rs`).
+pub fn keyspace_channel(name: &[u8], out: &mut Vec<u8>) {
+    let (db, key) = crate::db::split(name);
     out.clear();
-    out.extend_from_slice(b"__keyspace@0__:");
+    out.extend_from_slice(b"__keyspace@");
+    out.extend_from_slice(itoa::Buffer::new().format(db).as_bytes());
+    out.extend_from_slice(b"__:");
     out.extend_from_slice(key);
 }
 
-/// `__keyevent@0__:<event>`.
-pub fn keyevent_channel(event: Event, out: &mut Vec<u8>) {
+/// `__keyevent@<db>__:<event>`.
+pub fn keyevent_channel(db: u8, event: Event, out: &mut Vec<u8>) {
     out.clear();
-    out.extend_from_slice(b"__keyevent@0__:");
+    out.extend_from_slice(b"__keyevent@");
+    out.extend_from_slice(itoa::Buffer::new().format(db).as_bytes());
+    out.extend_from_slice(b"__:");
     out.extend_from_slice(event.name().as_bytes());
 }
 

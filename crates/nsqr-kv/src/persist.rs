@@ -97,6 +97,7 @@ impl Keyspace {
             None => 0,
         };
         ks.generation = AtomicU64::new(next);
+        ks.note_loaded_databases();
         if let (true, Some(d)) = (config.strict, &dir) {
             ks.log = Some(Log::open(d, next).map_err(io(&log_path(d, next)))?);
         }

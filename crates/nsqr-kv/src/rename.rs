@@ -17,6 +17,18 @@ impl Keyspace {
         replace: bool,
         pending: &mut Pending,
     ) -> Result<bool, KvError> {
+        self.rename_as(from, to, replace, (Op::RenameFrom, Op::RenameTo), pending)
+    }
+
+    /// RENAME announcing the source's and destination's changes as `ops` (MOVE's own).
+    pub(crate) fn rename_as(
+        &self,
+        from: &[u8],
+        to: &[u8],
+        replace: bool,
+        ops: (Op, Op),
+        pending: &mut Pending,
+    ) -> Result<bool, KvError> {
         let now = now_ms();
         let (hf, ht) = (self.hash(from), self.hash(to));
         let mut guards = self.lock_many(&[hf, ht]);
@@ -36,10 +48,10 @@ impl Keyspace {
         let Some(src) = g.remove(hf, from) else {
             return Err(KvError::NoSuchKey);
         };
-        self.emit(Emit::new(Op::RenameFrom, from), now, pending);
+        self.emit(Emit::new(ops.0, from), now, pending);
         let moved = src.renamed(to);
         let deadline = moved.deadline();
-        self.emit_whole(&moved, Op::RenameTo, !exists, now, pending);
+        self.emit_whole(&moved, ops.1, !exists, now, pending);
         let gt = self.guard_of(&mut guards, ht);
         gt.put(ht, moved, self.hasher());
         if let Some(d) = deadline {

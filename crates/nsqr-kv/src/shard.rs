@@ -180,6 +180,16 @@ impl Shard {
         n
     }
 
+    /// Gives back the table's room beyond what its entries need (after FLUSHDB of one
+    /// database), so SCAN does not walk empty buckets; SCAN cursors restart the shard.
+    pub fn shrink(&mut self, hasher: impl Fn(&Entry) -> u64) {
+        let before = self.table.capacity();
+        self.table.shrink_to_fit(hasher);
+        if self.table.capacity() != before {
+            self.layout = self.layout.wrapping_add(1);
+        }
+    }
+
     fn account_added(&mut self, hash: u64, entry: &Entry) {
         self.data_bytes += entry.cost();
         self.track_deadline(hash, None, entry.deadline());

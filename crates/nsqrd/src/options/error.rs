@@ -44,6 +44,8 @@ pub enum OptionsError {
     KvMaxmemory(String),
     #[error("--kv-maxmemory-policy must be one of noeviction, allkeys-lru, allkeys-lfu, allkeys-random, volatile-lru, volatile-lfu, volatile-random, volatile-ttl: {0:?}")]
     KvPolicy(String),
+    #[error("--kv-databases must be in [1,256]: {0}")]
+    KvDatabases(i64),
     #[error("--kv-protected-mode must be yes or no: {0:?}")]
     KvProtectedMode(String),
     #[error("--kv-notify-keyspace-events: {0}")]

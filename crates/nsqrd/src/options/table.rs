@@ -263,6 +263,8 @@ option_table! {
         "kv-events-value", Some("kv_events_value"), Bool, "[nsqr] include values in change-feed messages";
     kv_protected_mode: String = s("yes");
         "kv-protected-mode", Some("kv_protected_mode"), Str, "[nsqr] yes: while the default user has no password, refuse keyspace clients that are not on the loopback interface (as Redis's protected-mode); no: serve them";
+    kv_databases: i64 = nsqr_kv::db::DEFAULT_DATABASES as i64;
+        "kv-databases", Some("kv_databases"), Int, "[nsqr] number of keyspace databases SELECT reaches (as Redis's databases), in [1,256]";
     kv_threads: i64 = 0;
         "kv-threads", Some("kv_threads"), Int, "[nsqr] threads serving keyspace clients (0 = half the cores, at least one)";
 
@@ -294,7 +296,7 @@ mod tests {
             .iter()
             .filter(|f| f.help.starts_with("[nsqr]"))
             .count();
-        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 23));
+        assert_eq!((FLAGS.len() - nsqr_only, nsqr_only), (57, 24));
         for (i, f) in FLAGS.iter().enumerate() {
             assert!(
                 FLAGS[..i].iter().all(|g| g.name != f.name),

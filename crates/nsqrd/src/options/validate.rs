@@ -72,6 +72,9 @@ impl Options {
         if nsqr_kv::Policy::parse(&self.kv_maxmemory_policy).is_none() {
             return Err(OptionsError::KvPolicy(self.kv_maxmemory_policy.clone()));
         }
+        if !(1..=256).contains(&self.kv_databases) {
+            return Err(OptionsError::KvDatabases(self.kv_databases));
+        }
         if !matches!(self.kv_protected_mode.as_str(), "yes" | "no") {
             return Err(OptionsError::KvProtectedMode(
                 self.kv_protected_mode.clone(),

@@ -115,7 +115,7 @@ fn bpop(ctx: &mut Ctx<'_>, a: &Args<'_>, left: bool) {
         match checked(ctx.out, r) {
             Some(Some((key, popped))) => {
                 ctx.out.array(2);
-                ctx.out.bulk(&key);
+                ctx.out.bulk(nsqr_kv::db::user_key(&key));
                 if let Some(e) = popped.first() {
                     ctx.out.bulk(e);
                 }

@@ -36,13 +36,14 @@ pub fn info_line(shared: &Shared, c: &Client, cmd: &str) -> String {
     }
     let n = c.names.lock().clone();
     format!(
-        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db=0 sub={channels} psub={patterns} ssub={shards} multi={multi} cmd={cmd} user={} lib-name={} lib-ver={} resp={}\n",
+        "id={} addr={} laddr={} name={} age={} idle={} flags={flags} db={} sub={channels} psub={patterns} ssub={shards} multi={multi} cmd={cmd} user={} lib-name={} lib-ver={} resp={}\n",
         c.id,
         c.addr,
         c.laddr,
         String::from_utf8_lossy(&n.name),
         c.created.elapsed().as_secs(),
         c.idle_seconds(),
+        c.db(),
         c.user.lock(),
         String::from_utf8_lossy(&n.lib_name),
         String::from_utf8_lossy(&n.lib_ver),

@@ -3,7 +3,7 @@
 use resp_wire::{Args, Protocol};
 
 use super::acl;
-use super::args::{self, is, SYNTAX};
+use super::args::{is, SYNTAX};
 use super::session::Ctx;
 use super::table::wrong_arity;
 
@@ -142,17 +142,6 @@ pub fn hello(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     out.array(0);
 }
 
-pub fn select(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let Some(db) = args::int(ctx, a.get(1)) else {
-        return;
-    };
-    if db == 0 {
-        ctx.out.ok();
-    } else {
-        ctx.out.error("ERR DB index is out of range");
-    }
-}
-
 pub fn quit(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     ctx.s.quit = true;
     ctx.out.ok();
@@ -170,6 +159,7 @@ pub fn reset(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         .resp
         .store(2, std::sync::atomic::Ordering::Relaxed);
     ctx.s.replies = super::session::Replies::On;
+    super::databases::switch(ctx, 0);
     ctx.s.tx = None;
     ctx.s
         .client

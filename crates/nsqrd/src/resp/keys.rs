@@ -238,7 +238,7 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let next = ctx
         .shared
         .ks
-        .scan(cursor, o.count, o.pattern, of_type, &mut found);
+        .scan(ctx.s.db, cursor, o.count, o.pattern, of_type, &mut found);
     if o.of_type == Some(None) {
         found.clear();
     }
@@ -252,7 +252,7 @@ pub fn scan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 
 pub fn keys(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     // As in Redis, KEYS walks the whole keyspace while its client waits.
-    let found = ctx.shared.ks.keys(a.get(1));
+    let found = ctx.shared.ks.keys(ctx.s.db, a.get(1));
     ctx.out.array(found.len());
     for k in &found {
         ctx.out.bulk(k);
@@ -279,27 +279,34 @@ pub fn renamenx(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     rename_generic(ctx, a, false);
 }
 
-/// COPY source destination [DB 0] [REPLACE]: one database, so only `DB 0` is accepted.
+/// COPY source destination [DB db] [REPLACE] (the keys arrive under their internal names,
+/// in the client's database).
 pub fn copy(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let mut replace = false;
+    let mut to_db = None;
     let mut i = 3;
     while i < a.len() {
         if is(a.get(i), "replace") {
             replace = true;
         } else if is(a.get(i), "db") && i + 1 < a.len() {
-            let Some(db) = args::int(ctx, a.get(i + 1)) else {
+            let Some(db) = super::databases::parse(ctx, a.get(i + 1)) else {
                 return;
             };
-            if db != 0 {
-                return ctx.out.error("ERR DB index is out of range");
-            }
+            to_db = Some(db);
             i += 1;
         } else {
             return ctx.out.error(SYNTAX);
         }
         i += 1;
     }
-    if a.get(1) == a.get(2) {
+    let dest = match to_db {
+        Some(n) if n != ctx.s.db => {
+            ctx.shared.ks.use_databases();
+            std::borrow::Cow::Owned(nsqr_kv::db::moved(a.get(2), n))
+        }
+        _ => std::borrow::Cow::Borrowed(a.get(2)),
+    };
+    if a.get(1) == &*dest {
         return ctx
             .out
             .error("ERR source and destination objects are the same");
@@ -307,12 +314,12 @@ pub fn copy(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let copied = ctx
         .shared
         .ks
-        .copy(a.get(1), a.get(2), replace, &mut ctx.s.pending);
+        .copy(a.get(1), &dest, replace, &mut ctx.s.pending);
     ctx.out.integer(i64::from(copied));
 }
 
 pub fn randomkey(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
-    match ctx.shared.ks.random_key() {
+    match ctx.shared.ks.random_key(ctx.s.db) {
         Some(k) => ctx.out.bulk(&k),
         None => ctx.out.null(),
     }

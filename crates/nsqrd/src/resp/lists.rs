@@ -360,7 +360,7 @@ pub fn lmpop_reply(
     match checked(ctx.out, r) {
         Some(Some((key, popped))) => {
             ctx.out.array(2);
-            ctx.out.bulk(&key);
+            ctx.out.bulk(nsqr_kv::db::user_key(&key));
             elements(ctx.out, &popped);
             true
         }

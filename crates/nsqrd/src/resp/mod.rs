@@ -32,6 +32,7 @@ mod command_meta;
 mod config;
 mod conn;
 mod connection;
+mod databases;
 mod dump;
 mod feed;
 mod geo;
@@ -114,6 +115,8 @@ pub struct Shared {
     pub monitors: monitor::Monitors,
     /// `CONFIG SET timeout`: a client idle this many seconds is closed (0: never).
     pub idle_timeout_secs: AtomicU64,
+    /// How many databases SELECT reaches (Redis's `databases`).
+    pub databases: usize,
 }
 
 /// The running server: stop it with [`Handle::shutdown`]. Dropped without it, the server
@@ -205,6 +208,7 @@ pub async fn start(o: &Options, broker: &Broker) -> Result<Option<Handle>, Strin
         slowlog: slowlog::SlowLog::default(),
         monitors: monitor::Monitors::default(),
         idle_timeout_secs: AtomicU64::new(0),
+        databases: o.kv_databases.clamp(1, 256) as usize,
     });
     let stop_scripts = Arc::clone(&shared);
     // By default half the cores: clients on the same machine (and nsqrd's NSQ side) need the

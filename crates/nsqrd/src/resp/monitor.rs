@@ -1,5 +1,5 @@
 //! MONITOR: every command run by any client, as Redis 7.0 shows it to its monitors: one
-//! status line per command, `+<unix seconds>.<micros> [0 <client address>] "arg" ...`, the
+//! status line per command, `+<unix seconds>.<micros> [<db> <client address>] "arg" ...`, the
 //! arguments quoted and escaped as Redis's `sdscatrepr` does, secrets redacted. Commands
 //! flagged admin are not shown, as in Redis.
 //!
@@ -50,7 +50,7 @@ pub fn feed(ctx: &Ctx<'_>, cmd: &Command, args: &Args<'_>) {
     if monitors.count.load(Ordering::Relaxed) == 0 || cmd.flags & ADMIN != 0 {
         return;
     }
-    let line = line(&ctx.s.client.addr, args);
+    let line = line(ctx.s.db, &ctx.s.client.addr, args);
     let mut subs = monitors.subs.lock();
     // A monitor whose connection has ended holds the last reference to its outbox.
     subs.retain(|s| Arc::strong_count(s) > 1 && !s.is_killed());
@@ -61,11 +61,16 @@ pub fn feed(ctx: &Ctx<'_>, cmd: &Command, args: &Args<'_>) {
 }
 
 /// The status line a monitor is sent.
-fn line(addr: &str, args: &Args<'_>) -> Vec<u8> {
+fn line(db: u8, addr: &str, args: &Args<'_>) -> Vec<u8> {
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default();
-    let mut out = format!("+{}.{:06} [0 {addr}] ", now.as_secs(), now.subsec_micros()).into_bytes();
+    let mut out = format!(
+        "+{}.{:06} [{db} {addr}] ",
+        now.as_secs(),
+        now.subsec_micros()
+    )
+    .into_bytes();
     for i in 0..args.len() {
         if i > 0 {
             out.push(b' ');

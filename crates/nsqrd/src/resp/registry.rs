@@ -44,11 +44,21 @@ pub struct Client {
     pub user: Mutex<String>,
     /// CLIENT NO-EVICT (there is no client eviction here: shown, never acted on).
     pub no_evict: AtomicBool,
+    /// The selected database, for `db=`.
+    db: AtomicU8,
     killed: AtomicBool,
     kill: Notify,
 }
 
 impl Client {
+    pub fn set_db(&self, db: u8) {
+        self.db.store(db, Ordering::Relaxed);
+    }
+
+    pub fn db(&self) -> u8 {
+        self.db.load(Ordering::Relaxed)
+    }
+
     /// Stamps a batch of commands: now, and the last command run.
     pub fn ran(&self, last: &'static str) {
         self.last_ms
@@ -136,6 +146,7 @@ impl Clients {
             last_cmd: Mutex::new("NULL"),
             user: Mutex::new("default".to_owned()),
             no_evict: AtomicBool::new(false),
+            db: AtomicU8::new(0),
             killed: AtomicBool::new(false),
             kill: Notify::new(),
         });

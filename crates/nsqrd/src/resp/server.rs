@@ -1,4 +1,4 @@
-//! Server commands: DBSIZE, FLUSHDB / FLUSHALL, INFO, COMMAND, TIME. (CONFIG and the
+//! Server commands: INFO, COMMAND, TIME. (CONFIG and the
 //! snapshots have their own files.)
 
 use std::fmt::Write as _;
@@ -6,24 +6,10 @@ use std::sync::atomic::Ordering;
 
 use resp_wire::{Args, Reply};
 
-use super::args::{is, SYNTAX};
 use super::command_meta as meta;
 use super::connection::REDIS_VERSION;
 use super::session::Ctx;
 use super::table::{self, Command, COMMANDS};
-
-pub fn dbsize(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
-    ctx.out.integer(ctx.shared.ks.dbsize() as i64);
-}
-
-/// FLUSHDB and FLUSHALL (one database: the same).
-pub fn flushdb(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    if a.len() > 2 || (a.len() == 2 && !is(a.get(1), "async") && !is(a.get(1), "sync")) {
-        return ctx.out.error(SYNTAX);
-    }
-    ctx.shared.ks.flush(&mut ctx.s.pending);
-    ctx.out.ok();
-}
 
 pub fn time(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     let now = std::time::SystemTime::now()
@@ -108,8 +94,8 @@ fn section(ctx: &Ctx<'_>, stats: &nsqr_kv::KvStats, name: &str, out: &mut String
         "cluster" => write!(out, "# Cluster\r\ncluster_enabled:0\r\n"),
         _ => {
             out.push_str("# Keyspace\r\n");
-            if stats.keys > 0 {
-                let _ = write!(out, "db0:keys={},expires={},avg_ttl=0\r\n", stats.keys, stats.volatile);
+            for db in ctx.shared.ks.db_stats() {
+                let _ = write!(out, "db{}:keys={},expires={},avg_ttl=0\r\n", db.db, db.keys, db.expires);
             }
             Ok(())
         }

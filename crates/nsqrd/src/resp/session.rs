@@ -52,6 +52,8 @@ pub struct Session {
     pub monitoring: bool,
     /// CLIENT TRACKING ON (`tracking.rs`).
     pub tracker: Option<Arc<nsqr_kv::tracking::Tracker>>,
+    /// The selected database (`databases.rs`).
+    pub db: u8,
 }
 
 impl Session {
@@ -73,6 +75,7 @@ impl Session {
             block_now: false,
             monitoring: false,
             tracker: None,
+            db: 0,
         }
     }
 

@@ -84,7 +84,9 @@ impl SlowLog {
 }
 
 /// Runs a command, and logs it if it was slow.
-pub fn timed(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
+/// `args` is what the handler runs (keys named for the client's database), `shown` what the
+/// client sent (what the slow log keeps).
+pub fn timed(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>, shown: &Args<'_>) {
     let threshold = ctx.shared.slowlog.slower_than_us();
     if threshold < 0 || cmd.name == "exec" {
         return (cmd.handler)(ctx, args);
@@ -93,7 +95,7 @@ pub fn timed(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     (cmd.handler)(ctx, args);
     let micros = start.elapsed().as_micros() as u64;
     if micros >= threshold as u64 {
-        record(ctx, args, micros);
+        record(ctx, shown, micros);
     }
 }
 

@@ -137,6 +137,8 @@ fn lookup(ctx: &Ctx<'_>, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
+    // The pattern's keys are not in the request's key specs: named for the database here.
+    let key = nsqr_kv::db::internal(ctx.s.db, &key);
     let ks = &ctx.shared.ks;
     match arrow {
         Some(i) => {
@@ -282,7 +284,9 @@ fn sort_key(ctx: &mut Ctx<'_>, key: &[u8], o: &Options<'_>) {
         }
         Some(dest) => {
             let items = rows.into_iter().map(Option::unwrap_or_default).collect();
-            let n = ctx.shared.ks.store_list(dest, items, &mut ctx.s.pending);
+            // STORE's key is not in the key specs either (Redis marks it unknown).
+            let dest = nsqr_kv::db::internal(ctx.s.db, dest);
+            let n = ctx.shared.ks.store_list(&dest, items, &mut ctx.s.pending);
             ctx.out.integer(n as i64);
         }
     }

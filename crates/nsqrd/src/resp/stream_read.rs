@@ -217,7 +217,7 @@ fn serve(ctx: &mut Ctx<'_>, r: &ReadArgs<'_>, ids: &[StreamId]) -> bool {
         if !resp3 {
             ctx.out.array(2);
         }
-        ctx.out.bulk(&key);
+        ctx.out.bulk(nsqr_kv::db::user_key(&key));
         ctx.out.array(entries.len());
         for (id, f) in &entries {
             entry(ctx.out, *id, f.as_deref());

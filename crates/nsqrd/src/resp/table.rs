@@ -10,10 +10,10 @@ use resp_wire::Args;
 
 use super::session::Ctx;
 use super::{
-    acl, bitfield, bits, blocking, client, connection, dump, geo, hashes, hll, introspection, keys,
-    lcs, lists, lolwut, module, monitor, persistence, pubsub, replication, script, server, sets,
-    slowlog, sort, stream_groups, stream_info, stream_read, streams, strings, transaction,
-    zblocking, zranges, zsets,
+    acl, bitfield, bits, blocking, client, connection, databases, dump, geo, hashes, hll,
+    introspection, keys, lcs, lists, lolwut, module, monitor, persistence, pubsub, replication,
+    script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read, streams, strings,
+    transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -69,7 +69,7 @@ commands! {
     "echo", 2, FAST, NONE, connection::echo;
     "hello", -1, FAST | NO_AUTH | NOSCRIPT, NONE, connection::hello;
     "auth", -2, FAST | NO_AUTH | NOSCRIPT, NONE, connection::auth;
-    "select", 2, FAST, NONE, connection::select;
+    "select", 2, FAST, NONE, databases::select;
     "client", -2, NOSCRIPT, NONE, client::client;
     "quit", -1, FAST | PUBSUB | NO_AUTH | TX | NOSCRIPT, NONE, connection::quit;
     "reset", 1, FAST | PUBSUB | NO_AUTH | TX | NOSCRIPT, NONE, connection::reset;
@@ -80,9 +80,11 @@ commands! {
     "watch", -2, FAST | TX | NOSCRIPT, ALL, transaction::watch;
     "unwatch", 1, FAST | NOSCRIPT, NONE, transaction::unwatch;
     // server
-    "dbsize", 1, READONLY | FAST, NONE, server::dbsize;
-    "flushdb", -1, WRITE, NONE, server::flushdb;
-    "flushall", -1, WRITE, NONE, server::flushdb;
+    "dbsize", 1, READONLY | FAST, NONE, databases::dbsize;
+    "flushdb", -1, WRITE, NONE, databases::flushdb;
+    "flushall", -1, WRITE, NONE, databases::flushall;
+    "swapdb", 3, WRITE | FAST, NONE, databases::swapdb;
+    "move", 3, WRITE | FAST, ONE, databases::move_key;
     "info", -1, 0, NONE, server::info;
     "save", 1, ADMIN | NOSCRIPT, NONE, persistence::save;
     "bgsave", -1, ADMIN | NOSCRIPT, NONE, persistence::bgsave;
@@ -427,9 +429,13 @@ pub fn full_name(cmd: &Command, args: &Args<'_>) -> String {
 }
 
 /// Runs a command that passed its checks.
+/// Runs a command that passed its checks, its keys named for the client's database.
 pub fn run(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>) {
     ctx.s.last_command = cmd.name;
-    slowlog::timed(ctx, cmd, args);
+    match databases::in_database(ctx, cmd, args) {
+        None => slowlog::timed(ctx, cmd, args, args),
+        Some(renamed) => slowlog::timed(ctx, cmd, &renamed.args(), args),
+    }
     monitor::feed(ctx, cmd, args);
     super::tracking::remember_reads(ctx, cmd, args);
 }

@@ -25,7 +25,7 @@ fn bzpop(ctx: &mut Ctx<'_>, a: &Args<'_>, max: bool) {
                 return false;
             };
             ctx.out.array(3);
-            ctx.out.bulk(key);
+            ctx.out.bulk(nsqr_kv::db::user_key(key));
             ctx.out.bulk(member);
             score(ctx.out, *s);
             true

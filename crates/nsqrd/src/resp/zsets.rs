@@ -292,7 +292,7 @@ pub fn pop_first<'k>(ctx: &mut Ctx<'_>, m: &MpopArgs<'k>) -> Result<Option<Poppe
 /// `[key, [[member, score], ...]]`, as ZMPOP and BZMPOP answer.
 pub fn mpop_reply(out: &mut Reply, key: &[u8], popped: &[ZPopped]) {
     out.array(2);
-    out.bulk(key);
+    out.bulk(nsqr_kv::db::user_key(key));
     pairs(
         out,
         popped.len(),

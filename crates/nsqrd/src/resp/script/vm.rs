@@ -170,7 +170,16 @@ impl Vm {
     }
 
     /// Runs `job`'s script as `ctx`'s client and writes its reply (or error) to `ctx.out`.
+    /// A SELECT in the script holds until the script ends, as in Redis.
     pub fn run(&mut self, ctx: &mut Ctx<'_>, job: &Job<'_>, read_only: bool) {
+        let db = ctx.s.db;
+        self.run_script(ctx, job, read_only);
+        if ctx.s.db != db {
+            crate::resp::databases::switch(ctx, db);
+        }
+    }
+
+    fn run_script(&mut self, ctx: &mut Ctx<'_>, job: &Job<'_>, read_only: bool) {
         let f = match self.function(&job.sha, &job.body) {
             Ok(f) => f,
             Err(e) => return ctx.out.error(&e),
