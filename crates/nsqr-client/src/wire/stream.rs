@@ -49,17 +49,25 @@ impl Stream {
     }
 }
 
+/// `$e` with `$s` bound to the socket of whichever variant `$stream` is (each one is
+/// `AsyncRead + AsyncWrite + Unpin`, the TLS one through its `Box`).
+macro_rules! on_socket {
+    ($stream:expr, $s:ident => $e:expr) => {
+        match $stream {
+            Stream::Tcp($s) => $e,
+            Stream::Unix($s) => $e,
+            Stream::Tls($s) => $e,
+        }
+    };
+}
+
 impl AsyncRead for Stream {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Unix(s) => Pin::new(s).poll_read(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
-        }
+        on_socket!(self.get_mut(), s => Pin::new(s).poll_read(cx, buf))
     }
 }
 
@@ -69,11 +77,7 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Unix(s) => Pin::new(s).poll_write(cx, buf),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
-        }
+        on_socket!(self.get_mut(), s => Pin::new(s).poll_write(cx, buf))
     }
 
     fn poll_write_vectored(
@@ -81,34 +85,18 @@ impl AsyncWrite for Stream {
         cx: &mut Context<'_>,
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Stream::Unix(s) => Pin::new(s).poll_write_vectored(cx, bufs),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_write_vectored(cx, bufs),
-        }
+        on_socket!(self.get_mut(), s => Pin::new(s).poll_write_vectored(cx, bufs))
     }
 
     fn is_write_vectored(&self) -> bool {
-        match self {
-            Stream::Tcp(s) => s.is_write_vectored(),
-            Stream::Unix(s) => s.is_write_vectored(),
-            Stream::Tls(s) => s.is_write_vectored(),
-        }
+        on_socket!(self, s => s.is_write_vectored())
     }
 
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_flush(cx),
-            Stream::Unix(s) => Pin::new(s).poll_flush(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
-        }
+        on_socket!(self.get_mut(), s => Pin::new(s).poll_flush(cx))
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            Stream::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Unix(s) => Pin::new(s).poll_shutdown(cx),
-            Stream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
-        }
+        on_socket!(self.get_mut(), s => Pin::new(s).poll_shutdown(cx))
     }
 }
