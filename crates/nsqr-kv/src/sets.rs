@@ -208,11 +208,7 @@ impl Keyspace {
         pending: &mut Pending,
     ) -> Result<usize, KvError> {
         let now = now_ms();
-        let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
-        let hd = self.hash(dest);
-        let mut all = hashes.clone();
-        all.push(hd);
-        let mut guards = self.lock_many(&all);
+        let (hashes, hd, mut guards) = self.lock_for_store(keys, dest);
         self.check_sets(&mut guards, keys, &hashes)?;
         let result = combine(op, &self.sets_in(&guards, keys, &hashes), 0);
         Ok(self.store_set(&mut guards, dest, hd, result, op, now, pending))

@@ -263,6 +263,21 @@ impl Keyspace {
         &mut guards[at]
     }
 
+    /// The shards of a STORE form locked, its inputs' and its destination's: the inputs'
+    /// hashes, the destination's, and the guards.
+    pub(crate) fn lock_for_store(
+        &self,
+        keys: &[&[u8]],
+        dest: &[u8],
+    ) -> (Vec<u64>, u64, Vec<Guard<'_>>) {
+        let hashes: Vec<u64> = keys.iter().map(|k| self.hash(k)).collect();
+        let hd = self.hash(dest);
+        let mut all = hashes.clone();
+        all.push(hd);
+        let guards = self.lock_many(&all);
+        (hashes, hd, guards)
+    }
+
     /// Runs `check` on each of `keys` that exists in the locked shards, as a read (hits and
     /// misses counted): how multi-key commands check their inputs' types before working.
     pub(crate) fn check_each(

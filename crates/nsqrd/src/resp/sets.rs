@@ -186,6 +186,33 @@ pub fn sdiffstore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
 }
 
 /// SINTERCARD numkeys key [key ...] [LIMIT limit].
+/// SINTERCARD's and ZINTERCARD's `numkeys` keys (from argument 2) and their `LIMIT` (0: none),
+/// or `None` once the error is answered.
+pub(super) fn intercard_keys_and_limit<'a>(
+    ctx: &mut Ctx<'_>,
+    a: &Args<'a>,
+    numkeys: usize,
+) -> Option<(Vec<&'a [u8]>, usize)> {
+    let mut limit = 0;
+    let mut i = 2 + numkeys;
+    while i < a.len() {
+        if super::args::is(a.get(i), "limit") && i + 1 < a.len() {
+            match resp_wire::parse_i64(a.get(i + 1)).and_then(|n| usize::try_from(n).ok()) {
+                Some(n) => limit = n,
+                None => {
+                    ctx.out.error("ERR LIMIT can't be negative");
+                    return None;
+                }
+            }
+            i += 2;
+        } else {
+            ctx.out.error(SYNTAX);
+            return None;
+        }
+    }
+    Some((a.iter().skip(2).take(numkeys).collect(), limit))
+}
+
 pub fn sintercard(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let numkeys = resp_wire::parse_i64(a.get(1)).filter(|&n| n > 0);
     let Some(numkeys) = numkeys.and_then(|n| usize::try_from(n).ok()) else {
@@ -196,20 +223,9 @@ pub fn sintercard(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             .out
             .error("ERR Number of keys can't be greater than number of args");
     }
-    let mut limit = 0;
-    let mut i = 2 + numkeys;
-    while i < a.len() {
-        if super::args::is(a.get(i), "limit") && i + 1 < a.len() {
-            match resp_wire::parse_i64(a.get(i + 1)).and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => limit = n,
-                None => return ctx.out.error("ERR LIMIT can't be negative"),
-            }
-            i += 2;
-        } else {
-            return ctx.out.error(SYNTAX);
-        }
-    }
-    let keys: Vec<&[u8]> = a.iter().skip(2).take(numkeys).collect();
+    let Some((keys, limit)) = intercard_keys_and_limit(ctx, a, numkeys) else {
+        return;
+    };
     let r = ctx.shared.ks.sintercard(&keys, limit);
     count_reply(ctx, r);
 }

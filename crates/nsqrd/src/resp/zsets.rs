@@ -518,20 +518,9 @@ pub fn zintercard(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if numkeys > a.len() - 2 {
         return ctx.out.error(SYNTAX);
     }
-    let mut limit = 0;
-    let mut i = 2 + numkeys;
-    while i < a.len() {
-        if is(a.get(i), "limit") && i + 1 < a.len() {
-            match resp_wire::parse_i64(a.get(i + 1)).and_then(|n| usize::try_from(n).ok()) {
-                Some(n) => limit = n,
-                None => return ctx.out.error("ERR LIMIT can't be negative"),
-            }
-            i += 2;
-        } else {
-            return ctx.out.error(SYNTAX);
-        }
-    }
-    let keys: Vec<&[u8]> = a.iter().skip(2).take(numkeys).collect();
+    let Some((keys, limit)) = super::sets::intercard_keys_and_limit(ctx, a, numkeys) else {
+        return;
+    };
     let r = ctx.shared.ks.zintercard(&keys, limit);
     if let Some(n) = checked(ctx.out, r) {
         ctx.out.integer(n as i64);
