@@ -211,25 +211,16 @@ impl Keyspace {
         let (hashes, hd, mut guards) = self.lock_for_store(keys, dest);
         self.check_sets(&mut guards, keys, &hashes)?;
         let result = combine(op, &self.sets_in(&guards, keys, &hashes), 0);
-        Ok(self.store_set(&mut guards, dest, hd, result, op, now, pending))
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn store_set(
-        &self,
-        guards: &mut [Guard<'_>],
-        dest: &[u8],
-        hd: u64,
-        result: Set,
-        op: SetOp,
-        now: u64,
-        pending: &mut Pending,
-    ) -> usize {
-        let g = self.guard_of(guards, hd);
-        let n = result.len();
-        let result = (n > 0).then(|| result.into());
-        self.store_whole(g, dest, hd, result, op.store_op(), now, pending);
-        n
+        let len = result.len();
+        Ok(self.store_result(
+            &mut guards,
+            dest,
+            hd,
+            (result, len),
+            op.store_op(),
+            now,
+            pending,
+        ))
     }
 
     /// Locks the shards of `keys` and checks that each is a set or missing (reads: hits and

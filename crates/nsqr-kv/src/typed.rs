@@ -233,6 +233,25 @@ impl Keyspace {
         g.put(hd, entry, self.hasher());
     }
 
+    /// A STORE form's result of `len` members replaces `dest` (among the locked `guards`):
+    /// [`Keyspace::store_whole`], an empty result deleting it. Returns `len`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn store_result(
+        &self,
+        guards: &mut [Guard<'_>],
+        dest: &[u8],
+        hd: u64,
+        (result, len): (impl Into<Collection>, usize),
+        op: Op,
+        now: u64,
+        pending: &mut Pending,
+    ) -> usize {
+        let g = self.guard_of(guards, hd);
+        let result = (len > 0).then(|| result.into());
+        self.store_whole(g, dest, hd, result, op, now, pending);
+        len
+    }
+
     /// Applies a members record (replay): each member's state set; a key of another type is
     /// replaced by an empty collection first, an emptied one is deleted.
     pub(crate) fn apply_members(

@@ -389,6 +389,7 @@ impl Keyspace {
         Ok(self.store_zset(&mut guards, dest, hd, result, op, now, pending))
     }
 
+    /// A sorted set result replaces `dest` ([`Keyspace::store_result`]); its size.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn store_zset(
         &self,
@@ -400,11 +401,8 @@ impl Keyspace {
         now: u64,
         pending: &mut Pending,
     ) -> usize {
-        let g = self.guard_of(guards, hd);
-        let n = result.len();
-        let result = (n > 0).then(|| result.into());
-        self.store_whole(g, dest, hd, result, op, now, pending);
-        n
+        let len = result.len();
+        self.store_result(guards, dest, hd, (result, len), op, now, pending)
     }
 
     /// Checks that each of `keys` (in locked shards) is a sorted set, a set or missing (reads:
