@@ -6,8 +6,10 @@
 //! durable only after an `fdatasync` that [`flusher`] shares among every append that arrived
 //! while the previous one ran (a group commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
 //! term. Compaction (`purge`, after a snapshot) deletes whole segments behind the purge point.
-//! Only where each entry is lives in memory; entries are read back from the files.
+//! Where each entry is lives in memory, and the newest entries themselves ([`cache`]); older
+//! entries are read back from the files.
 
+mod cache;
 mod flusher;
 pub(crate) mod segment;
 
@@ -23,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError, Vote};
 
+use self::cache::Cache;
 use self::flusher::{Flusher, Written};
 use crate::error::StoreError;
 use crate::files::{self, io_error};
@@ -55,6 +58,7 @@ struct Inner {
     purged: Option<LogId>,
     vote: Option<Vote<NodeId>>,
     committed: File,
+    cache: Cache,
 }
 
 /// A group's log store; clones share it (openraft reads through a clone while appending).
@@ -90,6 +94,7 @@ impl LogStore {
             purged,
             vote,
             committed,
+            cache: Cache::default(),
         };
         inner.recover()?;
         let flusher = match fsync {
@@ -221,8 +226,9 @@ impl Inner {
         let dir = self.dir.clone();
         let mut buf = Vec::new();
         let mut records = Vec::with_capacity(entries.len());
-        for entry in &entries {
-            let payload = files::encode(&dir, entry)?;
+        let mut appended = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let payload = files::encode(&dir, &entry)?;
             if payload.len() > MAX_ENTRY_BYTES - segment::HEADER {
                 return Err(StoreError::Encode {
                     path: dir.display().to_string(),
@@ -232,6 +238,7 @@ impl Inner {
             let offset = (buf.len() + segment::HEADER) as u64;
             records.push((offset, payload.len() as u32, entry.log_id));
             segment::encode_record(&mut buf, &payload);
+            appended.push((entry, payload.len()));
         }
         let (seg_first, seg) = self.active_segment(first)?;
         let base = seg.len;
@@ -248,6 +255,9 @@ impl Inner {
                 log_id,
             };
             self.index.insert(log_id.index, location);
+        }
+        for (entry, size) in appended {
+            self.cache.push(entry, size);
         }
         Ok(Some(written))
     }
@@ -298,6 +308,7 @@ impl Inner {
             }
         }
         self.index.split_off(&index);
+        self.cache.truncate(index);
         Ok(())
     }
 
@@ -307,6 +318,7 @@ impl Inner {
         files::write_atomic(&path, &files::encode(&path, &log_id)?)?;
         self.purged = Some(log_id);
         self.index = self.index.split_off(&(log_id.index + 1));
+        self.cache.purge(log_id.index);
         // A segment may go once the next one starts at or before the first entry kept.
         let keep_from = self
             .index
@@ -326,6 +338,11 @@ impl Inner {
     }
 
     fn read(&self, location: &Location) -> Result<Entry, StoreError> {
+        if let Some(entry) = self.cache.get(location.log_id.index) {
+            if entry.log_id == location.log_id {
+                return Ok(entry.clone());
+            }
+        }
         let seg = self
             .segments
             .get(&location.segment)
