@@ -13,6 +13,7 @@
 //! - [`membership`]: `--cluster-peers` and leader placement.
 //! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
 
+mod batch;
 pub mod command;
 pub mod error;
 mod files;
