@@ -4,6 +4,7 @@
 //! then means, is `docs/replication.md`.
 //!
 //! - [`command`]: what a log entry carries, a whole batch (serde types).
+//! - [`seq_map`]: the map by sequence number the state keeps messages in.
 //! - [`state`]: the topic's replicated state (unfinished messages per channel, pauses,
 //!   settings), which snapshots hold.
 //! - [`log_store`]: the durable log (segments, vote, purge point), fsynced when asked.
@@ -21,6 +22,7 @@ pub mod group;
 pub mod log_store;
 pub mod membership;
 pub mod network;
+pub mod seq_map;
 pub mod state;
 pub mod state_machine;
 pub mod types;
@@ -30,6 +32,7 @@ pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreErr
 pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
 pub use network::{probe, NetError};
+pub use seq_map::SeqMap;
 pub use state::{Pending, StoredMessage, TopicState};
 pub use state_machine::Committed;
 pub use types::NodeId;
