@@ -239,7 +239,7 @@ mod tests {
     #[test]
     fn backlog_goes_to_the_first_channel_only() {
         let mut state = TopicState::default();
-        state.apply(&Command::Publish(vec![msg(1), msg(2)]));
+        state.apply(&Command::Publish(vec![msg(1), msg(2)].into()));
         state.apply(&ops(vec![
             ChannelOp::Create {
                 channel: "a".into(),
@@ -250,7 +250,7 @@ mod tests {
         ]));
         assert_eq!(state.pending("a").map(|p| p.len()), Some(2));
         assert_eq!(state.pending("b").map(|p| p.len()), Some(0));
-        state.apply(&Command::Publish(vec![msg(3)]));
+        state.apply(&Command::Publish(vec![msg(3)].into()));
         assert_eq!(state.pending("b").map(|p| p.len()), Some(1));
         assert_eq!(state.messages.len(), 3);
     }
@@ -266,7 +266,7 @@ mod tests {
                 channel: "b".into(),
             },
         ]));
-        state.apply(&Command::Publish(vec![msg(1)]));
+        state.apply(&Command::Publish(vec![msg(1)].into()));
         let fin = |c: &str| ChannelOp::Finish {
             channel: c.into(),
             ids: vec![MessageId([1; 16])],
@@ -291,7 +291,7 @@ mod tests {
         state.apply(&ops(vec![ChannelOp::Create {
             channel: "a".into(),
         }]));
-        state.apply(&Command::Publish(vec![msg(1)]));
+        state.apply(&Command::Publish(vec![msg(1)].into()));
         state.apply(&ops(vec![ChannelOp::Requeue {
             channel: "a".into(),
             requeued: vec![(MessageId([1; 16]), 99)],
@@ -320,8 +320,8 @@ mod tests {
         state.apply(&ops(vec![ChannelOp::Create {
             channel: "a".into(),
         }]));
-        state.apply(&Command::Publish(vec![msg(9), msg(3), msg(5)]));
-        state.apply(&Command::Publish(vec![msg(3)]));
+        state.apply(&Command::Publish(vec![msg(9), msg(3), msg(5)].into()));
+        state.apply(&Command::Publish(vec![msg(3)].into()));
         let order: Vec<u8> = state
             .pending("a")
             .unwrap_or_default()
@@ -338,7 +338,7 @@ mod tests {
         let mut state = TopicState::default();
         let mut deferred = msg(2);
         deferred.deliver_at_ms = Some(7);
-        state.apply(&Command::Publish(vec![msg(1), deferred]));
+        state.apply(&Command::Publish(vec![msg(1), deferred].into()));
         let backlog: Vec<(u8, Option<u64>)> = state
             .backlog_messages()
             .iter()
