@@ -13,6 +13,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use foldhash::fast::RandomState;
+
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +61,7 @@ pub struct TopicState {
     pub backlog: Vec<(Seq, Option<u64>)>,
     pub messages: SeqMap<StoredMessage>,
     /// The sequence number of each held message, by id.
-    pub ids: HashMap<MessageId, Seq>,
+    pub ids: HashMap<MessageId, Seq, RandomState>,
     /// Messages published since the state began; the next message's sequence number.
     pub published: u64,
 }
