@@ -13,7 +13,7 @@ use std::cell::Cell;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use nsqr_broker::{BrokerError, Commitment, PutOptions, ReplicaMessage};
+use nsqr_broker::{BrokerError, Commitment, DiskError, PutOptions, ReplicaMessage};
 use nsqr_replication::{
     Command, ForwardError, ForwardHandler, ForwardRefused, Forwarded, ProposeError, ReplicatedLog,
     Unstamped,
@@ -61,7 +61,7 @@ pub(super) async fn publish(
     let deadline = Instant::now() + LEADER_WAIT;
     let mut status = log.watch();
     loop {
-        let attempt = attempt(&log, &batch).await;
+        let attempt = attempt(&cluster, &log, &topic, &batch).await;
         match attempt {
             Attempt::Committed => return commitment.committed(),
             Attempt::Failed(reason) => return commitment.failed(reason),
@@ -78,7 +78,12 @@ pub(super) async fn publish(
     }
 }
 
-async fn attempt(log: &ReplicatedLog, batch: &[ReplicaMessage]) -> Attempt {
+async fn attempt(
+    cluster: &Cluster,
+    log: &ReplicatedLog,
+    topic: &str,
+    batch: &[ReplicaMessage],
+) -> Attempt {
     let status = log.status();
     if status.is_leader {
         // Stamped by this node's broker, which leads: its ids are the leader's.
@@ -89,16 +94,23 @@ async fn attempt(log: &ReplicatedLog, batch: &[ReplicaMessage]) -> Attempt {
             Err(e) => Attempt::Failed(e.to_string()),
         };
     }
-    let Some(leader) = status.leader else {
-        return Attempt::Retry;
+    let me = cluster.node.config().node_id;
+    let targets = match status.leader {
+        Some(leader) => vec![leader],
+        // A node that is not one of the group's voters (`replicas` below the cluster's size)
+        // hears from no leader: it asks the group's nodes in turn, and the leader takes it.
+        None if !status.voters.contains(&me) => cluster.node.config().peers.ranked(topic),
+        None => Vec::new(),
     };
-    match log.forward(leader, unstamped(batch)).await {
-        Ok(()) => Attempt::Committed,
-        Err(ForwardError::Refused(ForwardRefused::NotLeader) | ForwardError::Unsent { .. }) => {
-            Attempt::Retry
+    for target in targets.into_iter().filter(|t| *t != me) {
+        match log.forward(target, unstamped(batch)).await {
+            Ok(()) => return Attempt::Committed,
+            Err(ForwardError::Refused(ForwardRefused::NotLeader) | ForwardError::Unsent { .. }) => {
+            }
+            Err(e) => return Attempt::Failed(e.to_string()),
         }
-        Err(e) => Attempt::Failed(e.to_string()),
     }
+    Attempt::Retry
 }
 
 /// The batch as the leader gets it: bodies and due time, without this node's stamps.
@@ -118,10 +130,12 @@ impl ForwardHandler for Handler {
         let published = self.0.upgrade().map(|c| put(&c, group, &batch));
         Box::pin(async move {
             let ticket = published.unwrap_or_else(|| Err(refused("the node is stopping")))?;
-            ticket
-                .wait()
-                .await
-                .map_err(|e| ForwardRefused::Failed(e.to_string()))
+            ticket.wait().await.map_err(|e| match e {
+                // Lost the lead before proposing, and no other leader took it: the peer
+                // tries again itself.
+                DiskError::NotLeader(_) => ForwardRefused::NotLeader,
+                e => ForwardRefused::Failed(e.to_string()),
+            })
         })
     }
 }

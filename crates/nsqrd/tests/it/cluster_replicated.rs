@@ -31,7 +31,12 @@ pub(crate) fn start_cluster() -> Cluster {
 
 /// Three nodes started with `extra` flags too.
 pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
-    let ports: Vec<u16> = (0..3)
+    start_cluster_of(3, extra)
+}
+
+/// `n` nodes started with `extra` flags too.
+pub(crate) fn start_cluster_of(n: usize, extra: &[&str]) -> Cluster {
+    let ports: Vec<u16> = (0..n)
         .map(|_| {
             TcpListener::bind("127.0.0.1:0")
                 .expect("bind")
@@ -423,6 +428,41 @@ fn stats_and_metrics_show_each_node_s_view_of_the_group() {
         text.contains("replicated: 3 replicas, leader, term "),
         "{text}"
     );
+}
+
+/// With 3 replicas on 5 nodes, two nodes are not in the group and hear from no leader: a
+/// publish there asks the group's nodes in turn, and the leader takes it.
+#[test]
+fn a_node_outside_the_group_forwards_to_its_leader() {
+    let cluster = start_cluster_of(5, &[]);
+    for (n, s) in cluster.live() {
+        let r = configure(s, "orders", r#"{"replicas":3}"#);
+        assert_eq!(r.status, 200, "node {n}: {}", r.text());
+    }
+    let leader = cluster.publish_to_leader("orders", "first");
+    let mut outside = Vec::new();
+    let settled = wait_until(PATIENCE, || {
+        outside = cluster
+            .live()
+            .filter(|(_, s)| group(s, "orders").is_some_and(|g| g["replicas"] == 0))
+            .map(|(n, _)| n)
+            .collect();
+        outside.len() == 2
+    });
+    assert!(settled, "nodes outside the group: {outside:?}");
+    let mut want = HashSet::from(["first".to_string()]);
+    for n in outside {
+        let s = cluster.nodes[n - 1].as_ref().expect("live");
+        assert_eq!(
+            group(s, "orders").expect("its group")["leader"],
+            serde_json::Value::Null
+        );
+        let body = format!("via node {n}");
+        s.connect().publish("orders", body.as_bytes());
+        want.insert(body);
+    }
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    consume_all(s, "orders", &want);
 }
 
 #[test]
