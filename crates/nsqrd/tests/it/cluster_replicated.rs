@@ -95,14 +95,30 @@ impl Cluster {
             .filter_map(|(i, n)| n.as_ref().map(|s| (i + 1, s)))
     }
 
-    /// The node that says, in `/stats`, it leads `topic`'s group; waits for one.
+    /// Configures `replicas = 3` on every node and returns the leader (found by publishing
+    /// `first`, which goes to the topic's backlog: no channel exists yet).
+    pub(crate) fn replicate(&self, topic: &str) -> usize {
+        for (n, s) in self.live() {
+            let r = configure(s, topic, r#"{"replicas":3}"#);
+            assert_eq!(r.status, 200, "node {n}: {}", r.text());
+        }
+        self.publish_to_leader(topic, "first")
+    }
+
+    /// The node that says, in `/stats`, it leads `topic`'s group, in the highest term if
+    /// several do (an old leader may not know yet); waits for one.
     pub(crate) fn leader_of(&self, topic: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            for (n, s) in self.live() {
-                if group(s, topic).is_some_and(|g| g["role"] == "leader") {
-                    return n;
-                }
+            let leader = self
+                .live()
+                .filter_map(|(n, s)| {
+                    let g = group(s, topic)?;
+                    (g["role"] == "leader").then(|| (g["term"].as_u64(), n))
+                })
+                .max();
+            if let Some((_, n)) = leader {
+                return n;
             }
             assert!(
                 Instant::now() < deadline,
@@ -112,8 +128,8 @@ impl Cluster {
         }
     }
 
-    /// HTTP-publishes `body` to the node leading `topic` until it accepts it; returns that
-    /// node's number.
+    /// HTTP-publishes `body` to the node leading `topic` until it accepts it; returns the
+    /// leader once it is committed (a node that lost the lead meanwhile forwarded it).
     pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
@@ -121,7 +137,7 @@ impl Cluster {
             let s = self.nodes[n - 1].as_ref().expect("the leader is live");
             let r = s.post(&format!("/pub?topic={topic}"), body.as_bytes());
             if r.status == 200 {
-                return n;
+                return self.leader_of(topic);
             }
             // 503 when no leader took it in time (an election); 500 from a leader that lost
             // the lead while proposing.
@@ -192,12 +208,8 @@ fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
 #[test]
 fn an_acknowledged_publish_survives_the_leader_killed() {
     let mut cluster = start_cluster();
-    for (n, s) in cluster.live() {
-        let r = configure(s, "orders", r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-    }
     let mut acked = HashSet::new();
-    let leader = cluster.publish_to_leader("orders", "first");
+    let leader = cluster.replicate("orders");
     acked.insert("first".to_string());
 
     // On the leader: PUB (`publish` expects its OK) and MPUB answered once a majority has
@@ -274,11 +286,7 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
 #[test]
 fn a_publish_while_no_leader_can_be_elected_fails_cleanly() {
     let mut cluster = start_cluster();
-    for (n, s) in cluster.live() {
-        let r = configure(s, "orders", r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-    }
-    let leader = cluster.publish_to_leader("orders", "first");
+    let leader = cluster.replicate("orders");
     let others: Vec<usize> = (1..=3).filter(|n| *n != leader).collect();
     let (survivor, away) = (others[0], others[1]);
     let away_dir = cluster.nodes[away - 1]
@@ -330,13 +338,10 @@ fn a_publish_while_no_leader_can_be_elected_fails_cleanly() {
 #[test]
 fn stats_and_metrics_show_each_node_s_view_of_the_group() {
     let cluster = start_cluster();
-    for (n, s) in cluster.live() {
-        let r = configure(s, "orders", r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-        let mut p = s.connect();
-        p.publish("plain", b"not replicated");
+    let leader = cluster.replicate("orders");
+    for (_, s) in cluster.live() {
+        s.connect().publish("plain", b"not replicated");
     }
-    let leader = cluster.publish_to_leader("orders", "one");
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let mut p = s.connect();
     for i in 0..10 {
@@ -435,11 +440,7 @@ fn stats_and_metrics_show_each_node_s_view_of_the_group() {
 #[test]
 fn a_node_outside_the_group_forwards_to_its_leader() {
     let cluster = start_cluster_of(5, &[]);
-    for (n, s) in cluster.live() {
-        let r = configure(s, "orders", r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-    }
-    let leader = cluster.publish_to_leader("orders", "first");
+    let leader = cluster.replicate("orders");
     let mut outside = Vec::new();
     let settled = wait_until(PATIENCE, || {
         outside = cluster
