@@ -46,6 +46,10 @@ pub enum ForwardError {
     /// The leader answered with a refusal.
     #[error("{0}")]
     Refused(#[from] ForwardRefused),
+    /// The batch cannot travel at all (larger than a frame may be): nothing was proposed, and
+    /// no node would take it.
+    #[error("forwarding: {0}")]
+    Unsendable(#[source] NetError),
     /// The batch never reached the node (no connection, the handshake refused): nothing was
     /// proposed.
     #[error("forwarding to node {node}: {source}")]

@@ -58,7 +58,8 @@ impl Forwarder {
                 return Err(unsent(NetError::BadPeer(reason)));
             }
         };
-        let request = frame::encode(&Request::Forward(batch), frame::RPC_MAX).map_err(unsent)?;
+        let request = frame::encode(&Request::Forward(batch), frame::RPC_MAX)
+            .map_err(ForwardError::Unsendable)?;
         let _slot = self
             .in_flight
             .acquire()
