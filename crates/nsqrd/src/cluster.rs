@@ -195,10 +195,15 @@ impl Cluster {
     fn log(&self, topic: &str) -> Result<Arc<ReplicatedLog>, BrokerError> {
         match self.groups.lock().get(topic) {
             Some(Group::Open(open)) => Ok(Arc::clone(&open.log)),
-            _ => Err(BrokerError::NotLeader {
-                topic: topic.to_string(),
-                leader: "unknown: its log is opening".to_string(),
-            }),
+            _ => Err(self.opening(topic)),
+        }
+    }
+
+    /// The refusal of a publish to `topic` while its log is not open here.
+    fn opening(&self, topic: &str) -> BrokerError {
+        BrokerError::NotLeader {
+            topic: topic.to_string(),
+            leader: "unknown: its log is opening".to_string(),
         }
     }
 
@@ -239,17 +244,15 @@ impl Replicate for Hook {
     }
 
     fn publish(&self, topic: &str, batch: Vec<ReplicaMessage>) -> Result<Ticket, BrokerError> {
-        let log = if forward::is_forwarded() {
-            self.0.leading(topic)?
-        } else {
-            self.0.log(topic)?
-        };
+        if forward::is_forwarded() {
+            self.0.leading(topic)?;
+        }
         let (commitment, ticket) = Commitment::pending();
         let cluster = Arc::clone(&self.0);
         let topic = topic.to_string();
         self.0
             .runtime
-            .spawn(forward::publish(cluster, log, topic, batch, commitment));
+            .spawn(forward::publish(cluster, topic, batch, commitment));
         Ok(ticket)
     }
 

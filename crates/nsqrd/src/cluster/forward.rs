@@ -16,7 +16,7 @@ use std::time::Duration;
 use nsqr_broker::{BrokerError, Commitment, DiskError, PutOptions, ReplicaMessage};
 use nsqr_replication::{
     Command, ForwardError, ForwardHandler, ForwardRefused, Forwarded, ProposeError, ReplicatedLog,
-    Unstamped,
+    StatusWatch, Unstamped,
 };
 use tokio::time::Instant;
 
@@ -50,29 +50,48 @@ enum Attempt {
 }
 
 /// Gets `batch` (stamped by this node's broker) committed through the group's leader and
-/// completes `commitment` accordingly.
+/// completes `commitment` accordingly. A group still opening on this node (its topic was just
+/// made replicated) counts as one with no leader yet.
 pub(super) async fn publish(
     cluster: Arc<Cluster>,
-    log: Arc<ReplicatedLog>,
     topic: String,
     batch: Vec<ReplicaMessage>,
     commitment: Commitment,
 ) {
     let deadline = Instant::now() + LEADER_WAIT;
-    let mut status = log.watch();
+    let mut group: Option<(Arc<ReplicatedLog>, StatusWatch)> = None;
     loop {
-        let attempt = attempt(&cluster, &log, &topic, &batch).await;
+        if group.is_none() {
+            group = cluster.log(&topic).ok().map(|log| {
+                let status = log.watch();
+                (log, status)
+            });
+        }
+        let attempt = match &group {
+            Some((log, _)) => attempt(&cluster, log, &topic, &batch).await,
+            None => Attempt::Retry,
+        };
         match attempt {
             Attempt::Committed => return commitment.committed(),
             Attempt::Failed(reason) => return commitment.failed(reason),
             Attempt::Retry if Instant::now() >= deadline => {
-                let leader = cluster.leader_name(&log);
-                let e = BrokerError::NotLeader { topic, leader };
+                let e = match &group {
+                    Some((log, _)) => BrokerError::NotLeader {
+                        leader: cluster.leader_name(log),
+                        topic,
+                    },
+                    None => cluster.opening(&topic),
+                };
                 return commitment.not_leader(e.to_string());
             }
             Attempt::Retry => {
                 let pause = deadline.min(Instant::now() + RETRY_EVERY);
-                let _ = tokio::time::timeout_at(pause, status.changed()).await;
+                match &mut group {
+                    Some((_, status)) => {
+                        let _ = tokio::time::timeout_at(pause, status.changed()).await;
+                    }
+                    None => tokio::time::sleep_until(pause).await,
+                }
             }
         }
     }
