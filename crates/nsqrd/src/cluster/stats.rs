@@ -5,10 +5,14 @@
 //! background.
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use serde::Serialize;
 
 use super::{Cluster, Group};
+
+/// How long `/stats` and `/metrics` wait for a group's Raft instance to say its commit index.
+const COMMIT_INDEX_WAIT: Duration = Duration::from_secs(1);
 
 /// One replicated topic's group, as this node sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -55,8 +59,13 @@ impl Cluster {
             .collect();
         let mut out = BTreeMap::new();
         for (topic, log) in logs {
-            // A group stopping meanwhile has no commit index to show.
-            let commit_index = log.commit_index().await.ok().flatten();
+            // A group stopping meanwhile, or too busy to answer in time, has no commit index
+            // to show: monitoring never waits on it for long.
+            let commit_index = tokio::time::timeout(COMMIT_INDEX_WAIT, log.commit_index())
+                .await
+                .ok()
+                .and_then(Result::ok)
+                .flatten();
             let s = log.status();
             let last = s.last_log_index;
             let followers = s

@@ -128,25 +128,24 @@ impl Cluster {
         }
     }
 
-    /// HTTP-publishes `body` to the node leading `topic` until it accepts it; returns the
-    /// leader once it is committed (a node that lost the lead meanwhile forwarded it).
+    /// PUBs `body` to the node leading `topic` until it accepts it; returns the leader once
+    /// it is committed (a node that lost the lead meanwhile forwarded it). Over TCP, whose
+    /// answer may take a commit's time on a loaded machine, waited for with `PATIENCE`.
     pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
             let n = self.leader_of(topic);
             let s = self.nodes[n - 1].as_ref().expect("the leader is live");
-            let r = s.post(&format!("/pub?topic={topic}"), body.as_bytes());
-            if r.status == 200 {
-                return self.leader_of(topic);
+            let mut p = s.connect();
+            p.set_timeout(PATIENCE);
+            p.cmd_body(&format!("PUB {topic}"), body.as_bytes());
+            match p.read_non_heartbeat() {
+                Frame::Response(r) if r == b"OK" => return self.leader_of(topic),
+                // No leader took it in time (an election), or the leader lost the lead while
+                // proposing.
+                Frame::Error(e) if e.contains("not the leader") => {}
+                other => panic!("node {n}: {other:?}"),
             }
-            // 503 when no leader took it in time (an election); 500 from a leader that lost
-            // the lead while proposing.
-            let refused = match r.status {
-                503 => r.text().contains("NOT_LEADER"),
-                500 => r.text().contains("PUB_FAILED: not the leader"),
-                _ => false,
-            };
-            assert!(refused, "node {n}: {} {}", r.status, r.text());
             assert!(
                 Instant::now() < deadline,
                 "no leader took a publish to {topic} within {PATIENCE:?}"
