@@ -22,11 +22,18 @@ pub enum Outcome {
     Indeterminate,
 }
 
+/// An `OK`: when it came, from which node, and when its publish was sent.
+struct Ack {
+    at: Duration,
+    node: NodeNum,
+    sent: Duration,
+}
+
 #[derive(Default)]
 struct Inner {
     outcomes: HashMap<String, Outcome>,
     /// Times of the `OK`s, in the order they came, with the node that sent each.
-    acks: Vec<(Duration, NodeNum)>,
+    acks: Vec<Ack>,
     /// Per body, how many times it was delivered.
     deliveries: HashMap<String, u32>,
     /// Times of the deliveries, with the node that delivered.
@@ -60,10 +67,11 @@ impl History {
     }
 
     /// An `OK` from `node`, timed under the lock so the times stay in order.
-    pub fn acked(&self, body: String, node: NodeNum) {
+    /// The publish of `body`, sent at `sent`, acknowledged by `node`.
+    pub fn acked(&self, body: String, node: NodeNum, sent: Duration) {
         let mut h = self.inner.lock();
         let at = self.now();
-        h.acks.push((at, node));
+        h.acks.push(Ack { at, node, sent });
         h.last_ack_node = Some((node, at));
         h.outcomes.insert(body, Outcome::Acked { node, at });
     }
@@ -88,9 +96,16 @@ impl History {
         self.inner.lock().last_ack_node
     }
 
-    /// The time of the first `OK` at or after `since` from a node other than `not`.
+    /// The time of the first `OK` from a node other than `not` to a publish sent at or after
+    /// `since`: a follower relays the leader's `OK` to a publish it forwarded, so an `OK` to
+    /// one sent before a fault says nothing of the cluster after it.
     pub fn first_ack_since(&self, since: Duration, not: NodeNum) -> Option<Duration> {
-        first_since(&self.inner.lock().acks, since, not)
+        let h = self.inner.lock();
+        let i = h.acks.partition_point(|a| a.at < since);
+        h.acks[i..]
+            .iter()
+            .find(|a| a.node != not && a.sent >= since)
+            .map(|a| a.at)
     }
 
     /// The time of the first delivery at or after `since` by a node other than `not`.
@@ -142,7 +157,7 @@ impl History {
         }
         v.deliveries = h.delivered_at.len() as u64;
         v.fins = h.fins;
-        v.publish_gap = longest_gap(h.acks.iter().map(|(t, _)| *t), window);
+        v.publish_gap = longest_gap(h.acks.iter().map(|a| a.at), window);
         v.consume_gap = longest_gap(h.delivered_at.iter().map(|(t, _)| *t), window);
         v
     }
@@ -196,7 +211,7 @@ mod tests {
     use super::*;
 
     fn ack(h: &History, body: &str, node: NodeNum) {
-        h.acked(body.into(), node);
+        h.acked(body.into(), node, h.now());
     }
 
     #[test]
@@ -246,5 +261,20 @@ mod tests {
         assert!(h.first_delivery_since(mark, 1).is_some_and(|t| t > mark));
         assert_eq!(h.first_delivery_since(h.now(), 1), None);
         assert_eq!(h.last_ack().map(|(n, _)| n), Some(2));
+    }
+
+    /// An `OK` after the fault to a publish sent before it (a follower relaying the leader's
+    /// answer) is not a sign of recovery.
+    #[test]
+    fn an_ok_to_a_publish_sent_before_the_fault_does_not_count() {
+        let h = History::new();
+        let sent = h.now();
+        std::thread::sleep(Duration::from_millis(5));
+        let mark = h.now();
+        h.acked("in flight".into(), 2, sent);
+        assert_eq!(h.first_ack_since(mark, 1), None);
+        std::thread::sleep(Duration::from_millis(5));
+        ack(&h, "after", 3);
+        assert!(h.first_ack_since(mark, 1).is_some_and(|t| t > mark));
     }
 }
