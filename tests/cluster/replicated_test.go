@@ -129,7 +129,7 @@ func TestReplicatedTopicThroughALeaderKill(t *testing.T) {
 		defer p.Stop()
 	}
 	leader := leaderOf(t, nodes, topic)
-	var follower *proc // stays up: the other follower is the one that is not the leader
+	var follower *proc // a follower: it stays up, only the leader is killed
 	for _, n := range nodes {
 		if n != leader {
 			follower = n
