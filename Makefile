@@ -61,16 +61,18 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The workspace's unit and integration tests (debug build), TEST_THREADS tests at a time per
-# test binary: most of nsqrd's black-box tests wait on the daemons they start, so three at a
-# time on two cores finish sooner than libtest's default of one per core. The daemons are
-# built first, as every later step runs them: the tests of nsqr-client and nsqr start them too
-# (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
-# waits). The tests' build reuses what the daemons' build compiled: no dev-dependency adds a
-# feature to a shared dependency (tokio's test-util is on in every build, see Cargo.toml).
+# The workspace's unit and integration tests (debug build): what `cargo test --workspace` runs,
+# with two test binaries at a time (nsqrd's black-box tests on one lane, every other binary and
+# the doc tests on the other; tests/unit/run.py) and TEST_THREADS tests at a time per binary:
+# most tests wait on the daemons they start, so this finishes sooner on two cores than cargo's
+# one binary after another. The daemons are built first, as every later step runs them: the
+# tests of nsqr-client and nsqr start them too (nsqr_testkit::daemon_bin, which then finds them
+# built instead of building them while a test waits). The tests' build reuses what the daemons'
+# build compiled: no dev-dependency adds a feature to a shared dependency (tokio's test-util is
+# on in every build, see Cargo.toml).
 unit:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
-	$(CARGO) test --workspace -- --test-threads=$(TEST_THREADS)
+	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS)
 
 # The shell blocks of README.md and docs/*.md marked `<!-- checked: ... -->`, run as written
 # against the debug nsqrd started with make run's flags (its ports must be free), the debug
