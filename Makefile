@@ -36,12 +36,13 @@ install:
 		$(CARGO) install --locked --path crates/$$c --root $(PREFIX) || exit 1; \
 	done
 
-# Everything CI checks; the first failing step fails `make test`. The steps run in order, but
-# the last four two at a time: the fault suite mostly waits on its nodes' elections while the
-# others run clients or a compiler, and none of them uses a port another one does (the fault
-# suite's nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
-test: deps lint unit docs example metrics keyspace redis-py cluster
-	$(MAKE) -j2 --output-sync=target faults queues conformance transports
+# Everything CI checks; the first failing step fails `make test`. The first steps run in
+# order (docs needs make run's ports; redis-py runs its two protocols at once), the rest two at
+# a time, longest first: the fault suite mostly waits on its nodes' elections while the others
+# run clients or a compiler, and none of them uses a port another one does (the fault suite's
+# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
+test: deps lint unit docs redis-py
+	$(MAKE) -j2 --output-sync=target faults conformance queues transports keyspace cluster example metrics
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
