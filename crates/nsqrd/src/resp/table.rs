@@ -302,6 +302,9 @@ commands! {
     "eval_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::eval_ro;
     "evalsha_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::evalsha_ro;
     "script", -2, NOSCRIPT, NONE, script::script;
+    "fcall", -3, NOSCRIPT, (3, 3, 1), script::fcall;
+    "fcall_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::fcall_ro;
+    "function", -2, NOSCRIPT, NONE, script::function;
 }
 
 /// The command named `name` (any case).
@@ -415,7 +418,7 @@ pub fn admit(
 
 /// Commands whose first argument names a subcommand (Redis's container commands).
 const CONTAINERS: &[&str] = &[
-    "client", "config", "pubsub", "script", "object", "memory", "command", "latency",
+    "client", "config", "pubsub", "script", "object", "memory", "command", "latency", "function",
 ];
 
 /// The name Redis's errors give a command: `client|info` for a container's subcommand.
