@@ -170,10 +170,7 @@ fn delete(ctx: &mut Ctx<'_>, name: &[u8]) {
 /// FUNCTION FLUSH [ASYNC|SYNC].
 fn flush(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if a.len() > 3 {
-        let sub = String::from_utf8_lossy(a.get(1));
-        return ctx.out.error(&format!(
-            "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."
-        ));
+        return syntax_error(ctx, a);
     }
     if a.len() == 3 && !is(a.get(2), "sync") && !is(a.get(2), "async") {
         return ctx
@@ -186,6 +183,14 @@ fn flush(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             .set_libraries(Libraries::new(), &mut ctx.s.pending);
         ctx.out.ok();
     });
+}
+
+/// Redis's error for a subcommand given too many arguments.
+fn syntax_error(ctx: &mut Ctx<'_>, a: &Args<'_>) {
+    let sub = String::from_utf8_lossy(a.get(1));
+    ctx.out.error(&format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try FUNCTION HELP."
+    ));
 }
 
 /// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE].
@@ -262,6 +267,7 @@ fn dump(ctx: &mut Ctx<'_>) {
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
 fn restore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let policy = match a.len() {
+        5.. => return syntax_error(ctx, a),
         3 => Policy::Append,
         _ if is(a.get(3), "flush") => Policy::Flush,
         _ if is(a.get(3), "append") => Policy::Append,
