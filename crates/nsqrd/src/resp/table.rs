@@ -11,7 +11,8 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bitfield, bits, blocking, client, connection, databases, dump, geo, hashes, hll,
-    introspection, keys, lcs, lists, lolwut, module, monitor, persistence, pubsub, replication,
+    introspection, keys, lcs, lists, lolwut, migrate, module, monitor, persistence, pubsub,
+    replication,
     script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read, streams, strings,
     transaction, zblocking, zranges, zsets,
 };
@@ -286,6 +287,7 @@ commands! {
     "touch", -2, READONLY | FAST, ALL, keys::touch;
     "dump", 2, READONLY, ONE, dump::dump;
     "restore", -4, WRITE | DENYOOM, ONE, dump::restore;
+    "migrate", -6, WRITE, (3, 3, 1), migrate::migrate;
     // pub/sub
     "subscribe", -2, PUBSUB | NOSCRIPT, NONE, pubsub::subscribe;
     "unsubscribe", -1, PUBSUB | NOSCRIPT, NONE, pubsub::unsubscribe;
