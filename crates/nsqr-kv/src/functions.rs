@@ -176,7 +176,10 @@ mod tests {
         let code = "#!lua name=x19\nredis.register_function('h2', function() return 1 end)";
         let payload = dump_libraries([code.as_bytes()].into_iter());
         assert_eq!(payload[0], 0xf5);
-        assert_eq!(restore_libraries(&payload), Ok(vec![code.as_bytes().to_vec()]));
+        assert_eq!(
+            restore_libraries(&payload),
+            Ok(vec![code.as_bytes().to_vec()])
+        );
     }
 
     #[test]

@@ -88,7 +88,13 @@ pub fn migrate(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         encode(&mut request, &restore);
     }
     let preamble = 1 + usize::from(opts.auth.is_some());
-    let replies = match exchange(a.get(1), a.get(2), timeout, &request, preamble + found.len()) {
+    let replies = match exchange(
+        a.get(1),
+        a.get(2),
+        timeout,
+        &request,
+        preamble + found.len(),
+    ) {
         Ok(replies) => replies,
         Err(e) => return ctx.out.error(&e.to_string()),
     };
@@ -206,7 +212,10 @@ fn exchange(
         .ok_or(IoError::Writing)?;
     let mut last = IoError::Connecting;
     let mut stream = None;
-    for addr in (host, port).to_socket_addrs().map_err(|_| IoError::Connecting)? {
+    for addr in (host, port)
+        .to_socket_addrs()
+        .map_err(|_| IoError::Connecting)?
+    {
         match TcpStream::connect_timeout(&addr, timeout) {
             Ok(s) => {
                 stream = Some(s);
@@ -221,9 +230,7 @@ fn exchange(
         .set_write_timeout(Some(timeout))
         .and_then(|()| stream.set_read_timeout(Some(timeout)))
         .map_err(|_| IoError::Connecting)?;
-    (&stream)
-        .write_all(request)
-        .map_err(|_| IoError::Writing)?;
+    (&stream).write_all(request).map_err(|_| IoError::Writing)?;
     let mut reader = BufReader::new(&stream);
     let mut lines = Vec::with_capacity(replies);
     for _ in 0..replies {

@@ -12,9 +12,8 @@ use super::session::Ctx;
 use super::{
     acl, bitfield, bits, blocking, client, connection, databases, dump, geo, hashes, hll,
     introspection, keys, lcs, lists, lolwut, migrate, module, monitor, persistence, pubsub,
-    replication,
-    script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read, streams, strings,
-    transaction, zblocking, zranges, zsets,
+    replication, script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read,
+    streams, strings, transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.

@@ -157,9 +157,7 @@ fn merge(
 /// FUNCTION DELETE library.
 fn delete(ctx: &mut Ctx<'_>, name: &[u8]) {
     let mut libs = (*ctx.shared.ks.libraries()).clone();
-    let removed = std::str::from_utf8(name)
-        .ok()
-        .and_then(|n| libs.remove(n));
+    let removed = std::str::from_utf8(name).ok().and_then(|n| libs.remove(n));
     if removed.is_none() {
         return ctx.out.error("ERR Library not found");
     }
@@ -266,18 +264,17 @@ fn dump(ctx: &mut Ctx<'_>) {
 
 /// FUNCTION RESTORE payload [FLUSH|APPEND|REPLACE].
 fn restore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
-    let policy = match a.len() {
-        5.. => return syntax_error(ctx, a),
-        3 => Policy::Append,
-        _ if is(a.get(3), "flush") => Policy::Flush,
-        _ if is(a.get(3), "append") => Policy::Append,
-        _ if is(a.get(3), "replace") => Policy::Replace,
-        _ => {
-            return ctx.out.error(
+    let policy =
+        match a.len() {
+            5.. => return syntax_error(ctx, a),
+            3 => Policy::Append,
+            _ if is(a.get(3), "flush") => Policy::Flush,
+            _ if is(a.get(3), "append") => Policy::Append,
+            _ if is(a.get(3), "replace") => Policy::Replace,
+            _ => return ctx.out.error(
                 "ERR Wrong restore policy given, value should be either FLUSH, APPEND or REPLACE.",
-            )
-        }
-    };
+            ),
+        };
     let codes = match restore_libraries(a.get(2)) {
         Ok(codes) => codes,
         Err(e) => return ctx.out.error(&e.to_string()),
@@ -300,9 +297,7 @@ fn restore(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             .find(|(i, (n, _, _))| adding[..*i].iter().any(|(m, _, _)| m == n))
         {
             let name = &(dup.1).0;
-            return ctx
-                .out
-                .error(&format!("ERR Library {name} already exists"));
+            return ctx.out.error(&format!("ERR Library {name} already exists"));
         }
         match merge(&vm.functions, adding, policy) {
             Ok(libs) => {

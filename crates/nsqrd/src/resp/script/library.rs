@@ -72,10 +72,7 @@ impl Functions {
 
 /// Whether `name` is a valid library or function name.
 fn valid_name(name: &[u8]) -> bool {
-    !name.is_empty()
-        && name
-            .iter()
-            .all(|&c| c.is_ascii_alphanumeric() || c == b'_')
+    !name.is_empty() && name.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_')
 }
 
 /// The library name of a library's `#!<engine> name=<name>` line: Redis's error (without its
@@ -184,10 +181,15 @@ fn named(t: &Table, text: &dyn Fn(&Value) -> Option<String>) -> Result<Registere
                     "ERR description argument given to redis.register_function must be a string",
                 )?);
             }
-            "callback" => match v {
-                Value::Function(f) => callback = Some(f),
-                _ => return Err("ERR callback argument given to redis.register_function must be a function".into()),
-            },
+            "callback" => {
+                match v {
+                    Value::Function(f) => callback = Some(f),
+                    _ => return Err(
+                        "ERR callback argument given to redis.register_function must be a function"
+                            .into(),
+                    ),
+                }
+            }
             "flags" => flags = parse_flags(&v)?,
             _ => return Err("ERR unknown argument given to redis.register_function".into()),
         }

@@ -158,7 +158,10 @@ impl Vm {
             lua.create_function(move |lua, args: Variadic<Value>| {
                 let mut registered = registered.borrow_mut();
                 match library::register(lua, &args, &registered) {
-                    Ok(r) => Ok(registered.push(r)),
+                    Ok(r) => {
+                        registered.push(r);
+                        Ok(())
+                    }
                     Err(e) => Err(raise(lua, &failure, &e)),
                 }
             })?
