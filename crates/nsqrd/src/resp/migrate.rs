@@ -247,3 +247,39 @@ fn exchange(
     }
     Ok(lines)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn positions(parts: &[&str]) -> Vec<usize> {
+        let parts: Vec<&[u8]> = parts.iter().map(|p| p.as_bytes()).collect();
+        let owned = resp_wire::OwnedArgs::from_parts(&parts);
+        key_positions(&owned.args())
+    }
+
+    #[test]
+    fn keys_found_as_redis_finds_them() {
+        assert_eq!(positions(&["MIGRATE", "h", "1", "k", "0", "5"]), [3]);
+        assert_eq!(
+            positions(&["MIGRATE", "h", "1", "", "0", "5", "KEYS", "a", "b"]),
+            [7, 8]
+        );
+        // AUTH and AUTH2 skip their values, even one spelled KEYS.
+        assert_eq!(
+            positions(&[
+                "MIGRATE", "h", "1", "", "0", "5", "AUTH", "KEYS", "AUTH2", "u", "KEYS", "KEYS",
+                "a"
+            ]),
+            [12]
+        );
+        assert!(positions(&["MIGRATE", "h", "1", "k", "0", "5", "KEYS", "a"]).is_empty());
+    }
+
+    #[test]
+    fn requests_are_resp() {
+        let mut out = Vec::new();
+        encode(&mut out, &[b"SELECT", b"3"]);
+        assert_eq!(out, b"*2\r\n$6\r\nSELECT\r\n$1\r\n3\r\n");
+    }
+}

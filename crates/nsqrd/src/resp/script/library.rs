@@ -274,3 +274,39 @@ impl Vm {
         self.functions = functions;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn library_lines_as_redis_reads_them() {
+        let name = |code: &str| library_name(code.as_bytes());
+        assert_eq!(name("#!lua name=lib_1\ncode"), Ok("lib_1".into()));
+        assert_eq!(name("#!LUA  NAME=x\t\n"), Ok("x".into()));
+        assert_eq!(name("#!lua name=\"q\"\n"), Ok("q".into()));
+        for (code, error) in [
+            ("return 1", "Missing library metadata"),
+            ("#!lua name=x", "Invalid library metadata"),
+            ("#!lua\n", "Library name was not given"),
+            ("#!lua foo=bar\n", "Invalid metadata value given: foo=bar"),
+            (
+                "#!lua name=a name=b\n",
+                "Invalid metadata value, name argument was given multiple times",
+            ),
+            ("#!lua name=a-b\n", BAD_NAME),
+            ("#!lua name=\n", BAD_NAME),
+            ("#!js name=x\n", "Engine 'js' not found"),
+        ] {
+            assert_eq!(name(code), Err(error.to_owned()), "{code}");
+        }
+    }
+
+    #[test]
+    fn names_are_letters_digits_and_underscores() {
+        assert!(valid_name(b"a_1Z"));
+        assert!(!valid_name(b""));
+        assert!(!valid_name(b"a b"));
+        assert!(!valid_name("é".as_bytes()));
+    }
+}

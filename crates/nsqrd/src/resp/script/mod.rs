@@ -113,6 +113,7 @@ impl RunState {
 
     fn end(&self) {
         self.started.store(0, Ordering::Release);
+        self.kill.store(false, Ordering::Relaxed);
         *self.running.lock() = None;
     }
 
