@@ -323,8 +323,8 @@ pub fn stats(ctx: &mut Ctx<'_>) {
                 out.bulk(b"name");
                 out.bulk(r.name.as_bytes());
                 out.bulk(b"command");
-                out.array(r.command.len());
-                for arg in &r.command {
+                out.array(r.command().count());
+                for arg in r.command() {
                     out.bulk(arg);
                 }
                 out.bulk(b"duration_ms");

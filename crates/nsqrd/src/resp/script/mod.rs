@@ -71,18 +71,29 @@ pub struct RunState {
     /// The serving thread running it (`workers::this_thread`).
     thread: AtomicUsize,
     /// What runs (FUNCTION STATS, and which KILL stops it).
-    running: Mutex<Option<Running>>,
+    running: Mutex<Running>,
 }
 
-/// The script or function running, as FUNCTION STATS shows it.
-#[derive(Debug, Clone)]
+/// The script or function running, as FUNCTION STATS shows it; its buffers are reused from
+/// one run to the next, so a run allocates nothing for it.
+#[derive(Debug, Clone, Default)]
 pub struct Running {
+    active: bool,
     /// The function's name; for a script `f_<sha1>`, as Redis names it.
     name: String,
-    /// The request that started it.
-    command: Vec<Vec<u8>>,
+    /// The request that started it: its arguments back to back, and where each ends.
+    args: Vec<u8>,
+    ends: Vec<usize>,
     /// A function (FCALL) rather than a script (EVAL).
     function: bool,
+}
+
+impl Running {
+    /// The request's arguments.
+    fn command(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(s, &e)| &self.args[s..e])
+    }
 }
 
 impl Default for RunState {
@@ -94,7 +105,7 @@ impl Default for RunState {
             wrote: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             thread: AtomicUsize::new(0),
-            running: Mutex::new(None),
+            running: Mutex::default(),
         }
     }
 }
@@ -104,29 +115,48 @@ impl RunState {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
 
-    fn begin(&self, running: Running) {
+    /// A run starts: a function (or a script) named by the parts of `name`, started by
+    /// `request`.
+    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>) {
         self.wrote.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
-        *self.running.lock() = Some(running);
+        {
+            let mut r = self.running.lock();
+            r.name.clear();
+            for part in name {
+                r.name.push_str(part);
+            }
+            r.args.clear();
+            r.ends.clear();
+            for arg in request.iter() {
+                r.args.extend_from_slice(arg);
+                let end = r.args.len();
+                r.ends.push(end);
+            }
+            r.function = function;
+            r.active = true;
+        }
         self.started.store(self.now_ms(), Ordering::Release);
     }
 
     fn end(&self) {
         self.started.store(0, Ordering::Release);
         self.kill.store(false, Ordering::Relaxed);
-        *self.running.lock() = None;
+        self.running.lock().active = false;
     }
 
     /// What runs, and for how many milliseconds it has run.
     fn running(&self) -> Option<(Running, u64)> {
         let started = self.started.load(Ordering::Acquire);
-        let running = self.running.lock().clone()?;
-        (started != 0).then(|| (running, self.now_ms().saturating_sub(started)))
+        let running = self.running.lock();
+        (started != 0 && running.active)
+            .then(|| (running.clone(), self.now_ms().saturating_sub(started)))
     }
 
     /// Whether a function (rather than a script) runs.
     fn function_runs(&self) -> bool {
-        self.running.lock().as_ref().is_some_and(|r| r.function)
+        let r = self.running.lock();
+        r.active && r.function
     }
 
     fn killed(&self) -> bool {

@@ -16,7 +16,7 @@ use super::super::session::Ctx;
 use super::super::workers;
 use super::library::{ALLOW_OOM, NO_WRITES};
 use super::vm::Vm;
-use super::{Job, Running};
+use super::Job;
 
 thread_local! {
     /// This thread's Lua state, made on its first script.
@@ -50,13 +50,11 @@ pub fn run_here(ctx: &mut Ctx<'_>, job: &Job<'_>, own_batch: bool) {
         Ok(no_writes) => job.read_only || no_writes,
         Err(e) => return ctx.out.error(&e),
     };
-    let running = Running {
-        name: format!("f_{}", job.sha),
-        command: job.request.iter().map(<[u8]>::to_vec).collect(),
-        function: false,
-    };
     with_vm(ctx, |ctx, vm| {
-        running_alone(ctx, running, own_batch, |ctx| vm.run(ctx, job, read_only));
+        let name = ["f_", job.sha.as_str()];
+        running_alone(ctx, (false, &name, &job.request), own_batch, |ctx| {
+            vm.run(ctx, job, read_only)
+        });
     });
 }
 
@@ -85,23 +83,19 @@ pub fn call_function(ctx: &mut Ctx<'_>, request: &Args<'_>, read_only: bool, own
             }
         }
         let given: Vec<&[u8]> = request.iter().skip(3).collect();
-        let running = Running {
-            name: name.clone(),
-            command: request.iter().map(<[u8]>::to_vec).collect(),
-            function: true,
-        };
         let read_only = read_only || flags & NO_WRITES != 0;
-        running_alone(ctx, running, own_batch, |ctx| {
+        running_alone(ctx, (true, &[&name], request), own_batch, |ctx| {
             let split = given.split_at(numkeys);
             vm.call_function(ctx, &name, &callback, split, read_only);
         });
     });
 }
 
-/// Runs `f` as the running script `running`, its writes one log record if `own_batch`.
+/// Runs `f` as the running script `running` (a function or not, its name's parts, its
+/// request), its writes one log record if `own_batch`.
 fn running_alone(
     ctx: &mut Ctx<'_>,
-    running: Running,
+    running: (bool, &[&str], &Args<'_>),
     own_batch: bool,
     f: impl FnOnce(&mut Ctx<'_>),
 ) {
@@ -110,7 +104,7 @@ fn running_alone(
     state
         .thread
         .store(workers::this_thread(), Ordering::Relaxed);
-    state.begin(running);
+    state.begin(running.0, running.1, running.2);
     if own_batch {
         ks.begin_transaction(&mut ctx.s.pending);
     }
