@@ -88,14 +88,15 @@ pub enum Value {
     Collection(Collection),
 }
 
-/// A value that is not a string.
+/// A value that is not a string. Streams and sorted sets, the largest structures, are boxed so
+/// that every key of another type does not carry their size in its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Collection {
     List(List),
     Hash(Hash),
     Set(Set),
-    Stream(Stream),
-    Zset(crate::zset::ZSet),
+    Stream(Box<Stream>),
+    Zset(Box<crate::zset::ZSet>),
 }
 
 impl Collection {
@@ -109,14 +110,14 @@ impl Collection {
         }
     }
 
-    /// Bytes the collection costs (its heap blocks, estimated).
+    /// Bytes the collection costs (its heap blocks, estimated; a boxed one's box included).
     pub fn cost(&self) -> usize {
         match self {
             Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
-            Collection::Stream(s) => s.cost(),
-            Collection::Zset(z) => z.cost(),
+            Collection::Stream(s) => cost_of(std::mem::size_of::<Stream>()) + s.cost(),
+            Collection::Zset(z) => cost_of(std::mem::size_of::<crate::zset::ZSet>()) + z.cost(),
         }
     }
 
@@ -778,6 +779,12 @@ mod tests {
         assert_eq!(l.remove(0).as_deref(), Some(&b"longer"[..]));
         while l.pop(true).is_some() {}
         assert_eq!(l.bytes, 0);
+    }
+
+    #[test]
+    fn an_entry_of_a_hash_set_or_list_stays_small() {
+        // The size every hash, set or list key's entry pays (see `entry.rs`).
+        assert!(std::mem::size_of::<Collection>() <= 88);
     }
 
     #[test]
