@@ -17,7 +17,7 @@
 //!
 //! `OBJECT ENCODING` names what Redis 7.0 would use for the same value (a list is always a
 //! `quicklist`): a small hash is a
-//! `listpack` (at most 128 fields, none over 64 bytes) and a set of integers an `intset` (at
+//! `listpack` (at most 512 fields, none over 64 bytes) and a set of integers an `intset` (at
 //! most 512), until one command makes it big; like Redis, a value never goes back to the
 //! small encoding.
 
@@ -31,8 +31,9 @@ use crate::stream::Stream;
 
 type Build = foldhash::fast::RandomState;
 
-/// Redis's `hash-max-listpack-entries` and `hash-max-listpack-value`.
-const HASH_SMALL_ENTRIES: usize = 128;
+/// Redis 7.0's `hash-max-listpack-entries` and `hash-max-listpack-value` (its defaults: 512,
+/// unlike the sorted set's 128).
+const HASH_SMALL_ENTRIES: usize = 512;
 const HASH_SMALL_VALUE: usize = 64;
 /// Redis's `set-max-intset-entries`.
 const SET_SMALL_ENTRIES: usize = 512;
@@ -670,7 +671,7 @@ mod tests {
     }
 
     #[test]
-    fn hash_turns_into_a_table_past_128_fields_and_keeps_them() {
+    fn hash_turns_into_a_table_past_512_fields_and_keeps_them() {
         let mut h = Hash::default();
         for i in 0..HASH_SMALL_ENTRIES {
             assert!(h.insert(format!("f{i}").as_bytes(), b"v"));
@@ -682,8 +683,8 @@ mod tests {
         assert!(h.insert(b"one more", b"v"));
         assert!(!h.is_compact());
         assert_eq!(
-            (h.len(), h.get(b"f0"), h.get(b"f127")),
-            (129, Some(&b"w"[..]), Some(&b"v"[..]))
+            (h.len(), h.get(b"f0"), h.get(b"f511")),
+            (513, Some(&b"w"[..]), Some(&b"v"[..]))
         );
         assert!(h.remove(b"one more") && !h.insert(b"f0", b"v"));
         // Equal across forms: the same fields and values.

@@ -1,7 +1,7 @@
 //! A small hash's fields and values packed one after the other in a single buffer, as Redis
 //! packs them in a listpack: each pair is `[field length: u8][field][value length: u8][value]`.
 //! A table (`collection.rs`) costs a slot, a hash and two heap blocks per field; a small hash
-//! (at most 128 fields of at most 64 bytes, Redis's `hash-max-listpack-*` limits) costs here
+//! (at most 512 fields of at most 64 bytes, Redis's `hash-max-listpack-*` limits) costs here
 //! two bytes per pair beside its bytes, in one block sized to fit. Every operation scans the
 //! pairs, which at these sizes is what Redis does too.
 
