@@ -256,7 +256,7 @@ impl Hash {
                     return new;
                 }
             }
-            self.to_table();
+            self.make_table();
         }
         let Fields::Table(map) = &mut self.fields else {
             return false;
@@ -276,7 +276,7 @@ impl Hash {
     }
 
     /// Turns the packed form into the table (once: a hash never goes back, as in Redis).
-    fn to_table(&mut self) {
+    fn make_table(&mut self) {
         let Fields::Packed(p) = &self.fields else {
             return;
         };
@@ -687,8 +687,9 @@ mod tests {
             (513, Some(&b"w"[..]), Some(&b"v"[..]))
         );
         assert!(h.remove(b"one more") && !h.insert(b"f0", b"v"));
-        // Equal across forms: the same fields and values.
-        assert!(h == packed && packed == h);
+        // Equal across forms, either way round: the same fields and values.
+        assert_eq!(h, packed);
+        assert_eq!(packed, h);
         assert_eq!(h.iter().len(), packed.iter().len());
     }
 
