@@ -220,7 +220,7 @@ async fn inject_faults(
         tokio::time::sleep(args.quiet()).await;
         cluster.check_crashes(&format!("before {fault}"));
         cluster.heal().await?;
-        let leader = current_leader(history).await;
+        let leader = current_leader(cluster, history).await;
         let at = history.now();
         let what = nemesis::inject(cluster, fault, leader, &mut rng).await?;
         println!("[{:>7.1}s] {fault}: {what}", at.as_secs_f64());
@@ -249,8 +249,22 @@ async fn inject_faults(
     Ok((injected, recoveries))
 }
 
-/// The node of an `OK` younger than `FRESH` (waiting up to 5 s for one), else of the latest.
-async fn current_leader(history: &History) -> NodeNum {
+/// The node that says (`/metrics`) it leads the topic, in the highest term if several do;
+/// else the node of an `OK` younger than `FRESH` (waiting up to 5 s for one), else of the
+/// latest. A follower forwards publishes to the leader, so the node of an `OK` is only a
+/// guess.
+async fn current_leader(cluster: &Cluster, history: &History) -> NodeNum {
+    let mut leader = None;
+    for node in &cluster.nodes {
+        if let Some(term) = node.leads(TOPIC).await {
+            if leader.is_none_or(|(_, t)| term > t) {
+                leader = Some((node.num, term));
+            }
+        }
+    }
+    if let Some((num, _)) = leader {
+        return num;
+    }
     const FRESH: Duration = Duration::from_millis(300);
     let fresh = || {
         history

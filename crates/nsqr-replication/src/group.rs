@@ -14,8 +14,10 @@ use tokio::sync::mpsc;
 
 use crate::command::Command;
 use crate::error::{ChangeError, ProposeError, StartError};
+use crate::forward::{ForwardError, ForwardHandler, Unstamped};
 use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
+use crate::network::forward::Forwarder;
 use crate::network::{Network, Server, SharedConfig};
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
@@ -163,6 +165,7 @@ impl ClusterNode {
             return Err(StartError::GroupOpen(group.name));
         }
         let replicated = ReplicatedLog {
+            forwarder: Forwarder::new(self.config.clone(), group.name.clone()),
             name: group.name,
             config: self.config.clone(),
             raft,
@@ -170,6 +173,12 @@ impl ClusterNode {
             server: self.server.clone(),
         };
         Ok((replicated, rx))
+    }
+
+    /// Publishes that peers forward to this node ([`crate::forward`]) go to `handler`; until
+    /// it is installed they are refused.
+    pub fn take_forwards(&self, handler: Arc<dyn ForwardHandler>) {
+        self.server.take_forwards(handler);
     }
 
     /// Stops the listener and closes every cluster connection to this node.
@@ -191,6 +200,9 @@ pub struct GroupStatus {
     /// The last applied entry is of the current term: on a leader, everything committed
     /// before its election is applied, so its state is complete.
     pub applied_in_term: bool,
+    /// On the leader, the last entry each other member (voter or learner) is known to hold
+    /// (None: nothing yet); empty elsewhere.
+    pub matched: BTreeMap<NodeId, Option<u64>>,
 }
 
 /// Wakes whenever the group's status may have changed (leadership, applied index).
@@ -210,6 +222,7 @@ pub struct ReplicatedLog {
     raft: Raft,
     machine: StateMachine,
     server: Arc<Server>,
+    forwarder: Forwarder,
 }
 
 impl ReplicatedLog {
@@ -271,7 +284,29 @@ impl ReplicatedLog {
             applied_in_term: m
                 .last_applied
                 .is_some_and(|l| l.leader_id.term == m.current_term),
+            matched: m
+                .replication
+                .iter()
+                .flatten()
+                .filter(|(id, _)| **id != self.config.node_id)
+                .map(|(id, matched)| (*id, matched.map(|l| l.index)))
+                .collect(),
         }
+    }
+
+    /// The index of the last entry this node knows committed (None: none yet), as its Raft
+    /// instance holds it.
+    pub async fn commit_index(&self) -> Result<Option<u64>, ProposeError> {
+        self.raft
+            .with_raft_state(|st| st.committed.map(|l| l.index))
+            .await
+            .map_err(|e| ProposeError::Stopped(e.to_string()))
+    }
+
+    /// Sends a publish batch to node `leader` (this group's leader, as far as this node knows)
+    /// and waits until that node has committed it: [`crate::forward`].
+    pub async fn forward(&self, leader: NodeId, batch: Unstamped) -> Result<(), ForwardError> {
+        self.forwarder.forward(leader, batch).await
     }
 
     /// Follows the group's status ([`Self::status`] says where it stands).

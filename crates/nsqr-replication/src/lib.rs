@@ -12,10 +12,12 @@
 //! - [`network`]: the only module with sockets: the handshake, frames, client and server.
 //! - [`membership`]: `--cluster-peers` and leader placement.
 //! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
+//! - [`forward`]: a publish on a node that does not lead its group, carried to the leader.
 
 pub mod command;
 pub mod error;
 mod files;
+pub mod forward;
 pub mod group;
 pub mod log_store;
 pub mod membership;
@@ -26,6 +28,7 @@ pub mod types;
 
 pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
+pub use forward::{ForwardError, ForwardHandler, ForwardRefused, Forwarded, Unstamped};
 pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
 pub use network::{probe, NetError};

@@ -4,6 +4,7 @@
 //! [`frame`]s. Nothing else in the crate touches a socket.
 
 pub(crate) mod client;
+pub(crate) mod forward;
 pub(crate) mod frame;
 pub(crate) mod handshake;
 pub(crate) mod server;
@@ -17,6 +18,7 @@ use openraft::raft::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::forward::{ForwardRefused, Unstamped};
 use crate::membership::ClusterConfig;
 use crate::types::{NodeId, TypeConfig};
 
@@ -48,12 +50,13 @@ pub enum NetError {
     Random,
 }
 
-/// A Raft RPC, as the client sends it.
+/// A Raft RPC, as the client sends it, or a publish forwarded to the leader.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    Forward(Unstamped),
 }
 
 /// The server's answer to a [`Request`].
@@ -62,6 +65,8 @@ pub(crate) enum Reply {
     Append(AppendEntriesResponse<NodeId>),
     Vote(VoteResponse<NodeId>),
     Snapshot(InstallSnapshotResponse<NodeId>),
+    /// The leader's answer to a forwarded publish, once committed or refused.
+    Forwarded(Result<(), ForwardRefused>),
     /// The group refused or failed the request (it is shutting down, or not here any more).
     Failed(String),
 }

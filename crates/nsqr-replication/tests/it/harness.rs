@@ -134,6 +134,10 @@ impl TestNode {
         self.running.as_ref().map(|r| &r.log)
     }
 
+    pub fn cluster_node(&self) -> Option<&ClusterNode> {
+        self.running.as_ref().map(|r| &r.node)
+    }
+
     pub fn last_applied(&self) -> u64 {
         self.log()
             .and_then(|l| l.status().last_applied)

@@ -12,6 +12,7 @@ mod lookupd_common;
 mod proc_common;
 
 mod cluster_channels;
+mod cluster_in_process;
 mod cluster_replicated;
 mod durability_compat;
 mod durability_crash;
