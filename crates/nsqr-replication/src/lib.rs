@@ -28,7 +28,7 @@ pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
 pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
-pub use network::{probe, NetError};
+pub use network::{probe, ClusterTls, NetError, TlsError};
 pub use state::{Pending, StoredMessage, TopicState};
 pub use state_machine::Committed;
 pub use types::NodeId;

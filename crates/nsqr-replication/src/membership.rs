@@ -11,6 +11,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::error::MembershipError;
+use crate::network::ClusterTls;
 use crate::types::NodeId;
 
 /// Every member of the cluster, by node id, with its replication address (`host:port`).
@@ -121,6 +122,8 @@ pub struct ClusterConfig {
     pub peers: Peers,
     /// The secret every member shares; a connection that cannot prove it knows it is refused.
     pub secret: Vec<u8>,
+    /// Mutual TLS between the nodes, when they have certificates; plain TCP otherwise.
+    pub tls: Option<ClusterTls>,
 }
 
 impl ClusterConfig {
@@ -142,7 +145,14 @@ impl ClusterConfig {
             address,
             peers,
             secret,
+            tls: None,
         })
+    }
+
+    /// The same settings, with every cluster connection in mutual TLS.
+    pub fn with_tls(mut self, tls: ClusterTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 }
 
@@ -153,6 +163,7 @@ impl fmt::Debug for ClusterConfig {
             .field("address", &self.address)
             .field("peers", &self.peers)
             .field("secret", &"<hidden>")
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }

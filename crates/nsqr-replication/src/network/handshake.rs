@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{frame, NetError};
 use crate::membership::ClusterConfig;
@@ -70,7 +70,7 @@ fn key(config: &ClusterConfig) -> hmac::Key {
 
 /// The client's side: proves itself to node `to` for `group`, and checks the server's proof.
 pub(crate) async fn client(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncRead + AsyncWrite + Unpin),
     config: &ClusterConfig,
     to: NodeId,
     group: &str,
@@ -111,7 +111,7 @@ pub(crate) async fn client(
 /// The server's side: the group the client may use, once it proved it is a peer. A refusal is
 /// sent to the client, logged, and returned.
 pub(crate) async fn server(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncRead + AsyncWrite + Unpin),
     remote: SocketAddr,
     config: &ClusterConfig,
     serves: impl Fn(&str) -> bool,

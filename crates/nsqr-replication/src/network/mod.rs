@@ -1,12 +1,14 @@
 //! The transport between the nodes of a cluster, over TCP: the server that answers Raft's RPCs
 //! for every group this node serves ([`server`]), the client side openraft calls ([`client`]),
-//! both opened by an authenticating [`handshake`] and exchanging length-prefixed postcard
-//! [`frame`]s. Nothing else in the crate touches a socket.
+//! both opened by an authenticating [`handshake`] (inside mutual [`tls`] when the nodes have
+//! certificates) and exchanging length-prefixed postcard [`frame`]s. Nothing else in the
+//! crate touches a socket.
 
 pub(crate) mod client;
 pub(crate) mod frame;
 pub(crate) mod handshake;
 pub(crate) mod server;
+pub(crate) mod tls;
 
 use std::io;
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use crate::types::{NodeId, TypeConfig};
 
 pub use client::{Network, PeerClient};
 pub use server::Server;
+pub use tls::{ClusterTls, TlsError};
 
 pub(crate) type SharedConfig = Arc<ClusterConfig>;
 
@@ -46,6 +49,8 @@ pub enum NetError {
     Timeout,
     #[error("cluster connection: no system randomness for a nonce")]
     Random,
+    #[error("cluster connection: TLS: {0}")]
+    Tls(io::Error),
 }
 
 /// A Raft RPC, as the client sends it.

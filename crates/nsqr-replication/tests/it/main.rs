@@ -1,5 +1,5 @@
 //! Three nodes of one group in one process, on 127.0.0.1: commit, failover, catch-up,
-//! membership changes and refusal of strangers.
+//! membership changes, refusal of strangers and mutual TLS.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // test code: a failed expect is a failed test
 
@@ -8,3 +8,4 @@ mod harness;
 mod membership;
 mod refusal;
 mod replicate;
+mod tls;
