@@ -13,6 +13,7 @@ mod proc_common;
 
 mod cluster_channels;
 mod cluster_replicated;
+mod cluster_tls;
 mod durability_compat;
 mod durability_crash;
 mod durability_disk_full;
