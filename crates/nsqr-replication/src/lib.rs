@@ -26,7 +26,7 @@ pub mod types;
 
 pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
-pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
+pub use group::{ClusterNode, Founding, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
 pub use network::{probe, ClusterTls, NetError, TlsError};
 pub use state::{Pending, StoredMessage, TopicState};

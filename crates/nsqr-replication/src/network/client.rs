@@ -21,7 +21,7 @@ use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::types::{NodeId, TypeConfig};
 
 /// How long opening a connection (TCP connect and handshake) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Opens a connection to `target` for `group` (TLS when the node has a certificate) and runs
 /// the handshake.

@@ -20,6 +20,9 @@ use crate::types::NodeId;
 
 const MAGIC: [u8; 8] = *b"NSQRRAFT";
 
+/// How a refusal for a group this node does not serve (yet) begins.
+pub(crate) const NO_GROUP: &str = "no group ";
+
 type Nonce = [u8; 32];
 
 #[derive(Serialize, Deserialize)]
@@ -141,7 +144,7 @@ pub(crate) async fn server(
             client.from
         ))
     } else if !serves(&client.group) {
-        Some(format!("no group {:?} on this node", client.group))
+        Some(format!("{NO_GROUP}{:?} on this node", client.group))
     } else {
         None
     };

@@ -59,6 +59,8 @@ pub(crate) enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    /// Whether the group has a log here (a membership, entries): asked before founding it.
+    Initialized,
 }
 
 /// The server's answer to a [`Request`].
@@ -67,6 +69,7 @@ pub(crate) enum Reply {
     Append(AppendEntriesResponse<NodeId>),
     Vote(VoteResponse<NodeId>),
     Snapshot(InstallSnapshotResponse<NodeId>),
+    Initialized(bool),
     /// The group refused or failed the request (it is shutting down, or not here any more).
     Failed(String),
 }
@@ -93,6 +96,33 @@ pub async fn probe(
     client::connect(&shared, target, address, group)
         .await
         .map(drop)
+}
+
+/// Whether node `target` at `address` holds `group` with a log (a membership, entries): false
+/// when the group is not open there.
+pub(crate) async fn initialized(
+    config: &SharedConfig,
+    target: NodeId,
+    address: &str,
+    group: &str,
+) -> Result<bool, NetError> {
+    let mut stream = match client::connect(config, target, address, group).await {
+        Ok(stream) => stream,
+        Err(NetError::Refused(reason)) if reason.starts_with(handshake::NO_GROUP) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
+    let ask = async {
+        frame::write(&mut stream, &Request::Initialized, frame::RPC_MAX).await?;
+        frame::read(&mut stream, frame::RPC_MAX).await
+    };
+    match tokio::time::timeout(client::CONNECT_TIMEOUT, ask).await {
+        Ok(Ok(Reply::Initialized(initialized))) => Ok(initialized),
+        Ok(Ok(other)) => Err(other.unexpected()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(NetError::Timeout),
+    }
 }
 
 #[cfg(test)]

@@ -188,5 +188,9 @@ async fn dispatch(raft: &Raft, request: Request) -> Reply {
             Ok(resp) => Reply::Snapshot(resp),
             Err(e) => Reply::Failed(e.to_string()),
         },
+        Request::Initialized => match raft.is_initialized().await {
+            Ok(initialized) => Reply::Initialized(initialized),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
     }
 }
