@@ -12,6 +12,7 @@ mod lookupd_common;
 mod proc_common;
 
 mod cluster_channels;
+mod cluster_members;
 mod cluster_replicated;
 mod cluster_tls;
 mod durability_compat;
