@@ -34,7 +34,7 @@ pub enum NodeError {
         status: ExitStatus,
         log: String,
     },
-    #[error("node {node}: /topic/config answered {answer:?}")]
+    #[error("node {node}: a configuration request answered {answer:?}")]
     Configure { node: NodeNum, answer: String },
 }
 
@@ -228,9 +228,15 @@ impl Node {
 
     /// `POST /topic/config?topic=<topic>` with `body`, retried while the node starts.
     pub async fn configure(&self, topic: &str, body: &str) -> Result<(), NodeError> {
+        self.post_until_ok(&format!("/topic/config?topic={topic}"), body)
+            .await
+    }
+
+    /// `POST <path>` with `body`, retried (10 s at most) until it answers 200.
+    pub async fn post_until_ok(&self, path: &str, body: &str) -> Result<(), NodeError> {
         let mut answer = String::new();
         for _ in 0..50 {
-            match http_post(self.http, &format!("/topic/config?topic={topic}"), body).await {
+            match http_post(self.http, path, body).await {
                 Ok(a) if a.starts_with("HTTP/1.1 200") => return Ok(()),
                 Ok(a) => answer = a,
                 Err(e) => answer = e.to_string(),
