@@ -4,7 +4,8 @@
 //! `--cluster-peers`), then node 1 leaves (the others restarted without it, node 1 stopped).
 //! The fourth node, though first in the topic's order, founds no second group; it replaces
 //! node 1 as a voter (nodes 3 and 4 alone still commit), and every acknowledged message is
-//! delivered.
+//! delivered. And a topic's `replicas` changed from 3 to 5 and back on five nodes: the
+//! leader moves the voters each time while publishes go on.
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
@@ -272,4 +273,53 @@ fn a_node_is_added_and_another_removed_while_publishing() {
     let mut want = acked;
     want.insert("last".to_string());
     consume_all(nodes.node(leader), &topic, &want);
+}
+
+#[test]
+fn a_replicas_change_moves_the_voters() {
+    let topic = "resized";
+    let all = [1, 2, 3, 4, 5];
+    let mut nodes = Nodes::new(5);
+    for id in all {
+        nodes.start(id, temp_dir(), &all);
+        let r = configure(nodes.node(id), topic, r#"{"replicas":3}"#);
+        assert_eq!(r.status, 200, "node {id}: {}", r.text());
+    }
+    let peers: Peers = "1@a:1,2@a:2,3@a:3,4@a:4,5@a:5".parse().expect("peers");
+    let mut first3: Vec<u64> = peers.ranked(topic)[..3].to_vec();
+    first3.sort_unstable();
+    let first3: Vec<String> = first3.iter().map(u64::to_string).collect();
+    let first3 = first3.join(",");
+    let publisher = Publisher::start(topic, nodes.http.clone());
+    publisher.progress(10, "with three voters");
+
+    // Five replicas: the two other nodes catch up as learners, then vote.
+    let resize = |nodes: &Nodes, replicas: u8| {
+        for id in all {
+            let body = format!(r#"{{"replicas":{replicas}}}"#);
+            let r = configure(nodes.node(id), topic, &body);
+            assert_eq!(r.status, 200, "node {id}: {}", r.text());
+        }
+    };
+    resize(&nodes, 5);
+    nodes.logged(&format!(
+        "cluster: topic {topic}: changed voters {first3} -> 1,2,3,4,5"
+    ));
+    publisher.progress(10, "with five voters");
+
+    // Back to three: the first three in the topic's order.
+    resize(&nodes, 3);
+    nodes.logged(&format!(
+        "cluster: topic {topic}: changed voters 1,2,3,4,5 -> {first3}"
+    ));
+    publisher.progress(10, "with three voters again");
+
+    let mut want = publisher.finish();
+    let http = nodes.http.lock().expect("lock").clone();
+    let leader = all
+        .into_iter()
+        .find(|id| http[id - 1].is_some_and(|a| try_publish(a, topic, "last") == Some(200)))
+        .expect("a leader");
+    want.insert("last".to_string());
+    consume_all(nodes.node(leader), topic, &want);
 }
