@@ -18,7 +18,7 @@ use crate::forward::{ForwardError, ForwardHandler, Unstamped};
 use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
 use crate::network::forward::Forwarder;
-use crate::network::{Network, Server, SharedConfig};
+use crate::network::{self, Network, Server, SharedConfig};
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
@@ -205,6 +205,18 @@ pub struct GroupStatus {
     pub matched: BTreeMap<NodeId, Option<u64>>,
 }
 
+/// What [`ReplicatedLog::found`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Founding {
+    /// The group had no log anywhere that answered: this node made its first voters.
+    Founded,
+    /// The group has a log here or on a peer: a leader adds this node when it should be a
+    /// voter.
+    Exists,
+    /// Too few peers answered to tell: ask again later.
+    Undecided,
+}
+
 /// Wakes whenever the group's status may have changed (leadership, applied index).
 pub struct StatusWatch(tokio::sync::watch::Receiver<openraft::RaftMetrics<NodeId, BasicNode>>);
 
@@ -253,6 +265,42 @@ impl ReplicatedLog {
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
             Err(e) => Err(ChangeError(e.to_string())),
         }
+    }
+
+    /// Makes `voters` the voters of the group if it exists nowhere yet: the way a node founds a
+    /// group, where [`Self::initialize_voters`] would make a second group beside one that
+    /// exists (a node joining the cluster, or one whose data was lost). Asks every other peer
+    /// whether it holds the group; founds it only once none does and enough answered that
+    /// any `replicas` of the peers, this node among them or not, include another that
+    /// answered (so a group of that size that exists would have been seen).
+    pub async fn found(
+        &self,
+        voters: BTreeSet<NodeId>,
+        replicas: usize,
+    ) -> Result<Founding, ChangeError> {
+        if !self.status().voters.is_empty() {
+            return Ok(Founding::Exists);
+        }
+        let others = self.config.peers.len().saturating_sub(1);
+        let needed = (others + 2)
+            .saturating_sub(replicas)
+            .clamp(1, others.max(1));
+        let mut answered = 0;
+        for (id, address) in self.config.peers.iter() {
+            if id == self.config.node_id {
+                continue;
+            }
+            match network::initialized(&self.config, id, address, &self.name).await {
+                Ok(true) => return Ok(Founding::Exists),
+                Ok(false) => answered += 1,
+                Err(e) => tracing::debug!(group = %self.name, "replication: node {id}: {e}"),
+            }
+        }
+        if others > 0 && answered < needed {
+            return Ok(Founding::Undecided);
+        }
+        self.initialize_voters(voters).await?;
+        Ok(Founding::Founded)
     }
 
     /// Proposes one batch. Returns its log index once it is in the log of a majority of the

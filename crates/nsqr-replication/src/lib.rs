@@ -4,6 +4,7 @@
 //! then means, is `docs/replication.md`.
 //!
 //! - [`command`]: what a log entry carries, a whole batch (serde types).
+//! - [`seq_map`]: the map by sequence number the state keeps messages in.
 //! - [`state`]: the topic's replicated state (unfinished messages per channel, pauses,
 //!   settings), which snapshots hold.
 //! - [`log_store`]: the durable log (segments, vote, purge point), fsynced when asked.
@@ -14,6 +15,7 @@
 //! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
 //! - [`forward`]: a publish on a node that does not lead its group, carried to the leader.
 
+mod batch;
 pub mod command;
 pub mod error;
 mod files;
@@ -22,6 +24,7 @@ pub mod group;
 pub mod log_store;
 pub mod membership;
 pub mod network;
+pub mod seq_map;
 pub mod state;
 pub mod state_machine;
 pub mod types;
@@ -29,9 +32,10 @@ pub mod types;
 pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
 pub use forward::{ForwardError, ForwardHandler, ForwardRefused, Forwarded, Unstamped};
-pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
+pub use group::{ClusterNode, Founding, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
-pub use network::{probe, NetError};
+pub use network::{probe, ClusterTls, NetError, TlsError};
+pub use seq_map::SeqMap;
 pub use state::{Pending, StoredMessage, TopicState};
 pub use state_machine::Committed;
 pub use types::NodeId;

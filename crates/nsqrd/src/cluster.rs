@@ -7,11 +7,13 @@
 //! replicated state until they take over).
 //!
 //! A group is opened on every node when its topic gets `replicas` above 1 (the config file,
-//! `nsqd.dat`, `/topic/config`); its voters are the first `replicas` peers in the topic's
-//! rendezvous order, and the first of them initializes it, which makes it the first leader.
-//! A publish on a node that does not lead the topic is forwarded to the leader, which
-//! stamps and proposes it (`forward.rs`); with no leader to take it in time, it is refused
-//! with the leader's name (`BrokerError::NotLeader`).
+//! `nsqd.dat`, `/topic/config`); its first voters are the first `replicas` peers in the
+//! topic's rendezvous order, and the first of them founds it, which makes it the first leader.
+//! `members.rs` founds groups and, on a group's leader, keeps its voters in line with
+//! `--cluster-peers` and `replicas` (adding and removing nodes). A publish on a node that does
+//! not lead the topic is forwarded to the leader, which stamps and proposes it (`forward.rs`);
+//! with no leader to take it in time, it is refused with the leader's name
+//! (`BrokerError::NotLeader`).
 //!
 //! Channel state: the leader's broker reports each change to the topic's channels, which
 //! `ops.rs` gathers and proposes a pass at a time; `follow.rs` keeps the broker's copy of the
@@ -20,12 +22,13 @@
 
 mod follow;
 mod forward;
+mod members;
 mod ops;
 mod stats;
 
 pub use stats::GroupStats;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -48,6 +51,8 @@ enum Group {
 struct OpenGroup {
     log: Arc<ReplicatedLog>,
     pass: Arc<Pass>,
+    /// The topic's `replicas`, for its voters.
+    replicas: watch::Sender<u8>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -128,7 +133,11 @@ impl Cluster {
     fn open(self: &Arc<Self>, topic: &str, replicas: u8) {
         {
             let mut groups = self.groups.lock();
-            if groups.contains_key(topic) {
+            if let Some(group) = groups.get(topic) {
+                if let Group::Open(open) = group {
+                    open.replicas
+                        .send_if_modified(|r| std::mem::replace(r, replicas) != replicas);
+                }
                 return;
             }
             groups.insert(topic.to_string(), Group::Opening);
@@ -154,6 +163,13 @@ impl Cluster {
             .map_err(|e| e.to_string())?;
         let log = Arc::new(log);
         let pass = Arc::new(Pass::default());
+        let (replicas_tx, replicas_rx) = watch::channel(replicas);
+        let members = members::Members {
+            topic: topic.to_string(),
+            peers: self.node.config().peers.clone(),
+            me: self.node.config().node_id,
+            replicas: replicas_rx,
+        };
         let tasks = vec![
             tokio::spawn(follow::follow(
                 topic.to_string(),
@@ -167,26 +183,17 @@ impl Cluster {
                 Arc::clone(&pass),
                 Arc::downgrade(&log),
             )),
+            tokio::spawn(members::run(members, Arc::downgrade(&log))),
         ];
         let open = OpenGroup {
             log: Arc::clone(&log),
             pass,
+            replicas: replicas_tx,
             tasks,
         };
         self.groups
             .lock()
             .insert(topic.to_string(), Group::Open(open));
-        let peers = &self.node.config().peers;
-        let voters: BTreeSet<u64> = peers
-            .ranked(topic)
-            .into_iter()
-            .take(usize::from(replicas))
-            .collect();
-        if peers.preferred_leader(topic) == self.node.config().node_id {
-            log.initialize_voters(voters)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
         tracing::info!("cluster: topic {topic}: replicated log open ({replicas} replicas)");
         Ok(())
     }

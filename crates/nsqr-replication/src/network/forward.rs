@@ -7,10 +7,10 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWriteExt};
 use tokio::sync::Semaphore;
 
+use super::tls::Stream;
 use super::{client, frame, NetError, Reply, Request, SharedConfig};
 use crate::forward::{ForwardError, Unstamped};
 use crate::types::NodeId;
@@ -27,7 +27,7 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) struct Forwarder {
     config: SharedConfig,
     group: String,
-    idle: Mutex<Vec<(NodeId, TcpStream)>>,
+    idle: Mutex<Vec<(NodeId, Stream)>>,
     in_flight: Semaphore,
 }
 
@@ -93,27 +93,34 @@ impl Forwarder {
     }
 
     /// An idle connection to `target` that the peer has not closed.
-    fn take_idle(&self, target: NodeId) -> Option<TcpStream> {
+    fn take_idle(&self, target: NodeId) -> Option<Stream> {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         while let Some(at) = idle.iter().position(|(node, _)| *node == target) {
-            let (_, stream) = idle.swap_remove(at);
-            // Nothing is ever sent unasked on this connection: readable means closed (or
-            // broken), and a live one has nothing to read.
-            let mut probe = [0u8; 1];
-            if let Err(e) = stream.try_read(&mut probe) {
-                if e.kind() == std::io::ErrorKind::WouldBlock {
-                    return Some(stream);
-                }
+            let (_, mut stream) = idle.swap_remove(at);
+            if nothing_to_read(&mut stream) {
+                return Some(stream);
             }
         }
         None
     }
 
-    fn keep_idle(&self, target: NodeId, stream: TcpStream) {
+    fn keep_idle(&self, target: NodeId, stream: Stream) {
         let mut idle = self.idle.lock().unwrap_or_else(|p| p.into_inner());
         if idle.len() >= MAX_IDLE {
             idle.remove(0);
         }
         idle.push((target, stream));
     }
+}
+
+/// Nothing is ever sent unasked on a forwarding connection: one that can be read from is
+/// closed, broken or out of step, and a live one has nothing to read. Polled once without
+/// waiting (TLS records that carry no data, such as session tickets, are consumed).
+fn nothing_to_read(stream: &mut Stream) -> bool {
+    let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+    let mut probe = [0u8; 1];
+    let mut buf = tokio::io::ReadBuf::new(&mut probe);
+    std::pin::Pin::new(stream)
+        .poll_read(&mut cx, &mut buf)
+        .is_pending()
 }

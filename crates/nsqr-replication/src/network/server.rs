@@ -1,8 +1,8 @@
 //! The listening side of the transport: accepts connections on `--cluster-address`, runs the
-//! handshake (refusing and logging anything that is not a configured peer), then answers the
-//! Raft RPCs of the group the connection was opened for, one at a time, in order, and the
-//! publishes a peer forwards to this node ([`crate::forward`]), through the daemon's
-//! [`ForwardHandler`].
+//! TLS handshake when the node has a certificate and then the peers' handshake (refusing and
+//! logging anything that is not a configured peer), then answers the Raft RPCs of the group
+//! the connection was opened for, one at a time, in order, and the publishes a peer forwards
+//! to this node ([`crate::forward`]), through the daemon's [`ForwardHandler`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -13,6 +13,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::tls::Stream;
 use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::error::StartError;
 use crate::forward::{ForwardHandler, ForwardRefused, Unstamped};
@@ -140,18 +141,29 @@ async fn accept_loop(listener: TcpListener, served: Served, mut stopped: watch::
     // Dropping the set aborts every connection's task.
 }
 
-async fn serve(mut stream: TcpStream, remote: SocketAddr, served: Served) {
-    if let Err(e) = stream.set_nodelay(true) {
+async fn serve(tcp: TcpStream, remote: SocketAddr, served: Served) {
+    if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(%remote, "cluster: set_nodelay: {e}");
     }
     let serves = |group: &str| {
         let groups = served.groups.read().unwrap_or_else(|p| p.into_inner());
         groups.contains_key(group)
     };
-    let handshake = handshake::server(&mut stream, remote, &served.config, serves);
-    let group = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(Ok(group)) => group,
+    let handshake = async {
+        let mut stream: Stream = match &served.config.tls {
+            Some(tls) => tls.accept(tcp).await?,
+            None => Box::new(tcp),
+        };
+        let group = handshake::server(&mut stream, remote, &served.config, serves).await?;
+        Ok::<_, NetError>((stream, group))
+    };
+    let (mut stream, group) = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(opened)) => opened,
         Ok(Err(NetError::Refused(_))) => return, // logged by the handshake
+        Ok(Err(NetError::Tls(e))) => {
+            tracing::warn!(%remote, "cluster: refused a connection: TLS: {e}");
+            return;
+        }
         Ok(Err(e)) => {
             tracing::warn!(%remote, "cluster: handshake failed: {e}");
             return;
@@ -167,7 +179,7 @@ async fn serve(mut stream: TcpStream, remote: SocketAddr, served: Served) {
 }
 
 /// Answers requests until the peer closes the connection.
-async fn answer(stream: &mut TcpStream, group: &str, served: &Served) -> Result<(), NetError> {
+async fn answer(stream: &mut Stream, group: &str, served: &Served) -> Result<(), NetError> {
     loop {
         let request: Request = frame::read(stream, frame::RPC_MAX).await?;
         let raft = {
@@ -210,5 +222,9 @@ async fn dispatch(raft: &Raft, request: Request) -> Reply {
             Err(e) => Reply::Failed(e.to_string()),
         },
         Request::Forward(_) => Reply::Failed("a forwarded publish is not a Raft RPC".into()),
+        Request::Initialized => match raft.is_initialized().await {
+            Ok(initialized) => Reply::Initialized(initialized),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
     }
 }

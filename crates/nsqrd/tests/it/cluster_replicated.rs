@@ -88,6 +88,14 @@ impl Cluster {
         self.nodes[n - 1] = Some(Server::start_in(data_path, &a));
     }
 
+    /// Node `n`'s `--cluster-address`.
+    pub(crate) fn cluster_address(&self, n: usize) -> &str {
+        self.args[n - 1]
+            .iter()
+            .find_map(|a| a.strip_prefix("--cluster-address="))
+            .expect("a cluster address")
+    }
+
     pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
         self.nodes
             .iter()
@@ -185,7 +193,7 @@ pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
 }
 
 /// Reads messages from a consumer of `topic`/`c` on `s` until every body of `want` arrived.
-fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
+pub(crate) fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
     let mut c = s.connect();
     c.sub(topic, "c");
     c.cmd("RDY 1000");
