@@ -1,5 +1,6 @@
 //! What the clients saw, recorded as it happens: every publish attempt and its outcome (the
-//! node and time of each `OK`), every delivery and FIN. One lock for the whole history: the
+//! node and time of each `OK`), every delivery and FIN, and the ordered channel's deliveries
+//! (`checks.rs` reads them). One lock for the whole history: the
 //! clients' rates are low (a publish waits for a majority commit) and the checker reads it
 //! once, after the run.
 
@@ -7,6 +8,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+use crate::checks::{self, Order, SplitBrain};
 
 /// A node's number, as in `--cluster-node-id` (1-based).
 pub type NodeNum = usize;
@@ -33,6 +36,10 @@ struct Inner {
     delivered_at: Vec<(Duration, NodeNum)>,
     fins: u64,
     last_ack_node: Option<(NodeNum, Duration)>,
+    /// Bodies delivered on the ordered channel, in time order.
+    ordered: Vec<String>,
+    /// Since when the ordered channel is ordered.
+    ordered_since: Option<Duration>,
 }
 
 /// The run's history, shared by every client task.
@@ -78,6 +85,18 @@ impl History {
         h.delivered_at.push((at, node));
     }
 
+    /// A message delivered on the ordered channel.
+    pub fn delivered_ordered(&self, body: &[u8]) {
+        let body = String::from_utf8_lossy(body).into_owned();
+        self.inner.lock().ordered.push(body);
+    }
+
+    /// The ordered channel is ordered from now on.
+    pub fn ordered_from_now(&self) {
+        let now = self.now();
+        self.inner.lock().ordered_since = Some(now);
+    }
+
     /// A FIN sent for a delivered message.
     pub fn finished(&self) {
         self.inner.lock().fins += 1;
@@ -113,10 +132,19 @@ impl History {
     }
 
     /// The checker's figures over the whole history; `window` is the faults' span, over
-    /// which the longest gaps are measured.
-    pub fn check(&self, window: (Duration, Duration)) -> Verdict {
+    /// which the longest gaps are measured; `nodes` consumers hold at most `rdy` messages
+    /// each.
+    pub fn check(&self, window: (Duration, Duration), nodes: usize, rdy: u64) -> Verdict {
         let h = self.inner.lock();
         let mut v = Verdict::default();
+        let acked_at = |body: &str| match h.outcomes.get(body) {
+            Some(Outcome::Acked { at, .. }) => Some(*at),
+            _ => None,
+        };
+        if let Some(since) = h.ordered_since {
+            v.order = Some(checks::order(&h.ordered, acked_at, since));
+        }
+        v.split_brain = checks::split_brain(&h.acks, &h.delivered_at, nodes, rdy);
         for (body, outcome) in &h.outcomes {
             v.attempted += 1;
             let delivered = h.deliveries.contains_key(body);
@@ -189,6 +217,9 @@ pub struct Verdict {
     pub never_published: Vec<String>,
     pub publish_gap: Duration,
     pub consume_gap: Duration,
+    /// The ordered channel's order (None when it could not be made ordered).
+    pub order: Option<Order>,
+    pub split_brain: SplitBrain,
 }
 
 #[cfg(test)]
@@ -211,7 +242,7 @@ mod tests {
         h.delivered(b"c", 2);
         h.delivered(b"d", 2);
         h.delivered(b"zz", 2);
-        let v = h.check((Duration::ZERO, h.now()));
+        let v = h.check((Duration::ZERO, h.now()), 3, 200);
         assert_eq!(v.acked, 2);
         assert_eq!(v.lost, vec!["b".to_string()]);
         assert_eq!(v.duplicates, 1);

@@ -30,6 +30,7 @@ pub mod error;
 mod evict;
 mod expiry;
 pub mod feed;
+pub mod functions;
 mod geo;
 pub mod geohash;
 pub mod glob;
