@@ -316,6 +316,22 @@ impl Hash {
         }
     }
 
+    /// The pairs at `positions` (each 0 ≤ i < len), in that order: for random picks, which may
+    /// repeat positions millions of times. A packed hash is walked once, not once per position.
+    pub fn pairs_at<'a>(
+        &'a self,
+        positions: &'a [usize],
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let packed: Vec<(&[u8], &[u8])> = match &self.fields {
+            Fields::Packed(p) => p.iter().collect(),
+            Fields::Table(_) => Vec::new(),
+        };
+        positions.iter().filter_map(move |&i| match &self.fields {
+            Fields::Packed(_) => packed.get(i).copied(),
+            Fields::Table(m) => m.get_index(i).map(|(f, v)| (&**f, &**v)),
+        })
+    }
+
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> {
         match &self.fields {
             Fields::Packed(p) => HashIter::Packed(p.iter()),
@@ -687,6 +703,13 @@ mod tests {
             (513, Some(&b"w"[..]), Some(&b"v"[..]))
         );
         assert!(h.remove(b"one more") && !h.insert(b"f0", b"v"));
+        // Random picks by position, repeats included, in either form.
+        let picks = [128, 0, 128, 511, 512];
+        for x in [&h, &packed] {
+            let at: Vec<_> = picks.iter().filter_map(|&i| x.at(i)).collect();
+            assert_eq!(x.pairs_at(&picks).collect::<Vec<_>>(), at);
+            assert_eq!(at.len(), 4);
+        }
         // Equal across forms, either way round: the same fields and values.
         assert_eq!(h, packed);
         assert_eq!(packed, h);

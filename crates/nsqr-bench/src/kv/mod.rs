@@ -333,6 +333,11 @@ pub async fn run(a: &KvArgs) -> Result<bool> {
             "the rss and memory phases need the server's pid: run them on the server's machine or pass --kv-pid",
         ));
     }
+    if k.kv_phases.iter().filter(|p| p.alone()).count() > 1 {
+        return Err(err(
+            "the rss and memory phases each need an empty server: run one per fresh server, or several with compare --kv-reference",
+        ));
+    }
     let s = Spec::from_args(k);
     let metrics = measure(&t, &s, &k.kv_phases).await?;
     let report = KvReport {

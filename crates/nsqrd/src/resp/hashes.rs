@@ -208,7 +208,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         } else {
             picks.len()
         });
-        for (f, v) in picks.iter().filter_map(|&i| h.and_then(|h| h.at(i))) {
+        for (f, v) in h.into_iter().flat_map(|h| h.pairs_at(&picks)) {
             if withvalues && resp3 {
                 out.array(2);
             }
