@@ -16,6 +16,7 @@
 //! EVAL), so a client that builds a new script per call cannot grow the cache without bound.
 
 mod convert;
+mod dispatch;
 mod functions;
 mod library;
 mod libs;

@@ -15,6 +15,7 @@ use std::time::Instant;
 
 use super::super::session::Ctx;
 use super::super::table::{self, NOSCRIPT, WRITE};
+use super::dispatch::Dispatch;
 use super::library::{self, Functions, Registered};
 use super::{convert, libs, Job, RunState};
 
@@ -40,8 +41,9 @@ pub struct Vm {
     /// The script cache's generation the compiled scripts belong to.
     generation: u64,
     run: Function,
-    set_dispatch: Function,
     prepare: Function,
+    /// Where `redis.call` finds the client of the run in progress.
+    dispatch: Rc<Dispatch>,
     /// Runs a library's code in the loading environment (`prelude.lua`).
     pub(super) load_library: Function,
     /// Calls a registered function with its keys and arguments (`prelude.lua`).
@@ -57,8 +59,12 @@ pub struct Vm {
     pub(super) failure: Slot,
     keys: Table,
     argv: Table,
-    /// Reused by every `redis.call`: the command's arguments and its reply.
-    scratch: RefCell<Scratch>,
+}
+
+/// The run in progress, as `redis.call` sees it (through [`Dispatch`]).
+struct Run<'r, 'c> {
+    ctx: RefCell<&'r mut Ctx<'c>>,
+    read_only: bool,
 }
 
 #[derive(Default)]
@@ -173,13 +179,16 @@ impl Vm {
             .load(include_str!("prelude.lua"))
             .set_name("=redis")
             .call((take_failure, where_, sha1hex, log, set_resp, register))?;
+        let dispatch = Rc::new(Dispatch::default());
+        let command = |raise_errors| redis_call(&lua, &dispatch, &resp, &failure, raise_errors);
+        set_dispatch.call::<()>((command(true)?, command(false)?))?;
         Ok(Vm {
             lua,
             compiled: HashMap::new(),
             generation,
             run,
-            set_dispatch,
             prepare,
+            dispatch,
             load_library,
             run_function,
             registered,
@@ -189,7 +198,6 @@ impl Vm {
             failure,
             keys,
             argv,
-            scratch: RefCell::default(),
         })
     }
 
@@ -275,34 +283,15 @@ impl Vm {
     ) {
         self.resp.set(Protocol::Resp2);
         self.failure.borrow_mut().take();
-        let (resp, failure, scratch) = (&self.resp, &self.failure, &self.scratch);
-        // redis.call and redis.pcall share the client: one closure, told which it is.
-        let ctx = RefCell::new(ctx);
-        let outcome = self.lua.scope(|scope| {
-            let command = |raise_errors: bool| {
-                let ctx = &ctx;
-                scope.create_function(move |lua, args: Variadic<Value>| {
-                    let mut ctx = ctx.borrow_mut();
-                    let mut scratch = scratch.borrow_mut();
-                    let (reply, failed) =
-                        call(lua, &mut ctx, &mut scratch, resp.get(), read_only, &args)?;
-                    match reply {
-                        Value::Table(t) if failed && raise_errors => {
-                            let msg: String = t.raw_get("err")?;
-                            Err(raise(lua, failure, &msg))
-                        }
-                        reply => Ok(reply),
-                    }
-                })
-            };
-            self.set_dispatch
-                .call::<()>((command(true)?, command(false)?))?;
-            let outcome = start();
-            self.set_dispatch.call::<()>((Value::Nil, Value::Nil))?;
-            let outcome = outcome?;
-            Ok(outcome)
-        });
-        let ctx = ctx.into_inner();
+        let run = Run {
+            ctx: RefCell::new(ctx),
+            read_only,
+        };
+        let outcome = {
+            let _active = self.dispatch.activate(&run);
+            start()
+        };
+        let ctx = run.ctx.into_inner();
         if self.lua.used_memory() > COLLECT_ABOVE {
             // A failed collection leaves the state as it was: nothing to undo.
             let _ = self.lua.gc_collect();
@@ -396,6 +385,46 @@ pub fn check_syntax(body: &str) -> Result<(), String> {
     super::shebang(body)?;
     let lua = Lua::new_with(StdLib::NONE, LuaOptions::new()).map_err(|e| format!("ERR {e}"))?;
     compile(&lua, body).map(drop)
+}
+
+/// `redis.call` (`raise_errors`) or `redis.pcall`, made once per state: runs its command as
+/// the client of the run in progress.
+fn redis_call(
+    lua: &Lua,
+    dispatch: &Rc<Dispatch>,
+    resp: &Rc<Cell<Protocol>>,
+    failure: &Slot,
+    raise_errors: bool,
+) -> mlua::Result<Function> {
+    let (dispatch, resp, failure) = (Rc::clone(dispatch), Rc::clone(resp), Rc::clone(failure));
+    let scratch = RefCell::new(Scratch::default());
+    lua.create_function(move |lua, args: Variadic<Value>| {
+        let busy = || raise(lua, &failure, "ERR a script cannot run another script");
+        #[allow(unsafe_code)]
+        // SAFETY: `invoke` is the only place this dispatch is activated, always with a `Run`.
+        let outcome = unsafe {
+            dispatch.with(|run: &Run<'_, '_>| {
+                let mut ctx = run.ctx.try_borrow_mut().map_err(|_| busy())?;
+                let mut scratch = scratch.try_borrow_mut().map_err(|_| busy())?;
+                call(
+                    lua,
+                    &mut ctx,
+                    &mut scratch,
+                    resp.get(),
+                    run.read_only,
+                    &args,
+                )
+            })
+        };
+        let idle = || raise(lua, &failure, "ERR no script is running");
+        match outcome.ok_or_else(idle)?? {
+            (Value::Table(t), true) if raise_errors => {
+                let msg: String = t.raw_get("err")?;
+                Err(raise(lua, &failure, &msg))
+            }
+            (reply, _) => Ok(reply),
+        }
+    })
 }
 
 /// `redis.call` / `redis.pcall`: runs one command as the script's client. Returns the reply
