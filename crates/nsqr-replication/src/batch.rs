@@ -7,6 +7,8 @@
 //! deferred is 1][body length: u32 LE][body]`. Anything else (a short string, a flag other than
 //! 0 or 1, a length past the end) is a decode error: the bytes come from a peer or the disk.
 
+use std::sync::Arc;
+
 use bytes::{Buf, BufMut, Bytes};
 use serde::de::{Error as _, Visitor};
 use serde::{Deserializer, Serializer};
@@ -39,9 +41,9 @@ pub(crate) fn serialize<S: Serializer>(messages: &[Message], s: S) -> Result<S::
 }
 
 /// Deserializes the byte string [`serialize`] wrote (serde's `with`).
-pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<Message>, D::Error> {
+pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<[Message]>, D::Error> {
     let bytes = d.deserialize_bytes(BytesVisitor)?;
-    decode(bytes).map_err(D::Error::custom)
+    decode(bytes).map(Arc::from).map_err(D::Error::custom)
 }
 
 /// Splits a batch's byte string into its messages, bodies sliced from `bytes`.
@@ -119,7 +121,7 @@ mod tests {
             )
         ) {
             let batch: Vec<Message> = raw.into_iter().map(|(n, d, b)| message(n, d, b)).collect();
-            let command = Command::Publish(batch);
+            let command = Command::Publish(batch.into());
             let encoded = postcard::to_stdvec(&command).map_err(|e| TestCaseError::fail(e.to_string()))?;
             let decoded: Command = postcard::from_bytes(&encoded).map_err(|e| TestCaseError::fail(e.to_string()))?;
             prop_assert_eq!(decoded, command);
@@ -133,7 +135,7 @@ mod tests {
 
     #[test]
     fn truncated_and_bad_batches_are_refused() {
-        let command = Command::Publish(vec![message(1, Some(5), vec![7; 10])]);
+        let command = Command::Publish(vec![message(1, Some(5), vec![7; 10])].into());
         let encoded = postcard::to_stdvec(&command).expect("encode");
         // The variant's tag, the byte string's varint length (one byte here), the string.
         assert_eq!(usize::from(encoded[1]), encoded.len() - 2);

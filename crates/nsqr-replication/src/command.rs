@@ -5,6 +5,8 @@
 //! batch's messages as one byte string, `batch.rs`), and the broker that proposes them decodes
 //! nothing itself.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -65,9 +67,10 @@ pub enum ChannelOp {
 /// The payload of one normal log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
-    /// A publish batch: a PUB, an MPUB, or a group-commit pass of many publishers. Encoded as
-    /// one byte string (`batch.rs`).
-    Publish(#[serde(with = "crate::batch")] Vec<Message>),
+    /// A publish batch: a PUB, an MPUB, or a group-commit pass of many publishers. Shared, so
+    /// the copies openraft takes of an entry (one per follower, one to apply) share it; encoded
+    /// as one byte string (`batch.rs`).
+    Publish(#[serde(with = "crate::batch")] Arc<[Message]>),
     /// The channel operations collected during one pass, in the order they happened.
     Channels(Vec<ChannelOp>),
 }

@@ -13,6 +13,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use foldhash::fast::RandomState;
+
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
@@ -59,7 +61,7 @@ pub struct TopicState {
     pub backlog: Vec<(Seq, Option<u64>)>,
     pub messages: SeqMap<StoredMessage>,
     /// The sequence number of each held message, by id.
-    pub ids: HashMap<MessageId, Seq>,
+    pub ids: HashMap<MessageId, Seq, RandomState>,
     /// Messages published since the state began; the next message's sequence number.
     pub published: u64,
 }
@@ -239,7 +241,7 @@ mod tests {
     #[test]
     fn backlog_goes_to_the_first_channel_only() {
         let mut state = TopicState::default();
-        state.apply(&Command::Publish(vec![msg(1), msg(2)]));
+        state.apply(&Command::Publish(vec![msg(1), msg(2)].into()));
         state.apply(&ops(vec![
             ChannelOp::Create {
                 channel: "a".into(),
@@ -250,7 +252,7 @@ mod tests {
         ]));
         assert_eq!(state.pending("a").map(|p| p.len()), Some(2));
         assert_eq!(state.pending("b").map(|p| p.len()), Some(0));
-        state.apply(&Command::Publish(vec![msg(3)]));
+        state.apply(&Command::Publish(vec![msg(3)].into()));
         assert_eq!(state.pending("b").map(|p| p.len()), Some(1));
         assert_eq!(state.messages.len(), 3);
     }
@@ -266,7 +268,7 @@ mod tests {
                 channel: "b".into(),
             },
         ]));
-        state.apply(&Command::Publish(vec![msg(1)]));
+        state.apply(&Command::Publish(vec![msg(1)].into()));
         let fin = |c: &str| ChannelOp::Finish {
             channel: c.into(),
             ids: vec![MessageId([1; 16])],
@@ -291,7 +293,7 @@ mod tests {
         state.apply(&ops(vec![ChannelOp::Create {
             channel: "a".into(),
         }]));
-        state.apply(&Command::Publish(vec![msg(1)]));
+        state.apply(&Command::Publish(vec![msg(1)].into()));
         state.apply(&ops(vec![ChannelOp::Requeue {
             channel: "a".into(),
             requeued: vec![(MessageId([1; 16]), 99)],
@@ -320,8 +322,8 @@ mod tests {
         state.apply(&ops(vec![ChannelOp::Create {
             channel: "a".into(),
         }]));
-        state.apply(&Command::Publish(vec![msg(9), msg(3), msg(5)]));
-        state.apply(&Command::Publish(vec![msg(3)]));
+        state.apply(&Command::Publish(vec![msg(9), msg(3), msg(5)].into()));
+        state.apply(&Command::Publish(vec![msg(3)].into()));
         let order: Vec<u8> = state
             .pending("a")
             .unwrap_or_default()
@@ -338,7 +340,7 @@ mod tests {
         let mut state = TopicState::default();
         let mut deferred = msg(2);
         deferred.deliver_at_ms = Some(7);
-        state.apply(&Command::Publish(vec![msg(1), deferred]));
+        state.apply(&Command::Publish(vec![msg(1), deferred].into()));
         let backlog: Vec<(u8, Option<u64>)> = state
             .backlog_messages()
             .iter()

@@ -2,10 +2,9 @@
 //! ([`segment`]), the vote (`vote`), the last purged log id (`purged`) and the last known
 //! commit (`committed`).
 //!
-//! An append is one `write` of all its entries (on a blocking thread only when it is then
-//! fsynced); with `fsync` on, openraft hears they are durable only after an `fdatasync` that
-//! [`flusher`] shares among every append that arrived while the previous one ran (a group
-//! commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
+//! An append is one `write` of all its entries; with `fsync` on, openraft hears they are
+//! durable only after an `fdatasync` that [`flusher`] shares among every append that arrived
+//! while the previous one ran (a group commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
 //! term. Compaction (`purge`, after a snapshot) deletes whole segments behind the purge point.
 //! Where each entry is lives in memory, and the newest entries themselves ([`cache`]); older
 //! entries are read back from the files.
@@ -475,13 +474,7 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        // Without fsync an append is one `write` into the page cache, done in place as the
-        // commit mark's is: a hop to a blocking thread and back would cost the leader and
-        // every follower more than the write, on every commit's path.
-        let written = match self.flusher {
-            None => self.lock().append(entries),
-            Some(_) => self.blocking(move |inner| inner.append(entries)).await,
-        };
+        let written = self.blocking(move |inner| inner.append(entries)).await;
         match (written, &self.flusher) {
             (Ok(Some((file, path))), Some(flusher)) => {
                 flusher.submit(Written {
