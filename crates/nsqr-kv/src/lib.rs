@@ -44,6 +44,7 @@ mod lists;
 mod log;
 pub mod notify;
 mod object;
+mod pairs;
 mod persist;
 mod pf;
 mod pqsort;

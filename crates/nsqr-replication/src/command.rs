@@ -1,8 +1,9 @@
 //! What one log entry of a topic group carries: a whole batch (a publish batch, or the channel
 //! operations of one pass), never one message, so the cost of consensus is paid per batch.
 //!
-//! These are serde types: the log store and the transport encode them with postcard, and the
-//! broker that proposes them decodes nothing itself.
+//! These are serde types: the log store and the transport encode them with postcard (a publish
+//! batch's messages as one byte string, `batch.rs`), and the broker that proposes them decodes
+//! nothing itself.
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
@@ -64,8 +65,9 @@ pub enum ChannelOp {
 /// The payload of one normal log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
-    /// A publish batch: a PUB, an MPUB, or a group-commit pass of many publishers.
-    Publish(Vec<Message>),
+    /// A publish batch: a PUB, an MPUB, or a group-commit pass of many publishers. Encoded as
+    /// one byte string (`batch.rs`).
+    Publish(#[serde(with = "crate::batch")] Vec<Message>),
     /// The channel operations collected during one pass, in the order they happened.
     Channels(Vec<ChannelOp>),
 }

@@ -5,17 +5,19 @@
 //! A message's body is kept once, under its place in publish order (its sequence number), with
 //! a count of the channels (or the topic backlog) that still hold it, and dropped when the last
 //! one finishes it. Channels keep their unfinished messages by sequence number, so a node
-//! taking over delivers them in publish order (what an ordered channel needs). The whole state is what a snapshot holds,
+//! taking over delivers them in publish order (what an ordered channel needs); both are
+//! [`SeqMap`]s, since sequence numbers come in order. The whole state is what a snapshot holds,
 //! which is how log compaction stays possible: the log behind a snapshot is never needed again.
 //! Applying an operation that names an unknown channel or message changes nothing (a FIN for a
 //! message finished twice, a REQ racing a delete): the entry is still applied and counted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::command::{ChannelOp, Command, Message, MessageId};
+use crate::seq_map::SeqMap;
 
 /// A message's place in the topic's publish order, the same on every node.
 pub type Seq = u64;
@@ -41,7 +43,7 @@ pub struct ChannelState {
     pub paused: bool,
     pub settings_json: Option<String>,
     /// Unfinished messages, in publish order.
-    pub pending: BTreeMap<Seq, Pending>,
+    pub pending: SeqMap<Pending>,
     /// How many messages the channel dead-lettered.
     pub dead_lettered: u64,
 }
@@ -55,9 +57,9 @@ pub struct TopicState {
     /// Messages published while the topic had no channel, in order (nsqd gives them to the
     /// first channel created).
     pub backlog: Vec<(Seq, Option<u64>)>,
-    pub messages: BTreeMap<Seq, StoredMessage>,
+    pub messages: SeqMap<StoredMessage>,
     /// The sequence number of each held message, by id.
-    pub ids: BTreeMap<MessageId, Seq>,
+    pub ids: HashMap<MessageId, Seq>,
     /// Messages published since the state began; the next message's sequence number.
     pub published: u64,
 }
@@ -96,7 +98,7 @@ impl TopicState {
                 let pending = Pending {
                     deliver_at_ms: *due,
                 };
-                self.messages.get(seq).map(|m| (m, pending))
+                self.messages.get(*seq).map(|m| (m, pending))
             })
             .collect()
     }
@@ -137,7 +139,7 @@ impl TopicState {
             ChannelOp::Create { channel } => self.create(channel),
             ChannelOp::Delete { channel } => {
                 if let Some(state) = self.channels.remove(channel) {
-                    state.pending.keys().for_each(|id| self.release(id));
+                    state.pending.keys().for_each(|seq| self.release(seq));
                 }
             }
             ChannelOp::Pause { channel, paused } => match channel {
@@ -167,7 +169,7 @@ impl TopicState {
                         let Some(seq) = self.ids.get(id) else {
                             continue;
                         };
-                        if let Some(pending) = state.pending.get_mut(seq) {
+                        if let Some(pending) = state.pending.get_mut(*seq) {
                             pending.deliver_at_ms = Some(*due);
                         }
                     }
@@ -196,17 +198,17 @@ impl TopicState {
         };
         let mut removed = Vec::with_capacity(ids.len());
         for seq in ids.iter().filter_map(|id| self.ids.get(id)) {
-            if state.pending.remove(seq).is_some() {
+            if state.pending.remove(*seq).is_some() {
                 removed.push(*seq);
             }
         }
         if dead {
             state.dead_lettered += removed.len() as u64;
         }
-        removed.iter().for_each(|seq| self.release(seq));
+        removed.into_iter().for_each(|seq| self.release(seq));
     }
 
-    fn release(&mut self, seq: &Seq) {
+    fn release(&mut self, seq: Seq) {
         if let Some(stored) = self.messages.get_mut(seq) {
             stored.holders = stored.holders.saturating_sub(1);
             if stored.holders == 0 {

@@ -2,12 +2,15 @@
 //! ([`segment`]), the vote (`vote`), the last purged log id (`purged`) and the last known
 //! commit (`committed`).
 //!
-//! An append is one `write` of all its entries; with `fsync` on, openraft hears they are
-//! durable only after an `fdatasync` that [`flusher`] shares among every append that arrived
-//! while the previous one ran (a group commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
+//! An append is one `write` of all its entries (on a blocking thread only when it is then
+//! fsynced); with `fsync` on, openraft hears they are durable only after an `fdatasync` that
+//! [`flusher`] shares among every append that arrived while the previous one ran (a group
+//! commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
 //! term. Compaction (`purge`, after a snapshot) deletes whole segments behind the purge point.
-//! Only where each entry is lives in memory; entries are read back from the files.
+//! Where each entry is lives in memory, and the newest entries themselves ([`cache`]); older
+//! entries are read back from the files.
 
+mod cache;
 mod flusher;
 pub(crate) mod segment;
 
@@ -23,6 +26,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use openraft::storage::{LogFlushed, LogState, RaftLogStorage};
 use openraft::{AnyError, RaftLogReader, StorageIOError, Vote};
 
+use self::cache::Cache;
 use self::flusher::{Flusher, Written};
 use crate::error::StoreError;
 use crate::files::{self, io_error};
@@ -55,6 +59,7 @@ struct Inner {
     purged: Option<LogId>,
     vote: Option<Vote<NodeId>>,
     committed: File,
+    cache: Cache,
 }
 
 /// A group's log store; clones share it (openraft reads through a clone while appending).
@@ -90,6 +95,7 @@ impl LogStore {
             purged,
             vote,
             committed,
+            cache: Cache::default(),
         };
         inner.recover()?;
         let flusher = match fsync {
@@ -221,8 +227,9 @@ impl Inner {
         let dir = self.dir.clone();
         let mut buf = Vec::new();
         let mut records = Vec::with_capacity(entries.len());
-        for entry in &entries {
-            let payload = files::encode(&dir, entry)?;
+        let mut appended = Vec::with_capacity(entries.len());
+        for entry in entries {
+            let payload = files::encode(&dir, &entry)?;
             if payload.len() > MAX_ENTRY_BYTES - segment::HEADER {
                 return Err(StoreError::Encode {
                     path: dir.display().to_string(),
@@ -232,6 +239,7 @@ impl Inner {
             let offset = (buf.len() + segment::HEADER) as u64;
             records.push((offset, payload.len() as u32, entry.log_id));
             segment::encode_record(&mut buf, &payload);
+            appended.push((entry, payload.len()));
         }
         let (seg_first, seg) = self.active_segment(first)?;
         let base = seg.len;
@@ -248,6 +256,9 @@ impl Inner {
                 log_id,
             };
             self.index.insert(log_id.index, location);
+        }
+        for (entry, size) in appended {
+            self.cache.push(entry, size);
         }
         Ok(Some(written))
     }
@@ -298,6 +309,7 @@ impl Inner {
             }
         }
         self.index.split_off(&index);
+        self.cache.truncate(index);
         Ok(())
     }
 
@@ -307,6 +319,7 @@ impl Inner {
         files::write_atomic(&path, &files::encode(&path, &log_id)?)?;
         self.purged = Some(log_id);
         self.index = self.index.split_off(&(log_id.index + 1));
+        self.cache.purge(log_id.index);
         // A segment may go once the next one starts at or before the first entry kept.
         let keep_from = self
             .index
@@ -326,6 +339,11 @@ impl Inner {
     }
 
     fn read(&self, location: &Location) -> Result<Entry, StoreError> {
+        if let Some(entry) = self.cache.get(location.log_id.index) {
+            if entry.log_id == location.log_id {
+                return Ok(entry.clone());
+            }
+        }
         let seg = self
             .segments
             .get(&location.segment)
@@ -457,7 +475,13 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I::IntoIter: Send,
     {
         let entries: Vec<Entry> = entries.into_iter().collect();
-        let written = self.blocking(move |inner| inner.append(entries)).await;
+        // Without fsync an append is one `write` into the page cache, done in place as the
+        // commit mark's is: a hop to a blocking thread and back would cost the leader and
+        // every follower more than the write, on every commit's path.
+        let written = match self.flusher {
+            None => self.lock().append(entries),
+            Some(_) => self.blocking(move |inner| inner.append(entries)).await,
+        };
         match (written, &self.flusher) {
             (Ok(Some((file, path))), Some(flusher)) => {
                 flusher.submit(Written {
