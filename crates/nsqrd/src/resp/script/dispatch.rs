@@ -4,7 +4,7 @@
 //! [`Dispatch`] at its client for as long as it lasts, and the functions find the client
 //! there. A scoped Lua function per run (mlua's `Lua::scope`) does the same without a raw
 //! pointer, but making two of them per run cost a third of a short script's CPU
-//! (docs/decisions/0020-script-dispatch-without-scopes.md).
+//! (docs/decisions/0021-script-dispatch-without-scopes.md).
 
 use std::cell::Cell;
 use std::marker::PhantomData;
