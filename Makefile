@@ -36,12 +36,13 @@ install:
 		$(CARGO) install --locked --path crates/$$c --root $(PREFIX) || exit 1; \
 	done
 
-# Everything CI checks; the first failing step fails `make test`. The steps run in order, but
-# the last four two at a time: the fault suite mostly waits on its nodes' elections while the
-# others run clients or a compiler, and none of them uses a port another one does (the fault
-# suite's nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
-test: deps lint unit docs example metrics keyspace redis-py cluster
-	$(MAKE) -j2 --output-sync=target faults queues conformance transports
+# Everything CI checks; the first failing step fails `make test`. The first steps run in
+# order (docs needs make run's ports; redis-py runs its two protocols at once), the rest two at
+# a time, longest first: the fault suite mostly waits on its nodes' elections while the others
+# run clients or a compiler, and none of them uses a port another one does (the fault suite's
+# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
+test: deps lint unit docs redis-py
+	$(MAKE) -j2 --output-sync=target faults conformance queues transports keyspace cluster example metrics
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -61,16 +62,18 @@ lint:
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
-# The workspace's unit and integration tests (debug build), TEST_THREADS tests at a time per
-# test binary: most of nsqrd's black-box tests wait on the daemons they start, so three at a
-# time on two cores finish sooner than libtest's default of one per core. The daemons are
-# built first, as every later step runs them: the tests of nsqr-client and nsqr start them too
-# (nsqr_testkit::daemon_bin, which then finds them built instead of building them while a test
-# waits). The tests' build reuses what the daemons' build compiled: no dev-dependency adds a
-# feature to a shared dependency (tokio's test-util is on in every build, see Cargo.toml).
+# The workspace's unit and integration tests (debug build): what `cargo test --workspace` runs,
+# with two test binaries at a time (nsqrd's black-box tests on one lane, every other binary and
+# the doc tests on the other; tests/unit/run.py) and TEST_THREADS tests at a time per binary:
+# most tests wait on the daemons they start, so this finishes sooner on two cores than cargo's
+# one binary after another. The daemons are built first, as every later step runs them: the
+# tests of nsqr-client and nsqr start them too (nsqr_testkit::daemon_bin, which then finds them
+# built instead of building them while a test waits). The tests' build reuses what the daemons'
+# build compiled: no dev-dependency adds a feature to a shared dependency (tokio's test-util is
+# on in every build, see Cargo.toml).
 unit:
 	$(CARGO) build -p nsqrd -p nsqrlookupd
-	$(CARGO) test --workspace -- --test-threads=$(TEST_THREADS)
+	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS)
 
 # The shell blocks of README.md and docs/*.md marked `<!-- checked: ... -->`, run as written
 # against the debug nsqrd started with make run's flags (its ports must be free), the debug

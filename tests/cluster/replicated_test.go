@@ -1,11 +1,13 @@
 // A replicated topic (replicas = 3) on 3 nsqrd nodes with one lookupd: go-nsq's producer and
 // its consumer (through ConnectToNSQLookupd) work through a SIGKILL of the topic's leader
-// without code changes. lookupd lists the leader only; a publish to a follower fails
-// (E_PUB_FAILED) and is retried on the next node; the consumer follows the new leader and gets
-// every acknowledged message (at least once).
+// without code changes. lookupd lists the leader only; a follower acknowledges publishes by
+// forwarding them to the leader; while no leader is elected a publish fails (E_PUB_FAILED)
+// and is retried on the next node; the consumer follows the new leader and gets every
+// acknowledged message (at least once).
 package cluster
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"log"
@@ -51,6 +53,43 @@ func startReplicated(t *testing.T, bin string, l *proc) []*proc {
 	return nodes
 }
 
+// role is what node p's /stats says of its place in topic's group ("" if nothing yet).
+func (p *proc) role(topic string) string {
+	r, err := client.Get(p.url("/stats?format=json&topic=" + topic))
+	if err != nil {
+		return ""
+	}
+	defer r.Body.Close()
+	var stats struct {
+		Topics []struct {
+			Replication *struct {
+				Role string `json:"role"`
+			} `json:"replication"`
+		} `json:"topics"`
+	}
+	if json.NewDecoder(r.Body).Decode(&stats) != nil || len(stats.Topics) != 1 ||
+		stats.Topics[0].Replication == nil {
+		return ""
+	}
+	return stats.Topics[0].Replication.Role
+}
+
+// leaderOf waits for a live node that says it leads topic.
+func leaderOf(t *testing.T, nodes []*proc, topic string) *proc {
+	t.Helper()
+	var leader *proc
+	eventually(t, 60*time.Second, "a leader of "+topic, func() bool {
+		for _, n := range nodes {
+			if !n.stopped && n.role(topic) == "leader" {
+				leader = n
+				return true
+			}
+		}
+		return false
+	})
+	return leader
+}
+
 // kill is a SIGKILL (a crash), waited for.
 func (p *proc) kill() {
 	if p.stopped {
@@ -75,8 +114,9 @@ func TestReplicatedTopicThroughALeaderKill(t *testing.T) {
 		r.Body.Close()
 	}
 
-	// One go-nsq producer per node; a publish goes to each in turn until one acknowledges
-	// it (a follower answers E_PUB_FAILED, which go-nsq reports as an error).
+	// One go-nsq producer per node; a publish goes to a follower first, then to each node in
+	// turn until one acknowledges it (a node that gets no leader to take it in time answers
+	// E_PUB_FAILED, which go-nsq reports as an error).
 	quiet := log.New(io.Discard, "", 0)
 	producers := map[*proc]*nsq.Producer{}
 	for _, n := range nodes {
@@ -88,16 +128,24 @@ func TestReplicatedTopicThroughALeaderKill(t *testing.T) {
 		producers[n] = p
 		defer p.Stop()
 	}
-	var current *proc // the node that acknowledged the last publish: the leader
+	leader := leaderOf(t, nodes, topic)
+	var follower *proc // a follower: it stays up, only the leader is killed
+	for _, n := range nodes {
+		if n != leader {
+			follower = n
+		}
+	}
+	ackedBy := map[*proc]int{}
 	publish := func(body string) {
 		deadline := time.Now().Add(60 * time.Second)
+		order := append([]*proc{follower}, nodes...)
 		for {
-			for _, n := range nodes {
+			for _, n := range order {
 				if n.stopped {
 					continue
 				}
 				if producers[n].Publish(topic, []byte(body)) == nil {
-					current = n
+					ackedBy[n]++
 					return
 				}
 			}
@@ -130,9 +178,11 @@ func TestReplicatedTopicThroughALeaderKill(t *testing.T) {
 		publish(body)
 		want[body] = true
 	}
-	first := current
+	if ackedBy[follower] != 100 {
+		t.Fatalf("the follower acknowledged %d of 100 publishes (forwarded to the leader)", ackedBy[follower])
+	}
 	eventually(t, 30*time.Second, "lookupd lists the leader only", func() bool {
-		return fmt.Sprint(lookup(l, topic)) == ports(first)
+		return fmt.Sprint(lookup(l, topic)) == ports(leader)
 	})
 	if err := consumer.ConnectToNSQLookupd(l.node()); err != nil {
 		t.Fatal(err)
@@ -150,17 +200,15 @@ func TestReplicatedTopicThroughALeaderKill(t *testing.T) {
 	}
 	eventually(t, 30*time.Second, "every message published before the kill", received)
 
-	first.kill()
+	leader.kill()
 	for i := 0; i < 100; i++ {
 		body := fmt.Sprintf("after-%d", i)
 		publish(body)
 		want[body] = true
 	}
-	if current == first {
-		t.Fatalf("the killed node acknowledged a publish")
-	}
+	newLeader := leaderOf(t, nodes, topic)
 	eventually(t, 30*time.Second, "lookupd lists the new leader only", func() bool {
-		return fmt.Sprint(lookup(l, topic)) == ports(current)
+		return fmt.Sprint(lookup(l, topic)) == ports(newLeader)
 	})
 	eventually(t, 60*time.Second, "every message published after the kill, from the new leader", received)
 }

@@ -190,6 +190,25 @@ class Commands:
         with self.assertRaisesRegex(redis.ResponseError, "invalid cursor"):
             r.execute_command("SCAN", "nope")
 
+    def test_member_scans_judge_the_cursor_then_the_key_then_the_options(self):
+        # Redis's order: a bad cursor, then a missing key (an empty scan whatever the options),
+        # then the key's type, then the options.
+        r = self.r
+        r.sadd("members", "a")
+        r.set("plain", "x")
+        for cmd in ("SSCAN", "HSCAN", "ZSCAN"):
+            with self.assertRaisesRegex(redis.ResponseError, "invalid cursor"):
+                r.execute_command(cmd, "absent", "x", "COUNT", 0)
+            for bad in (("COUNT", 0), ("MATCH",), ("NOVALUES",)):
+                cursor, found = r.execute_command(cmd, "absent", 0, *bad)
+                self.assertEqual((cursor, len(found)), (0, 0))
+            with self.assertRaisesRegex(redis.ResponseError, "WRONGTYPE"):
+                r.execute_command(cmd, "plain", 0, "COUNT", "x")
+        with self.assertRaisesRegex(redis.ResponseError, "syntax error"):
+            r.execute_command("SSCAN", "members", 0, "COUNT", 0)
+        with self.assertRaisesRegex(redis.ResponseError, "not an integer"):
+            r.execute_command("SSCAN", "members", 0, "COUNT", "x")
+
     def test_ranges_floats_renames_and_copies(self):
         r = self.r
         r.set("s", "Hello World")

@@ -86,6 +86,26 @@ class Hashes(SharedServer):
         self.assertTrue(r.restore("h4", 0, payload))
         self.assertEqual(r.hgetall("h4"), {"a": "1", "b": "2", "c": "3"})
 
+    def test_a_small_hash_keeps_redis_order_and_turns_into_a_table_past_512_fields(self):
+        r = self.r
+        r.hset("h", mapping={f"f{i}": str(i) for i in range(5)})
+        r.hdel("h", "f1")
+        r.hset("h", "f3", "x" * 64)
+        r.hset("h", "f9", "9")
+        # Redis 7.0's listpack order: insertion order, a removal closing the gap.
+        self.assertEqual(list(r.hgetall("h").items()),
+                         [("f0", "0"), ("f2", "2"), ("f3", "x" * 64), ("f4", "4"), ("f9", "9")])
+        self.assertEqual(r.object("encoding", "h"), "listpack")
+        r.hset("h", mapping={f"g{i}": str(i) for i in range(507)})
+        self.assertEqual((r.hlen("h"), r.object("encoding", "h")), (512, "listpack"))
+        r.hset("h", "g0", "replaced")
+        self.assertEqual(r.object("encoding", "h"), "listpack")
+        r.hset("h", "one more", "v")
+        self.assertEqual((r.hlen("h"), r.object("encoding", "h")), (513, "hashtable"))
+        self.assertEqual((r.hget("h", "f3"), r.hget("h", "g0"), r.hget("h", "g506")),
+                         ("x" * 64, "replaced", "506"))
+        self.assertEqual(r.config_get("hash-max-listpack-entries"), {"hash-max-listpack-entries": "512"})
+
     def test_hrandfield(self):
         r = self.r
         fields = {f"f{i}": str(i) for i in range(20)}
@@ -161,7 +181,10 @@ class HashesResp3(Hashes, unittest.TestCase):
 
 class HashesAcrossRestarts(unittest.TestCase):
     def fill(self, r):
-        r.hset("h", mapping={f"f{i}": str(i) for i in range(500)})
+        r.hset("h", mapping={f"f{i}": str(i) for i in range(600)})
+        r.hset("small", mapping={f"s{i}": str(i) for i in range(10)})
+        r.hdel("small", "s3")
+        r.hincrby("small", "s5", 100)
         r.hincrby("h", "counter", 7)
         r.hdel("h", "f0")
         r.hset("gone", "x", "1")
@@ -171,8 +194,12 @@ class HashesAcrossRestarts(unittest.TestCase):
 
     def check(self, r):
         h = r.hgetall("h")
-        self.assertEqual(len(h), 500)
-        self.assertEqual((h["counter"], h["f499"], h.get("f0")), ("7", "499", None))
+        self.assertEqual(len(h), 600)
+        self.assertEqual((h["counter"], h["f599"], h.get("f0")), ("7", "599", None))
+        self.assertEqual(r.object("encoding", "h"), "hashtable")
+        want = [(f"s{i}", str(i + 100 * (i == 5))) for i in range(10) if i != 3]
+        self.assertEqual(list(r.hgetall("small").items()), want)
+        self.assertEqual(r.object("encoding", "small"), "listpack")
         self.assertEqual(r.exists("gone"), 0)
         self.assertTrue(290 <= r.ttl("vol") <= 300)
 

@@ -44,6 +44,7 @@ FILES = [
     "tests/test_encoding.py",
     "tests/test_lock.py",
     "tests/test_scripting.py",
+    "tests/test_function.py",
     "tests/test_helpers.py",
     "tests/test_command_parser.py",
 ]

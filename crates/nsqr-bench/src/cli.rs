@@ -545,6 +545,11 @@ pub struct KvWorkload {
     #[arg(long, default_value_t = 1_000_000, value_parser = at_least(1usize))]
     pub rss_keys: usize,
 
+    /// Elements of each data shape in the memory phases (`mem-*`; the small hashes are
+    /// this / 10 keys of 10 fields).
+    #[arg(long, default_value_t = 1_000_000, value_parser = at_least(10usize))]
+    pub mem_elements: usize,
+
     /// The redis-benchmark binary (Debian's redis-tools).
     #[arg(long, default_value = "redis-benchmark")]
     pub redis_benchmark: PathBuf,

@@ -89,6 +89,10 @@ pub enum DiskError {
     /// reachable, leadership lost, the log stopping): the text says why.
     #[error("{0}")]
     Replication(String),
+    /// A replicated topic's batch found no leader to take it (an election under way, or the
+    /// leader unreachable) within the node's wait: the text names the topic and its leader.
+    #[error("{0}")]
+    NotLeader(String),
     /// The queue was closed before the message reached the disk (shutdown).
     #[error("exiting")]
     Exiting,

@@ -119,6 +119,12 @@ impl Commitment {
     pub fn failed(self, reason: String) {
         let _ = self.0.send(Err(DiskError::Replication(reason)));
     }
+
+    /// No leader took the batch in time: the publisher gets `reason` after `PUB failed ` (HTTP:
+    /// 503 `NOT_LEADER`), as when a node refuses a publish it cannot propose.
+    pub fn not_leader(self, reason: String) {
+        let _ = self.0.send(Err(DiskError::NotLeader(reason)));
+    }
 }
 
 /// The messages of stamped publishes, as the replicated log carries them.

@@ -1,6 +1,7 @@
-//! A consumer of one node: subscribed to the topic's channel there whether or not the node
+//! A consumer of one node: subscribed to a channel of the topic there whether or not the node
 //! leads it (only the leader's channels deliver), reconnecting whenever the connection ends,
-//! recording every delivery and FINishing it at once.
+//! recording every delivery and FINishing it at once. One per node on the checked channel,
+//! one per node on the ordered channel.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -13,7 +14,7 @@ use crate::client::{ClientError, NsqConn};
 use crate::history::{History, NodeNum};
 
 /// Messages in flight to one consumer.
-const RDY: u64 = 200;
+pub const RDY: u64 = 200;
 /// Pause before reconnecting.
 const RETRY_PAUSE: Duration = Duration::from_millis(200);
 
@@ -22,6 +23,8 @@ pub struct Consumer {
     pub tcp: SocketAddr,
     pub topic: String,
     pub channel: String,
+    /// Deliveries go to the ordered channel's record rather than the checked channel's.
+    pub ordered: bool,
     pub history: Arc<History>,
 }
 
@@ -52,10 +55,16 @@ impl Consumer {
         conn.flush().await?;
         loop {
             if let Frame::Message { id, body, .. } = conn.next_frame().await? {
-                self.history.delivered(&body, self.node);
+                if self.ordered {
+                    self.history.delivered_ordered(&body);
+                } else {
+                    self.history.delivered(&body, self.node);
+                }
                 conn.put(|b| put_fin(b, &id))?;
                 conn.flush().await?;
-                self.history.finished();
+                if !self.ordered {
+                    self.history.finished();
+                }
             }
         }
     }

@@ -1,5 +1,6 @@
 //! What the clients saw, recorded as it happens: every publish attempt and its outcome (the
-//! node and time of each `OK`), every delivery and FIN. One lock for the whole history: the
+//! node and time of each `OK`), every delivery and FIN, and the ordered channel's deliveries
+//! (`checks.rs` reads them). One lock for the whole history: the
 //! clients' rates are low (a publish waits for a majority commit) and the checker reads it
 //! once, after the run.
 
@@ -7,6 +8,8 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
+
+use crate::checks::{self, Order, SplitBrain};
 
 /// A node's number, as in `--cluster-node-id` (1-based).
 pub type NodeNum = usize;
@@ -22,17 +25,30 @@ pub enum Outcome {
     Indeterminate,
 }
 
+/// An `OK`: when it came, from which node, and when its publish was sent.
+struct Ack {
+    at: Duration,
+    node: NodeNum,
+    sent: Duration,
+}
+
 #[derive(Default)]
 struct Inner {
     outcomes: HashMap<String, Outcome>,
     /// Times of the `OK`s, in the order they came, with the node that sent each.
-    acks: Vec<(Duration, NodeNum)>,
+    acks: Vec<Ack>,
     /// Per body, how many times it was delivered.
     deliveries: HashMap<String, u32>,
     /// Times of the deliveries, with the node that delivered.
     delivered_at: Vec<(Duration, NodeNum)>,
+    /// When each node was seen saying (`/metrics`) it leads the topic, and in which term.
+    leads: Vec<(Duration, NodeNum, u64)>,
     fins: u64,
     last_ack_node: Option<(NodeNum, Duration)>,
+    /// Bodies delivered on the ordered channel, in time order.
+    ordered: Vec<String>,
+    /// Since when the ordered channel is ordered.
+    ordered_since: Option<Duration>,
 }
 
 /// The run's history, shared by every client task.
@@ -60,10 +76,11 @@ impl History {
     }
 
     /// An `OK` from `node`, timed under the lock so the times stay in order.
-    pub fn acked(&self, body: String, node: NodeNum) {
+    /// The publish of `body`, sent at `sent`, acknowledged by `node`.
+    pub fn acked(&self, body: String, node: NodeNum, sent: Duration) {
         let mut h = self.inner.lock();
         let at = self.now();
-        h.acks.push((at, node));
+        h.acks.push(Ack { at, node, sent });
         h.last_ack_node = Some((node, at));
         h.outcomes.insert(body, Outcome::Acked { node, at });
     }
@@ -78,6 +95,18 @@ impl History {
         h.delivered_at.push((at, node));
     }
 
+    /// A message delivered on the ordered channel.
+    pub fn delivered_ordered(&self, body: &[u8]) {
+        let body = String::from_utf8_lossy(body).into_owned();
+        self.inner.lock().ordered.push(body);
+    }
+
+    /// The ordered channel is ordered from now on.
+    pub fn ordered_from_now(&self) {
+        let now = self.now();
+        self.inner.lock().ordered_since = Some(now);
+    }
+
     /// A FIN sent for a delivered message.
     pub fn finished(&self) {
         self.inner.lock().fins += 1;
@@ -88,9 +117,16 @@ impl History {
         self.inner.lock().last_ack_node
     }
 
-    /// The time of the first `OK` at or after `since` from a node other than `not`.
+    /// The time of the first `OK` from a node other than `not` to a publish sent at or after
+    /// `since`: a follower relays the leader's `OK` to a publish it forwarded, so an `OK` to
+    /// one sent before a fault says nothing of the cluster after it.
     pub fn first_ack_since(&self, since: Duration, not: NodeNum) -> Option<Duration> {
-        first_since(&self.inner.lock().acks, since, not)
+        let h = self.inner.lock();
+        let i = h.acks.partition_point(|a| a.at < since);
+        h.acks[i..]
+            .iter()
+            .find(|a| a.node != not && a.sent >= since)
+            .map(|a| a.at)
     }
 
     /// The time of the first delivery at or after `since` by a node other than `not`.
@@ -107,16 +143,32 @@ impl History {
             .count()
     }
 
+    /// `node` says, now, that it leads the topic in `term`.
+    pub fn leads(&self, node: NodeNum, term: u64) {
+        let mut h = self.inner.lock();
+        let at = self.now();
+        h.leads.push((at, node, term));
+    }
+
     /// How many deliveries so far.
     pub fn delivery_count(&self) -> usize {
         self.inner.lock().delivered_at.len()
     }
 
     /// The checker's figures over the whole history; `window` is the faults' span, over
-    /// which the longest gaps are measured.
-    pub fn check(&self, window: (Duration, Duration)) -> Verdict {
+    /// which the longest gaps are measured; `nodes` consumers hold at most `rdy` messages
+    /// each.
+    pub fn check(&self, window: (Duration, Duration), nodes: usize, rdy: u64) -> Verdict {
         let h = self.inner.lock();
         let mut v = Verdict::default();
+        let acked_at = |body: &str| match h.outcomes.get(body) {
+            Some(Outcome::Acked { at, .. }) => Some(*at),
+            _ => None,
+        };
+        if let Some(since) = h.ordered_since {
+            v.order = Some(checks::order(&h.ordered, acked_at, since));
+        }
+        v.split_brain = checks::split_brain(&h.leads, &h.delivered_at, nodes, rdy);
         for (body, outcome) in &h.outcomes {
             v.attempted += 1;
             let delivered = h.deliveries.contains_key(body);
@@ -142,7 +194,7 @@ impl History {
         }
         v.deliveries = h.delivered_at.len() as u64;
         v.fins = h.fins;
-        v.publish_gap = longest_gap(h.acks.iter().map(|(t, _)| *t), window);
+        v.publish_gap = longest_gap(h.acks.iter().map(|a| a.at), window);
         v.consume_gap = longest_gap(h.delivered_at.iter().map(|(t, _)| *t), window);
         v
     }
@@ -189,6 +241,9 @@ pub struct Verdict {
     pub never_published: Vec<String>,
     pub publish_gap: Duration,
     pub consume_gap: Duration,
+    /// The ordered channel's order (None when it could not be made ordered).
+    pub order: Option<Order>,
+    pub split_brain: SplitBrain,
 }
 
 #[cfg(test)]
@@ -196,7 +251,7 @@ mod tests {
     use super::*;
 
     fn ack(h: &History, body: &str, node: NodeNum) {
-        h.acked(body.into(), node);
+        h.acked(body.into(), node, h.now());
     }
 
     #[test]
@@ -211,7 +266,7 @@ mod tests {
         h.delivered(b"c", 2);
         h.delivered(b"d", 2);
         h.delivered(b"zz", 2);
-        let v = h.check((Duration::ZERO, h.now()));
+        let v = h.check((Duration::ZERO, h.now()), 3, 200);
         assert_eq!(v.acked, 2);
         assert_eq!(v.lost, vec!["b".to_string()]);
         assert_eq!(v.duplicates, 1);
@@ -246,5 +301,20 @@ mod tests {
         assert!(h.first_delivery_since(mark, 1).is_some_and(|t| t > mark));
         assert_eq!(h.first_delivery_since(h.now(), 1), None);
         assert_eq!(h.last_ack().map(|(n, _)| n), Some(2));
+    }
+
+    /// An `OK` after the fault to a publish sent before it (a follower relaying the leader's
+    /// answer) is not a sign of recovery.
+    #[test]
+    fn an_ok_to_a_publish_sent_before_the_fault_does_not_count() {
+        let h = History::new();
+        let sent = h.now();
+        std::thread::sleep(Duration::from_millis(5));
+        let mark = h.now();
+        h.acked("in flight".into(), 2, sent);
+        assert_eq!(h.first_ack_since(mark, 1), None);
+        std::thread::sleep(Duration::from_millis(5));
+        ack(&h, "after", 3);
+        assert!(h.first_ack_since(mark, 1).is_some_and(|t| t > mark));
     }
 }

@@ -5,6 +5,7 @@
 //! found and the run fails (exit 1) if an acknowledged message was lost or a node crashed.
 //! Exit 2 is the harness's own failure (a node that cannot start, a bad flag).
 
+mod checks;
 mod client;
 mod cluster;
 mod consumer;

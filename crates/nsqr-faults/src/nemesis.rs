@@ -1,6 +1,5 @@
 //! The nemeses: each fault is injected, held for a while, then healed by `Cluster::heal`.
-//! The leader is the node of the latest acknowledged publish (the harness has no other view
-//! of it: the publishers follow it).
+//! The leader is the node whose `/metrics` says it leads the topic (`run::current_leader`).
 
 use std::fmt;
 

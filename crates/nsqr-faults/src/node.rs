@@ -34,7 +34,7 @@ pub enum NodeError {
         status: ExitStatus,
         log: String,
     },
-    #[error("node {node}: /topic/config answered {answer:?}")]
+    #[error("node {node}: a configuration request answered {answer:?}")]
     Configure { node: NodeNum, answer: String },
 }
 
@@ -210,11 +210,35 @@ impl Node {
         std::fs::create_dir_all(&data).map_err(io("recreate its data directory"))
     }
 
+    /// Whether this node's `/stats` lists every one of `channels` of `topic` (a follower
+    /// lists a channel once its creation is committed).
+    pub async fn lists_channels(&self, topic: &str, channels: &[&str]) -> bool {
+        let path = format!("/stats?format=json&topic={topic}");
+        let Ok(stats) = http(self.http, "GET", &path, "").await else {
+            return false;
+        };
+        channels
+            .iter()
+            .all(|c| stats.contains(&format!("\"channel_name\":\"{c}\"")))
+    }
+
+    /// The Raft term in which this node leads `topic`'s group, from its `/metrics`; None when
+    /// it does not lead it (or does not answer).
+    pub async fn leads(&self, topic: &str) -> Option<u64> {
+        leads_at(self.http, topic).await
+    }
+
     /// `POST /topic/config?topic=<topic>` with `body`, retried while the node starts.
     pub async fn configure(&self, topic: &str, body: &str) -> Result<(), NodeError> {
+        self.post_until_ok(&format!("/topic/config?topic={topic}"), body)
+            .await
+    }
+
+    /// `POST <path>` with `body`, retried (10 s at most) until it answers 200.
+    pub async fn post_until_ok(&self, path: &str, body: &str) -> Result<(), NodeError> {
         let mut answer = String::new();
         for _ in 0..50 {
-            match http_post(self.http, &format!("/topic/config?topic={topic}"), body).await {
+            match http_post(self.http, path, body).await {
                 Ok(a) if a.starts_with("HTTP/1.1 200") => return Ok(()),
                 Ok(a) => answer = a,
                 Err(e) => answer = e.to_string(),
@@ -230,10 +254,15 @@ impl Node {
 
 /// One HTTP/1.1 POST with `Connection: close`; the whole answer as text.
 async fn http_post(addr: SocketAddr, path: &str, body: &str) -> std::io::Result<String> {
+    http(addr, "POST", path, body).await
+}
+
+/// One HTTP/1.1 request with `Connection: close`; the whole answer as text.
+async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> std::io::Result<String> {
     let exchange = async {
         let mut s = TcpStream::connect(addr).await?;
         let req = format!(
-            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
             body.len()
         );
         s.write_all(req.as_bytes()).await?;
@@ -244,4 +273,19 @@ async fn http_post(addr: SocketAddr, path: &str, body: &str) -> std::io::Result<
     tokio::time::timeout(Duration::from_secs(5), exchange)
         .await
         .unwrap_or_else(|_| Err(std::io::ErrorKind::TimedOut.into()))
+}
+
+/// [`Node::leads`] of the node whose HTTP address is `addr`.
+pub async fn leads_at(addr: SocketAddr, topic: &str) -> Option<u64> {
+    let metrics = http(addr, "GET", "/metrics", "").await.ok()?;
+    let sample = |name: &str| {
+        let prefix = format!("{name}{{topic=\"{topic}\"}} ");
+        metrics
+            .lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    (sample("nsqr_topic_is_leader") == Some(1))
+        .then(|| sample("nsqr_topic_raft_term"))
+        .flatten()
 }

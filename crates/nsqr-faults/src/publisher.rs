@@ -56,6 +56,7 @@ impl Publisher {
             // Recorded before it is sent: a publish cut short by the end of the run is
             // indeterminate, not unknown.
             self.history.publish(body.clone(), Outcome::Indeterminate);
+            let sent_at = self.history.now();
             let sent = conn.put(|b| put_pub(b, &self.topic, body.as_bytes()));
             if sent.is_err() || conn.flush().await.is_err() {
                 self.history.publish(body, Outcome::Indeterminate);
@@ -63,7 +64,7 @@ impl Publisher {
             }
             match tokio::time::timeout(PUB_TIMEOUT, conn.next_frame()).await {
                 Ok(Ok(Frame::Response(r))) if &r[..] == b"OK" => {
-                    self.history.acked(body, node);
+                    self.history.acked(body, node, sent_at);
                 }
                 Ok(Ok(Frame::Error(e))) => {
                     let text = String::from_utf8_lossy(&e);

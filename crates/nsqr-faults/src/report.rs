@@ -1,6 +1,8 @@
 //! What a run prints: the faults injected by kind, the checker's figures, the time each fault
-//! kept publishes and deliveries away, and the verdict (a run passes with nothing lost and no
-//! node crashed; duplicates are counted, not failed: at least once is the contract).
+//! kept publishes and deliveries away, and the verdict (a run passes with nothing lost, no
+//! acknowledged message out of order on the ordered channel, no stale leader delivering beyond
+//! the bound and no node crashed; duplicates are counted, not failed: at least once is the
+//! contract).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -51,7 +53,11 @@ pub fn percentile(sorted: &[Duration], p: f64) -> Option<Duration> {
 
 impl Report {
     pub fn passed(&self) -> bool {
-        self.verdict.lost.is_empty() && self.crashes.is_empty()
+        let v = &self.verdict;
+        v.lost.is_empty()
+            && v.order.as_ref().is_some_and(|o| o.out_of_order.is_empty())
+            && v.split_brain.within_bound()
+            && self.crashes.is_empty()
     }
 
     pub fn print(&self) {
@@ -88,6 +94,28 @@ impl Report {
             "longest unavailability: publish {:.2} s, consume {:.2} s",
             v.publish_gap.as_secs_f64(),
             v.consume_gap.as_secs_f64()
+        );
+        match &v.order {
+            Some(o) => {
+                println!(
+                    "order (ordered channel, each publisher's acknowledged messages): {} checked, {} out of order",
+                    o.checked,
+                    o.out_of_order.len()
+                );
+                for body in o.out_of_order.iter().take(20) {
+                    println!("  out of order: {body}");
+                }
+            }
+            None => println!("order: not checked (the channel was never ordered)"),
+        }
+        let s = &v.split_brain;
+        println!(
+            "split brain (a node delivering while another says it leads in a later term, within {:.1} s): {} deliveries, at most {} in one episode (bound {}), longest {:.2} s",
+            crate::checks::LEAD_WINDOW.as_secs_f64(),
+            s.stale,
+            s.most,
+            s.bound,
+            s.longest.as_secs_f64()
         );
         self.print_recoveries();
         println!("crashes: {}", self.crashes.len());

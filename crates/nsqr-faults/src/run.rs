@@ -13,7 +13,7 @@ use tokio::sync::watch;
 use tokio::task::JoinSet;
 
 use crate::cluster::Cluster;
-use crate::consumer::Consumer;
+use crate::consumer::{Consumer, RDY};
 use crate::history::{History, NodeNum};
 use crate::nemesis::{self, Fault};
 use crate::node::NodeError;
@@ -21,9 +21,10 @@ use crate::publisher::Publisher;
 use crate::report::{Recovery, Report};
 use crate::Args;
 
-/// The replicated topic and the consumers' channel.
+/// The replicated topic, the consumers' channel, and the ordered channel of the order check.
 const TOPIC: &str = "faults";
 const CHANNEL: &str = "check";
+const ORDERED_CHANNEL: &str = "ordered";
 /// How long the cluster may take to acknowledge its first publish, or its first one after
 /// a heal.
 const RECOVERY_TIMEOUT: Duration = Duration::from_secs(60);
@@ -120,6 +121,39 @@ async fn interrupted() {
 }
 
 /// Polls `done` every 100 ms for at most `limit`; whether it became true.
+/// How often, and how long at most, each node is asked whether it leads the topic.
+const LEAD_POLL: Duration = Duration::from_millis(100);
+const LEAD_POLL_TIMEOUT: Duration = Duration::from_millis(300);
+
+/// Records, every [`LEAD_POLL`] until `stop`, each node that says (`/metrics`) it leads the
+/// topic: the split-brain check's view of who led when (a follower acknowledges the publishes
+/// it forwards, so an `OK` does not tell). A paused node does not answer and is not counted.
+async fn watch_leaders(
+    http: Vec<std::net::SocketAddr>,
+    history: Arc<History>,
+    mut stop: watch::Receiver<bool>,
+) {
+    while !*stop.borrow() {
+        let mut asks = JoinSet::new();
+        for (i, &addr) in http.iter().enumerate() {
+            asks.spawn(async move {
+                let said =
+                    tokio::time::timeout(LEAD_POLL_TIMEOUT, crate::node::leads_at(addr, TOPIC));
+                (i + 1, said.await.ok().flatten())
+            });
+        }
+        while let Some(asked) = asks.join_next().await {
+            if let Ok((node, Some(term))) = asked {
+                history.leads(node, term);
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(LEAD_POLL) => {}
+            _ = stop.changed() => break,
+        }
+    }
+}
+
 async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     let deadline = tokio::time::Instant::now() + limit;
     while tokio::time::Instant::now() < deadline {
@@ -141,15 +175,40 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
     let (stop_consuming, consuming) = watch::channel(false);
     let mut clients = JoinSet::new();
     for (i, &addr) in tcp.iter().enumerate() {
-        let c = Consumer {
-            node: i + 1,
-            tcp: addr,
-            topic: TOPIC.into(),
-            channel: CHANNEL.into(),
-            history: Arc::clone(&history),
-        };
-        clients.spawn(c.run(consuming.clone()));
+        for (channel, ordered) in [(CHANNEL, false), (ORDERED_CHANNEL, true)] {
+            let c = Consumer {
+                node: i + 1,
+                tcp: addr,
+                topic: TOPIC.into(),
+                channel: channel.into(),
+                ordered,
+                history: Arc::clone(&history),
+            };
+            clients.spawn(c.run(consuming.clone()));
+        }
     }
+    // Publishing starts once every node lists both channels, so each channel has every
+    // acknowledged message (a channel created later would take none published before it).
+    let deadline = tokio::time::Instant::now() + RECOVERY_TIMEOUT;
+    loop {
+        let mut listed = true;
+        for node in &cluster.nodes {
+            listed &= node
+                .lists_channels(TOPIC, &[CHANNEL, ORDERED_CHANNEL])
+                .await;
+        }
+        if listed {
+            break;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err(RunError::Setup(format!(
+                "the consumers' channels not on every node within {RECOVERY_TIMEOUT:?}"
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let http: Vec<_> = cluster.nodes.iter().map(|n| n.http).collect();
+    clients.spawn(watch_leaders(http, Arc::clone(&history), consuming.clone()));
     for id in 0..args.publishers {
         let p = Publisher {
             id,
@@ -162,6 +221,7 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
     if !wait_for(RECOVERY_TIMEOUT, || history.last_ack().is_some()).await {
         return Err(RunError::NoLeader);
     }
+    order_channel(cluster, &history).await?;
 
     let faults_start = history.now();
     let (injected, recoveries) = inject_faults(args, cluster, &history, seed).await?;
@@ -182,12 +242,25 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
     cluster.check_crashes("at the end");
     cluster.check_panics();
     Ok(Report {
-        verdict: history.check((faults_start, faults_end)),
+        verdict: history.check((faults_start, faults_end), cluster.nodes.len(), RDY),
         injected,
         recoveries,
         crashes: cluster.crashes.clone(),
         fault_phase: faults_end - faults_start,
     })
+}
+
+/// Makes the ordered channel ordered on the leader (the node of the latest `OK`), which
+/// replicates the setting; its consumers created the channel.
+async fn order_channel(cluster: &mut Cluster, history: &History) -> Result<(), RunError> {
+    let leader = history.last_ack().map_or(1, |(n, _)| n);
+    let path = format!("/channel/config?topic={TOPIC}&channel={ORDERED_CHANNEL}");
+    cluster
+        .node(leader)
+        .post_until_ok(&path, r#"{"ordered":true}"#)
+        .await?;
+    history.ordered_from_now();
+    Ok(())
 }
 
 /// Faults one after another until every selected one ran and `--duration` has passed.
@@ -220,7 +293,7 @@ async fn inject_faults(
         tokio::time::sleep(args.quiet()).await;
         cluster.check_crashes(&format!("before {fault}"));
         cluster.heal().await?;
-        let leader = current_leader(history).await;
+        let leader = current_leader(cluster, history).await;
         let at = history.now();
         let what = nemesis::inject(cluster, fault, leader, &mut rng).await?;
         println!("[{:>7.1}s] {fault}: {what}", at.as_secs_f64());
@@ -249,8 +322,22 @@ async fn inject_faults(
     Ok((injected, recoveries))
 }
 
-/// The node of an `OK` younger than `FRESH` (waiting up to 5 s for one), else of the latest.
-async fn current_leader(history: &History) -> NodeNum {
+/// The node that says (`/metrics`) it leads the topic, in the highest term if several do;
+/// else the node of an `OK` younger than `FRESH` (waiting up to 5 s for one), else of the
+/// latest. A follower forwards publishes to the leader, so the node of an `OK` is only a
+/// guess.
+async fn current_leader(cluster: &Cluster, history: &History) -> NodeNum {
+    let mut leader = None;
+    for node in &cluster.nodes {
+        if let Some(term) = node.leads(TOPIC).await {
+            if leader.is_none_or(|(_, t)| term > t) {
+                leader = Some((node.num, term));
+            }
+        }
+    }
+    if let Some((num, _)) = leader {
+        return num;
+    }
     const FRESH: Duration = Duration::from_millis(300);
     let fresh = || {
         history

@@ -4,6 +4,10 @@
 //! constant time; a removal moves the last member into the hole (`swap_remove`), which the
 //! HSCAN / SSCAN cursor allows for by walking from the end (see [`scan_step`]).
 //!
+//! A small hash (what Redis keeps as a listpack) is packed in one buffer (`pairs.rs`): a table
+//! costs a slot, a hash and two heap blocks per field, where most hashes have a few short
+//! fields.
+//!
 //! Each collection keeps an estimate of the bytes it costs (members' blocks as the allocator
 //! rounds them, plus a fixed cost per slot), so `maxmemory` sees a collection grow and shrink
 //! without walking it.
@@ -13,7 +17,7 @@
 //!
 //! `OBJECT ENCODING` names what Redis 7.0 would use for the same value (a list is always a
 //! `quicklist`): a small hash is a
-//! `listpack` (at most 128 fields, none over 64 bytes) and a set of integers an `intset` (at
+//! `listpack` (at most 512 fields, none over 64 bytes) and a set of integers an `intset` (at
 //! most 512), until one command makes it big; like Redis, a value never goes back to the
 //! small encoding.
 
@@ -22,12 +26,14 @@ use std::collections::VecDeque;
 use indexmap::{IndexMap, IndexSet};
 
 use crate::entry::cost_of;
+use crate::pairs::Pairs;
 use crate::stream::Stream;
 
 type Build = foldhash::fast::RandomState;
 
-/// Redis's `hash-max-listpack-entries` and `hash-max-listpack-value`.
-const HASH_SMALL_ENTRIES: usize = 128;
+/// Redis 7.0's `hash-max-listpack-entries` and `hash-max-listpack-value` (its defaults: 512,
+/// unlike the sorted set's 128).
+const HASH_SMALL_ENTRIES: usize = 512;
 const HASH_SMALL_VALUE: usize = 64;
 /// Redis's `set-max-intset-entries`.
 const SET_SMALL_ENTRIES: usize = 512;
@@ -83,14 +89,15 @@ pub enum Value {
     Collection(Collection),
 }
 
-/// A value that is not a string.
+/// A value that is not a string. Streams and sorted sets, the largest structures, are boxed so
+/// that every key of another type does not carry their size in its entry.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Collection {
     List(List),
     Hash(Hash),
     Set(Set),
-    Stream(Stream),
-    Zset(crate::zset::ZSet),
+    Stream(Box<Stream>),
+    Zset(Box<crate::zset::ZSet>),
 }
 
 impl Collection {
@@ -104,21 +111,21 @@ impl Collection {
         }
     }
 
-    /// Bytes the collection costs (its heap blocks, estimated).
+    /// Bytes the collection costs (its heap blocks, estimated; a boxed one's box included).
     pub fn cost(&self) -> usize {
         match self {
             Collection::List(l) => l.bytes,
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
-            Collection::Stream(s) => s.cost(),
-            Collection::Zset(z) => z.cost(),
+            Collection::Stream(s) => cost_of(std::mem::size_of::<Stream>()) + s.cost(),
+            Collection::Zset(z) => cost_of(std::mem::size_of::<crate::zset::ZSet>()) + z.cost(),
         }
     }
 
     pub fn is_empty(&self) -> bool {
         match self {
             Collection::List(l) => l.items.is_empty(),
-            Collection::Hash(h) => h.map.is_empty(),
+            Collection::Hash(h) => h.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
             Collection::Stream(s) => !s.exists,
             Collection::Zset(z) => z.is_empty(),
@@ -129,7 +136,7 @@ impl Collection {
     pub fn encoding(&self) -> &'static str {
         match self {
             Collection::List(_) => "quicklist",
-            Collection::Hash(h) if !h.big => "listpack",
+            Collection::Hash(h) if h.is_compact() => "listpack",
             Collection::Hash(_) => "hashtable",
             Collection::Set(s) if !s.big => "intset",
             Collection::Set(_) => "hashtable",
@@ -154,17 +161,29 @@ pub trait Typed: Default + Into<Collection> {
     fn of_mut(c: &mut Collection) -> Option<&mut Self>;
 }
 
-/// A hash: fields to values.
+/// A hash: fields to values, packed while Redis would keep it a listpack (`pairs.rs`), a
+/// table from the command that makes it big on.
 #[derive(Debug, Clone, Default)]
 pub struct Hash {
-    map: IndexMap<Box<[u8]>, Box<[u8]>, Build>,
+    fields: Fields,
     bytes: usize,
-    big: bool,
+}
+
+#[derive(Debug, Clone)]
+enum Fields {
+    Packed(Pairs),
+    Table(IndexMap<Box<[u8]>, Box<[u8]>, Build>),
+}
+
+impl Default for Fields {
+    fn default() -> Fields {
+        Fields::Packed(Pairs::default())
+    }
 }
 
 impl PartialEq for Hash {
     fn eq(&self, other: &Hash) -> bool {
-        self.map == other.map
+        self.len() == other.len() && self.iter().all(|(f, v)| other.get(f) == Some(v))
     }
 }
 
@@ -179,7 +198,7 @@ impl From<Hash> for Collection {
 impl Typed for Hash {
     const KIND: KeyType = KeyType::Hash;
     fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
     fn state(&self, field: &[u8]) -> Option<&[u8]> {
         self.get(field)
@@ -204,61 +223,148 @@ fn pair_cost(field: &[u8], value: &[u8]) -> usize {
 
 impl Hash {
     pub fn len(&self) -> usize {
-        self.map.len()
+        match &self.fields {
+            Fields::Packed(p) => p.len(),
+            Fields::Table(m) => m.len(),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
+        self.len() == 0
     }
 
     /// Whether Redis would still keep this hash as a listpack.
     pub fn is_compact(&self) -> bool {
-        !self.big
+        matches!(self.fields, Fields::Packed(_))
     }
 
     pub fn get(&self, field: &[u8]) -> Option<&[u8]> {
-        self.map.get(field).map(|v| &**v)
+        match &self.fields {
+            Fields::Packed(p) => p.get(field),
+            Fields::Table(m) => m.get(field).map(|v| &**v),
+        }
     }
 
     /// Sets a field; whether it is new.
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
-        self.big |= field.len() > HASH_SMALL_VALUE || value.len() > HASH_SMALL_VALUE;
+        let long = field.len() > HASH_SMALL_VALUE || value.len() > HASH_SMALL_VALUE;
+        if let Fields::Packed(p) = &mut self.fields {
+            let full = p.len() >= HASH_SMALL_ENTRIES && p.get(field).is_none();
+            if !long && !full {
+                if let Some(new) = p.insert(field, value) {
+                    self.bytes = cost_of(p.heap_bytes());
+                    return new;
+                }
+            }
+            self.make_table();
+        }
+        let Fields::Table(map) = &mut self.fields else {
+            return false;
+        };
         self.bytes += pair_cost(field, value);
-        let new = match self.map.get_mut(field) {
+        match map.get_mut(field) {
             Some(v) => {
                 self.bytes -= pair_cost(field, v);
                 *v = value.into();
                 false
             }
             None => {
-                self.map.insert(field.into(), value.into());
+                map.insert(field.into(), value.into());
                 true
             }
+        }
+    }
+
+    /// Turns the packed form into the table (once: a hash never goes back, as in Redis).
+    fn make_table(&mut self) {
+        let Fields::Packed(p) = &self.fields else {
+            return;
         };
-        self.big |= self.map.len() > HASH_SMALL_ENTRIES;
-        new
+        let mut map = IndexMap::with_capacity_and_hasher(p.len() + 1, Build::default());
+        let mut bytes = 0;
+        for (f, v) in p.iter() {
+            bytes += pair_cost(f, v);
+            map.insert(f.into(), v.into());
+        }
+        self.fields = Fields::Table(map);
+        self.bytes = bytes;
     }
 
     /// Removes a field; whether it was there.
     pub fn remove(&mut self, field: &[u8]) -> bool {
-        match self.map.swap_remove_entry(field) {
-            Some((f, v)) => {
-                self.bytes -= pair_cost(&f, &v);
-                true
+        match &mut self.fields {
+            Fields::Packed(p) => {
+                let found = p.remove(field);
+                self.bytes = cost_of(p.heap_bytes());
+                found
             }
-            None => false,
+            Fields::Table(m) => match m.swap_remove_entry(field) {
+                Some((f, v)) => {
+                    self.bytes -= pair_cost(&f, &v);
+                    true
+                }
+                None => false,
+            },
         }
     }
 
     /// The field and value at `i` (0 ≤ i < len): for random picks and scans.
     pub fn at(&self, i: usize) -> Option<(&[u8], &[u8])> {
-        self.map.get_index(i).map(|(f, v)| (&**f, &**v))
+        match &self.fields {
+            Fields::Packed(p) => p.at(i),
+            Fields::Table(m) => m.get_index(i).map(|(f, v)| (&**f, &**v)),
+        }
+    }
+
+    /// The pairs at `positions` (each 0 ≤ i < len), in that order: for random picks, which may
+    /// repeat positions millions of times. A packed hash is walked once, not once per position.
+    pub fn pairs_at<'a>(
+        &'a self,
+        positions: &'a [usize],
+    ) -> impl Iterator<Item = (&'a [u8], &'a [u8])> + 'a {
+        let packed: Vec<(&[u8], &[u8])> = match &self.fields {
+            Fields::Packed(p) => p.iter().collect(),
+            Fields::Table(_) => Vec::new(),
+        };
+        positions.iter().filter_map(move |&i| match &self.fields {
+            Fields::Packed(_) => packed.get(i).copied(),
+            Fields::Table(m) => m.get_index(i).map(|(f, v)| (&**f, &**v)),
+        })
     }
 
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (&[u8], &[u8])> {
-        self.map.iter().map(|(f, v)| (&**f, &**v))
+        match &self.fields {
+            Fields::Packed(p) => HashIter::Packed(p.iter()),
+            Fields::Table(m) => HashIter::Table(m.iter()),
+        }
     }
 }
+
+/// A hash's pairs in either form.
+enum HashIter<'a> {
+    Packed(crate::pairs::Iter<'a>),
+    Table(indexmap::map::Iter<'a, Box<[u8]>, Box<[u8]>>),
+}
+
+impl<'a> Iterator for HashIter<'a> {
+    type Item = (&'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            HashIter::Packed(p) => p.next(),
+            HashIter::Table(m) => m.next().map(|(f, v)| (&**f, &**v)),
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        match self {
+            HashIter::Packed(p) => p.size_hint(),
+            HashIter::Table(m) => m.size_hint(),
+        }
+    }
+}
+
+impl ExactSizeIterator for HashIter<'_> {}
 
 /// A set of members.
 #[derive(Debug, Clone, Default)]
@@ -563,15 +669,51 @@ mod tests {
         assert!(h.insert(b"f", b"v"));
         assert!(!h.insert(b"f", b"longer value"));
         assert_eq!(h.get(b"f"), Some(&b"longer value"[..]));
-        assert_eq!(h.bytes, pair_cost(b"f", b"longer value"));
+        // Packed: one block of the pair and its two length bytes.
+        assert_eq!(h.bytes, cost_of(2 + 1 + 12));
         let c = Collection::Hash(h.clone());
         assert_eq!((c.encoding(), c.kind().name()), ("listpack", "hash"));
         h.insert(b"g", &[b'x'; 65]);
         assert_eq!(Collection::Hash(h.clone()).encoding(), "hashtable");
+        assert_eq!(
+            h.bytes,
+            pair_cost(b"f", b"longer value") + pair_cost(b"g", &[0; 65])
+        );
+        assert_eq!(h.get(b"f"), Some(&b"longer value"[..]));
         assert!(h.remove(b"g") && h.remove(b"f") && !h.remove(b"f"));
         assert_eq!((h.bytes, h.len()), (0, 0));
         // Never back to the small encoding.
         assert_eq!(Collection::Hash(h).encoding(), "hashtable");
+    }
+
+    #[test]
+    fn hash_turns_into_a_table_past_512_fields_and_keeps_them() {
+        let mut h = Hash::default();
+        for i in 0..HASH_SMALL_ENTRIES {
+            assert!(h.insert(format!("f{i}").as_bytes(), b"v"));
+        }
+        let packed = h.clone();
+        // Replacing a field of a full packed hash keeps it packed.
+        assert!(!h.insert(b"f0", b"w"));
+        assert!(h.is_compact() && h != packed);
+        assert!(h.insert(b"one more", b"v"));
+        assert!(!h.is_compact());
+        assert_eq!(
+            (h.len(), h.get(b"f0"), h.get(b"f511")),
+            (513, Some(&b"w"[..]), Some(&b"v"[..]))
+        );
+        assert!(h.remove(b"one more") && !h.insert(b"f0", b"v"));
+        // Random picks by position, repeats included, in either form.
+        let picks = [128, 0, 128, 511, 512];
+        for x in [&h, &packed] {
+            let at: Vec<_> = picks.iter().filter_map(|&i| x.at(i)).collect();
+            assert_eq!(x.pairs_at(&picks).collect::<Vec<_>>(), at);
+            assert_eq!(at.len(), 4);
+        }
+        // Equal across forms, either way round: the same fields and values.
+        assert_eq!(h, packed);
+        assert_eq!(packed, h);
+        assert_eq!(h.iter().len(), packed.iter().len());
     }
 
     #[test]
@@ -662,6 +804,12 @@ mod tests {
         assert_eq!(l.remove(0).as_deref(), Some(&b"longer"[..]));
         while l.pop(true).is_some() {}
         assert_eq!(l.bytes, 0);
+    }
+
+    #[test]
+    fn an_entry_of_a_hash_set_or_list_stays_small() {
+        // The size every hash, set or list key's entry pays (see `entry.rs`).
+        assert!(std::mem::size_of::<Collection>() <= 88);
     }
 
     #[test]

@@ -50,7 +50,7 @@ pub fn dump_string(value: &[u8]) -> Vec<u8> {
 }
 
 /// Appends the RDB version and the checksum to an encoded value.
-fn seal(mut out: Vec<u8>) -> Vec<u8> {
+pub(crate) fn seal(mut out: Vec<u8>) -> Vec<u8> {
     out.extend_from_slice(&RDB_VERSION.to_le_bytes());
     let crc = CRC64.checksum(&out);
     out.extend_from_slice(&crc.to_le_bytes());
@@ -190,7 +190,7 @@ impl Reader<'_> {
 
 /// A string as Redis writes it in an RDB: as an 8, 16 or 32-bit integer when it is the
 /// canonical text of one (at most 11 bytes), else its length then its bytes.
-fn encode_string(v: &[u8], out: &mut Vec<u8>) {
+pub(crate) fn encode_string(v: &[u8], out: &mut Vec<u8>) {
     if v.len() <= 11 {
         if let Some(n) =
             resp_wire::parse_i64(v).filter(|n| itoa::Buffer::new().format(*n).as_bytes() == v)
@@ -233,6 +233,11 @@ fn encode_len(len: u64, out: &mut Vec<u8>) {
 
 /// The value of a DUMP payload.
 pub fn restore_value(payload: &[u8]) -> Result<Value, DumpError> {
+    decode_value(unseal(payload)?)
+}
+
+/// The body of a payload whose RDB version and checksum hold.
+pub(crate) fn unseal(payload: &[u8]) -> Result<&[u8], DumpError> {
     let body_len = payload.len().checked_sub(10).ok_or(DumpError::Checksum)?;
     let (body, footer) = payload.split_at(body_len);
     let version = u16::from_le_bytes([footer[0], footer[1]]);
@@ -242,7 +247,7 @@ pub fn restore_value(payload: &[u8]) -> Result<Value, DumpError> {
     {
         return Err(DumpError::Checksum);
     }
-    decode_value(body)
+    Ok(body)
 }
 
 /// An RDB length at the start of `b` and the bytes it took (`None` for an integer encoding).
@@ -261,7 +266,7 @@ fn decode_len(b: &[u8]) -> Option<(u64, usize)> {
 }
 
 /// A string at the start of `b` and the bytes it took.
-fn decode_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
+pub(crate) fn decode_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
     let first = *b.first()?;
     if first >> 6 != 3 {
         let (len, at) = decode_len(b)?;

@@ -167,6 +167,8 @@ pub struct Keyspace {
     pub(crate) blockers: Arc<crate::blocking::Blockers>,
     /// A database other than 0 has been used (`databases.rs`).
     pub(crate) multi_db: AtomicBool,
+    /// Function libraries (`functions.rs`).
+    pub(crate) functions: crate::functions::FunctionStore,
 }
 
 impl Drop for Keyspace {
@@ -254,6 +256,7 @@ impl Keyspace {
             bgsave_running: AtomicBool::new(false),
             blockers: Arc::default(),
             multi_db: AtomicBool::new(false),
+            functions: Default::default(),
         }
     }
 

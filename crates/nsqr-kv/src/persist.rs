@@ -134,14 +134,17 @@ impl Keyspace {
         let started = std::time::Instant::now();
         let mut keys = 0u64;
         let snap_gen = snapshot::load(dir, |k, v, d| {
-            keys += 1;
             let value = match v {
+                Stored::Functions(libraries) => {
+                    return self.functions.load_encoded(libraries).is_ok();
+                }
                 Stored::String(v) => Value::String(v.to_vec()),
                 Stored::Object(v) => match decode_value(v) {
                     Ok(value) => value,
                     Err(_) => return false,
                 },
             };
+            keys += 1;
             self.load_value(k, value, d);
             true
         })?;
@@ -228,6 +231,7 @@ impl Keyspace {
             }
             Record::Members { key, kind, states } => self.apply_members(key, kind, states)?,
             Record::Stream { key, changes } => self.apply_stream(key, changes)?,
+            Record::Functions(libraries) => self.functions.load_encoded(libraries)?,
             Record::Del { key } => {
                 let hash = self.hash(key);
                 self.lock(hash).remove(hash, key);
@@ -274,6 +278,10 @@ impl Keyspace {
                     None => self.snapshot_object(&mut w, i, k)?,
                 }
             }
+        }
+        let libraries = self.functions.encoded();
+        if !libraries.is_empty() {
+            w.key(b"", Stored::Functions(&libraries), None)?;
         }
         let (size, keys) = w.finish()?;
         tracing::info!("KV: snapshot of {keys} keys written ({size} bytes)");

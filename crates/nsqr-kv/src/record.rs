@@ -17,6 +17,7 @@
 //! | 6 | object | deadline u64 (0 = none), key length u32, key, the value's RDB encoding (`dump.rs`) |
 //! | 7 | members | key length u32, key, kind (1 hash, 2 set, 3 sorted set), then per member: length u32, member, 0 (gone) or 1 (present), and for a present hash field its value's length u32 and value (for a sorted set member its score, 8 bytes: an f64 little-endian) |
 //! | 8 | stream | key length u32, key, the changes one command made to the stream (`stream_changes.rs`) |
+//! | 9 | functions | every function library after a change (`functions.rs`) |
 //!
 //! A members record holds the state of each member a command touched (HSET's fields with their
 //! new values, HDEL's as gone, HINCRBY's result), so replaying it twice, or over a snapshot
@@ -60,6 +61,8 @@ pub enum Record<'a> {
         key: &'a [u8],
         changes: &'a [u8],
     },
+    /// Every function library, encoded (`functions.rs`).
+    Functions(&'a [u8]),
 }
 
 /// Which collection a members record changes.
@@ -145,6 +148,7 @@ const BATCH: u8 = 5;
 const OBJECT: u8 = 6;
 const MEMBERS: u8 = 7;
 const STREAM: u8 = 8;
+const FUNCTIONS: u8 = 9;
 const HEADER: usize = 8;
 
 impl Record<'_> {
@@ -201,6 +205,10 @@ impl Record<'_> {
                 out.extend_from_slice(&(key.len() as u32).to_le_bytes());
                 out.extend_from_slice(key);
                 out.extend_from_slice(changes);
+            }
+            Record::Functions(libraries) => {
+                out.push(FUNCTIONS);
+                out.extend_from_slice(libraries);
             }
         }
         let payload = &out[start + HEADER..];
@@ -270,6 +278,7 @@ fn decode_payload(p: &[u8]) -> Option<Record<'_>> {
         }),
         FLUSH if p.len() == 1 => Some(Record::Flush),
         BATCH => Some(Record::Batch(&p[1..])),
+        FUNCTIONS => Some(Record::Functions(&p[1..])),
         _ => None,
     }
 }
@@ -347,6 +356,7 @@ mod tests {
                 key: b"x",
                 changes: b"\x02",
             },
+            Record::Functions(b"\x01\x00\x00\x00"),
         ];
         let mut buf = Vec::new();
         records.iter().for_each(|r| r.encode(&mut buf));

@@ -11,6 +11,7 @@
 //! per key:    tag: u8 deadline: u64 (0 = none) key length: u32 value length: u32 key value
 //!             (tag 1: a string, the value as it is; tag 2: any other type, the value's RDB
 //!             encoding, as DUMP writes it: see `dump.rs`)
+//! libraries:  3u8 length: u32 every function library (`functions.rs`; only if there are any)
 //! end:        0u8 key count: u64 crc32: u32   (crc32 of every byte before it)
 //! ```
 //!
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 const MAGIC: &[u8; 8] = b"NSQRKVS1";
 const KEY: u8 = 1;
 const OBJECT: u8 = 2;
+const FUNCTIONS: u8 = 3;
 const END: u8 = 0;
 
 /// One key's value as a snapshot holds it.
@@ -32,6 +34,8 @@ pub enum Stored<'a> {
     String(&'a [u8]),
     /// The RDB encoding of a value of another type.
     Object(&'a [u8]),
+    /// Not a key: every function library, encoded (`functions.rs`).
+    Functions(&'a [u8]),
 }
 
 pub fn snapshot_path(dir: &Path) -> PathBuf {
@@ -97,6 +101,11 @@ impl SnapshotWriter {
         let (tag, value) = match value {
             Stored::String(v) => (KEY, v),
             Stored::Object(v) => (OBJECT, v),
+            Stored::Functions(v) => {
+                self.put(&[FUNCTIONS])?;
+                self.put(&(v.len() as u32).to_le_bytes())?;
+                return self.put(v);
+            }
         };
         self.put(&[tag])?;
         self.put(&deadline.unwrap_or(0).to_le_bytes())?;
@@ -178,6 +187,13 @@ pub fn load(
                 }
                 count += 1;
             }
+            FUNCTIONS => {
+                let len = u32::from_le_bytes(r.bytes::<4>()?) as usize;
+                r.vec(&mut value, len)?;
+                if !apply(b"", Stored::Functions(&value), None) {
+                    return Err(r.corrupt("bad function libraries"));
+                }
+            }
             END => break,
             _ => return Err(r.corrupt("bad record tag")),
         }
@@ -252,6 +268,7 @@ mod tests {
             let v = match v {
                 Stored::String(v) => v.to_vec(),
                 Stored::Object(v) => [b"object:", v].concat(),
+                Stored::Functions(v) => [b"functions:", v].concat(),
             };
             keys.push((k.to_vec(), v, dl));
             true

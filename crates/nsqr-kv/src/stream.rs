@@ -187,7 +187,7 @@ impl Eq for Stream {}
 
 impl From<Stream> for Collection {
     fn from(s: Stream) -> Collection {
-        Collection::Stream(s)
+        Collection::Stream(Box::new(s))
     }
 }
 

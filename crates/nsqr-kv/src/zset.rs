@@ -83,7 +83,7 @@ impl Eq for ZSet {}
 
 impl From<ZSet> for Collection {
     fn from(z: ZSet) -> Collection {
-        Collection::Zset(z)
+        Collection::Zset(Box::new(z))
     }
 }
 
@@ -515,14 +515,14 @@ mod tests {
     #[test]
     fn encoding_grows_once() {
         let mut z = zset(&[("a", 1.0)]);
-        assert_eq!(Collection::Zset(z.clone()).encoding(), "listpack");
+        assert_eq!(Collection::from(z.clone()).encoding(), "listpack");
         z.insert(&[b'x'; 65], 1.0);
         z.remove(&[b'x'; 65]);
-        assert_eq!(Collection::Zset(z).encoding(), "skiplist");
+        assert_eq!(Collection::from(z).encoding(), "skiplist");
         let mut n = ZSet::default();
         for i in 0..=ZSET_SMALL_ENTRIES {
             n.insert(i.to_string().as_bytes(), i as f64);
         }
-        assert_eq!(Collection::Zset(n).encoding(), "skiplist");
+        assert_eq!(Collection::from(n).encoding(), "skiplist");
     }
 }

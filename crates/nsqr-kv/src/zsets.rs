@@ -593,7 +593,7 @@ mod tests {
         let payload = ks.dump(b"z").unwrap();
         let restored = crate::dump::restore_value(&payload).unwrap();
         let want = ks.read_zset(b"z", |z| z.cloned()).unwrap().unwrap();
-        assert_eq!(restored, crate::Value::Collection(Collection::Zset(want)));
+        assert_eq!(restored, crate::Value::Collection(Collection::from(want)));
         let mut nan = vec![5, 1, 1, b'a'];
         nan.extend_from_slice(&f64::NAN.to_le_bytes());
         assert!(crate::dump::decode_value(&nan).is_err());

@@ -14,9 +14,11 @@ use tokio::sync::mpsc;
 
 use crate::command::Command;
 use crate::error::{ChangeError, ProposeError, StartError};
+use crate::forward::{ForwardError, ForwardHandler, Unstamped};
 use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
-use crate::network::{Network, Server, SharedConfig};
+use crate::network::forward::Forwarder;
+use crate::network::{self, Network, Server, SharedConfig};
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
@@ -163,6 +165,7 @@ impl ClusterNode {
             return Err(StartError::GroupOpen(group.name));
         }
         let replicated = ReplicatedLog {
+            forwarder: Forwarder::new(self.config.clone(), group.name.clone()),
             name: group.name,
             config: self.config.clone(),
             raft,
@@ -170,6 +173,12 @@ impl ClusterNode {
             server: self.server.clone(),
         };
         Ok((replicated, rx))
+    }
+
+    /// Publishes that peers forward to this node ([`crate::forward`]) go to `handler`; until
+    /// it is installed they are refused.
+    pub fn take_forwards(&self, handler: Arc<dyn ForwardHandler>) {
+        self.server.take_forwards(handler);
     }
 
     /// Stops the listener and closes every cluster connection to this node.
@@ -191,6 +200,21 @@ pub struct GroupStatus {
     /// The last applied entry is of the current term: on a leader, everything committed
     /// before its election is applied, so its state is complete.
     pub applied_in_term: bool,
+    /// On the leader, the last entry each other member (voter or learner) is known to hold
+    /// (None: nothing yet); empty elsewhere.
+    pub matched: BTreeMap<NodeId, Option<u64>>,
+}
+
+/// What [`ReplicatedLog::found`] did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Founding {
+    /// The group had no log anywhere that answered: this node made its first voters.
+    Founded,
+    /// The group has a log here or on a peer: a leader adds this node when it should be a
+    /// voter.
+    Exists,
+    /// Too few peers answered to tell: ask again later.
+    Undecided,
 }
 
 /// Wakes whenever the group's status may have changed (leadership, applied index).
@@ -210,6 +234,7 @@ pub struct ReplicatedLog {
     raft: Raft,
     machine: StateMachine,
     server: Arc<Server>,
+    forwarder: Forwarder,
 }
 
 impl ReplicatedLog {
@@ -242,6 +267,42 @@ impl ReplicatedLog {
         }
     }
 
+    /// Makes `voters` the voters of the group if it exists nowhere yet: the way a node founds a
+    /// group, where [`Self::initialize_voters`] would make a second group beside one that
+    /// exists (a node joining the cluster, or one whose data was lost). Asks every other peer
+    /// whether it holds the group; founds it only once none does and enough answered that
+    /// any `replicas` of the peers, this node among them or not, include another that
+    /// answered (so a group of that size that exists would have been seen).
+    pub async fn found(
+        &self,
+        voters: BTreeSet<NodeId>,
+        replicas: usize,
+    ) -> Result<Founding, ChangeError> {
+        if !self.status().voters.is_empty() {
+            return Ok(Founding::Exists);
+        }
+        let others = self.config.peers.len().saturating_sub(1);
+        let needed = (others + 2)
+            .saturating_sub(replicas)
+            .clamp(1, others.max(1));
+        let mut answered = 0;
+        for (id, address) in self.config.peers.iter() {
+            if id == self.config.node_id {
+                continue;
+            }
+            match network::initialized(&self.config, id, address, &self.name).await {
+                Ok(true) => return Ok(Founding::Exists),
+                Ok(false) => answered += 1,
+                Err(e) => tracing::debug!(group = %self.name, "replication: node {id}: {e}"),
+            }
+        }
+        if others > 0 && answered < needed {
+            return Ok(Founding::Undecided);
+        }
+        self.initialize_voters(voters).await?;
+        Ok(Founding::Founded)
+    }
+
     /// Proposes one batch. Returns its log index once it is in the log of a majority of the
     /// group (fsynced there when the group fsyncs) and applied on this node.
     pub async fn propose(&self, command: Command) -> Result<u64, ProposeError> {
@@ -271,7 +332,29 @@ impl ReplicatedLog {
             applied_in_term: m
                 .last_applied
                 .is_some_and(|l| l.leader_id.term == m.current_term),
+            matched: m
+                .replication
+                .iter()
+                .flatten()
+                .filter(|(id, _)| **id != self.config.node_id)
+                .map(|(id, matched)| (*id, matched.map(|l| l.index)))
+                .collect(),
         }
+    }
+
+    /// The index of the last entry this node knows committed (None: none yet), as its Raft
+    /// instance holds it.
+    pub async fn commit_index(&self) -> Result<Option<u64>, ProposeError> {
+        self.raft
+            .with_raft_state(|st| st.committed.map(|l| l.index))
+            .await
+            .map_err(|e| ProposeError::Stopped(e.to_string()))
+    }
+
+    /// Sends a publish batch to node `leader` (this group's leader, as far as this node knows)
+    /// and waits until that node has committed it: [`crate::forward`].
+    pub async fn forward(&self, leader: NodeId, batch: Unstamped) -> Result<(), ForwardError> {
+        self.forwarder.forward(leader, batch).await
     }
 
     /// Follows the group's status ([`Self::status`] says where it stands).

@@ -13,11 +13,13 @@
 //! - [`network`]: the only module with sockets: the handshake, frames, client and server.
 //! - [`membership`]: `--cluster-peers` and leader placement.
 //! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
+//! - [`forward`]: a publish on a node that does not lead its group, carried to the leader.
 
 mod batch;
 pub mod command;
 pub mod error;
 mod files;
+pub mod forward;
 pub mod group;
 pub mod log_store;
 pub mod membership;
@@ -29,9 +31,10 @@ pub mod types;
 
 pub use command::{Applied, ChannelOp, Command, Message, MessageId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
-pub use group::{ClusterNode, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
+pub use forward::{ForwardError, ForwardHandler, ForwardRefused, Forwarded, Unstamped};
+pub use group::{ClusterNode, Founding, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};
 pub use membership::{ClusterConfig, Peers};
-pub use network::{probe, NetError};
+pub use network::{probe, ClusterTls, NetError, TlsError};
 pub use seq_map::SeqMap;
 pub use state::{Pending, StoredMessage, TopicState};
 pub use state_machine::Committed;

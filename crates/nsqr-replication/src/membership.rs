@@ -4,13 +4,16 @@
 //!
 //! Placement is rendezvous hashing of the group's name over the node ids: every node computes
 //! the same preferred leader for a group without talking to the others, the groups spread
-//! evenly, and losing a node moves only its own groups.
+//! evenly, and losing a node moves only its own groups. A group keeps its voters while they
+//! stay peers: one dropped from `--cluster-peers` is replaced by the next peer in the group's
+//! order ([`Peers::voters_for`]), so changing the peers moves only the groups that must move.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
 use crate::error::MembershipError;
+use crate::network::ClusterTls;
 use crate::types::NodeId;
 
 /// Every member of the cluster, by node id, with its replication address (`host:port`).
@@ -62,6 +65,21 @@ impl Peers {
         let mut ids: Vec<NodeId> = self.0.keys().copied().collect();
         ids.sort_by_key(|id| std::cmp::Reverse(rendezvous(group, *id)));
         ids
+    }
+
+    /// The voters `group` should have with `replicas` of them, given its voters `now`: those
+    /// still peers, completed (or cut) to `replicas` in the group's rendezvous order. A new
+    /// group (`now` empty) gets the first `replicas` peers.
+    pub fn voters_for(
+        &self,
+        group: &str,
+        replicas: usize,
+        now: &BTreeSet<NodeId>,
+    ) -> BTreeSet<NodeId> {
+        let ranked = self.ranked(group);
+        let kept = ranked.iter().filter(|id| now.contains(id));
+        let others = ranked.iter().filter(|id| !now.contains(id));
+        kept.chain(others).take(replicas).copied().collect()
     }
 }
 
@@ -121,6 +139,8 @@ pub struct ClusterConfig {
     pub peers: Peers,
     /// The secret every member shares; a connection that cannot prove it knows it is refused.
     pub secret: Vec<u8>,
+    /// Mutual TLS between the nodes, when they have certificates; plain TCP otherwise.
+    pub tls: Option<ClusterTls>,
 }
 
 impl ClusterConfig {
@@ -142,7 +162,14 @@ impl ClusterConfig {
             address,
             peers,
             secret,
+            tls: None,
         })
+    }
+
+    /// The same settings, with every cluster connection in mutual TLS.
+    pub fn with_tls(mut self, tls: ClusterTls) -> Self {
+        self.tls = Some(tls);
+        self
     }
 }
 
@@ -153,6 +180,7 @@ impl fmt::Debug for ClusterConfig {
             .field("address", &self.address)
             .field("peers", &self.peers)
             .field("secret", &"<hidden>")
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -194,6 +222,34 @@ mod tests {
         assert_eq!(err, Some(MembershipError::SelfNotAPeer(3)));
         let err = ClusterConfig::new(1, "a:1".into(), peers, Vec::new()).err();
         assert_eq!(err, Some(MembershipError::EmptySecret));
+    }
+
+    #[test]
+    fn voters_stay_while_they_are_peers() {
+        let four: Peers = "1@a:1,2@b:2,3@c:3,4@d:4".parse().expect("valid peers");
+        let ranked = four.ranked("t");
+        let first3: BTreeSet<NodeId> = ranked[..3].iter().copied().collect();
+        assert_eq!(four.voters_for("t", 3, &BTreeSet::new()), first3);
+        // Voters that are still peers stay, even where the order now puts another first.
+        let old: BTreeSet<NodeId> = ranked[1..].iter().copied().collect();
+        assert_eq!(four.voters_for("t", 3, &old), old);
+        // A voter no longer a peer is replaced by the next peer in the order.
+        let gone = ranked[1];
+        let three = Peers::new(
+            four.iter()
+                .filter(|(id, _)| *id != gone)
+                .map(|(id, a)| (id, a.to_owned()))
+                .collect(),
+        )
+        .expect("peers");
+        let want: BTreeSet<NodeId> = [ranked[0], ranked[2], ranked[3]].into_iter().collect();
+        assert_eq!(three.voters_for("t", 3, &old), want);
+        // More replicas take the next peers; fewer keep the first voters in the order.
+        let one: BTreeSet<NodeId> = [ranked[3]].into_iter().collect();
+        let two: BTreeSet<NodeId> = [ranked[3], ranked[0]].into_iter().collect();
+        assert_eq!(four.voters_for("t", 2, &one), two);
+        let cut: BTreeSet<NodeId> = [ranked[1]].into_iter().collect();
+        assert_eq!(four.voters_for("t", 1, &old), cut);
     }
 
     #[test]

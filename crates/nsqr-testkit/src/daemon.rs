@@ -33,6 +33,8 @@ pub struct Daemon {
     name: String,
     child: Child,
     log: mpsc::Receiver<String>,
+    /// The lines [`Daemon::wait_for_log`] read, until [`Daemon::waited_lines`] takes them.
+    waited: Vec<String>,
 }
 
 impl Daemon {
@@ -66,7 +68,12 @@ impl Daemon {
         }
         // Only the reader threads hold senders now: once the process exits, recv fails at once.
         drop(tx);
-        Daemon { name, child, log }
+        Daemon {
+            name,
+            child,
+            log,
+            waited: Vec::new(),
+        }
     }
 
     /// Feeds each line the process logs to `done` until it returns true. If that takes longer
@@ -82,6 +89,7 @@ impl Daemon {
             {
                 Ok(line) => {
                     let finished = done(&line);
+                    self.waited.push(line.clone());
                     seen.push(line);
                     if finished {
                         return;
@@ -115,6 +123,12 @@ impl Daemon {
     /// The process id (to send signals or read `/proc`).
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// The lines read while waiting for a line ([`Daemon::wait_for_log`], [`Daemon::listeners`]:
+    /// what a server logged while starting), which [`Daemon::log_lines`] does not return.
+    pub fn waited_lines(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.waited)
     }
 
     /// Lines logged since the last look.

@@ -7,10 +7,13 @@
 //! replicated state until they take over).
 //!
 //! A group is opened on every node when its topic gets `replicas` above 1 (the config file,
-//! `nsqd.dat`, `/topic/config`); its voters are the first `replicas` peers in the topic's
-//! rendezvous order, and the first of them initializes it, which makes it the first leader.
-//! A publish on a node that does not lead the topic is refused with the leader's name
-//! (`BrokerError::NotLeader`); nothing is forwarded.
+//! `nsqd.dat`, `/topic/config`); its first voters are the first `replicas` peers in the
+//! topic's rendezvous order, and the first of them founds it, which makes it the first leader.
+//! `members.rs` founds groups and, on a group's leader, keeps its voters in line with
+//! `--cluster-peers` and `replicas` (adding and removing nodes). A publish on a node that does
+//! not lead the topic is forwarded to the leader, which stamps and proposes it (`forward.rs`);
+//! with no leader to take it in time, it is refused with the leader's name
+//! (`BrokerError::NotLeader`).
 //!
 //! Channel state: the leader's broker reports each change to the topic's channels, which
 //! `ops.rs` gathers and proposes a pass at a time; `follow.rs` keeps the broker's copy of the
@@ -18,14 +21,19 @@
 //! over, emptied on losing the lead).
 
 mod follow;
+mod forward;
+mod members;
 mod ops;
+mod stats;
 
-use std::collections::{BTreeSet, HashMap};
+pub use stats::GroupStats;
+
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use nsqr_broker::{Broker, BrokerError, Commitment, ReplicaMessage, ReplicaOp, Replicate, Ticket};
-use nsqr_replication::{ClusterConfig, ClusterNode, Command, GroupConfig, Message, ReplicatedLog};
+use nsqr_replication::{ClusterConfig, ClusterNode, GroupConfig, Message, ReplicatedLog};
 use parking_lot::Mutex;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -43,6 +51,8 @@ enum Group {
 struct OpenGroup {
     log: Arc<ReplicatedLog>,
     pass: Arc<Pass>,
+    /// The topic's `replicas`, for its voters.
+    replicas: watch::Sender<u8>,
     tasks: Vec<JoinHandle<()>>,
 }
 
@@ -77,7 +87,7 @@ impl Cluster {
             node.config().node_id,
             node.local_addr()
         );
-        Ok(Arc::new(Cluster {
+        let cluster = Arc::new(Cluster {
             node,
             dir: data_path.join("cluster"),
             fsync,
@@ -85,7 +95,10 @@ impl Cluster {
             runtime: tokio::runtime::Handle::current(),
             broker: watch::channel(None).0,
             groups: Mutex::new(HashMap::new()),
-        }))
+        });
+        let forwards = forward::Handler(Arc::downgrade(&cluster));
+        cluster.node.take_forwards(Arc::new(forwards));
+        Ok(cluster)
     }
 
     /// The broker is running: committed batches can be queued.
@@ -120,7 +133,11 @@ impl Cluster {
     fn open(self: &Arc<Self>, topic: &str, replicas: u8) {
         {
             let mut groups = self.groups.lock();
-            if groups.contains_key(topic) {
+            if let Some(group) = groups.get(topic) {
+                if let Group::Open(open) = group {
+                    open.replicas
+                        .send_if_modified(|r| std::mem::replace(r, replicas) != replicas);
+                }
                 return;
             }
             groups.insert(topic.to_string(), Group::Opening);
@@ -146,6 +163,13 @@ impl Cluster {
             .map_err(|e| e.to_string())?;
         let log = Arc::new(log);
         let pass = Arc::new(Pass::default());
+        let (replicas_tx, replicas_rx) = watch::channel(replicas);
+        let members = members::Members {
+            topic: topic.to_string(),
+            peers: self.node.config().peers.clone(),
+            me: self.node.config().node_id,
+            replicas: replicas_rx,
+        };
         let tasks = vec![
             tokio::spawn(follow::follow(
                 topic.to_string(),
@@ -159,52 +183,58 @@ impl Cluster {
                 Arc::clone(&pass),
                 Arc::downgrade(&log),
             )),
+            tokio::spawn(members::run(members, Arc::downgrade(&log))),
         ];
         let open = OpenGroup {
             log: Arc::clone(&log),
             pass,
+            replicas: replicas_tx,
             tasks,
         };
         self.groups
             .lock()
             .insert(topic.to_string(), Group::Open(open));
-        let peers = &self.node.config().peers;
-        let voters: BTreeSet<u64> = peers
-            .ranked(topic)
-            .into_iter()
-            .take(usize::from(replicas))
-            .collect();
-        if peers.preferred_leader(topic) == self.node.config().node_id {
-            log.initialize_voters(voters)
-                .await
-                .map_err(|e| e.to_string())?;
-        }
         tracing::info!("cluster: topic {topic}: replicated log open ({replicas} replicas)");
         Ok(())
     }
 
+    /// The log of `topic` if it is open here; else why a publish cannot go to it.
+    fn log(&self, topic: &str) -> Result<Arc<ReplicatedLog>, BrokerError> {
+        match self.groups.lock().get(topic) {
+            Some(Group::Open(open)) => Ok(Arc::clone(&open.log)),
+            _ => Err(self.opening(topic)),
+        }
+    }
+
+    /// The refusal of a publish to `topic` while its log is not open here.
+    fn opening(&self, topic: &str) -> BrokerError {
+        BrokerError::NotLeader {
+            topic: topic.to_string(),
+            leader: "unknown: its log is opening".to_string(),
+        }
+    }
+
     /// The log of `topic` if it is open here and this node leads it; else why not.
     fn leading(&self, topic: &str) -> Result<Arc<ReplicatedLog>, BrokerError> {
-        let not_leader = |leader: String| BrokerError::NotLeader {
-            topic: topic.to_string(),
-            leader,
-        };
-        let log = match self.groups.lock().get(topic) {
-            Some(Group::Open(open)) => Arc::clone(&open.log),
-            _ => return Err(not_leader("unknown: its log is opening".to_string())),
-        };
-        let status = log.status();
-        if status.is_leader {
+        let log = self.log(topic)?;
+        if log.status().is_leader {
             return Ok(log);
         }
-        let leader = match status.leader {
+        Err(BrokerError::NotLeader {
+            topic: topic.to_string(),
+            leader: self.leader_name(&log),
+        })
+    }
+
+    /// The group's leader as errors name it: `node 2 at 10.0.0.2:4250`, or why it is unknown.
+    fn leader_name(&self, log: &ReplicatedLog) -> String {
+        match log.status().leader {
             Some(id) => match self.node.config().peers.address(id) {
                 Some(address) => format!("node {id} at {address}"),
                 None => format!("node {id}"),
             },
             None => "unknown: an election is under way".to_string(),
-        };
-        Err(not_leader(leader))
+        }
     }
 }
 
@@ -221,15 +251,15 @@ impl Replicate for Hook {
     }
 
     fn publish(&self, topic: &str, batch: Vec<ReplicaMessage>) -> Result<Ticket, BrokerError> {
-        let log = self.0.leading(topic)?;
+        if forward::is_forwarded() {
+            self.0.leading(topic)?;
+        }
         let (commitment, ticket) = Commitment::pending();
-        let command = Command::Publish(batch.into_iter().map(to_log).collect());
-        self.0.runtime.spawn(async move {
-            match log.propose(command).await {
-                Ok(_) => commitment.committed(),
-                Err(e) => commitment.failed(e.to_string()),
-            }
-        });
+        let cluster = Arc::clone(&self.0);
+        let topic = topic.to_string();
+        self.0
+            .runtime
+            .spawn(forward::publish(cluster, topic, batch, commitment));
         Ok(ticket)
     }
 

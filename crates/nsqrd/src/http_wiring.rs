@@ -117,6 +117,7 @@ pub struct Served {
     pub broker: Arc<Broker>,
     pub clients: Arc<Clients>,
     pub lookupd: Arc<Lookupd>,
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// The HTTP view of the options; `tcp_port` and `http_port` are the bound ports (-1 for a unix
@@ -180,6 +181,7 @@ pub fn start(
         broker,
         clients,
         lookupd,
+        cluster,
     } = served;
     let config: Arc<dyn ConfigStore> = Arc::new(OptionsStore::new(live, lookupd));
     let consumers = Arc::new(HttpConsumers::default());
@@ -200,6 +202,7 @@ pub fn start(
             },
             config: Arc::clone(&config),
             consumers: Arc::clone(&consumers),
+            cluster: cluster.clone(),
         });
         tasks.push(tokio::spawn(http::serve(
             l,
@@ -216,6 +219,7 @@ pub fn start(
             settings,
             config,
             consumers: Arc::clone(&consumers),
+            cluster,
         });
         let acceptor = tokio_rustls::TlsAcceptor::from(tls);
         tasks.push(tokio::spawn(http::serve(

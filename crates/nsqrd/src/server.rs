@@ -253,6 +253,7 @@ impl Server {
                 broker: Arc::new(broker.clone()),
                 clients: Arc::clone(&clients),
                 lookupd: Arc::clone(&lookupd),
+                cluster: cluster.clone(),
             },
             tcp_addr,
             tls,

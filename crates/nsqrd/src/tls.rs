@@ -1,5 +1,7 @@
 //! TLS configuration from nsqd's flags, with rustls: the server side (TCP upgrade through
-//! IDENTIFY and the HTTPS listener) and the client side (HTTPS auth servers).
+//! IDENTIFY and the HTTPS listener), the client side (HTTPS auth servers), and the cluster
+//! port's mutual TLS (the node's certificate both ways, peers verified against
+//! `--tls-root-ca-file`).
 //!
 //! rustls speaks TLS 1.2 and 1.3 only, so `--tls-min-version=tls1.0/tls1.1` still means "1.2
 //! and up" (docs/compatibility.md). `--tls-client-auth-policy=require` asks for a client
@@ -11,6 +13,7 @@
 use std::sync::Arc;
 
 use nsq_common::tls::{provider, AnyCertificate};
+use nsqr_replication::ClusterTls;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use rustls::server::WebPkiClientVerifier;
@@ -41,6 +44,10 @@ pub enum TlsError {
     VerifyWithoutCa,
     #[error("client certificate verifier: {0}")]
     Verifier(String),
+    #[error("a cluster node with --tls-cert needs --tls-root-ca-file: the nodes verify each other's certificates against it")]
+    ClusterWithoutCa,
+    #[error("{0}")]
+    Cluster(#[from] nsqr_replication::TlsError),
 }
 
 static TLS13_ONLY: &[&SupportedProtocolVersion] = &[&rustls::version::TLS13];
@@ -68,13 +75,23 @@ fn read_certs(path: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
     Ok(certs)
 }
 
-fn root_store(path: &str) -> Result<RootCertStore, TlsError> {
-    let mut roots = RootCertStore::empty();
-    let certs = read_certs(path).map_err(|e| match e {
+fn read_key(path: &str) -> Result<PrivateKeyDer<'static>, TlsError> {
+    PrivateKeyDer::from_pem_file(path).map_err(|source| TlsError::Read {
+        path: path.to_string(),
+        source,
+    })
+}
+
+fn read_roots(path: &str) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    read_certs(path).map_err(|e| match e {
         TlsError::NoCertificate => TlsError::BadRootCa,
         e => e,
-    })?;
-    let (added, _ignored) = roots.add_parsable_certificates(certs);
+    })
+}
+
+fn root_store(path: &str) -> Result<RootCertStore, TlsError> {
+    let mut roots = RootCertStore::empty();
+    let (added, _ignored) = roots.add_parsable_certificates(read_roots(path)?);
     if added == 0 {
         return Err(TlsError::BadRootCa);
     }
@@ -87,10 +104,7 @@ pub fn server_config(o: &Options) -> Result<Option<Arc<ServerConfig>>, TlsError>
         return Ok(None);
     }
     let certs = read_certs(&o.tls_cert)?;
-    let key = PrivateKeyDer::from_pem_file(&o.tls_key).map_err(|source| TlsError::Read {
-        path: o.tls_key.clone(),
-        source,
-    })?;
+    let key = read_key(&o.tls_key)?;
     let provider = provider();
     let builder = ServerConfig::builder_with_provider(Arc::clone(&provider))
         .with_protocol_versions(versions(o.tls_min_version))?;
@@ -131,6 +145,22 @@ pub fn client_config(o: &Options) -> Result<Arc<ClientConfig>, TlsError> {
         .with_root_certificates(roots)
         .with_no_client_auth();
     Ok(Arc::new(config))
+}
+
+/// The cluster port's mutual TLS, or None when neither `--tls-cert` nor `--tls-key` is set:
+/// the node's certificate serves both as listener and as caller, and peers must present one
+/// of `--tls-root-ca-file` (which is then required) naming their `--cluster-peers` host.
+pub fn cluster_tls(o: &Options) -> Result<Option<ClusterTls>, TlsError> {
+    if o.tls_cert.is_empty() && o.tls_key.is_empty() {
+        return Ok(None);
+    }
+    if o.tls_root_ca_file.is_empty() {
+        return Err(TlsError::ClusterWithoutCa);
+    }
+    let certs = read_certs(&o.tls_cert)?;
+    let key = read_key(&o.tls_key)?;
+    let roots = read_roots(&o.tls_root_ca_file)?;
+    Ok(Some(ClusterTls::new(certs, key, roots)?))
 }
 
 /// What `/stats` and the auth server learn about a TLS session.

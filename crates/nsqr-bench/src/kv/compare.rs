@@ -1,8 +1,8 @@
 //! `nsqr-bench compare --kv-reference <redis-server>`: nsqrd's keyspace against redis-server,
 //! side by side. Each round starts nsqrd (`--kv-address=127.0.0.1:0`), then redis-server
 //! (`--save "" --appendonly no`, a free loopback port), A B A B ...: one fresh server runs the
-//! throughput, nubmq and expiry phases, another fresh one the RSS phase (so its baseline is an
-//! empty server). The table shows medians over rounds and the ratio nsqrd / redis-server.
+//! throughput, nubmq and expiry phases, and each memory phase (RSS per key, per element of
+//! each data shape) its own fresh one (so its baseline is an empty server). The table shows medians over rounds and the ratio nsqrd / redis-server.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -125,22 +125,19 @@ async fn start(kind: Kind, bin: &Path, extra: &[String]) -> Result<Running> {
     }
 }
 
-/// One round on one server: the phases on a fresh server, RSS on another.
+/// One round on one server: the throughput phases on a fresh server, then each memory phase
+/// (RSS and the data shapes) on a fresh one of its own.
 async fn round(kind: Kind, bin: &Path, a: &CompareArgs, s: &Spec) -> Result<Metrics> {
-    let work: Vec<Phase> =
-        a.kv.kv_phases
-            .iter()
-            .copied()
-            .filter(|p| *p != Phase::Rss)
-            .collect();
+    let (alone, work): (Vec<Phase>, Vec<Phase>) =
+        a.kv.kv_phases.iter().copied().partition(|p| p.alone());
     let mut m = Metrics::new();
     if !work.is_empty() {
         let srv = start(kind, bin, &a.server_arg).await?;
         m = measure(&srv.target(), s, &work).await?;
     }
-    if a.kv.kv_phases.contains(&Phase::Rss) {
+    for p in alone {
         let srv = start(kind, bin, &a.server_arg).await?;
-        m.extend(measure(&srv.target(), s, &[Phase::Rss]).await?);
+        m.extend(measure(&srv.target(), s, &[p]).await?);
     }
     Ok(m)
 }
@@ -229,9 +226,9 @@ pub async fn run(a: &CompareArgs) -> Result<bool> {
 fn heading(a: &CompareArgs) -> String {
     let k = &a.kv;
     format!(
-        "nsqr-bench compare (keyspace): {} rounds (A B alternating); redis-benchmark -n {} -r {} -c {} (-P {}); nubmq {} conn x {} SET + {} GET; expiry {} shared among {} volatile; RSS with {} keys",
+        "nsqr-bench compare (keyspace): {} rounds (A B alternating); redis-benchmark -n {} -r {} -c {} (-P {}); nubmq {} conn x {} SET + {} GET; expiry {} shared among {} volatile; RSS with {} keys, {} elements per shape",
         a.rounds, k.kv_requests, k.kv_keyspace, k.kv_clients, k.kv_pipeline, k.nubmq_connections,
-        k.nubmq_ops, k.nubmq_ops, k.expiry_shared, k.expiry_volatile, k.rss_keys
+        k.nubmq_ops, k.nubmq_ops, k.expiry_shared, k.expiry_volatile, k.rss_keys, k.mem_elements
     )
 }
 

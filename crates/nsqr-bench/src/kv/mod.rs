@@ -1,10 +1,12 @@
 //! `nsqr-bench kv`: the keyspace (or any Redis-protocol server) under redis-benchmark's SET
-//! and GET, nubmq's workload, expiry lateness and RSS per key; and `nsqr-bench compare
+//! and GET, nubmq's workload, expiry lateness, RSS per key and per element of each data type
+//! (`memory.rs`); and `nsqr-bench compare
 //! --kv-reference <redis-server>`: nsqrd's keyspace against redis-server side by side
 //! (`compare.rs`).
 
 mod compare;
 mod conn;
+mod memory;
 mod phases;
 
 use clap::ValueEnum;
@@ -13,6 +15,7 @@ use crate::cli::{KvArgs, KvWorkload};
 use crate::fail::{err, Result};
 use crate::report::{emit, Render};
 pub use compare::run as compare;
+use memory::Shape;
 use phases::{Metrics, Spec, Target};
 
 /// One workload.
@@ -35,6 +38,35 @@ pub enum Phase {
     /// redis-benchmark's default tests of every type (`TYPE_TESTS`), one at a time, with
     /// --kv-pipeline requests in flight per client.
     Types,
+    /// RSS per field of one hash of --mem-elements fields (16-byte fields and values).
+    MemHash,
+    /// RSS per member of one set of --mem-elements 16-byte members.
+    MemSet,
+    /// RSS per member of one sorted set of --mem-elements 16-byte members.
+    MemZset,
+    /// RSS per element of one list of --mem-elements 16-byte elements.
+    MemList,
+    /// RSS per field of --mem-elements / 10 hashes of 10 fields (16-byte fields and values).
+    MemSmallHashes,
+}
+
+impl Phase {
+    /// The data shape of a memory phase.
+    pub fn shape(self) -> Option<Shape> {
+        match self {
+            Phase::MemHash => Some(Shape::Hash),
+            Phase::MemSet => Some(Shape::Set),
+            Phase::MemZset => Some(Shape::Zset),
+            Phase::MemList => Some(Shape::List),
+            Phase::MemSmallHashes => Some(Shape::SmallHashes),
+            _ => None,
+        }
+    }
+
+    /// Whether the phase measures memory, so needs an empty server of its own and its pid.
+    pub fn alone(self) -> bool {
+        self == Phase::Rss || self.shape().is_some()
+    }
 }
 
 impl Spec {
@@ -50,6 +82,7 @@ impl Spec {
             expiry_shared: a.expiry_shared,
             expiry_timeout: a.expiry_timeout,
             rss_keys: a.rss_keys,
+            mem_elements: a.mem_elements,
             redis_benchmark: a.redis_benchmark.clone(),
         }
     }
@@ -67,6 +100,11 @@ async fn measure(t: &Target, s: &Spec, phases: &[Phase]) -> Result<Metrics> {
             Phase::Rss => phases::rss(t, s, &mut m).await?,
             Phase::Script => phases::script(t, s, &mut m).await?,
             Phase::Types => phases::types(t, s, &mut m).await?,
+            p => {
+                if let Some(shape) = p.shape() {
+                    memory::measure(t, shape, s.mem_elements, &mut m).await?;
+                }
+            }
         }
     }
     Ok(m)
@@ -209,6 +247,31 @@ pub const ROWS: &[Row] = &[
         label: "RSS bytes per key",
         higher_is_better: false,
     },
+    Row {
+        key: "mem_hash",
+        label: "RSS B/field, one hash",
+        higher_is_better: false,
+    },
+    Row {
+        key: "mem_set",
+        label: "RSS B/member, one set",
+        higher_is_better: false,
+    },
+    Row {
+        key: "mem_zset",
+        label: "RSS B/member, one zset",
+        higher_is_better: false,
+    },
+    Row {
+        key: "mem_list",
+        label: "RSS B/element, one list",
+        higher_is_better: false,
+    },
+    Row {
+        key: "mem_small_hashes",
+        label: "RSS B/field, 10-field hashes",
+        higher_is_better: false,
+    },
 ];
 
 /// A value for the table: NaN (a percentile among events that never came) shows as such.
@@ -265,9 +328,14 @@ pub async fn run(a: &KvArgs) -> Result<bool> {
         pid,
     };
     let k = &a.workload;
-    if pid.is_none() && k.kv_phases.contains(&Phase::Rss) {
+    if pid.is_none() && k.kv_phases.iter().any(|p| p.alone()) {
         return Err(err(
-            "the rss phase needs the server's pid: run it on the server's machine or pass --kv-pid",
+            "the rss and memory phases need the server's pid: run them on the server's machine or pass --kv-pid",
+        ));
+    }
+    if k.kv_phases.iter().filter(|p| p.alone()).count() > 1 {
+        return Err(err(
+            "the rss and memory phases each need an empty server: run one per fresh server, or several with compare --kv-reference",
         ));
     }
     let s = Spec::from_args(k);

@@ -44,6 +44,7 @@ pub struct Spec {
     pub expiry_shared: usize,
     pub expiry_timeout: Duration,
     pub rss_keys: usize,
+    pub mem_elements: usize,
     pub redis_benchmark: PathBuf,
 }
 

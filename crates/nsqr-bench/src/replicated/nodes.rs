@@ -1,9 +1,9 @@
 //! The servers of one side of a round: `replicas` nsqrd nodes joined by the `--cluster-*`
 //! flags (cluster ports picked free on 127.0.0.1 just before they start, one shared secret)
 //! with the topic set to `replicas` on each, or one nsqrd without any cluster flag. The
-//! topic's leader is found as a client finds it: an HTTP `/pub` to each node in turn until one
-//! accepts (a follower answers 503 `NOT_LEADER`). Dropping a [`Side`] kills its processes and
-//! removes its directories.
+//! topic's leader is the node whose `/stats` says so, once a first publish is acknowledged (a
+//! follower forwards a publish to the leader, so whoever acknowledges it may not lead).
+//! Dropping a [`Side`] kills its processes and removes its directories.
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -87,26 +87,49 @@ impl Side {
         HttpConn::connect(addr).await
     }
 
-    /// Publish `probe` over HTTP to each node in turn until one accepts it: that node leads
-    /// the topic (a single node always accepts).
+    /// Publish `probe` over HTTP to each node in turn until one acknowledges it, then find the
+    /// node whose `/stats` says it leads the topic (a single node leads it).
     pub async fn find_leader(&mut self, topic: &str, probe: Bytes) -> Result<()> {
         let deadline = Instant::now() + ELECTION_TIMEOUT;
         let path = format!("/pub?topic={topic}");
-        loop {
-            let mut refusals = Vec::new();
+        let mut refusals = Vec::new();
+        'published: loop {
             for k in 0..self.servers.len() {
                 match self.http(k).await?.call("POST", &path, probe.clone()).await {
-                    Ok(_) => {
-                        self.leader = k;
-                        return Ok(());
-                    }
+                    Ok(_) => break 'published,
                     Err(e) => refusals.push(format!("node {}: {e}", k + 1)),
                 }
             }
             if Instant::now() >= deadline {
                 return Err(err(format!(
-                    "no leader of {topic} within {ELECTION_TIMEOUT:?}: {}",
+                    "no leader of {topic} took a publish within {ELECTION_TIMEOUT:?}: {}",
                     refusals.join("; ")
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        if self.servers.len() == 1 {
+            self.leader = 0;
+            return Ok(());
+        }
+        let stats = format!("/stats?format=json&topic={topic}");
+        loop {
+            for k in 0..self.servers.len() {
+                let body = self
+                    .http(k)
+                    .await?
+                    .call("GET", &stats, Bytes::new())
+                    .await?;
+                let doc: serde_json::Value = serde_json::from_slice(&body)
+                    .map_err(|e| err(format!("node {} /stats: {e}", k + 1)))?;
+                if doc["topics"][0]["replication"]["role"] == "leader" {
+                    self.leader = k;
+                    return Ok(());
+                }
+            }
+            if Instant::now() >= deadline {
+                return Err(err(format!(
+                    "no node says it leads {topic} within {ELECTION_TIMEOUT:?}"
                 )));
             }
             tokio::time::sleep(Duration::from_millis(100)).await;

@@ -16,22 +16,28 @@ use openraft::raft::{
 use openraft::BasicNode;
 use tokio::net::TcpStream;
 
+use super::tls::Stream;
 use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::types::{NodeId, TypeConfig};
 
 /// How long opening a connection (TCP connect and handshake) may take.
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Opens a connection to `target` for `group` and runs the handshake.
+/// Opens a connection to `target` for `group` (TLS when the node has a certificate) and runs
+/// the handshake.
 pub(crate) async fn connect(
     config: &SharedConfig,
     target: NodeId,
     address: &str,
     group: &str,
-) -> Result<TcpStream, NetError> {
+) -> Result<Stream, NetError> {
     let open = async {
-        let mut stream = TcpStream::connect(address).await?;
-        stream.set_nodelay(true)?;
+        let tcp = TcpStream::connect(address).await?;
+        tcp.set_nodelay(true)?;
+        let mut stream: Stream = match &config.tls {
+            Some(tls) => tls.connect(tcp, address).await?,
+            None => Box::new(tcp),
+        };
         handshake::client(&mut stream, config, target, group).await?;
         Ok::<_, NetError>(stream)
     };
@@ -66,7 +72,7 @@ pub struct PeerClient {
     group: String,
     target: NodeId,
     address: String,
-    stream: Option<TcpStream>,
+    stream: Option<Stream>,
 }
 
 type RpcError<E = openraft::error::Infallible> = RPCError<NodeId, BasicNode, RaftError<NodeId, E>>;
@@ -89,9 +95,9 @@ impl PeerClient {
 
     async fn exchange(
         &self,
-        stream: Option<TcpStream>,
+        stream: Option<Stream>,
         encoded: &[u8],
-    ) -> Result<(TcpStream, Reply), NetError> {
+    ) -> Result<(Stream, Reply), NetError> {
         use tokio::io::AsyncWriteExt;
         let mut stream = match stream {
             Some(stream) => stream,

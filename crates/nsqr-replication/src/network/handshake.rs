@@ -12,13 +12,16 @@ use std::net::SocketAddr;
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use serde::{Deserialize, Serialize};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::{frame, NetError};
 use crate::membership::ClusterConfig;
 use crate::types::NodeId;
 
 const MAGIC: [u8; 8] = *b"NSQRRAFT";
+
+/// How a refusal for a group this node does not serve (yet) begins.
+pub(crate) const NO_GROUP: &str = "no group ";
 
 type Nonce = [u8; 32];
 
@@ -70,7 +73,7 @@ fn key(config: &ClusterConfig) -> hmac::Key {
 
 /// The client's side: proves itself to node `to` for `group`, and checks the server's proof.
 pub(crate) async fn client(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncRead + AsyncWrite + Unpin),
     config: &ClusterConfig,
     to: NodeId,
     group: &str,
@@ -111,7 +114,7 @@ pub(crate) async fn client(
 /// The server's side: the group the client may use, once it proved it is a peer. A refusal is
 /// sent to the client, logged, and returned.
 pub(crate) async fn server(
-    stream: &mut TcpStream,
+    stream: &mut (impl AsyncRead + AsyncWrite + Unpin),
     remote: SocketAddr,
     config: &ClusterConfig,
     serves: impl Fn(&str) -> bool,
@@ -141,7 +144,7 @@ pub(crate) async fn server(
             client.from
         ))
     } else if !serves(&client.group) {
-        Some(format!("no group {:?} on this node", client.group))
+        Some(format!("{NO_GROUP}{:?} on this node", client.group))
     } else {
         None
     };

@@ -1,12 +1,15 @@
 //! The transport between the nodes of a cluster, over TCP: the server that answers Raft's RPCs
 //! for every group this node serves ([`server`]), the client side openraft calls ([`client`]),
-//! both opened by an authenticating [`handshake`] and exchanging length-prefixed postcard
-//! [`frame`]s. Nothing else in the crate touches a socket.
+//! both opened by an authenticating [`handshake`] (inside mutual [`tls`] when the nodes have
+//! certificates) and exchanging length-prefixed postcard [`frame`]s. Nothing else in the
+//! crate touches a socket.
 
 pub(crate) mod client;
+pub(crate) mod forward;
 pub(crate) mod frame;
 pub(crate) mod handshake;
 pub(crate) mod server;
+pub(crate) mod tls;
 
 use std::io;
 use std::sync::Arc;
@@ -17,11 +20,13 @@ use openraft::raft::{
 };
 use serde::{Deserialize, Serialize};
 
+use crate::forward::{ForwardRefused, Unstamped};
 use crate::membership::ClusterConfig;
 use crate::types::{NodeId, TypeConfig};
 
 pub use client::{Network, PeerClient};
 pub use server::Server;
+pub use tls::{ClusterTls, TlsError};
 
 pub(crate) type SharedConfig = Arc<ClusterConfig>;
 
@@ -46,14 +51,19 @@ pub enum NetError {
     Timeout,
     #[error("cluster connection: no system randomness for a nonce")]
     Random,
+    #[error("cluster connection: TLS: {0}")]
+    Tls(io::Error),
 }
 
-/// A Raft RPC, as the client sends it.
+/// A Raft RPC, as the client sends it, or a publish forwarded to the leader.
 #[derive(Serialize, Deserialize)]
 pub(crate) enum Request {
     Append(AppendEntriesRequest<TypeConfig>),
     Vote(VoteRequest<NodeId>),
     Snapshot(InstallSnapshotRequest<TypeConfig>),
+    Forward(Unstamped),
+    /// Whether the group has a log here (a membership, entries): asked before founding it.
+    Initialized,
 }
 
 /// The server's answer to a [`Request`].
@@ -62,6 +72,9 @@ pub(crate) enum Reply {
     Append(AppendEntriesResponse<NodeId>),
     Vote(VoteResponse<NodeId>),
     Snapshot(InstallSnapshotResponse<NodeId>),
+    /// The leader's answer to a forwarded publish, once committed or refused.
+    Forwarded(Result<(), ForwardRefused>),
+    Initialized(bool),
     /// The group refused or failed the request (it is shutting down, or not here any more).
     Failed(String),
 }
@@ -88,6 +101,33 @@ pub async fn probe(
     client::connect(&shared, target, address, group)
         .await
         .map(drop)
+}
+
+/// Whether node `target` at `address` holds `group` with a log (a membership, entries): false
+/// when the group is not open there.
+pub(crate) async fn initialized(
+    config: &SharedConfig,
+    target: NodeId,
+    address: &str,
+    group: &str,
+) -> Result<bool, NetError> {
+    let mut stream = match client::connect(config, target, address, group).await {
+        Ok(stream) => stream,
+        Err(NetError::Refused(reason)) if reason.starts_with(handshake::NO_GROUP) => {
+            return Ok(false)
+        }
+        Err(e) => return Err(e),
+    };
+    let ask = async {
+        frame::write(&mut stream, &Request::Initialized, frame::RPC_MAX).await?;
+        frame::read(&mut stream, frame::RPC_MAX).await
+    };
+    match tokio::time::timeout(client::CONNECT_TIMEOUT, ask).await {
+        Ok(Ok(Reply::Initialized(initialized))) => Ok(initialized),
+        Ok(Ok(other)) => Err(other.unexpected()),
+        Ok(Err(e)) => Err(e),
+        Err(_) => Err(NetError::Timeout),
+    }
 }
 
 #[cfg(test)]

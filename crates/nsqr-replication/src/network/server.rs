@@ -1,6 +1,8 @@
 //! The listening side of the transport: accepts connections on `--cluster-address`, runs the
-//! handshake (refusing and logging anything that is not a configured peer), then answers the
-//! Raft RPCs of the group the connection was opened for, one at a time, in order.
+//! TLS handshake when the node has a certificate and then the peers' handshake (refusing and
+//! logging anything that is not a configured peer), then answers the Raft RPCs of the group
+//! the connection was opened for, one at a time, in order, and the publishes a peer forwards
+//! to this node ([`crate::forward`]), through the daemon's [`ForwardHandler`].
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -11,8 +13,10 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+use super::tls::Stream;
 use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::error::StartError;
+use crate::forward::{ForwardHandler, ForwardRefused, Unstamped};
 use crate::types::Raft;
 
 /// How long a connecting peer has to complete the handshake.
@@ -22,11 +26,13 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 4096;
 
 type Groups = Arc<RwLock<HashMap<String, Raft>>>;
+type Forwards = Arc<RwLock<Option<Arc<dyn ForwardHandler>>>>;
 
 /// A node's cluster listener and the groups it serves.
 pub struct Server {
     local_addr: SocketAddr,
     groups: Groups,
+    forwards: Forwards,
     stop: watch::Sender<bool>,
 }
 
@@ -48,11 +54,18 @@ impl Server {
         };
         let local_addr = listener.local_addr().map_err(listen_error)?;
         let groups = Groups::default();
+        let forwards = Forwards::default();
         let (stop, stopped) = watch::channel(false);
-        tokio::spawn(accept_loop(listener, config, groups.clone(), stopped));
+        let served = Served {
+            config,
+            groups: groups.clone(),
+            forwards: forwards.clone(),
+        };
+        tokio::spawn(accept_loop(listener, served, stopped));
         Ok(Server {
             local_addr,
             groups,
+            forwards,
             stop,
         })
     }
@@ -70,6 +83,12 @@ impl Server {
         }
         groups.insert(name.to_owned(), raft);
         true
+    }
+
+    /// Publishes forwarded to this node go to `handler`.
+    pub(crate) fn take_forwards(&self, handler: Arc<dyn ForwardHandler>) {
+        let mut forwards = self.forwards.write().unwrap_or_else(|p| p.into_inner());
+        *forwards = Some(handler);
     }
 
     /// Stops serving `name`.
@@ -90,12 +109,15 @@ impl Drop for Server {
     }
 }
 
-async fn accept_loop(
-    listener: TcpListener,
+/// What every connection of the listener serves.
+#[derive(Clone)]
+struct Served {
     config: SharedConfig,
     groups: Groups,
-    mut stopped: watch::Receiver<bool>,
-) {
+    forwards: Forwards,
+}
+
+async fn accept_loop(listener: TcpListener, served: Served, mut stopped: watch::Receiver<bool>) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -107,7 +129,7 @@ async fn accept_loop(
                     drop(stream);
                 }
                 Ok((stream, remote)) => {
-                    connections.spawn(serve(stream, remote, config.clone(), groups.clone()));
+                    connections.spawn(serve(stream, remote, served.clone()));
                 }
                 Err(e) => {
                     tracing::warn!("cluster: accept failed: {e}");
@@ -119,18 +141,29 @@ async fn accept_loop(
     // Dropping the set aborts every connection's task.
 }
 
-async fn serve(mut stream: TcpStream, remote: SocketAddr, config: SharedConfig, groups: Groups) {
-    if let Err(e) = stream.set_nodelay(true) {
+async fn serve(tcp: TcpStream, remote: SocketAddr, served: Served) {
+    if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(%remote, "cluster: set_nodelay: {e}");
     }
     let serves = |group: &str| {
-        let groups = groups.read().unwrap_or_else(|p| p.into_inner());
+        let groups = served.groups.read().unwrap_or_else(|p| p.into_inner());
         groups.contains_key(group)
     };
-    let handshake = handshake::server(&mut stream, remote, &config, serves);
-    let group = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
-        Ok(Ok(group)) => group,
+    let handshake = async {
+        let mut stream: Stream = match &served.config.tls {
+            Some(tls) => tls.accept(tcp).await?,
+            None => Box::new(tcp),
+        };
+        let group = handshake::server(&mut stream, remote, &served.config, serves).await?;
+        Ok::<_, NetError>((stream, group))
+    };
+    let (mut stream, group) = match tokio::time::timeout(HANDSHAKE_TIMEOUT, handshake).await {
+        Ok(Ok(opened)) => opened,
         Ok(Err(NetError::Refused(_))) => return, // logged by the handshake
+        Ok(Err(NetError::Tls(e))) => {
+            tracing::warn!(%remote, "cluster: refused a connection: TLS: {e}");
+            return;
+        }
         Ok(Err(e)) => {
             tracing::warn!(%remote, "cluster: handshake failed: {e}");
             return;
@@ -140,25 +173,38 @@ async fn serve(mut stream: TcpStream, remote: SocketAddr, config: SharedConfig, 
             return;
         }
     };
-    if let Err(e) = answer(&mut stream, &group, &groups).await {
+    if let Err(e) = answer(&mut stream, &group, &served).await {
         tracing::debug!(%remote, group, "cluster: connection closed: {e}");
     }
 }
 
 /// Answers requests until the peer closes the connection.
-async fn answer(stream: &mut TcpStream, group: &str, groups: &Groups) -> Result<(), NetError> {
+async fn answer(stream: &mut Stream, group: &str, served: &Served) -> Result<(), NetError> {
     loop {
         let request: Request = frame::read(stream, frame::RPC_MAX).await?;
         let raft = {
-            let groups = groups.read().unwrap_or_else(|p| p.into_inner());
+            let groups = served.groups.read().unwrap_or_else(|p| p.into_inner());
             groups.get(group).cloned()
         };
-        let reply = match raft {
-            None => Reply::Failed(format!("no group {group:?} on this node")),
-            Some(raft) => dispatch(&raft, request).await,
+        let reply = match (raft, request) {
+            (None, _) => Reply::Failed(format!("no group {group:?} on this node")),
+            (Some(_), Request::Forward(batch)) => forward(&served.forwards, group, batch).await,
+            (Some(raft), request) => dispatch(&raft, request).await,
         };
         frame::write(stream, &reply, frame::RPC_MAX).await?;
     }
+}
+
+/// A publish forwarded by a peer, handed to the daemon.
+async fn forward(forwards: &Forwards, group: &str, batch: Unstamped) -> Reply {
+    let handler = forwards.read().unwrap_or_else(|p| p.into_inner()).clone();
+    let answer = match handler {
+        Some(handler) => handler.publish(group, batch).await,
+        None => Err(ForwardRefused::Failed(
+            "this node takes no forwarded publishes".to_string(),
+        )),
+    };
+    Reply::Forwarded(answer)
 }
 
 async fn dispatch(raft: &Raft, request: Request) -> Reply {
@@ -173,6 +219,11 @@ async fn dispatch(raft: &Raft, request: Request) -> Reply {
         },
         Request::Snapshot(rpc) => match raft.install_snapshot(rpc).await {
             Ok(resp) => Reply::Snapshot(resp),
+            Err(e) => Reply::Failed(e.to_string()),
+        },
+        Request::Forward(_) => Reply::Failed("a forwarded publish is not a Raft RPC".into()),
+        Request::Initialized => match raft.is_initialized().await {
+            Ok(initialized) => Reply::Initialized(initialized),
             Err(e) => Reply::Failed(e.to_string()),
         },
     }

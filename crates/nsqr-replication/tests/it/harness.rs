@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use nsqr_replication::{
-    ClusterConfig, ClusterNode, Command, Committed, GroupConfig, Message, MessageId, NodeId, Peers,
-    ProposeError, ReplicatedLog, TopicState,
+    ClusterConfig, ClusterNode, ClusterTls, Command, Committed, GroupConfig, Message, MessageId,
+    NodeId, Peers, ProposeError, ReplicatedLog, TopicState,
 };
 use tokio::net::TcpListener;
 
@@ -134,6 +134,10 @@ impl TestNode {
         self.running.as_ref().map(|r| &r.log)
     }
 
+    pub fn cluster_node(&self) -> Option<&ClusterNode> {
+        self.running.as_ref().map(|r| &r.node)
+    }
+
     pub fn last_applied(&self) -> u64 {
         self.log()
             .and_then(|l| l.status().last_applied)
@@ -151,6 +155,8 @@ pub struct Cluster {
     pub peers: Peers,
     pub nodes: Vec<TestNode>,
     template: GroupConfig,
+    /// Each node's TLS settings, for a cluster in mutual TLS.
+    tls: BTreeMap<NodeId, ClusterTls>,
 }
 
 impl Cluster {
@@ -163,6 +169,16 @@ impl Cluster {
     /// Configures `n` peers, starts the first `started` of them and makes those the group's
     /// voters; the others can be started later with [`Cluster::restart`].
     pub async fn start_some(n: u64, started: u64, tune: impl Fn(&mut GroupConfig)) -> Cluster {
+        Cluster::start_with(n, started, tune, |_| None).await
+    }
+
+    /// As [`Cluster::start_some`], each node in mutual TLS with the settings `tls` gives it.
+    pub async fn start_with(
+        n: u64,
+        started: u64,
+        tune: impl Fn(&mut GroupConfig),
+        tls: impl Fn(NodeId) -> Option<ClusterTls>,
+    ) -> Cluster {
         let tmp = tempfile::tempdir().expect("temp dir");
         let mut listeners = Vec::new();
         let mut peers = BTreeMap::new();
@@ -181,6 +197,7 @@ impl Cluster {
             peers,
             nodes: Vec::new(),
             template,
+            tls: (1..=n).filter_map(|id| Some((id, tls(id)?))).collect(),
             _tmp: tmp,
         };
         for (id, address, listener) in listeners {
@@ -208,13 +225,16 @@ impl Cluster {
     }
 
     async fn launch(&self, node: &TestNode, listener: TcpListener) -> Running {
-        let config = ClusterConfig::new(
+        let mut config = ClusterConfig::new(
             node.id,
             node.address.to_string(),
             self.peers.clone(),
             SECRET.to_vec(),
         )
         .expect("cluster config");
+        if let Some(tls) = self.tls.get(&node.id) {
+            config = config.with_tls(tls.clone());
+        }
         let cluster_node = ClusterNode::start_on(config, listener)
             .await
             .expect("start node");

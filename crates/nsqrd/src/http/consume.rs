@@ -477,6 +477,7 @@ mod tests {
             settings: super::super::tests::test_settings(),
             config: Arc::new(super::super::tests::MemConfig::new()),
             consumers: Arc::default(),
+            cluster: None,
         };
         let who = HttpClient {
             remote_address: "127.0.0.1:1".into(),

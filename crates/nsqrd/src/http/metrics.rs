@@ -8,6 +8,7 @@
 //! count follow. Counters are cumulative since start, as Prometheus expects; nothing is
 //! sampled in the background.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use bytes::Bytes;
@@ -17,6 +18,7 @@ use nsq_common::http::response::{Body, Resp};
 use nsqr_broker::stats::{ChannelStats, E2eLatency, TopicStats};
 
 use super::HttpState;
+use crate::cluster::GroupStats;
 
 /// Prometheus' content type for the text format.
 pub const PROMETHEUS_CT: &str = "text/plain; version=0.0.4; charset=utf-8";
@@ -210,6 +212,75 @@ fn dead_letters(out: &mut String, topics: &[TopicStats]) {
     }
 }
 
+type GroupFigure = fn(&GroupStats) -> Option<f64>;
+
+/// Each replicated topic's group on this node; a figure not known yet (no leader, no entry)
+/// has no sample.
+const GROUP_FIGURES: &[(&str, &str, GroupFigure)] = &[
+    (
+        "nsqr_topic_replicas",
+        "Voters of the replicated topic's group.",
+        |g| Some(g.replicas as f64),
+    ),
+    (
+        "nsqr_topic_leader_node",
+        "Node id of the replicated topic's leader, as this node knows it.",
+        |g| g.leader.map(|l| l as f64),
+    ),
+    (
+        "nsqr_topic_is_leader",
+        "1 while this node leads the replicated topic, else 0.",
+        |g| Some(f64::from(u8::from(g.role == "leader"))),
+    ),
+    (
+        "nsqr_topic_raft_term",
+        "The Raft term this node is in for the replicated topic.",
+        |g| Some(g.term as f64),
+    ),
+    (
+        "nsqr_topic_commit_index",
+        "Last log entry of the replicated topic this node knows committed.",
+        |g| g.commit_index.map(|i| i as f64),
+    ),
+    (
+        "nsqr_topic_applied_index",
+        "Last log entry of the replicated topic applied on this node.",
+        |g| g.applied_index.map(|i| i as f64),
+    ),
+];
+
+/// The replicated topics' groups: [`GROUP_FIGURES`], and on a leader each follower's lag.
+fn replication(out: &mut String, groups: &BTreeMap<String, GroupStats>) {
+    if groups.is_empty() {
+        return;
+    }
+    for (name, help, get) in GROUP_FIGURES {
+        let mut f = Family::new(out, name, "gauge", help);
+        for (topic, g) in groups {
+            if let Some(v) = get(g) {
+                f.sample(name, &[("topic", topic)], v);
+            }
+        }
+    }
+    let name = "nsqr_topic_follower_lag";
+    let mut f = Family::new(
+        out,
+        name,
+        "gauge",
+        "On the leader, entries of its log a follower is not known to hold.",
+    );
+    for (topic, g) in groups {
+        for follower in &g.followers {
+            let node = follower.node.to_string();
+            f.sample(
+                name,
+                &[("topic", topic), ("follower", &node)],
+                follower.lag as f64,
+            );
+        }
+    }
+}
+
 /// Process figures from `/proc/self` (absent where it is unavailable).
 fn process(out: &mut String, start_time: i64) {
     if let Some(m) = nsq_common::procfs::statm() {
@@ -261,8 +332,8 @@ fn process(out: &mut String, start_time: i64) {
     .sample("process_start_time_seconds", &[], start_time as f64);
 }
 
-/// The whole exposition.
-pub fn render(state: &HttpState) -> String {
+/// The whole exposition, with `groups`, this node's replicated topics.
+pub fn render(state: &HttpState, groups: &BTreeMap<String, GroupStats>) -> String {
     let snap = state.broker.snapshot(None, None, false);
     let topics = snap.topics.as_deref().unwrap_or_default();
     let mut out = String::with_capacity(4096);
@@ -270,6 +341,7 @@ pub fn render(state: &HttpState) -> String {
     figures(&mut out, topics);
     dead_letters(&mut out, topics);
     e2e_latency(&mut out, topics);
+    replication(&mut out, groups);
     process(&mut out, state.broker.start_time());
     out
 }
@@ -397,8 +469,8 @@ fn e2e_latency(out: &mut String, topics: &[TopicStats]) {
 }
 
 /// `GET /metrics`.
-pub fn metrics(state: &HttpState) -> Resp {
-    let mut r = hyper::Response::new(Body::new(Bytes::from(render(state))));
+pub fn metrics(state: &HttpState, groups: &BTreeMap<String, GroupStats>) -> Resp {
+    let mut r = hyper::Response::new(Body::new(Bytes::from(render(state, groups))));
     *r.status_mut() = StatusCode::OK;
     r.headers_mut()
         .insert(CONTENT_TYPE, HeaderValue::from_static(PROMETHEUS_CT));

@@ -49,6 +49,9 @@ pub struct HttpState {
     pub config: Arc<dyn ConfigStore>,
     /// HTTP consumers and their receipt key (shared by the HTTP and HTTPS listeners).
     pub consumers: Arc<consumers::HttpConsumers>,
+    /// This node's place in the cluster (`/stats` and `/metrics` show its replicated topics),
+    /// with the `--cluster-*` flags.
+    pub cluster: Option<Arc<crate::cluster::Cluster>>,
 }
 
 /// A response body: a whole one (every nsqd route), or a stream of server-sent events

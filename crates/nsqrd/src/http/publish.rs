@@ -129,6 +129,10 @@ async fn put(
         })?;
     ticket.wait().await.map_err(|e| match e {
         DiskError::Exiting => ApiError::exiting(),
+        e @ DiskError::NotLeader(_) => ApiError::new(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            format!("NOT_LEADER: {e}"),
+        ),
         d => disk_error(&d),
     })
 }

@@ -90,11 +90,11 @@ async fn dispatch(
     let opt = param.as_deref().unwrap_or("");
     let result = match endpoint {
         Endpoint::Ping => return info::ping(s),
-        Endpoint::Metrics => return metrics::metrics(s),
+        Endpoint::Metrics => return metrics::metrics(s, &stats::groups(s).await),
         Endpoint::Info => info::info(s),
         Endpoint::Pub => publish::publish(s, req).await,
         Endpoint::Mpub => publish::mpub(s, req).await,
-        Endpoint::Stats => stats::stats(s, q),
+        Endpoint::Stats => stats::stats(s, q, stats::groups(s).await),
         Endpoint::TopicCreate => topics::create_topic(s, q),
         Endpoint::TopicDelete => topics::topic_action(s, q, TopicAction::Delete),
         Endpoint::TopicEmpty => topics::topic_action(s, q, TopicAction::Empty),

@@ -3,6 +3,8 @@
 //! use nsqd's parsing: an empty value means no filter, and the booleans accept only
 //! `true`/`1`/`false`/`0`, anything else counting as true.
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use super::stats_json::{ClientStats, StatsView, TopicStats};
@@ -12,6 +14,7 @@ use nsq_common::http::response::{ApiError, Reply};
 use super::query::nsq_bool;
 use super::stats_text;
 use super::HttpState;
+use crate::cluster::GroupStats;
 
 /// The parsed `/stats` parameters.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,8 +78,20 @@ struct StatsDoc<'a> {
     producers: Option<&'a [ClientStats]>,
 }
 
+/// Every replicated topic's group on this node, for `/stats` and `/metrics`.
+pub async fn groups(state: &HttpState) -> BTreeMap<String, GroupStats> {
+    match &state.cluster {
+        Some(cluster) => cluster.stats().await,
+        None => BTreeMap::new(),
+    }
+}
+
 /// `GET /stats`.
-pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiError> {
+pub fn stats(
+    state: &HttpState,
+    raw_query: Option<&str>,
+    groups: BTreeMap<String, GroupStats>,
+) -> Result<Reply, ApiError> {
     let p = StatsParams::parse(raw_query)?;
     let snap = state
         .broker
@@ -86,7 +101,8 @@ pub fn stats(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, ApiErr
     } else {
         Vec::new()
     };
-    let view = StatsView::new(&snap, &producers, p.topic.as_deref());
+    let mut view = StatsView::new(&snap, &producers, p.topic.as_deref());
+    view.add_replication(groups);
     let health = state.broker.health();
     let mem = p.include_mem.then(MemStats::current);
     if !p.json {

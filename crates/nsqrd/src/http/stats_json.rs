@@ -2,10 +2,13 @@
 //! from the engine's snapshot and nsqrd's client facts. The engine's stats types know nothing
 //! of this shape; it lives here, at the edge, with the text report that reads the same view.
 
+use std::collections::BTreeMap;
+
 use nsqr_broker::stats as engine;
 use nsqr_broker::ConsumerKind;
 use serde::Serialize;
 
+use crate::cluster::GroupStats;
 use crate::tcp::client::ClientInfo;
 
 /// One topic as nsqd reports it.
@@ -23,6 +26,9 @@ pub struct TopicStats {
     /// nsqr only, and only when any are set: the topic's settings (`/topic/config`).
     #[serde(rename = "config", skip_serializing_if = "Option::is_none")]
     pub settings: Option<nsqr_broker::QueueSettings>,
+    /// nsqr only, and only for a replicated topic: its group on this node.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replication: Option<GroupStats>,
 }
 
 /// One channel as nsqd reports it.
@@ -145,6 +151,15 @@ impl StatsView {
     }
 }
 
+impl StatsView {
+    /// Each replicated topic's group (`groups`, by topic) beside its topic.
+    pub fn add_replication(&mut self, mut groups: BTreeMap<String, GroupStats>) {
+        for t in self.topics.iter_mut().flatten() {
+            t.replication = groups.remove(&t.topic_name);
+        }
+    }
+}
+
 impl From<&engine::TopicStats> for TopicStats {
     fn from(t: &engine::TopicStats) -> TopicStats {
         TopicStats {
@@ -155,6 +170,7 @@ impl From<&engine::TopicStats> for TopicStats {
             e2e_processing_latency: E2eLatency::from(&t.e2e_processing_latency),
             disk_queue: t.disk_queue.clone(),
             settings: t.settings.clone(),
+            replication: None,
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::fmt::Write;
 
 use super::stats_json::{ClientStats, E2eLatency, StatsView};
+use crate::cluster::GroupStats;
 
 use super::stats::MemStats;
 
@@ -65,6 +66,9 @@ pub fn render(s: &TextStats<'_>) -> String {
             t.counts.message_count,
             e2e(&t.e2e_processing_latency),
         );
+        if let Some(g) = &t.replication {
+            let _ = writeln!(w, "    {}", group_line(g));
+        }
         for c in &t.channels {
             let _ = writeln!(
                 w,
@@ -94,6 +98,28 @@ pub fn render(s: &TextStats<'_>) -> String {
         }
     }
     w
+}
+
+/// A replicated topic's group (nsqr only): `replicated: 3 replicas, follower of node 2, term
+/// 4, commit 120, applied 120`, and each follower's lag on the leader.
+fn group_line(g: &GroupStats) -> String {
+    let role = match (g.role, g.leader) {
+        ("leader", _) => "leader".to_string(),
+        (_, Some(id)) => format!("follower of node {id}"),
+        (_, None) => "follower, no leader known".to_string(),
+    };
+    let index = |i: Option<u64>| i.map_or_else(|| "none".to_string(), |i| i.to_string());
+    let mut line = format!(
+        "replicated: {} replicas, {role}, term {}, commit {}, applied {}",
+        g.replicas,
+        g.term,
+        index(g.commit_index),
+        index(g.applied_index),
+    );
+    for f in &g.followers {
+        let _ = write!(line, ", node {} lag {}", f.node, f.lag);
+    }
+    line
 }
 
 /// nsqd's `ClientStats.String()`: the producer form when the client has published, else the

@@ -2,7 +2,8 @@
 //! `--cluster-address`, `--cluster-peers` and `--cluster-secret-file`. They go together: all
 //! empty is no cluster (nsqd's behaviour: no cluster port, no replicated topic), all set is a
 //! node of a cluster; anything between is refused at startup, as is a node missing from its
-//! own peers or an empty secret.
+//! own peers or an empty secret. A node with `--tls-cert` speaks mutual TLS on the cluster
+//! port too, which needs `--tls-root-ca-file`.
 
 use nsqr_replication::{ClusterConfig, NodeId, Peers};
 
@@ -42,9 +43,13 @@ impl Options {
                     OptionsError::ClusterPeers(e.to_string())
                 })?;
         let secret = self.cluster_secret()?;
-        ClusterConfig::new(node_id, self.cluster_address.clone(), peers, secret)
-            .map(Some)
-            .map_err(|e| OptionsError::ClusterPeers(e.to_string()))
+        let config = ClusterConfig::new(node_id, self.cluster_address.clone(), peers, secret)
+            .map_err(|e| OptionsError::ClusterPeers(e.to_string()))?;
+        match crate::tls::cluster_tls(self) {
+            Ok(Some(tls)) => Ok(Some(config.with_tls(tls))),
+            Ok(None) => Ok(Some(config)),
+            Err(e) => Err(OptionsError::TlsConfig(e.to_string())),
+        }
     }
 
     /// `--cluster-snapshot-every`: entries applied between a group's snapshots.
@@ -127,6 +132,32 @@ mod tests {
         let c = o.cluster().unwrap().unwrap();
         assert_eq!((c.node_id, c.peers.len()), (2, 3));
         assert_eq!(c.secret, b"s3cret");
+    }
+
+    #[test]
+    fn a_node_with_a_certificate_speaks_mutual_tls_with_the_root_ca() {
+        let fixture = |f: &str| format!("{}/tests/fixtures/tls/{f}", env!("CARGO_MANIFEST_DIR"));
+        let s = secret_file("s3cret");
+        let peers = "1@127.0.0.1:7001,2@127.0.0.1:7002";
+        let mut o = Options {
+            tls_cert: fixture("server.pem"),
+            tls_key: fixture("server.key"),
+            ..options("1", "127.0.0.1:7001", peers, &s)
+        };
+        assert_eq!(
+            fatal(o.clone()),
+            "failed to build TLS config - a cluster node with --tls-cert needs \
+             --tls-root-ca-file: the nodes verify each other's certificates against it"
+        );
+        o.tls_root_ca_file = fixture("ca.pem");
+        assert_eq!(o.validate(), Ok(()));
+        assert!(o.cluster().unwrap().unwrap().tls.is_some());
+        assert!(options("1", "127.0.0.1:7001", peers, &s)
+            .cluster()
+            .unwrap()
+            .unwrap()
+            .tls
+            .is_none());
     }
 
     #[test]

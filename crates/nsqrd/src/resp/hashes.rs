@@ -6,7 +6,7 @@ use nsqr_kv::{random_indices, Hash};
 use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{self, checked, is, SYNTAX};
-use super::keys::{member_scan_args, member_scan_step};
+use super::keys::{member_scan_args, member_scan_options, member_scan_step};
 use super::session::Ctx;
 use super::table::wrong_arity;
 
@@ -208,7 +208,7 @@ pub fn hrandfield(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         } else {
             picks.len()
         });
-        for (f, v) in picks.iter().filter_map(|&i| h.and_then(|h| h.at(i))) {
+        for (f, v) in h.into_iter().flat_map(|h| h.pairs_at(&picks)) {
             if withvalues && resp3 {
                 out.array(2);
             }
@@ -228,11 +228,12 @@ pub fn hscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return;
     };
     read(ctx, a, |out, h| {
-        let len = h.map_or(0, Hash::len);
-        let compact = h.is_some_and(Hash::is_compact);
-        let (range, next) = member_scan_step(len, compact, cursor, o.count);
+        let Some((h, o)) = member_scan_options(out, h, o) else {
+            return;
+        };
+        let (range, next) = member_scan_step(h.len(), h.is_compact(), cursor, o.count);
         let found: Vec<(&[u8], &[u8])> = range
-            .filter_map(|i| h.and_then(|h| h.at(i)))
+            .filter_map(|i| h.at(i))
             .filter(|(f, _)| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, f)))
             .collect();
         out.array(2);

@@ -4,9 +4,9 @@
 
 use nsqr_kv::KeyType;
 use nsqr_kv::{ExpireCondition, Ttl};
-use resp_wire::Args;
+use resp_wire::{Args, Reply};
 
-use super::args::{self, expire_deadline, is, Unit, SYNTAX};
+use super::args::{expire_deadline, is, Unit, NOT_INTEGER, SYNTAX};
 use super::session::Ctx;
 
 fn keys_of<'a>(a: &Args<'a>) -> Vec<&'a [u8]> {
@@ -150,15 +150,40 @@ pub struct ScanOptions<'a> {
     of_type: Option<Option<KeyType>>,
 }
 
-/// HSCAN / SSCAN / ZSCAN's cursor and options (arguments 2 on), or `None` once the error is
-/// answered.
-pub fn member_scan_args<'a>(ctx: &mut Ctx<'_>, a: &Args<'a>) -> Option<(u64, ScanOptions<'a>)> {
+/// HSCAN / SSCAN / ZSCAN's cursor (argument 2) and options (3 on), or `None` once a bad cursor
+/// is answered. As in Redis, the options are judged only once the key is found to hold a
+/// collection of the command's type: see `member_scan_options`.
+pub fn member_scan_args<'a>(
+    ctx: &mut Ctx<'_>,
+    a: &Args<'a>,
+) -> Option<(u64, Result<ScanOptions<'a>, &'static str>)> {
     let Some(cursor) = parse_cursor(a.get(2)) else {
         ctx.out.error("ERR invalid cursor");
         return None;
     };
-    let o = scan_options(ctx, a, 3, ScanOf::Members)?;
-    Some((cursor, o))
+    Some((cursor, parse_scan_options(a, 3, ScanOf::Members)))
+}
+
+/// The collection a member scan walks and its options, or `None` once answered: a missing key
+/// answers an empty scan whatever the options are (as Redis), bad options their error.
+pub fn member_scan_options<'v, 'a, T>(
+    out: &mut Reply,
+    value: Option<&'v T>,
+    options: Result<ScanOptions<'a>, &'static str>,
+) -> Option<(&'v T, ScanOptions<'a>)> {
+    let Some(value) = value else {
+        out.array(2);
+        out.bulk(b"0");
+        out.array(0);
+        return None;
+    };
+    match options {
+        Ok(o) => Some((value, o)),
+        Err(e) => {
+            out.error(e);
+            None
+        }
+    }
 }
 
 /// The positions one step of a member scan visits, and the next cursor. A collection Redis
@@ -177,13 +202,24 @@ pub fn member_scan_step(
     }
 }
 
-/// The options from argument `from` on.
+/// The options from argument `from` on, answering their error.
 pub fn scan_options<'a>(
     ctx: &mut Ctx<'_>,
     a: &Args<'a>,
     from: usize,
     of: ScanOf,
 ) -> Option<ScanOptions<'a>> {
+    parse_scan_options(a, from, of)
+        .map_err(|e| ctx.out.error(e))
+        .ok()
+}
+
+/// The options from argument `from` on, or the error to answer.
+fn parse_scan_options<'a>(
+    a: &Args<'a>,
+    from: usize,
+    of: ScanOf,
+) -> Result<ScanOptions<'a>, &'static str> {
     let mut o = ScanOptions {
         pattern: None,
         count: 10,
@@ -192,28 +228,25 @@ pub fn scan_options<'a>(
     let mut i = from;
     while i < a.len() {
         if i + 1 >= a.len() {
-            ctx.out.error(SYNTAX);
-            return None;
+            return Err(SYNTAX);
         }
         let (opt, v) = (a.get(i), a.get(i + 1));
         if is(opt, "match") {
             o.pattern = Some(v).filter(|p| *p != b"*");
         } else if is(opt, "count") {
-            let n = args::int(ctx, v)?;
+            let n = resp_wire::parse_i64(v).ok_or(NOT_INTEGER)?;
             if n < 1 {
-                ctx.out.error(SYNTAX);
-                return None;
+                return Err(SYNTAX);
             }
             o.count = usize::try_from(n).unwrap_or(usize::MAX);
         } else if is(opt, "type") && of == ScanOf::Keys {
             o.of_type = Some(KeyType::from_name(v));
         } else {
-            ctx.out.error(SYNTAX);
-            return None;
+            return Err(SYNTAX);
         }
         i += 2;
     }
-    Some(o)
+    Ok(o)
 }
 
 /// A SCAN cursor as Redis reads it (`strtoul`): an unsigned number, a sign allowed (`-1` is

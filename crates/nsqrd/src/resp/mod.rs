@@ -43,6 +43,7 @@ mod keys;
 mod lcs;
 mod lists;
 mod lolwut;
+mod migrate;
 mod module;
 mod monitor;
 mod params;

@@ -5,9 +5,9 @@
 
 /// (name, value), as CONFIG GET lists them.
 pub const FIXED: &[(&str, &str)] = &[
-    ("hash-max-listpack-entries", "128"),
+    ("hash-max-listpack-entries", "512"),
     ("hash-max-listpack-value", "64"),
-    ("hash-max-ziplist-entries", "128"),
+    ("hash-max-ziplist-entries", "512"),
     ("hash-max-ziplist-value", "64"),
     ("set-max-intset-entries", "512"),
     ("zset-max-listpack-entries", "128"),

@@ -293,7 +293,15 @@ fn getkeys(ctx: &mut Ctx<'_>, a: &Args<'_>, with_flags: bool) {
             .out
             .error("ERR Invalid number of arguments specified for command");
     }
-    let keys = m.keys(&req);
+    let keys = if c.name == "migrate" {
+        const MOVED: &[&str] = &["RW", "access", "delete"];
+        super::migrate::key_positions(&req)
+            .into_iter()
+            .map(|i| (i, MOVED))
+            .collect()
+    } else {
+        m.keys(&req)
+    };
     if keys.is_empty() && !m.flags.contains(&"no_mandatory_keys") {
         return ctx.out.error("ERR Invalid arguments specified for command");
     }

@@ -7,7 +7,7 @@ use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{checked, SYNTAX};
 use super::hashes::random_count;
-use super::keys::{member_scan_args, member_scan_step};
+use super::keys::{member_scan_args, member_scan_options, member_scan_step};
 use super::session::Ctx;
 
 /// Runs `f` on the set of argument 1 (`None` if missing); WRONGTYPE is the reply otherwise.
@@ -237,11 +237,12 @@ pub fn sscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return;
     };
     read(ctx, a, |out, s| {
-        let len = s.map_or(0, Set::len);
-        let compact = s.is_some_and(Set::is_compact);
-        let (range, next) = member_scan_step(len, compact, cursor, o.count);
+        let Some((s, o)) = member_scan_options(out, s, o) else {
+            return;
+        };
+        let (range, next) = member_scan_step(s.len(), s.is_compact(), cursor, o.count);
         let found: Vec<&[u8]> = range
-            .filter_map(|i| s.and_then(|s| s.at(i)))
+            .filter_map(|i| s.at(i))
             .filter(|m| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, m)))
             .collect();
         out.array(2);

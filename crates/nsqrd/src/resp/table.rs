@@ -11,9 +11,9 @@ use resp_wire::Args;
 use super::session::Ctx;
 use super::{
     acl, bitfield, bits, blocking, client, connection, databases, dump, geo, hashes, hll,
-    introspection, keys, lcs, lists, lolwut, module, monitor, persistence, pubsub, replication,
-    script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read, streams, strings,
-    transaction, zblocking, zranges, zsets,
+    introspection, keys, lcs, lists, lolwut, migrate, module, monitor, persistence, pubsub,
+    replication, script, server, sets, slowlog, sort, stream_groups, stream_info, stream_read,
+    streams, strings, transaction, zblocking, zranges, zsets,
 };
 
 /// Changes the keyspace.
@@ -286,6 +286,7 @@ commands! {
     "touch", -2, READONLY | FAST, ALL, keys::touch;
     "dump", 2, READONLY, ONE, dump::dump;
     "restore", -4, WRITE | DENYOOM, ONE, dump::restore;
+    "migrate", -6, WRITE, (3, 3, 1), migrate::migrate;
     // pub/sub
     "subscribe", -2, PUBSUB | NOSCRIPT, NONE, pubsub::subscribe;
     "unsubscribe", -1, PUBSUB | NOSCRIPT, NONE, pubsub::unsubscribe;
@@ -302,6 +303,9 @@ commands! {
     "eval_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::eval_ro;
     "evalsha_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::evalsha_ro;
     "script", -2, NOSCRIPT, NONE, script::script;
+    "fcall", -3, NOSCRIPT, (3, 3, 1), script::fcall;
+    "fcall_ro", -3, NOSCRIPT | READONLY, (3, 3, 1), script::fcall_ro;
+    "function", -2, NOSCRIPT, NONE, script::function;
 }
 
 /// The command named `name` (any case).
@@ -415,7 +419,7 @@ pub fn admit(
 
 /// Commands whose first argument names a subcommand (Redis's container commands).
 const CONTAINERS: &[&str] = &[
-    "client", "config", "pubsub", "script", "object", "memory", "command", "latency",
+    "client", "config", "pubsub", "script", "object", "memory", "command", "latency", "function",
 ];
 
 /// The name Redis's errors give a command: `client|info` for a container's subcommand.

@@ -9,7 +9,7 @@ use resp_wire::{Args, Protocol, Reply};
 
 use super::args::{checked, is, SYNTAX};
 use super::hashes::random_count;
-use super::keys::{member_scan_args, member_scan_step};
+use super::keys::{member_scan_args, member_scan_options, member_scan_step};
 use super::session::Ctx;
 
 const NOT_FLOAT: &str = "ERR value is not a valid float";
@@ -344,11 +344,12 @@ pub fn zscan(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return;
     };
     read(ctx, a, |out, z| {
-        let len = z.map_or(0, ZSet::len);
-        let compact = z.is_some_and(ZSet::is_compact);
-        let (range, next) = member_scan_step(len, compact, cursor, o.count);
+        let Some((z, o)) = member_scan_options(out, z, o) else {
+            return;
+        };
+        let (range, next) = member_scan_step(z.len(), z.is_compact(), cursor, o.count);
         let found: Vec<(&[u8], f64)> = range
-            .filter_map(|i| z.and_then(|z| z.at(i)))
+            .filter_map(|i| z.at(i))
             .filter(|(m, _)| o.pattern.is_none_or(|p| nsqr_kv::glob::matches(p, m)))
             .collect();
         out.array(2);

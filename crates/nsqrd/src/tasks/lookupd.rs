@@ -522,4 +522,76 @@ mod tests {
             ["REGISTER busy a", "REGISTER busy b", "REGISTER lonely"]
         );
     }
+
+    // A lookupd that is down is tried again well before nsqd's next PING would reconnect.
+    const _: () = assert!(RECONNECT_INTERVAL.as_millis() < PING_INTERVAL.as_millis());
+    const _: () = assert!(MIN_ATTEMPT_GAP.as_millis() < RECONNECT_INTERVAL.as_millis());
+
+    /// A link to an address where nothing listens (a port bound, then released).
+    async fn link_to_nowhere() -> PeerLink {
+        let addr = match std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+            Ok(a) => a.to_string(),
+            Err(e) => panic!("no loopback port: {e}"),
+        };
+        let broker = match Broker::start(nsqr_broker::BrokerConfig::default()).await {
+            Ok(b) => b,
+            Err(e) => panic!("broker: {e}"),
+        };
+        let identity = Identity {
+            broadcast_address: "127.0.0.1".into(),
+            hostname: "test".into(),
+            http_port: 4151,
+            tcp_port: 4150,
+            topology_region: String::new(),
+            topology_zone: String::new(),
+            version: "test".into(),
+        };
+        PeerLink {
+            shared: Arc::new(PeerShared {
+                addr,
+                info: Mutex::new(None),
+                resync: AtomicBool::new(false),
+                wake: Notify::new(),
+            }),
+            broker: Arc::new(broker),
+            cfg: Arc::new(LookupdConfig {
+                identity,
+                max_body_size: 1024,
+                http_connect_timeout: Duration::from_secs(1),
+                http_request_timeout: Duration::from_secs(1),
+            }),
+            conn: None,
+            retry_at: None,
+            last_attempt: None,
+            failures: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failed_connection_is_retried_after_the_reconnect_interval() {
+        let mut link = link_to_nowhere().await;
+        link.reconnect().await;
+        assert!(link.conn.is_none());
+        assert_eq!(link.failures, 1);
+        let (Some(attempt), Some(retry)) = (link.last_attempt, link.retry_at) else {
+            panic!("no retry scheduled after a failed connection");
+        };
+        assert!(retry > attempt);
+        assert!(retry <= Instant::now() + RECONNECT_INTERVAL);
+    }
+
+    #[tokio::test]
+    async fn a_command_while_disconnected_brings_the_next_attempt_forward() {
+        let mut link = link_to_nowhere().await;
+        link.reconnect().await;
+        let (Some(attempt), Some(scheduled)) = (link.last_attempt, link.retry_at) else {
+            panic!("no retry scheduled after a failed connection");
+        };
+        link.send("REGISTER t").await;
+        let Some(hurried) = link.retry_at else {
+            panic!("the command cancelled the retry");
+        };
+        assert!(hurried <= attempt + MIN_ATTEMPT_GAP);
+        assert!(hurried <= scheduled);
+    }
 }

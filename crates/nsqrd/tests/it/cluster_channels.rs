@@ -12,19 +12,9 @@
 use std::collections::{BTreeSet, HashSet};
 use std::time::{Duration, Instant};
 
-use crate::cluster_replicated::{configure, start_cluster, start_cluster_with, Cluster, PATIENCE};
+use crate::cluster_replicated::{start_cluster, start_cluster_with, Cluster, PATIENCE};
 use crate::common::*;
 use crate::lookupd_late_start::{free_addr, lookupd_bin, Lookupd};
-
-/// Configures `replicas = 3` on every node and returns the leader (found by publishing
-/// `first`, which goes to the topic's backlog: no channel exists yet).
-fn replicated(cluster: &Cluster, topic: &str) -> usize {
-    for (n, s) in cluster.live() {
-        let r = configure(s, topic, r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-    }
-    cluster.publish_to_leader(topic, "first")
-}
 
 /// Creates channel `marker` on the leader and waits until every other live node has it: the
 /// channel operations gathered before it are committed.
@@ -82,7 +72,7 @@ fn drain(s: &Server, topic: &str, channel: &str, want: &HashSet<String>) -> Vec<
 #[test]
 fn the_new_leader_delivers_exactly_the_unfinished_messages_in_order() {
     let mut cluster = start_cluster();
-    let leader = replicated(&cluster, "orders");
+    let leader = cluster.replicate("orders");
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let mut c = s.connect();
     c.sub("orders", "c");
@@ -135,7 +125,7 @@ fn the_new_leader_delivers_exactly_the_unfinished_messages_in_order() {
 #[test]
 fn requeue_delays_pauses_and_channels_survive_a_failover() {
     let mut cluster = start_cluster();
-    let leader = replicated(&cluster, "jobs");
+    let leader = cluster.replicate("jobs");
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let mut c = s.connect();
     c.sub("jobs", "c");
@@ -231,7 +221,7 @@ fn lookupd_lists_the_leader_only_and_follows_a_failover() {
     let lookupd = Lookupd::start(&lookupd_bin(), tcp);
     let flag = format!("--lookupd-tcp-address={tcp}");
     let mut cluster = start_cluster_with(&[&flag]);
-    let leader = replicated(&cluster, "events");
+    let leader = cluster.replicate("events");
     let port = |n: usize| u64::from(cluster.nodes[n - 1].as_ref().expect("node").tcp.port());
     let only_leader = BTreeSet::from([port(leader)]);
     let listed = wait_until(PATIENCE, || producers(&lookupd, "events") == only_leader);
@@ -254,7 +244,7 @@ fn lookupd_lists_the_leader_only_and_follows_a_failover() {
 #[test]
 fn nodes_restarted_after_snapshots_deliver_the_unfinished_messages_once() {
     let mut cluster = start_cluster_with(&["--cluster-snapshot-every=5"]);
-    let leader = replicated(&cluster, "snap");
+    let leader = cluster.replicate("snap");
     let follower = (1..=3).find(|n| *n != leader).expect("a follower");
     let (_, follower_dir) = cluster.nodes[follower - 1]
         .take()
@@ -314,7 +304,7 @@ fn nodes_restarted_after_snapshots_deliver_the_unfinished_messages_once() {
 #[test]
 fn a_dead_letter_is_not_redelivered_after_a_failover() {
     let mut cluster = start_cluster();
-    let leader = replicated(&cluster, "dlq");
+    let leader = cluster.replicate("dlq");
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let r = s.post("/channel/create?topic=dlq&channel=c", b"");
     assert_eq!(r.status, 200, "{}", r.text());
@@ -354,7 +344,7 @@ fn signal(s: &Server, signal: &str) {
 fn deliveries_wait_while_channel_operations_are_at_their_cap() {
     const TOTAL: usize = 20_000;
     let cluster = start_cluster();
-    let leader = replicated(&cluster, "capped");
+    let leader = cluster.replicate("capped");
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let r = s.post("/channel/create?topic=capped&channel=c", b"");
     assert_eq!(r.status, 200, "{}", r.text());

@@ -1,8 +1,10 @@
 //! Replicated topics across three nsqrd processes on 127.0.0.1 (`docs/replication.md`): a
-//! publish the leader acknowledged is consumed from the new leader after the old one is
-//! SIGKILLed; a publish to a follower gets the error naming the leader; a topic with
-//! `replicas = 1` on a cluster node behaves as on nsqd; and `replicas` without a cluster is
-//! refused. Every wait is bounded; every process is killed when its `Server` drops.
+//! publish the leader acknowledged, or a follower acknowledged after forwarding it, is
+//! consumed from the new leader after the old one is SIGKILLed; a publish while no leader can
+//! be elected fails with `E_PUB_FAILED`; `/stats` and `/metrics` show each node's view of the
+//! group; a topic with `replicas = 1` on a cluster node behaves as on nsqd; and `replicas`
+//! without a cluster is refused. Every wait is bounded; every process is killed when its
+//! `Server` drops.
 
 use std::collections::HashSet;
 use std::net::TcpListener;
@@ -29,7 +31,12 @@ pub(crate) fn start_cluster() -> Cluster {
 
 /// Three nodes started with `extra` flags too.
 pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
-    let ports: Vec<u16> = (0..3)
+    start_cluster_of(3, extra)
+}
+
+/// `n` nodes started with `extra` flags too.
+pub(crate) fn start_cluster_of(n: usize, extra: &[&str]) -> Cluster {
+    let ports: Vec<u16> = (0..n)
         .map(|_| {
             TcpListener::bind("127.0.0.1:0")
                 .expect("bind")
@@ -81,6 +88,14 @@ impl Cluster {
         self.nodes[n - 1] = Some(Server::start_in(data_path, &a));
     }
 
+    /// Node `n`'s `--cluster-address`.
+    pub(crate) fn cluster_address(&self, n: usize) -> &str {
+        self.args[n - 1]
+            .iter()
+            .find_map(|a| a.strip_prefix("--cluster-address="))
+            .expect("a cluster address")
+    }
+
     pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
         self.nodes
             .iter()
@@ -88,23 +103,30 @@ impl Cluster {
             .filter_map(|(i, n)| n.as_ref().map(|s| (i + 1, s)))
     }
 
-    /// HTTP-publishes `body` to each live node in turn until one (the leader) accepts it;
-    /// returns that node's number.
-    pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
+    /// Configures `replicas = 3` on every node and returns the leader (found by publishing
+    /// `first`, which goes to the topic's backlog: no channel exists yet).
+    pub(crate) fn replicate(&self, topic: &str) -> usize {
+        for (n, s) in self.live() {
+            let r = configure(s, topic, r#"{"replicas":3}"#);
+            assert_eq!(r.status, 200, "node {n}: {}", r.text());
+        }
+        self.publish_to_leader(topic, "first")
+    }
+
+    /// The node that says, in `/stats`, it leads `topic`'s group, in the highest term if
+    /// several do (an old leader may not know yet); waits for one.
+    pub(crate) fn leader_of(&self, topic: &str) -> usize {
         let deadline = Instant::now() + PATIENCE;
         loop {
-            for (n, s) in self.live() {
-                let r = s.post(&format!("/pub?topic={topic}"), body.as_bytes());
-                if r.status == 200 {
-                    return n;
-                }
-                // 503 from a follower; 500 from a leader that lost the lead while proposing.
-                let refused = match r.status {
-                    503 => r.text().contains("NOT_LEADER"),
-                    500 => r.text().contains("PUB_FAILED: not the leader"),
-                    _ => false,
-                };
-                assert!(refused, "node {n}: {} {}", r.status, r.text());
+            let leader = self
+                .live()
+                .filter_map(|(n, s)| {
+                    let g = group(s, topic)?;
+                    (g["role"] == "leader").then(|| (g["term"].as_u64(), n))
+                })
+                .max();
+            if let Some((_, n)) = leader {
+                return n;
             }
             assert!(
                 Instant::now() < deadline,
@@ -113,6 +135,44 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(100));
         }
     }
+
+    /// PUBs `body` to the node leading `topic` until it accepts it; returns the leader once
+    /// it is committed (a node that lost the lead meanwhile forwarded it). Over TCP, whose
+    /// answer may take a commit's time on a loaded machine, waited for with `PATIENCE`.
+    pub(crate) fn publish_to_leader(&self, topic: &str, body: &str) -> usize {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let n = self.leader_of(topic);
+            let s = self.nodes[n - 1].as_ref().expect("the leader is live");
+            let mut p = s.connect();
+            p.set_timeout(PATIENCE);
+            p.cmd_body(&format!("PUB {topic}"), body.as_bytes());
+            match p.read_non_heartbeat() {
+                Frame::Response(r) if r == b"OK" => return self.leader_of(topic),
+                // No leader took it in time (an election), or the leader lost the lead while
+                // proposing.
+                Frame::Error(e) if e.contains("not the leader") => {}
+                other => panic!("node {n}: {other:?}"),
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no leader took a publish to {topic} within {PATIENCE:?}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+/// `topic`'s group on `s`, from `/stats` (None: not a replicated topic there, or not yet).
+pub(crate) fn group(s: &Server, topic: &str) -> Option<serde_json::Value> {
+    let r = s.get(&format!("/stats?format=json&topic={topic}"));
+    assert_eq!(r.status, 200, "{}", r.text());
+    r.json()["topics"]
+        .as_array()?
+        .iter()
+        .find(|t| t["topic_name"] == topic)?
+        .get("replication")
+        .cloned()
 }
 
 /// A failing test shows what every live node logged (their panics and Raft errors), which
@@ -133,7 +193,7 @@ pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
 }
 
 /// Reads messages from a consumer of `topic`/`c` on `s` until every body of `want` arrived.
-fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
+pub(crate) fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
     let mut c = s.connect();
     c.sub(topic, "c");
     c.cmd("RDY 1000");
@@ -155,12 +215,8 @@ fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
 #[test]
 fn an_acknowledged_publish_survives_the_leader_killed() {
     let mut cluster = start_cluster();
-    for (n, s) in cluster.live() {
-        let r = configure(s, "orders", r#"{"replicas":3}"#);
-        assert_eq!(r.status, 200, "node {n}: {}", r.text());
-    }
     let mut acked = HashSet::new();
-    let leader = cluster.publish_to_leader("orders", "first");
+    let leader = cluster.replicate("orders");
     acked.insert("first".to_string());
 
     // On the leader: PUB (`publish` expects its OK) and MPUB answered once a majority has
@@ -193,34 +249,228 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
         r.text()
     );
 
-    // A follower refuses, naming the leader.
+    // A follower forwards PUB, MPUB, DPUB, HTTP /pub and /mpub to the leader; its OK means
+    // the leader committed them.
     let (f, follower) = cluster
         .live()
         .find(|(n, _)| *n != leader)
         .expect("a follower");
     let mut q = follower.connect();
-    q.cmd_body("PUB orders", b"to a follower");
-    let err = match q.read_non_heartbeat() {
-        Frame::Error(e) => e,
-        other => panic!("node {f}: expected an error, got {other:?}"),
-    };
-    let want = format!(
-        "E_PUB_FAILED PUB failed not the leader of replicated topic orders (leader: node {leader} at 127.0.0.1:"
-    );
-    assert!(err.starts_with(&want), "node {f}: {err:?}");
-    assert!(
-        q.expect_closed(),
-        "E_PUB_FAILED closes the connection, as nsqd's"
-    );
+    for i in 0..5 {
+        let body = format!("via-{f}-pub-{i}");
+        q.publish("orders", body.as_bytes());
+        acked.insert(body);
+    }
+    let bodies = [b"via-mpub-a".as_slice(), b"via-mpub-b"];
+    q.cmd_body("MPUB orders", &mpub_body(&bodies));
+    q.expect_ok();
+    q.cmd_body("DPUB orders 200", b"via-dpub");
+    q.expect_ok();
+    acked.extend(["via-mpub-a", "via-mpub-b", "via-dpub"].map(String::from));
+    let r = follower.post("/pub?topic=orders", b"via-http-pub");
+    assert_eq!(r.status, 200, "node {f}: {}", r.text());
+    let r = follower.post("/mpub?topic=orders", b"via-http-mpub-a\nvia-http-mpub-b");
+    assert_eq!(r.status, 200, "node {f}: {}", r.text());
+    acked.extend(["via-http-pub", "via-http-mpub-a", "via-http-mpub-b"].map(String::from));
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    // Stamped and counted by the leader, as its own publishes.
+    let counted = wait_until(PATIENCE, || {
+        s.topic_stat("orders", "message_count") == Some(acked.len() as i64)
+    });
+    assert!(counted, "{:?}", s.topic_stat("orders", "message_count"));
+    assert_eq!(follower.topic_stat("orders", "message_count"), Some(0));
 
     // SIGKILL the leader; a new one takes over and delivers everything acknowledged.
-    drop(p);
+    drop((p, q));
     cluster.nodes[leader - 1] = None;
     let new_leader = cluster.publish_to_leader("orders", "after");
     assert_ne!(new_leader, leader);
     acked.insert("after".to_string());
     let s = cluster.nodes[new_leader - 1].as_ref().expect("new leader");
     consume_all(s, "orders", &acked);
+}
+
+#[test]
+fn a_publish_while_no_leader_can_be_elected_fails_cleanly() {
+    let mut cluster = start_cluster();
+    let leader = cluster.replicate("orders");
+    let others: Vec<usize> = (1..=3).filter(|n| *n != leader).collect();
+    let (survivor, away) = (others[0], others[1]);
+    let away_dir = cluster.nodes[away - 1]
+        .take()
+        .expect("a follower")
+        .kill_keep();
+    cluster.nodes[leader - 1] = None;
+
+    // One node of three: no majority, no leader. The publish waits, then fails with the
+    // error NSQ clients retry on, and the connection closes, as nsqd's after E_PUB_FAILED.
+    let s = cluster.nodes[survivor - 1].as_ref().expect("survivor");
+    let mut p = s.connect();
+    p.set_timeout(PATIENCE);
+    p.cmd_body("PUB orders", b"no majority");
+    let err = match p.read_non_heartbeat() {
+        Frame::Error(e) => e,
+        other => panic!("node {survivor}: expected an error, got {other:?}"),
+    };
+    let want = "E_PUB_FAILED PUB failed not the leader of replicated topic orders (leader: ";
+    assert!(err.starts_with(want), "node {survivor}: {err:?}");
+    assert!(p.expect_closed(), "E_PUB_FAILED closes the connection");
+    let r = s.post("/pub?topic=orders", b"no majority either");
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.text()
+            .contains("NOT_LEADER: not the leader of replicated topic orders"),
+        "{}",
+        r.text()
+    );
+
+    // The other follower back: two of three elect a leader, and the survivor's publishes
+    // go through again.
+    cluster.restart(away, away_dir);
+    let s = cluster.nodes[survivor - 1].as_ref().expect("survivor");
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        let r = s.post("/pub?topic=orders", b"majority again");
+        if r.status == 200 {
+            break;
+        }
+        assert_eq!(r.status, 503, "{}", r.text());
+        assert!(Instant::now() < deadline, "no leader again: {}", r.text());
+    }
+    let leader = cluster.leader_of("orders");
+    let s = cluster.nodes[leader - 1].as_ref().expect("new leader");
+    consume_all(s, "orders", &HashSet::from(["majority again".to_string()]));
+}
+
+#[test]
+fn stats_and_metrics_show_each_node_s_view_of_the_group() {
+    let cluster = start_cluster();
+    let leader = cluster.replicate("orders");
+    for (_, s) in cluster.live() {
+        s.connect().publish("plain", b"not replicated");
+    }
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    let mut p = s.connect();
+    for i in 0..10 {
+        p.publish("orders", format!("m-{i}").as_bytes());
+    }
+
+    // Once every node has applied everything: the leader's log index is everyone's commit
+    // and applied index, and no follower lags.
+    let last = |s: &Server| group(s, "orders").map(|g| g["last_log_index"].clone());
+    let settled = wait_until(PATIENCE, || {
+        let Some(g) = group(s, "orders") else {
+            return false;
+        };
+        let index = g["last_log_index"].clone();
+        cluster.live().all(|(_, n)| {
+            group(n, "orders")
+                .is_some_and(|m| m["commit_index"] == index && m["applied_index"] == index)
+        }) && g["followers"]
+            .as_array()
+            .is_some_and(|f| f.len() == 2 && f.iter().all(|f| f["lag"] == 0))
+    });
+    assert!(
+        settled,
+        "{:?}",
+        cluster
+            .live()
+            .map(|(_, n)| group(n, "orders"))
+            .collect::<Vec<_>>()
+    );
+    let index = last(s).expect("the leader's group");
+    assert!(index.as_u64().is_some_and(|i| i >= 2), "{index}");
+    for (n, node) in cluster.live() {
+        let g = group(node, "orders").expect("a replicated topic");
+        assert_eq!(g["replicas"], 3, "node {n}: {g}");
+        assert_eq!(g["leader"], leader, "node {n}: {g}");
+        let role = if n == leader { "leader" } else { "follower" };
+        assert_eq!(g["role"], role, "node {n}: {g}");
+        if n == leader {
+            let mut followers: Vec<u64> = g["followers"]
+                .as_array()
+                .expect("followers")
+                .iter()
+                .map(|f| {
+                    assert_eq!(f["matched_index"], index, "{f}");
+                    f["node"].as_u64().expect("node")
+                })
+                .collect();
+            followers.sort_unstable();
+            let want: Vec<u64> = (1..=3).filter(|m| *m != leader as u64).collect();
+            assert_eq!(followers, want);
+        } else {
+            assert_eq!(g["followers"], serde_json::json!([]), "node {n}: {g}");
+        }
+        // A topic with one replica shows what nsqd shows: no replication key.
+        let plain = node.topic_stats("plain").expect("plain");
+        assert!(plain.get("replication").is_none(), "node {n}: {plain}");
+
+        let metrics = node.get("/metrics").text();
+        let index = index.as_u64().expect("index");
+        for line in [
+            "nsqr_topic_replicas{topic=\"orders\"} 3".to_string(),
+            format!("nsqr_topic_leader_node{{topic=\"orders\"}} {leader}"),
+            format!(
+                "nsqr_topic_is_leader{{topic=\"orders\"}} {}",
+                u8::from(n == leader)
+            ),
+            format!("nsqr_topic_commit_index{{topic=\"orders\"}} {index}"),
+            format!("nsqr_topic_applied_index{{topic=\"orders\"}} {index}"),
+        ] {
+            assert!(
+                metrics.lines().any(|l| l == line),
+                "node {n}: no {line:?} in\n{metrics}"
+            );
+        }
+        let lags: Vec<&str> = metrics
+            .lines()
+            .filter(|l| l.starts_with("nsqr_topic_follower_lag{"))
+            .collect();
+        assert_eq!(
+            lags.len(),
+            if n == leader { 2 } else { 0 },
+            "node {n}: {lags:?}"
+        );
+        assert!(lags.iter().all(|l| l.ends_with(" 0")), "{lags:?}");
+        assert!(!metrics.contains("topic=\"plain\"} 3"), "node {n}");
+    }
+    let text = s.get("/stats?topic=orders").text();
+    assert!(
+        text.contains("replicated: 3 replicas, leader, term "),
+        "{text}"
+    );
+}
+
+/// With 3 replicas on 5 nodes, two nodes are not in the group and hear from no leader: a
+/// publish there asks the group's nodes in turn, and the leader takes it.
+#[test]
+fn a_node_outside_the_group_forwards_to_its_leader() {
+    let cluster = start_cluster_of(5, &[]);
+    let leader = cluster.replicate("orders");
+    let mut outside = Vec::new();
+    let settled = wait_until(PATIENCE, || {
+        outside = cluster
+            .live()
+            .filter(|(_, s)| group(s, "orders").is_some_and(|g| g["replicas"] == 0))
+            .map(|(n, _)| n)
+            .collect();
+        outside.len() == 2
+    });
+    assert!(settled, "nodes outside the group: {outside:?}");
+    let mut want = HashSet::from(["first".to_string()]);
+    for n in outside {
+        let s = cluster.nodes[n - 1].as_ref().expect("live");
+        assert_eq!(
+            group(s, "orders").expect("its group")["leader"],
+            serde_json::Value::Null
+        );
+        let body = format!("via node {n}");
+        s.connect().publish("orders", body.as_bytes());
+        want.insert(body);
+    }
+    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
+    consume_all(s, "orders", &want);
 }
 
 #[test]

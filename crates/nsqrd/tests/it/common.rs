@@ -212,6 +212,11 @@ impl Server {
         self.proc.log_lines()
     }
 
+    /// What the server logged while starting (up to its listening lines), once.
+    pub fn startup_lines(&mut self) -> Vec<String> {
+        self.proc.waited_lines()
+    }
+
     /// Send SIGTERM and wait (bounded) for exit; returns the exit status code.
     pub fn terminate(mut self) -> Option<i32> {
         self.proc.signal("TERM", Duration::from_secs(10))

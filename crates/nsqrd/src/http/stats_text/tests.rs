@@ -115,6 +115,7 @@ fn topic(name: &str, paused: bool, channels: Vec<ChannelStats>) -> TopicStats {
         e2e_processing_latency: E2eLatency::default(),
         disk_queue: None,
         settings: None,
+        replication: None,
     }
 }
 
@@ -218,4 +219,28 @@ fn long_names_and_e2e_values() {
         text.contains("msgs: 7        e2e%: 304.7ms, 0.0ns\n"),
         "{text}"
     );
+}
+
+/// A replicated topic gets one line under its own (nsqr only): the group as this node sees it.
+#[test]
+fn a_replicated_topic_shows_its_group() {
+    let mut t = topic("orders", false, Vec::new());
+    t.replication = Some(crate::cluster::GroupStats {
+        replicas: 3,
+        leader: Some(2),
+        role: "follower",
+        term: 4,
+        commit_index: Some(120),
+        applied_index: Some(118),
+        last_log_index: Some(121),
+        followers: Vec::new(),
+    });
+    let view = StatsView {
+        topics: Some(vec![t]),
+        producers: Vec::new(),
+    };
+    let text = render_snapshot(&view, None);
+    let want =
+        "\n    replicated: 3 replicas, follower of node 2, term 4, commit 120, applied 118\n";
+    assert!(text.contains(want), "{text}");
 }

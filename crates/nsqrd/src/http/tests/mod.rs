@@ -114,6 +114,7 @@ impl TestServer {
             settings,
             config: Arc::new(MemConfig::new()),
             consumers: Arc::default(),
+            cluster: None,
         });
         let (tx, rx) = oneshot::channel::<()>();
         let listener = crate::listener::Listener::Tcp(listener);

@@ -200,6 +200,18 @@ pub fn number_text(x: f64) -> String {
     }
 }
 
+/// The message of a script's error table (`{err = ...}`).
+pub fn error_message(err: &Value) -> String {
+    match err {
+        Value::Table(t) => match field(t, "err") {
+            Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
+            _ => "ERR unknown error".to_owned(),
+        },
+        Value::String(s) => format!("ERR {}", s.to_string_lossy()),
+        _ => "ERR unknown error".to_owned(),
+    }
+}
+
 /// The error a failed script answers: its message, the script, and where it failed.
 pub fn error_text(err: &Value, sha: &str) -> String {
     let t = match err {
@@ -208,10 +220,7 @@ pub fn error_text(err: &Value, sha: &str) -> String {
         Value::String(s) => return format!("ERR {} script: {sha}", s.to_string_lossy()),
         _ => return "ERR unknown error".to_owned(),
     };
-    let msg = match field(t, "err") {
-        Value::String(s) => String::from_utf8_lossy(&s.as_bytes()).into_owned(),
-        _ => "ERR unknown error".to_owned(),
-    };
+    let msg = error_message(err);
     match (field(t, "source"), field(t, "line")) {
         (Value::String(source), Value::Integer(line)) => {
             format!(

@@ -16,9 +16,14 @@
 //! EVAL), so a client that builds a new script per call cannot grow the cache without bound.
 
 mod convert;
+mod dispatch;
+mod functions;
+mod library;
 mod libs;
 mod runner;
 mod vm;
+
+pub use functions::{fcall, fcall_ro, function};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -66,6 +71,30 @@ pub struct RunState {
     kill: AtomicBool,
     /// The serving thread running it (`workers::this_thread`).
     thread: AtomicUsize,
+    /// What runs (FUNCTION STATS, and which KILL stops it).
+    running: Mutex<Running>,
+}
+
+/// The script or function running, as FUNCTION STATS shows it; its buffers are reused from
+/// one run to the next, so a run allocates nothing for it.
+#[derive(Debug, Clone, Default)]
+pub struct Running {
+    active: bool,
+    /// The function's name; for a script `f_<sha1>`, as Redis names it.
+    name: String,
+    /// The request that started it: its arguments back to back, and where each ends.
+    args: Vec<u8>,
+    ends: Vec<usize>,
+    /// A function (FCALL) rather than a script (EVAL).
+    function: bool,
+}
+
+impl Running {
+    /// The request's arguments.
+    fn command(&self) -> impl Iterator<Item = &[u8]> {
+        let starts = std::iter::once(0).chain(self.ends.iter().copied());
+        starts.zip(&self.ends).map(|(s, &e)| &self.args[s..e])
+    }
 }
 
 impl Default for RunState {
@@ -77,6 +106,7 @@ impl Default for RunState {
             wrote: AtomicBool::new(false),
             kill: AtomicBool::new(false),
             thread: AtomicUsize::new(0),
+            running: Mutex::default(),
         }
     }
 }
@@ -86,14 +116,48 @@ impl RunState {
         self.epoch.elapsed().as_millis() as u64 + 1
     }
 
-    fn begin(&self) {
+    /// A run starts: a function (or a script) named by the parts of `name`, started by
+    /// `request`.
+    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>) {
         self.wrote.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
+        {
+            let mut r = self.running.lock();
+            r.name.clear();
+            for part in name {
+                r.name.push_str(part);
+            }
+            r.args.clear();
+            r.ends.clear();
+            for arg in request.iter() {
+                r.args.extend_from_slice(arg);
+                let end = r.args.len();
+                r.ends.push(end);
+            }
+            r.function = function;
+            r.active = true;
+        }
         self.started.store(self.now_ms(), Ordering::Release);
     }
 
     fn end(&self) {
         self.started.store(0, Ordering::Release);
+        self.kill.store(false, Ordering::Relaxed);
+        self.running.lock().active = false;
+    }
+
+    /// What runs, and for how many milliseconds it has run.
+    fn running(&self) -> Option<(Running, u64)> {
+        let started = self.started.load(Ordering::Acquire);
+        let running = self.running.lock();
+        (started != 0 && running.active)
+            .then(|| (running.clone(), self.now_ms().saturating_sub(started)))
+    }
+
+    /// Whether a function (rather than a script) runs.
+    fn function_runs(&self) -> bool {
+        let r = self.running.lock();
+        r.active && r.function
     }
 
     fn killed(&self) -> bool {
@@ -166,7 +230,7 @@ impl Scripts {
         (text, sha)
     }
 
-    fn generation(&self) -> u64 {
+    pub(super) fn generation(&self) -> u64 {
         self.bodies.lock().generation
     }
 
@@ -208,6 +272,15 @@ pub fn shebang(body: &str) -> Result<bool, String> {
         }
     }
     Ok(no_writes)
+}
+
+/// FCALL's number of keys: Redis's error if it is not one, or not as many as given.
+fn function_numkeys(a: &Args<'_>) -> Result<usize, &'static str> {
+    let n = resp_wire::parse_i64(a.get(2)).ok_or("ERR Bad number of keys provided")?;
+    if n > (a.len() - 3) as i64 {
+        return Err("ERR Number of keys can't be greater than number of args");
+    }
+    usize::try_from(n).map_err(|_| "ERR Number of keys can't be negative")
 }
 
 /// SHA1 of `data` in lower-case hex, as Redis names scripts.
@@ -283,7 +356,7 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
         .run_alone(|ctx| runner::run_here(ctx, &job, own_batch))
         .is_err()
     {
-        ctx.out.error(BUSY);
+        ctx.out.error(busy_text(&ctx.shared.scripts));
     }
 }
 
@@ -313,7 +386,7 @@ pub fn script(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         ctx.out
             .error("ERR SCRIPT FLUSH only support SYNC|ASYNC option");
     } else if is(sub, "kill") && a.len() == 2 {
-        kill(ctx);
+        kill(ctx, false);
     } else if is(sub, "help") && a.len() == 2 {
         help(ctx);
     } else if ["load", "exists", "flush", "kill", "help"]
@@ -330,15 +403,27 @@ pub fn script(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     }
 }
 
-fn kill(ctx: &mut Ctx<'_>) {
+/// SCRIPT KILL (`function` false) or FUNCTION KILL: each stops only its own kind.
+fn kill(ctx: &mut Ctx<'_>, function: bool) {
     let state = &ctx.shared.scripts.state;
     if state.started.load(Ordering::Acquire) == 0 {
         ctx.out.error("NOTBUSY No scripts in execution right now.");
     } else if state.wrote.load(Ordering::Relaxed) {
         ctx.out.error("UNKILLABLE Sorry the script already executed write commands against the dataset. You can either wait the script termination or kill the server in a hard way using the SHUTDOWN NOSAVE command.");
+    } else if state.function_runs() != function {
+        ctx.out.error(busy_text(&ctx.shared.scripts));
     } else {
         state.kill.store(true, Ordering::Relaxed);
         ctx.out.ok();
+    }
+}
+
+/// Redis's BUSY error for what runs: each names the KILL that stops it.
+fn busy_text(scripts: &Scripts) -> &'static str {
+    if scripts.state.function_runs() {
+        "BUSY Redis is busy running a script. You can only call FUNCTION KILL or SHUTDOWN NOSAVE."
+    } else {
+        BUSY
     }
 }
 
@@ -366,12 +451,16 @@ fn help(ctx: &mut Ctx<'_>) {
     }
 }
 
-/// A request that comes while a script is busy: SCRIPT KILL runs, everything else is
-/// answered BUSY.
+/// A request that comes while a script is busy: SCRIPT KILL, FUNCTION KILL and FUNCTION
+/// STATS run, everything else is answered BUSY.
 pub fn answer_busy(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     if is(a.get(0), "script") && is(a.get(1), "kill") && a.len() == 2 {
-        kill(ctx);
+        kill(ctx, false);
+    } else if is(a.get(0), "function") && is(a.get(1), "kill") && a.len() == 2 {
+        kill(ctx, true);
+    } else if is(a.get(0), "function") && is(a.get(1), "stats") && a.len() == 2 {
+        functions::stats(ctx);
     } else {
-        ctx.out.error(BUSY);
+        ctx.out.error(busy_text(&ctx.shared.scripts));
     }
 }

@@ -1,33 +1,36 @@
 -- The environment a script runs in, as Redis 7.0 gives it (loaded once per Lua state by
 -- vm.rs). It receives the Rust functions it wraps and returns what vm.rs keeps: the runner,
--- the setter of the per-run command dispatcher, and the scripts' environment.
-local failure, where, sha1hex, log, setresp = ...
+-- the setter of the per-run command dispatcher, the scripts' environment, and for function
+-- libraries their loader and the runner of a registered function.
+local failure, where, sha1hex, log, setresp, register_function = ...
 local xpcall, pcall, type, tostring, select = xpcall, pcall, type, tostring, select
 local rawget, rawset, setmetatable, setfenv = rawget, rawset, setmetatable, setfenv
 
 -- A Rust function's error (redis.call's failed command, a SCRIPT KILL) is a userdata in
 -- Lua; its text and line wait in the failure slot.
 local function rust_error(err)
-  local why, line = failure()
-  return why or ('ERR ' .. tostring(err)), line
+  local why, line, source = failure()
+  return why or ('ERR ' .. tostring(err)), line, source
 end
 
 -- Turns any error into Redis's error table: {err = "CODE message", source, line}, the
 -- source and line being where the script was when it failed.
 local function handler(err)
-  local line
+  local line, source
   if type(err) == 'userdata' then
     local why
-    why, line = rust_error(err)
+    why, line, source = rust_error(err)
     err = {err = why}
   elseif type(err) ~= 'table' then
     err = {err = 'ERR ' .. tostring(err)}
   elseif type(rawget(err, 'err')) ~= 'string' then
     err = {err = 'ERR unknown error'}
   end
-  line = line or where()
+  if not line then
+    line, source = where()
+  end
   if line then
-    err.source = '@user_script'
+    err.source = source
     err.line = line
   end
   return err
@@ -100,12 +103,15 @@ end
 
 -- A read-only view of a table: new fields and reads of missing globals are errors, as in
 -- Redis 7.0, so one script cannot leave state behind for the next.
+local function missing(k)
+  error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
+end
 local function readonly(t, strict)
   return setmetatable({}, {
     __index = function(_, k)
       local v = rawget(t, k)
       if v == nil and strict then
-        error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 2)
+        missing(k)
       end
       return v
     end,
@@ -128,4 +134,49 @@ local function prepare(f)
   return f
 end
 
-return run, set_dispatch, prepare
+-- Function libraries share one environment that, as Redis's globals do, shows the loading
+-- API (only redis.register_function, redis.log and constants) while a library loads, and
+-- the scripts' environment without KEYS and ARGV when its functions run: the functions a
+-- library registers are closures of its code, so they see what it saw.
+local load_api = {
+  redis = readonly({
+    register_function = register_function,
+    log = log,
+    LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
+    REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
+  }, true),
+}
+local loading = false
+local function_env = setmetatable({}, {
+  __index = function(_, k)
+    local v
+    if loading then
+      v = rawget(load_api, k)
+    elseif k ~= 'KEYS' and k ~= 'ARGV' then
+      v = rawget(G, k)
+    end
+    if v == nil then
+      missing(k)
+    end
+    return v
+  end,
+  __newindex = function()
+    error('Attempt to modify a readonly table', 2)
+  end,
+  __metatable = false,
+})
+
+-- Runs a library's compiled code, which registers its functions.
+local function load_library(f)
+  setfenv(f, function_env)
+  loading = true
+  local ok, err = xpcall(f, handler)
+  loading = false
+  return ok, err
+end
+
+local function run_function(f, keys, args)
+  return xpcall(function() return f(keys, args) end, handler)
+end
+
+return run, set_dispatch, prepare, load_library, run_function

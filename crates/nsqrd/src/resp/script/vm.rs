@@ -11,9 +11,16 @@ use std::sync::Arc;
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 use resp_wire::{Protocol, Reply};
 
+use std::time::Instant;
+
 use super::super::session::Ctx;
 use super::super::table::{self, NOSCRIPT, WRITE};
+use super::dispatch::Dispatch;
+use super::library::{self, Functions, Registered};
 use super::{convert, libs, Job, RunState};
+
+/// What `prelude.lua` returns (see there).
+type Prelude = (Function, Function, Function, Function, Function);
 
 /// Instructions between two checks for SCRIPT KILL.
 const CHECK_EVERY: u32 = 100_000;
@@ -24,23 +31,40 @@ const MEMORY_LIMIT: usize = 1 << 30;
 const COLLECT_ABOVE: usize = 64 << 20;
 /// The error of a killed script.
 const KILLED: &str = "ERR Script killed by user with SCRIPT KILL...";
+/// The error of a library whose loading ran past its time.
+const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 
 /// A Lua state ready to run scripts.
 pub struct Vm {
-    lua: Lua,
+    pub(super) lua: Lua,
     compiled: HashMap<String, Function>,
     /// The script cache's generation the compiled scripts belong to.
     generation: u64,
     run: Function,
-    set_dispatch: Function,
     prepare: Function,
+    /// Where `redis.call` finds the client of the run in progress.
+    dispatch: Rc<Dispatch>,
+    /// Runs a library's code in the loading environment (`prelude.lua`).
+    pub(super) load_library: Function,
+    /// Calls a registered function with its keys and arguments (`prelude.lua`).
+    run_function: Function,
+    /// What `redis.register_function` registered while a library loads.
+    pub(super) registered: Rc<RefCell<Vec<Registered>>>,
+    /// When a library's load must have ended (`FUNCTION LOAD timeout`).
+    pub(super) load_deadline: Rc<Cell<Option<Instant>>>,
+    /// The functions of every library, as of `functions_generation` (`library.rs`).
+    pub(super) functions: Functions,
     /// The protocol `redis.call` replies come in (`redis.setresp`).
     resp: Rc<Cell<Protocol>>,
-    failure: Slot,
+    pub(super) failure: Slot,
     keys: Table,
     argv: Table,
-    /// Reused by every `redis.call`: the command's arguments and its reply.
-    scratch: RefCell<Scratch>,
+}
+
+/// The run in progress, as `redis.call` sees it (through [`Dispatch`]).
+struct Run<'r, 'c> {
+    ctx: RefCell<&'r mut Ctx<'c>>,
+    read_only: bool,
 }
 
 #[derive(Default)]
@@ -49,12 +73,12 @@ struct Scratch {
     reply: Vec<u8>,
 }
 
-/// The error a Rust function raised, with the script's line then, for the error handler
-/// (`prelude.lua`): Lua sees only an opaque userdata.
-type Slot = Rc<RefCell<Option<(String, Option<usize>)>>>;
+/// The error a Rust function raised, with the script's line and chunk then, for the error
+/// handler (`prelude.lua`): Lua sees only an opaque userdata.
+pub(super) type Slot = Rc<RefCell<Option<(String, Option<(usize, &'static str)>)>>>;
 
 /// Raises `msg` as the script's error.
-fn raise(lua: &Lua, slot: &Slot, msg: &str) -> mlua::Error {
+pub(super) fn raise(lua: &Lua, slot: &Slot, msg: &str) -> mlua::Error {
     *slot.borrow_mut() = Some((msg.to_owned(), script_line(lua)));
     mlua::Error::runtime(msg.to_owned())
 }
@@ -67,13 +91,17 @@ impl Vm {
         )?;
         lua.set_memory_limit(MEMORY_LIMIT)?;
         let failure: Slot = Rc::default();
+        let load_deadline: Rc<Cell<Option<Instant>>> = Rc::default();
         {
-            let failure = Rc::clone(&failure);
+            let (failure, deadline) = (Rc::clone(&failure), Rc::clone(&load_deadline));
             lua.set_hook(
                 HookTriggers::new().every_nth_instruction(CHECK_EVERY),
                 move |lua, _| {
                     if state.killed() {
                         return Err(raise(lua, &failure, KILLED));
+                    }
+                    if deadline.get().is_some_and(|d| Instant::now() >= d) {
+                        return Err(raise(lua, &failure, LOAD_TIMEOUT));
                     }
                     Ok(VmState::Continue)
                 },
@@ -85,12 +113,13 @@ impl Vm {
             let failure = Rc::clone(&failure);
             lua.create_function(move |_, ()| {
                 Ok(match failure.borrow_mut().take() {
-                    Some((why, line)) => (Some(why), line),
-                    None => (None, None),
+                    Some((why, Some((line, source)))) => (Some(why), Some(line), Some(source)),
+                    Some((why, None)) => (Some(why), None, None),
+                    None => (None, None, None),
                 })
             })?
         };
-        let where_ = lua.create_function(|lua, ()| Ok(script_line(lua)))?;
+        let where_ = lua.create_function(|lua, ()| Ok(script_line(lua).unzip()))?;
         let sha1hex = {
             let failure = Rc::clone(&failure);
             lua.create_function(move |lua, args: Variadic<Value>| {
@@ -129,25 +158,46 @@ impl Vm {
                 Ok(())
             })?
         };
+        let registered: Rc<RefCell<Vec<Registered>>> = Rc::default();
+        let register = {
+            let (registered, failure) = (Rc::clone(&registered), Rc::clone(&failure));
+            lua.create_function(move |lua, args: Variadic<Value>| {
+                let mut registered = registered.borrow_mut();
+                match library::register(lua, &args, &registered) {
+                    Ok(r) => {
+                        registered.push(r);
+                        Ok(())
+                    }
+                    Err(e) => Err(raise(lua, &failure, &e)),
+                }
+            })?
+        };
         let (keys, argv) = (lua.create_table()?, lua.create_table()?);
         lua.globals().raw_set("KEYS", &keys)?;
         lua.globals().raw_set("ARGV", &argv)?;
-        let (run, set_dispatch, prepare): (Function, Function, Function) = lua
+        let (run, set_dispatch, prepare, load_library, run_function): Prelude = lua
             .load(include_str!("prelude.lua"))
             .set_name("=redis")
-            .call((take_failure, where_, sha1hex, log, set_resp))?;
+            .call((take_failure, where_, sha1hex, log, set_resp, register))?;
+        let dispatch = Rc::new(Dispatch::default());
+        let command = |raise_errors| redis_call(&lua, &dispatch, &resp, &failure, raise_errors);
+        set_dispatch.call::<()>((command(true)?, command(false)?))?;
         Ok(Vm {
             lua,
             compiled: HashMap::new(),
             generation,
             run,
-            set_dispatch,
             prepare,
+            dispatch,
+            load_library,
+            run_function,
+            registered,
+            load_deadline,
+            functions: Functions::default(),
             resp,
             failure,
             keys,
             argv,
-            scratch: RefCell::default(),
         })
     }
 
@@ -187,42 +237,68 @@ impl Vm {
         if let Err(e) = self.set_keys_and_args(job) {
             return ctx.out.error(&format!("ERR {e}"));
         }
+        self.invoke(ctx, read_only, &job.sha, || self.run.call(f));
+    }
+
+    /// Runs a registered function with its keys and arguments as `ctx`'s client; `name` is
+    /// its name (for errors).
+    pub(super) fn call_function(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        name: &str,
+        f: &Function,
+        (keys, args): (&[&[u8]], &[&[u8]]),
+        read_only: bool,
+    ) {
+        let db = ctx.s.db;
+        let tables = (|| {
+            let list = |items: &[&[u8]]| -> mlua::Result<Table> {
+                let t = self.lua.create_table_with_capacity(items.len(), 0)?;
+                for (i, item) in items.iter().enumerate() {
+                    t.raw_set(i + 1, self.lua.create_string(item)?)?;
+                }
+                Ok(t)
+            };
+            Ok::<_, mlua::Error>((list(keys)?, list(args)?))
+        })();
+        match tables {
+            Ok(tables) => self.invoke(ctx, read_only, name, || {
+                self.run_function.call((f, tables.0, tables.1))
+            }),
+            Err(e) => ctx.out.error(&format!("ERR {e}")),
+        }
+        if ctx.s.db != db {
+            crate::resp::databases::switch(ctx, db);
+        }
+    }
+
+    /// Runs what `start` starts with `redis.call` and `redis.pcall` set for `ctx`'s client,
+    /// and writes its reply; `name` names the script in its errors.
+    fn invoke(
+        &self,
+        ctx: &mut Ctx<'_>,
+        read_only: bool,
+        name: &str,
+        start: impl FnOnce() -> mlua::Result<(bool, Value)>,
+    ) {
         self.resp.set(Protocol::Resp2);
         self.failure.borrow_mut().take();
-        let (resp, failure, scratch) = (&self.resp, &self.failure, &self.scratch);
-        // redis.call and redis.pcall share the client: one closure, told which it is.
-        let ctx = RefCell::new(ctx);
-        let outcome = self.lua.scope(|scope| {
-            let command = |raise_errors: bool| {
-                let ctx = &ctx;
-                scope.create_function(move |lua, args: Variadic<Value>| {
-                    let mut ctx = ctx.borrow_mut();
-                    let mut scratch = scratch.borrow_mut();
-                    let (reply, failed) =
-                        call(lua, &mut ctx, &mut scratch, resp.get(), read_only, &args)?;
-                    match reply {
-                        Value::Table(t) if failed && raise_errors => {
-                            let msg: String = t.raw_get("err")?;
-                            Err(raise(lua, failure, &msg))
-                        }
-                        reply => Ok(reply),
-                    }
-                })
-            };
-            self.set_dispatch
-                .call::<()>((command(true)?, command(false)?))?;
-            let outcome: (bool, Value) = self.run.call(f)?;
-            self.set_dispatch.call::<()>((Value::Nil, Value::Nil))?;
-            Ok(outcome)
-        });
-        let ctx = ctx.into_inner();
+        let run = Run {
+            ctx: RefCell::new(ctx),
+            read_only,
+        };
+        let outcome = {
+            let _active = self.dispatch.activate(&run);
+            start()
+        };
+        let ctx = run.ctx.into_inner();
         if self.lua.used_memory() > COLLECT_ABOVE {
             // A failed collection leaves the state as it was: nothing to undo.
             let _ = self.lua.gc_collect();
         }
         match outcome {
             Ok((true, value)) => convert::to_reply(&value, ctx.out, self.resp.get()),
-            Ok((false, err)) => ctx.out.error(&convert::error_text(&err, &job.sha)),
+            Ok((false, err)) => ctx.out.error(&convert::error_text(&err, name)),
             Err(e) => ctx.out.error(&format!("ERR {e}")),
         }
     }
@@ -256,36 +332,52 @@ fn clear_from(t: &Table, from: usize) -> mlua::Result<()> {
     Ok(())
 }
 
-/// The line the innermost frame of the user's script is at, if it is on the stack.
-fn script_line(lua: &Lua) -> Option<usize> {
+/// The line the innermost frame of the user's script (or function library) is at, and its
+/// chunk's name, if it is on the stack.
+fn script_line(lua: &Lua) -> Option<(usize, &'static str)> {
     (0..)
         .map_while(|level| {
             lua.inspect_stack(level, |d| {
-                let source = d.source();
-                (source.source.as_deref() == Some("@user_script")).then(|| d.current_line())
+                let chunk = match d.source().source.as_deref() {
+                    Some(SCRIPT_CHUNK) => SCRIPT_CHUNK,
+                    Some(LIBRARY_CHUNK) => LIBRARY_CHUNK,
+                    _ => return None,
+                };
+                d.current_line().map(|line| (line, chunk))
             })
         })
-        .find_map(|found| found.flatten())
+        .find_map(|found| found)
 }
 
-/// Compiles `body` (its `#!lua` line blanked, so line numbers stay): Redis's error text if it
-/// does not compile.
-fn compile(lua: &Lua, body: &str) -> Result<Function, String> {
-    let code = match body.find('\n') {
-        Some(end) if body.starts_with("#!") => format!("{}{}", " ".repeat(end), &body[end..]),
-        None if body.starts_with("#!") => String::new(),
-        _ => body.to_owned(),
+/// The chunk names Redis gives a script and a function library (errors show them).
+const SCRIPT_CHUNK: &str = "@user_script";
+pub(super) const LIBRARY_CHUNK: &str = "@user_function";
+
+/// Compiles `body` (its `#!` line blanked, so line numbers stay) as the chunk `chunk`: Lua's
+/// error text if it does not compile.
+pub(super) fn compile_chunk(lua: &Lua, body: &[u8], chunk: &str) -> Result<Function, String> {
+    let code: std::borrow::Cow<'_, [u8]> = match body.iter().position(|&c| c == b'\n') {
+        Some(end) if body.starts_with(b"#!") => {
+            let mut blanked = vec![b' '; end];
+            blanked.extend_from_slice(&body[end..]);
+            blanked.into()
+        }
+        None if body.starts_with(b"#!") => (&[][..]).into(),
+        _ => body.into(),
     };
-    lua.load(code)
-        .set_name("@user_script")
+    lua.load(&*code)
+        .set_name(chunk)
         .into_function()
-        .map_err(|e| {
-            let text = match e {
-                mlua::Error::SyntaxError { message, .. } => message,
-                other => other.to_string(),
-            };
-            format!("ERR Error compiling script (new function): {text}")
+        .map_err(|e| match e {
+            mlua::Error::SyntaxError { message, .. } => message,
+            other => other.to_string(),
         })
+}
+
+/// Compiles a script: Redis's error text if it does not compile.
+fn compile(lua: &Lua, body: &str) -> Result<Function, String> {
+    compile_chunk(lua, body.as_bytes(), SCRIPT_CHUNK)
+        .map_err(|e| format!("ERR Error compiling script (new function): {e}"))
 }
 
 /// Whether `body` compiles (SCRIPT LOAD), with a throwaway state.
@@ -293,6 +385,46 @@ pub fn check_syntax(body: &str) -> Result<(), String> {
     super::shebang(body)?;
     let lua = Lua::new_with(StdLib::NONE, LuaOptions::new()).map_err(|e| format!("ERR {e}"))?;
     compile(&lua, body).map(drop)
+}
+
+/// `redis.call` (`raise_errors`) or `redis.pcall`, made once per state: runs its command as
+/// the client of the run in progress.
+fn redis_call(
+    lua: &Lua,
+    dispatch: &Rc<Dispatch>,
+    resp: &Rc<Cell<Protocol>>,
+    failure: &Slot,
+    raise_errors: bool,
+) -> mlua::Result<Function> {
+    let (dispatch, resp, failure) = (Rc::clone(dispatch), Rc::clone(resp), Rc::clone(failure));
+    let scratch = RefCell::new(Scratch::default());
+    lua.create_function(move |lua, args: Variadic<Value>| {
+        let busy = || raise(lua, &failure, "ERR a script cannot run another script");
+        #[allow(unsafe_code)]
+        // SAFETY: `invoke` is the only place this dispatch is activated, always with a `Run`.
+        let outcome = unsafe {
+            dispatch.with(|run: &Run<'_, '_>| {
+                let mut ctx = run.ctx.try_borrow_mut().map_err(|_| busy())?;
+                let mut scratch = scratch.try_borrow_mut().map_err(|_| busy())?;
+                call(
+                    lua,
+                    &mut ctx,
+                    &mut scratch,
+                    resp.get(),
+                    run.read_only,
+                    &args,
+                )
+            })
+        };
+        let idle = || raise(lua, &failure, "ERR no script is running");
+        match outcome.ok_or_else(idle)?? {
+            (Value::Table(t), true) if raise_errors => {
+                let msg: String = t.raw_get("err")?;
+                Err(raise(lua, &failure, &msg))
+            }
+            (reply, _) => Ok(reply),
+        }
+    })
 }
 
 /// `redis.call` / `redis.pcall`: runs one command as the script's client. Returns the reply
