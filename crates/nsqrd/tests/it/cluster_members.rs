@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use nsqr_replication::Peers;
 
-use crate::cluster_replicated::{configure, consume_all, PATIENCE};
+use crate::cluster_replicated::{configure, consume_all, group, PATIENCE};
 use crate::common::*;
 
 /// Four nodes' cluster ports and secret; nodes are started and restarted with a peer list.
@@ -144,6 +144,39 @@ fn try_publish(addr: SocketAddr, topic: &str, body: &str) -> Option<u16> {
     text.split(' ').nth(1)?.parse().ok()
 }
 
+/// Publishes `last` through one of `ids` (a follower forwards it), then returns the one whose
+/// `/stats` says it leads `topic`, in the highest term if several do.
+fn publish_last(nodes: &Nodes, ids: &[usize], topic: &str) -> usize {
+    let http = nodes.http.lock().expect("lock").clone();
+    let live: Vec<usize> = ids
+        .iter()
+        .copied()
+        .filter(|id| http[id - 1].is_some())
+        .collect();
+    let deadline = Instant::now() + PATIENCE;
+    while !live
+        .iter()
+        .any(|id| http[id - 1].is_some_and(|a| try_publish(a, topic, "last") == Some(200)))
+    {
+        assert!(Instant::now() < deadline, "no node took the last publish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    loop {
+        let leader = live
+            .iter()
+            .filter_map(|&id| {
+                let g = group(nodes.node(id), topic)?;
+                (g["role"] == "leader").then(|| (g["term"].as_u64(), id))
+            })
+            .max();
+        if let Some((_, id)) = leader {
+            return id;
+        }
+        assert!(Instant::now() < deadline, "no leader of {topic}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Publishes to whichever node accepts, until stopped; records what was acknowledged.
 struct Publisher {
     stop: Arc<AtomicBool>,
@@ -266,10 +299,7 @@ fn a_node_is_added_and_another_removed_while_publishing() {
     nodes.stop(2);
     publisher.progress(20, "with nodes 3 and 4 only");
     let acked = publisher.finish();
-    let http = nodes.http.lock().expect("lock").clone();
-    let leader = (3..=4)
-        .find(|id| http[id - 1].is_some_and(|a| try_publish(a, &topic, "last") == Some(200)))
-        .expect("a leader among nodes 3 and 4");
+    let leader = publish_last(&nodes, &[3, 4], &topic);
     let mut want = acked;
     want.insert("last".to_string());
     consume_all(nodes.node(leader), &topic, &want);
@@ -315,11 +345,7 @@ fn a_replicas_change_moves_the_voters() {
     publisher.progress(10, "with three voters again");
 
     let mut want = publisher.finish();
-    let http = nodes.http.lock().expect("lock").clone();
-    let leader = all
-        .into_iter()
-        .find(|id| http[id - 1].is_some_and(|a| try_publish(a, topic, "last") == Some(200)))
-        .expect("a leader");
+    let leader = publish_last(&nodes, &all, topic);
     want.insert("last".to_string());
     consume_all(nodes.node(leader), topic, &want);
 }
