@@ -220,14 +220,19 @@ impl Hash {
         self.map.get(field).map(|v| &**v)
     }
 
-    /// Sets a field; whether it is new.
+    /// Sets a field; whether it is new. A new value as long as the old one is written over it
+    /// (no new block).
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         self.big |= field.len() > HASH_SMALL_VALUE || value.len() > HASH_SMALL_VALUE;
         self.bytes += pair_cost(field, value);
         let new = match self.map.get_mut(field) {
             Some(v) => {
                 self.bytes -= pair_cost(field, v);
-                *v = value.into();
+                if v.len() == value.len() {
+                    v.copy_from_slice(value);
+                } else {
+                    *v = value.into();
+                }
                 false
             }
             None => {
