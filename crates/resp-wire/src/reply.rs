@@ -247,7 +247,7 @@ pub fn format_double(v: f64) -> String {
 /// integers). `-0` is left to [`format_general`], which keeps its sign.
 fn exact_integer(v: f64) -> Option<i64> {
     const EXACT: f64 = 9_007_199_254_740_992.0;
-    (v.fract() == 0.0 && v.abs() < EXACT && !(v == 0.0 && v.is_sign_negative())).then(|| v as i64)
+    (v.fract() == 0.0 && v.abs() < EXACT && !(v == 0.0 && v.is_sign_negative())).then_some(v as i64)
 }
 
 /// [`format_double`] for any double.
