@@ -245,7 +245,8 @@ impl Hash {
         }
     }
 
-    /// Sets a field; whether it is new.
+    /// Sets a field; whether it is new. A new value as long as the old one is written over it
+    /// (no new block).
     pub fn insert(&mut self, field: &[u8], value: &[u8]) -> bool {
         let long = field.len() > HASH_SMALL_VALUE || value.len() > HASH_SMALL_VALUE;
         if let Fields::Packed(p) = &mut self.fields {
@@ -265,7 +266,11 @@ impl Hash {
         match map.get_mut(field) {
             Some(v) => {
                 self.bytes -= pair_cost(field, v);
-                *v = value.into();
+                if v.len() == value.len() {
+                    v.copy_from_slice(value);
+                } else {
+                    *v = value.into();
+                }
                 false
             }
             None => {

@@ -101,12 +101,9 @@ impl Keyspace {
             let (r, op) = f(&mut fresh, &mut touched)?;
             if let (Some(op), false) = (op, fresh.is_empty()) {
                 let clock = self.write_clock(None, now);
-                g.insert(
-                    hash,
-                    Entry::typed(key, fresh.into(), None, clock),
-                    self.hasher(),
-                );
-                self.announce::<T>(g, hash, key, op, true, touched, now, pending);
+                let entry = Entry::typed(key, fresh.into(), None, clock);
+                self.announce::<T>(&entry, op, true, touched, now, pending);
+                g.insert(hash, entry, self.hasher());
             }
             return Ok(r);
         };
@@ -116,34 +113,30 @@ impl Keyspace {
         let emptied = value.is_empty();
         self.touch(e, now);
         let after = e.cost();
-        g.recost(before, after);
         if let Some(op) = op {
-            self.announce::<T>(g, hash, key, op, false, touched, now, pending);
-            if emptied && g.remove(hash, key).is_some() {
-                self.emit(Emit::new(Op::Del, key), now, pending);
-            }
+            self.announce::<T>(e, op, false, touched, now, pending);
+        }
+        g.recost(before, after);
+        if op.is_some() && emptied && g.remove(hash, key).is_some() {
+            self.emit(Emit::new(Op::Del, key), now, pending);
         }
         Ok(r)
     }
 
-    /// Announces a write: the members record (when there is a log), notifications, feed.
-    #[allow(clippy::too_many_arguments)]
+    /// Announces a write to `entry` (the key's entry after it, emptied or not): the members
+    /// record (when there is a log), notifications, feed.
     fn announce<T: Typed>(
         &self,
-        g: &mut Guard<'_>,
-        hash: u64,
-        key: &[u8],
+        entry: &Entry,
         op: Op,
         created: bool,
         touched: Touched,
         now: u64,
         pending: &mut Pending,
     ) {
+        let key = entry.key();
         if T::WHOLE {
-            if let Some(entry) = g
-                .get(hash, key)
-                .filter(|e| e.collection().is_some_and(|c| !c.is_empty()))
-            {
+            if entry.collection().is_some_and(|c| !c.is_empty()) {
                 return self.emit_whole(entry, op, created, now, pending);
             }
             // Emptied: the key's removal follows; the log records it gone.
@@ -154,11 +147,11 @@ impl Keyspace {
             return self.emit(emit, now, pending);
         }
         let mut states = Members::default();
-        let value = g.get(hash, key).and_then(Entry::collection).and_then(T::of);
+        let value = entry.collection().and_then(T::of);
         for m in touched.members.iter().flatten() {
             states.push(m, value.and_then(|v| v.state(m)));
         }
-        let deadline = g.get(hash, key).and_then(Entry::deadline);
+        let deadline = entry.deadline();
         let emit = Emit {
             record: Some(Record::Members {
                 key,

@@ -4,8 +4,8 @@
 //! - `scores`, an insertion-ordered map from member to score: ZSCORE in constant time, and,
 //!   as for hashes and sets, random picks (ZRANDMEMBER) and ZSCAN's cursor by position;
 //! - `order`, an order-statistic B-tree of (score, member) (the `indexset` crate: sorted nodes
-//!   of up to 1,024 elements indexed by a Fenwick tree), so ZRANK, ranges by rank and the
-//!   position of a score or a lexicographic bound all cost O(log n), not a walk.
+//!   of up to [`ORDER_NODE`] elements indexed by a Fenwick tree), so ZRANK, ranges by rank and
+//!   the position of a score or a lexicographic bound all cost O(log n), not a walk.
 //!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
 //! the IEEE total order and two equal scores always fall back to the members' bytes.
@@ -30,6 +30,11 @@ const ZSET_SMALL_VALUE: usize = 64;
 /// A member's fixed cost: its slot in the map (hash, boxed member, score; index and control
 /// byte) and in the tree (score and boxed member).
 const ZSET_SLOT: usize = 8 + 16 + 8 + 10 + 24;
+/// Elements per node of the order. An insertion or a removal moves the elements after it in
+/// its node (a ZPOPMIN the whole node), so smaller nodes move less; a split rebuilds the
+/// index over every node, so smaller nodes split more often. The crate's default is 1,024;
+/// docs/decisions/0023-keyspace-collection-writes.md has what each size gave.
+const ORDER_NODE: usize = 128;
 
 /// A member taken out of a sorted set, with its score.
 pub type Popped = (Box<[u8]>, f64);
@@ -64,13 +69,24 @@ impl PartialEq for Ranked {
 impl Eq for Ranked {}
 
 /// A sorted set.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ZSet {
     /// Member to score (the score's little-endian bytes, which the log records as they are).
     scores: IndexMap<Box<[u8]>, [u8; 8], Build>,
     order: BTreeSet<Ranked>,
     bytes: usize,
     big: bool,
+}
+
+impl Default for ZSet {
+    fn default() -> ZSet {
+        ZSet {
+            scores: IndexMap::default(),
+            order: BTreeSet::with_maximum_node_size(ORDER_NODE),
+            bytes: 0,
+            big: false,
+        }
+    }
 }
 
 impl PartialEq for ZSet {

@@ -77,6 +77,8 @@ pub fn check(data: &[u8]) {
         };
         assert_eq!(Some(p.name), args.first().map(Vec::as_slice));
         assert_eq!(p.first_arg, args.get(1).map(Vec::as_slice));
+        assert_eq!(p.more_args[0], args.get(2).map(Vec::as_slice));
+        assert_eq!(p.more_args[1], args.get(3).map(Vec::as_slice));
     }
     let _ = crate::frame::decode(data);
 }

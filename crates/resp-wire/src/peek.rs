@@ -13,6 +13,10 @@ pub struct Peeked<'a> {
     pub name: &'a [u8],
     /// Its second argument, if it has one (the key, for most commands).
     pub first_arg: Option<&'a [u8]>,
+    /// Its third and fourth arguments, if it has them (a field or member, for most commands on
+    /// a hash, a set or a sorted set: HSET's field, SADD's first member, ZADD's member after
+    /// its score).
+    pub more_args: [Option<&'a [u8]>; 2],
     /// Where it ends in the buffer (where the next one starts).
     pub end: usize,
 }
@@ -39,6 +43,7 @@ impl<'a> Iterator for Peek<'a> {
         }
         let mut name: &[u8] = &[];
         let mut first_arg = None;
+        let mut more_args = [None; 2];
         for i in 0..count {
             let (len, start) = length_line(self.buf, at, b'$')?;
             let end = start.checked_add(len)?;
@@ -49,6 +54,7 @@ impl<'a> Iterator for Peek<'a> {
             match i {
                 0 => name = arg,
                 1 => first_arg = Some(arg),
+                2 | 3 => more_args[i - 2] = Some(arg),
                 _ => {}
             }
             at = end + 2;
@@ -57,6 +63,7 @@ impl<'a> Iterator for Peek<'a> {
         Some(Peeked {
             name,
             first_arg,
+            more_args,
             end: at,
         })
     }
@@ -110,6 +117,11 @@ mod tests {
         assert_eq!(got[0].first_arg, Some(&b"key"[..]));
         assert_eq!(got[1].name, b"PING");
         assert_eq!(got[1].first_arg, None);
+        assert_eq!(got[0].more_args, [None, None]);
+        let hset = peek(b"*5\r\n$4\r\nHSET\r\n$1\r\nh\r\n$1\r\nf\r\n$1\r\nv\r\n$1\r\nw\r\n")
+            .next()
+            .map(|p| p.more_args);
+        assert_eq!(hset, Some([Some(&b"f"[..]), Some(&b"v"[..])]));
         assert_eq!(got[1].end, whole);
     }
 

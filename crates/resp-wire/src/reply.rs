@@ -176,7 +176,15 @@ impl Reply {
 
     /// `,<v>` in RESP3, a bulk string in RESP2.
     pub fn double(&mut self, v: f64) {
-        let text = format_double(v);
+        let mut digits = itoa::Buffer::new();
+        let general;
+        let text = match exact_integer(v) {
+            Some(n) => digits.format(n),
+            None => {
+                general = format_general(v);
+                general.as_str()
+            }
+        };
         match self.proto {
             Protocol::Resp2 => self.bulk(text.as_bytes()),
             Protocol::Resp3 => {
@@ -228,6 +236,22 @@ impl Reply {
 /// `%.17g` (17 significant digits, trailing zeros cut, an exponent of at least two digits
 /// below 1e-4 and from 1e17 on): `0.1` is `0.10000000000000001`, `1e20` is `1e+20`.
 pub fn format_double(v: f64) -> String {
+    match exact_integer(v) {
+        Some(n) => itoa::Buffer::new().format(n).to_string(),
+        None => format_general(v),
+    }
+}
+
+/// Below 2^53 in magnitude every integer is exact and `%.17g` writes it as plain digits, which
+/// `itoa` writes without the float formatting machinery (a sorted set's scores are often
+/// integers). `-0` is left to [`format_general`], which keeps its sign.
+fn exact_integer(v: f64) -> Option<i64> {
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    (v.fract() == 0.0 && v.abs() < EXACT && !(v == 0.0 && v.is_sign_negative())).then_some(v as i64)
+}
+
+/// [`format_double`] for any double.
+fn format_general(v: f64) -> String {
     if v.is_nan() {
         return "nan".to_string();
     }
@@ -270,6 +294,41 @@ mod tests {
             String::from_utf8(r2.as_bytes().to_vec()).unwrap(),
             String::from_utf8(r3.as_bytes().to_vec()).unwrap(),
         )
+    }
+
+    #[test]
+    fn integers_take_the_short_way_to_the_same_text() {
+        let edges = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            9_007_199_254_740_991.0,
+            -9_007_199_254_740_991.0,
+        ];
+        let near_limit = [
+            9_007_199_254_740_992.0,
+            1e16,
+            1e17,
+            123_456_789_012_345_680.0,
+        ];
+        for v in edges.into_iter().chain(near_limit) {
+            assert_eq!(format_double(v), format_general(v), "{v}");
+        }
+        assert_eq!(format_double(-0.0), "-0");
+        assert_eq!(format_double(1e17), "1e+17");
+        let mut r = Reply::new(Protocol::Resp3);
+        r.double(-42.0);
+        r.double(0.5);
+        assert_eq!(r.as_bytes(), b",-42\r\n,0.5\r\n");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn integer_scores_format_as_the_general_way(n in -(1i64 << 53)..(1i64 << 53)) {
+            let v = n as f64;
+            proptest::prop_assert_eq!(format_double(v), format_general(v));
+        }
     }
 
     #[test]

@@ -15,8 +15,9 @@
 //!   (`nsqr_kv::Subscriber`), where publishers add messages; the task wakes on either input
 //!   or new messages, and closes the connection if the outbox was cut off.
 //! - **Pipelines warm the cache first.** Before running a pipelined batch, the keys of its
-//!   next requests (up to [`WARM_BATCH`]) are looked up together (`Keyspace::warm`), so their
-//!   cache misses overlap instead of coming one command at a time.
+//!   next requests (up to [`WARM_BATCH`]), and the fields or members they name in a hash, set
+//!   or sorted set, are looked up together (`Keyspace::warm`), so their cache misses overlap
+//!   instead of coming one command at a time.
 //! - **One turn per batch.** A batch runs under one shared turn of the keyspace, so a
 //!   transaction (`EXEC`, which trades it for the exclusive turn) never interleaves with it.
 //! - **Kills and pauses.** `CLIENT KILL` wakes the task, which closes the connection; a
@@ -507,19 +508,20 @@ fn warm(shared: &Shared, session: &Session, input: &[u8]) -> usize {
     if !session.authenticated {
         return 0;
     }
-    let mut ahead: [(&[u8], &[u8]); WARM_BATCH] = [(&[], &[]); WARM_BATCH];
+    let mut ahead: [(&[u8], [&[u8]; 3]); WARM_BATCH] = [(&[], [&[]; 3]); WARM_BATCH];
     let (mut requests, mut end) = (0, 0);
     for p in resp_wire::peek(input).take(WARM_BATCH) {
-        ahead[requests] = (p.name, p.first_arg.unwrap_or_default());
+        let [a, b] = p.more_args.map(Option::unwrap_or_default);
+        ahead[requests] = (p.name, [p.first_arg.unwrap_or_default(), a, b]);
         requests += 1;
         end = p.end;
     }
     if requests >= 2 {
-        let mut keys: [&[u8]; WARM_BATCH] = [&[]; WARM_BATCH];
+        let mut keys: [[&[u8]; 3]; WARM_BATCH] = [[&[]; 3]; WARM_BATCH];
         let mut n = 0;
-        for &(name, key) in &ahead[..requests] {
+        for &(name, request) in &ahead[..requests] {
             if lookup(name).is_some_and(|c| c.keys.0 == 1) {
-                keys[n] = key;
+                keys[n] = request;
                 n += 1;
             }
         }

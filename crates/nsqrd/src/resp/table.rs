@@ -3,7 +3,6 @@
 //! log (strict mode), and the RESP2 subscribed context. A refused command is an error reply;
 //! the connection stays open.
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use resp_wire::Args;
@@ -308,9 +307,11 @@ commands! {
     "function", -2, NOSCRIPT, NONE, script::function;
 }
 
-/// The command named `name` (any case).
+/// The command named `name` (any case). Looked up on every request: the table hashes with
+/// foldhash, not the standard library's SipHash (which guards against collisions chosen by a
+/// client, and the names here are fixed).
 pub fn lookup(name: &[u8]) -> Option<&'static Command> {
-    static BY_NAME: OnceLock<HashMap<&'static [u8], usize>> = OnceLock::new();
+    static BY_NAME: OnceLock<foldhash::HashMap<&'static [u8], usize>> = OnceLock::new();
     let map = BY_NAME.get_or_init(|| {
         COMMANDS
             .iter()
