@@ -119,6 +119,13 @@ impl Cluster {
         wait_for_leader(self.live(), topic).0
     }
 
+    /// Reads `topic`/`c` from whichever live node leads until every body of `want` arrived
+    /// (`consume_from_leader`).
+    pub(crate) fn consume(&self, topic: &str, want: &HashSet<String>) {
+        let live: Vec<(usize, &Server)> = self.live().collect();
+        consume_from_leader(&live, topic, "c", want);
+    }
+
     /// PUBs `body` to the node leading `topic` until it accepts it; returns the leader once
     /// it is committed (a node that lost the lead meanwhile forwarded it). Over TCP, whose
     /// answer may take a commit's time on a loaded machine, waited for with `PATIENCE`.
@@ -207,26 +214,6 @@ impl Drop for Cluster {
 
 pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
     s.post(&format!("/topic/config?topic={topic}"), body.as_bytes())
-}
-
-/// Reads messages from a consumer of `topic`/`c` on `s` until every body of `want` arrived.
-pub(crate) fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
-    let mut c = s.connect();
-    c.sub(topic, "c");
-    c.cmd("RDY 1000");
-    let mut seen = HashSet::new();
-    let deadline = Instant::now() + PATIENCE;
-    while !want.is_subset(&seen) {
-        assert!(
-            Instant::now() < deadline,
-            "missing after failover: {:?}",
-            want.difference(&seen).collect::<Vec<_>>()
-        );
-        if let Some(m) = c.message_within(Duration::from_secs(1)) {
-            c.cmd(&format!("FIN {}", m.id_str()));
-            seen.insert(String::from_utf8_lossy(&m.body).into_owned());
-        }
-    }
 }
 
 /// Reads `topic`/`channel` from whichever of `nodes` leads the group until every body of
@@ -353,8 +340,7 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
     let new_leader = cluster.publish_to_leader("orders", "after");
     assert_ne!(new_leader, leader);
     acked.insert("after".to_string());
-    let s = cluster.nodes[new_leader - 1].as_ref().expect("new leader");
-    consume_all(s, "orders", &acked);
+    cluster.consume("orders", &acked);
 }
 
 #[test]
@@ -404,9 +390,7 @@ fn a_publish_while_no_leader_can_be_elected_fails_cleanly() {
         assert_eq!(r.status, 503, "{}", r.text());
         assert!(Instant::now() < deadline, "no leader again: {}", r.text());
     }
-    let leader = cluster.leader_of("orders");
-    let s = cluster.nodes[leader - 1].as_ref().expect("new leader");
-    consume_all(s, "orders", &HashSet::from(["majority again".to_string()]));
+    cluster.consume("orders", &HashSet::from(["majority again".to_string()]));
 }
 
 #[test]
@@ -514,7 +498,7 @@ fn stats_and_metrics_show_each_node_s_view_of_the_group() {
 #[test]
 fn a_node_outside_the_group_forwards_to_its_leader() {
     let cluster = start_cluster_of(5, &[]);
-    let leader = cluster.replicate("orders");
+    cluster.replicate("orders");
     let mut outside = Vec::new();
     let settled = wait_until(PATIENCE, || {
         outside = cluster
@@ -536,8 +520,7 @@ fn a_node_outside_the_group_forwards_to_its_leader() {
         s.connect().publish("orders", body.as_bytes());
         want.insert(body);
     }
-    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
-    consume_all(s, "orders", &want);
+    cluster.consume("orders", &want);
 }
 
 #[test]
