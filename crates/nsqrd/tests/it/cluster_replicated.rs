@@ -96,7 +96,7 @@ impl Cluster {
             .expect("a cluster address")
     }
 
-    pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> {
+    pub(crate) fn live(&self) -> impl Iterator<Item = (usize, &Server)> + Clone {
         self.nodes
             .iter()
             .enumerate()
@@ -116,24 +116,14 @@ impl Cluster {
     /// The node that says, in `/stats`, it leads `topic`'s group, in the highest term if
     /// several do (an old leader may not know yet); waits for one.
     pub(crate) fn leader_of(&self, topic: &str) -> usize {
-        let deadline = Instant::now() + PATIENCE;
-        loop {
-            let leader = self
-                .live()
-                .filter_map(|(n, s)| {
-                    let g = group(s, topic)?;
-                    (g["role"] == "leader").then(|| (g["term"].as_u64(), n))
-                })
-                .max();
-            if let Some((_, n)) = leader {
-                return n;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no leader for {topic} within {PATIENCE:?}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
+        wait_for_leader(self.live(), topic).0
+    }
+
+    /// Reads `topic`/`c` from whichever live node leads until every body of `want` arrived
+    /// (`consume_from_leader`).
+    pub(crate) fn consume(&self, topic: &str, want: &HashSet<String>) {
+        let live: Vec<(usize, &Server)> = self.live().collect();
+        consume_from_leader(&live, topic, "c", want);
     }
 
     /// PUBs `body` to the node leading `topic` until it accepts it; returns the leader once
@@ -160,6 +150,40 @@ impl Cluster {
             );
             std::thread::sleep(Duration::from_millis(100));
         }
+    }
+}
+
+/// The node among `nodes` that says, in `/stats`, it leads `topic`'s group, and its term: the
+/// highest term if several do (an old leader may not know yet).
+pub(crate) fn leader_among<'a>(
+    nodes: impl Iterator<Item = (usize, &'a Server)>,
+    topic: &str,
+) -> Option<(usize, u64)> {
+    nodes
+        .filter_map(|(n, s)| {
+            let g = group(s, topic)?;
+            (g["role"] == "leader").then(|| (g["term"].as_u64().unwrap_or(0), n))
+        })
+        .max()
+        .map(|(term, n)| (n, term))
+}
+
+/// Waits (up to [`PATIENCE`]) until one of `nodes` leads `topic`'s group; returns it and its
+/// term.
+pub(crate) fn wait_for_leader<'a>(
+    nodes: impl Iterator<Item = (usize, &'a Server)> + Clone,
+    topic: &str,
+) -> (usize, u64) {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(leader) = leader_among(nodes.clone(), topic) {
+            return leader;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no leader for {topic} within {PATIENCE:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
     }
 }
 
@@ -192,22 +216,52 @@ pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
     s.post(&format!("/topic/config?topic={topic}"), body.as_bytes())
 }
 
-/// Reads messages from a consumer of `topic`/`c` on `s` until every body of `want` arrived.
-pub(crate) fn consume_all(s: &Server, topic: &str, want: &HashSet<String>) {
-    let mut c = s.connect();
-    c.sub(topic, "c");
-    c.cmd("RDY 1000");
+/// Reads `topic`/`channel` from whichever of `nodes` leads the group until every body of
+/// `want` arrived, FINning each message: a consumer stays on a node while it leads in the
+/// same term, and moves to the new leader when the lead changes (an election under load).
+/// The old leader's in-flight messages go back to the new one, so a FIN it refuses then is
+/// expected; a FIN refused by a node still leading in the same term fails the test.
+pub(crate) fn consume_from_leader(
+    nodes: &[(usize, &Server)],
+    topic: &str,
+    channel: &str,
+    want: &HashSet<String>,
+) {
     let mut seen = HashSet::new();
     let deadline = Instant::now() + PATIENCE;
     while !want.is_subset(&seen) {
-        assert!(
-            Instant::now() < deadline,
-            "missing after failover: {:?}",
-            want.difference(&seen).collect::<Vec<_>>()
-        );
-        if let Some(m) = c.message_within(Duration::from_secs(1)) {
-            c.cmd(&format!("FIN {}", m.id_str()));
-            seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+        let (n, term) = wait_for_leader(nodes.iter().copied(), topic);
+        let s = nodes
+            .iter()
+            .find(|(m, _)| *m == n)
+            .expect("a leader among the nodes")
+            .1;
+        let mut c = s.connect();
+        c.sub(topic, channel);
+        c.cmd("RDY 1000");
+        while !want.is_subset(&seen) {
+            assert!(
+                Instant::now() < deadline,
+                "missing after failover: {:?}",
+                want.difference(&seen).collect::<Vec<_>>()
+            );
+            let same_lead = || leader_among(nodes.iter().copied(), topic) == Some((n, term));
+            match c.frame_within(Duration::from_secs(1)) {
+                Some(Frame::Message(m)) => {
+                    c.fin(&m.id_str());
+                    seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+                }
+                Some(Frame::Error(e)) if e.starts_with("E_FIN_FAILED") => {
+                    assert!(
+                        !same_lead(),
+                        "node {n} leads in term {term} and refused: {e}"
+                    );
+                    break;
+                }
+                Some(other) => panic!("node {n}: expected a message, got {other:?}"),
+                None if same_lead() => {}
+                None => break,
+            }
         }
     }
 }
@@ -286,8 +340,7 @@ fn an_acknowledged_publish_survives_the_leader_killed() {
     let new_leader = cluster.publish_to_leader("orders", "after");
     assert_ne!(new_leader, leader);
     acked.insert("after".to_string());
-    let s = cluster.nodes[new_leader - 1].as_ref().expect("new leader");
-    consume_all(s, "orders", &acked);
+    cluster.consume("orders", &acked);
 }
 
 #[test]
@@ -337,9 +390,7 @@ fn a_publish_while_no_leader_can_be_elected_fails_cleanly() {
         assert_eq!(r.status, 503, "{}", r.text());
         assert!(Instant::now() < deadline, "no leader again: {}", r.text());
     }
-    let leader = cluster.leader_of("orders");
-    let s = cluster.nodes[leader - 1].as_ref().expect("new leader");
-    consume_all(s, "orders", &HashSet::from(["majority again".to_string()]));
+    cluster.consume("orders", &HashSet::from(["majority again".to_string()]));
 }
 
 #[test]
@@ -447,7 +498,7 @@ fn stats_and_metrics_show_each_node_s_view_of_the_group() {
 #[test]
 fn a_node_outside_the_group_forwards_to_its_leader() {
     let cluster = start_cluster_of(5, &[]);
-    let leader = cluster.replicate("orders");
+    cluster.replicate("orders");
     let mut outside = Vec::new();
     let settled = wait_until(PATIENCE, || {
         outside = cluster
@@ -469,8 +520,7 @@ fn a_node_outside_the_group_forwards_to_its_leader() {
         s.connect().publish("orders", body.as_bytes());
         want.insert(body);
     }
-    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
-    consume_all(s, "orders", &want);
+    cluster.consume("orders", &want);
 }
 
 #[test]

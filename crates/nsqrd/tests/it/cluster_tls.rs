@@ -11,7 +11,7 @@ use nsqr_replication::{probe, ClusterConfig, ClusterTls, Peers};
 use rcgen::{BasicConstraints, Certificate, CertificateParams, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 
-use crate::cluster_replicated::{configure, consume_all, start_cluster_with, Cluster, PATIENCE};
+use crate::cluster_replicated::{configure, start_cluster_with, Cluster, PATIENCE};
 
 /// A certificate authority and a certificate for 127.0.0.1 it signed.
 struct Issued {
@@ -79,7 +79,7 @@ fn a_cluster_in_mutual_tls_replicates_and_refuses_strangers() {
         p.publish("orders", body.as_bytes());
         acked.insert(body);
     }
-    consume_all(s, "orders", &acked);
+    cluster.consume("orders", &acked);
 
     // A member's id and secret with a certificate of another CA: refused in the TLS
     // handshake, before the secret is asked for.
@@ -131,7 +131,6 @@ fn a_cluster_in_mutual_tls_replicates_and_refuses_strangers() {
     );
 
     // Still replicating.
-    let leader = cluster.publish_to_leader("orders", "after");
-    let s = cluster.nodes[leader - 1].as_ref().expect("leader");
-    consume_all(s, "orders", &HashSet::from(["after".to_string()]));
+    cluster.publish_to_leader("orders", "after");
+    cluster.consume("orders", &HashSet::from(["after".to_string()]));
 }
