@@ -63,6 +63,9 @@ def main():
     cargo = os.environ.get("CARGO", "cargo")
 
     bins = test_binaries(cargo, args.cargo_args)
+    if not any((b[0], b[1]) in LONG for b in bins):
+        print(f"FAILED: cargo listed no {sorted(LONG)} test binary ({len(bins)} found)")
+        return 1
     doc = [cargo, "test", "--workspace", "--doc", *args.cargo_args, "--"]
     bins.append(("workspace", "doc tests", doc, os.getcwd()))
     long = [b for b in bins if (b[0], b[1]) in LONG]
