@@ -131,6 +131,30 @@ class SharedServer:
         self.r.flushdb()
 
 
+class AcrossRestarts:
+    """A type's keys kept across a graceful restart and, in strict mode, a SIGKILL. A subclass
+    (with unittest.TestCase) writes them in `fill(r)`, which returns what it read back, and
+    checks the restarted server in `check(r, before)`. DECODE is the clients' decode_responses."""
+
+    DECODE = True
+
+    def run_with(self, flags, stop):
+        srv = Server(*flags)
+        try:
+            before = self.fill(srv.client(decode_responses=self.DECODE))
+            stop(srv)
+            srv.restart()
+            self.check(srv.client(decode_responses=self.DECODE), before)
+        finally:
+            srv.stop()
+
+    def test_graceful_restart(self):
+        self.run_with([], lambda srv: srv.terminate())
+
+    def test_strict_mode_survives_sigkill(self):
+        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+
+
 def read_until_closed(sock, limit=1 << 20):
     """Everything the server sends until it closes (or resets) the connection."""
     out = b""

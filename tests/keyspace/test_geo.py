@@ -7,7 +7,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, SharedServer, wait_for
 from test_pubsub import messages
 
 PALERMO = (13.361389, 38.115556, "Palermo")
@@ -159,27 +159,15 @@ class GeoResp3(Geo, unittest.TestCase):
     PROTOCOL = 3
 
 
-class GeoAcrossRestarts(unittest.TestCase):
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            r.geoadd("Sicily", PALERMO + CATANIA)
-            r.geosearchstore("near", "Sicily", longitude=15, latitude=37, radius=200, unit="km", storedist=True)
-            before = {k: scored(r, k) for k in ("Sicily", "near")}
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            self.assertEqual({k: scored(r, k) for k in before}, before)
-            self.assertEqual(r.geodist("Sicily", "Palermo", "Catania"), 166274.1516)
-        finally:
-            srv.stop()
+class GeoAcrossRestarts(AcrossRestarts, unittest.TestCase):
+    def fill(self, r):
+        r.geoadd("Sicily", PALERMO + CATANIA)
+        r.geosearchstore("near", "Sicily", longitude=15, latitude=37, radius=200, unit="km", storedist=True)
+        return {k: scored(r, k) for k in ("Sicily", "near")}
 
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
-
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        self.assertEqual({k: scored(r, k) for k in before}, before)
+        self.assertEqual(r.geodist("Sicily", "Palermo", "Catania"), 166274.1516)
 
 
 if __name__ == "__main__":

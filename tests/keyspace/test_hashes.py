@@ -7,7 +7,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, Server, SharedServer, wait_for
 from test_pubsub import messages
 
 
@@ -179,7 +179,7 @@ class HashesResp3(Hashes, unittest.TestCase):
     PROTOCOL = 3
 
 
-class HashesAcrossRestarts(unittest.TestCase):
+class HashesAcrossRestarts(AcrossRestarts, unittest.TestCase):
     def fill(self, r):
         r.hset("h", mapping={f"f{i}": str(i) for i in range(600)})
         r.hset("small", mapping={f"s{i}": str(i) for i in range(10)})
@@ -192,7 +192,7 @@ class HashesAcrossRestarts(unittest.TestCase):
         r.hset("vol", "f", "v")
         r.expire("vol", 300)
 
-    def check(self, r):
+    def check(self, r, _before):
         h = r.hgetall("h")
         self.assertEqual(len(h), 600)
         self.assertEqual((h["counter"], h["f599"], h.get("f0")), ("7", "599", None))
@@ -202,29 +202,6 @@ class HashesAcrossRestarts(unittest.TestCase):
         self.assertEqual(r.object("encoding", "small"), "listpack")
         self.assertEqual(r.exists("gone"), 0)
         self.assertTrue(290 <= r.ttl("vol") <= 300)
-
-    def test_graceful_restart(self):
-        srv = Server()
-        try:
-            r = srv.client(decode_responses=True)
-            self.fill(r)
-            r.close()
-            srv.terminate()
-            srv.restart()
-            self.check(srv.client(decode_responses=True))
-        finally:
-            srv.stop()
-
-    def test_strict_mode_survives_sigkill(self):
-        srv = Server("--durability=strict")
-        try:
-            r = srv.client(decode_responses=True)
-            self.fill(r)
-            srv.kill()
-            srv.restart()
-            self.check(srv.client(decode_responses=True))
-        finally:
-            srv.stop()
 
     def test_eviction_counts_a_growing_hash(self):
         srv = Server("--kv-maxmemory=1mb", "--kv-maxmemory-policy=allkeys-lru")

@@ -6,7 +6,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, SharedServer, wait_for
 from test_pubsub import messages
 
 
@@ -107,32 +107,20 @@ class ListsResp3(Lists, unittest.TestCase):
     PROTOCOL = 3
 
 
-class ListsAcrossRestarts(unittest.TestCase):
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            r.rpush("q", *range(100))
-            r.lpop("q", 10)
-            r.rpoplpush("q", "other")
-            r.rpush("gone", "x")
-            r.lpop("gone")
-            r.lset("q", 0, "first")
-            before = {k: r.lrange(k, 0, -1) for k in ("q", "other")}
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            self.assertEqual({k: r.lrange(k, 0, -1) for k in before}, before)
-            self.assertEqual(r.llen("q"), 89)
-            self.assertEqual(r.exists("gone"), 0)
-        finally:
-            srv.stop()
+class ListsAcrossRestarts(AcrossRestarts, unittest.TestCase):
+    def fill(self, r):
+        r.rpush("q", *range(100))
+        r.lpop("q", 10)
+        r.rpoplpush("q", "other")
+        r.rpush("gone", "x")
+        r.lpop("gone")
+        r.lset("q", 0, "first")
+        return {k: r.lrange(k, 0, -1) for k in ("q", "other")}
 
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
-
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        self.assertEqual({k: r.lrange(k, 0, -1) for k in before}, before)
+        self.assertEqual(r.llen("q"), 89)
+        self.assertEqual(r.exists("gone"), 0)
 
 
 if __name__ == "__main__":

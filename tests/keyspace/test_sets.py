@@ -6,7 +6,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, SharedServer, wait_for
 from test_pubsub import messages
 
 
@@ -106,7 +106,7 @@ class SetsResp3(Sets, unittest.TestCase):
     PROTOCOL = 3
 
 
-class SetsAcrossRestarts(unittest.TestCase):
+class SetsAcrossRestarts(AcrossRestarts, unittest.TestCase):
     def fill(self, r):
         r.sadd("s", *range(300))
         r.srem("s", 0)
@@ -116,27 +116,12 @@ class SetsAcrossRestarts(unittest.TestCase):
         r.sadd("a", 1, 2)
         r.sunionstore("u", "a", "s")
         r.smove("a", "moved", "1")
+        return {k: r.smembers(k) for k in ("s", "a", "u", "moved")}
 
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            self.fill(r)
-            before = {k: r.smembers(k) for k in ("s", "a", "u", "moved")}
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            self.assertEqual({k: r.smembers(k) for k in before}, before)
-            self.assertEqual(r.scard("s"), 294)
-            self.assertEqual(r.exists("gone"), 0)
-        finally:
-            srv.stop()
-
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
-
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        self.assertEqual({k: r.smembers(k) for k in before}, before)
+        self.assertEqual(r.scard("s"), 294)
+        self.assertEqual(r.exists("gone"), 0)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, SharedServer, wait_for
 from test_pubsub import messages
 
 
@@ -205,41 +205,33 @@ class StreamsResp3(Streams, unittest.TestCase):
     PROTOCOL = 3
 
 
-class StreamsAcrossRestarts(unittest.TestCase):
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            for i in range(1, 201):
-                r.xadd("s", {"i": i}, id=f"{i}-0")
-            r.xdel("s", "7-0")
-            r.xtrim("s", minid="3-0", approximate=False)
-            r.xgroup_create("s", "g", id="0")
-            r.xreadgroup("g", "alice", {"s": ">"}, count=5)
-            r.xack("s", "g", "3-0")
-            r.xclaim("s", "g", "bob", 0, ["4-0"])
-            r.xadd("gone", {"f": "v"})
-            r.delete("gone")
-            before = (r.xrange("s"), r.xinfo_stream("s"), r.xpending_range("s", "g", "-", "+", 10))
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            after = (r.xrange("s"), r.xinfo_stream("s"), r.xpending_range("s", "g", "-", "+", 10))
-            self.assertEqual(after[0], before[0])
-            self.assertEqual(after[1], before[1])
-            strip = lambda rows: [(x["message_id"], x["consumer"], x["times_delivered"])
-                                  for x in rows]
-            self.assertEqual(strip(after[2]), strip(before[2]))
-            self.assertEqual(r.exists("gone"), 0)
-            self.assertEqual(r.xinfo_groups("s")[0]["last-delivered-id"], "8-0")
-        finally:
-            srv.stop()
+class StreamsAcrossRestarts(AcrossRestarts, unittest.TestCase):
+    @staticmethod
+    def read(r):
+        return (r.xrange("s"), r.xinfo_stream("s"), r.xpending_range("s", "g", "-", "+", 10))
 
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
+    def fill(self, r):
+        for i in range(1, 201):
+            r.xadd("s", {"i": i}, id=f"{i}-0")
+        r.xdel("s", "7-0")
+        r.xtrim("s", minid="3-0", approximate=False)
+        r.xgroup_create("s", "g", id="0")
+        r.xreadgroup("g", "alice", {"s": ">"}, count=5)
+        r.xack("s", "g", "3-0")
+        r.xclaim("s", "g", "bob", 0, ["4-0"])
+        r.xadd("gone", {"f": "v"})
+        r.delete("gone")
+        return self.read(r)
 
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        after = self.read(r)
+        self.assertEqual(after[0], before[0])
+        self.assertEqual(after[1], before[1])
+        strip = lambda rows: [(x["message_id"], x["consumer"], x["times_delivered"])
+                              for x in rows]
+        self.assertEqual(strip(after[2]), strip(before[2]))
+        self.assertEqual(r.exists("gone"), 0)
+        self.assertEqual(r.xinfo_groups("s")[0]["last-delivered-id"], "8-0")
 
 
 if __name__ == "__main__":

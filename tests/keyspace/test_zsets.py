@@ -10,7 +10,7 @@ import unittest
 
 import redis
 
-from harness import NO_RETRY, Server, SharedServer, wait_for
+from harness import AcrossRestarts, NO_RETRY, SharedServer, wait_for
 from test_pubsub import messages
 
 
@@ -249,7 +249,7 @@ class BlockingPops(SharedServer, unittest.TestCase):
         self.assertEqual(p.execute(), [None])
 
 
-class ZsetsAcrossRestarts(unittest.TestCase):
+class ZsetsAcrossRestarts(AcrossRestarts, unittest.TestCase):
     def fill(self, r):
         r.zadd("z", {f"m{i}": i / 3 for i in range(300)})
         r.zrem("z", "m0")
@@ -260,28 +260,13 @@ class ZsetsAcrossRestarts(unittest.TestCase):
         r.zadd("inf", {"a": "inf", "b": "-inf"})
         r.zunionstore("u", ["z", "inf"])
         r.zremrangebyrank("u", 0, 9)
+        return {k: r.zrange(k, 0, -1, withscores=True) for k in ("z", "inf", "u")}
 
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            self.fill(r)
-            before = {k: r.zrange(k, 0, -1, withscores=True) for k in ("z", "inf", "u")}
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            self.assertEqual({k: r.zrange(k, 0, -1, withscores=True) for k in before}, before)
-            self.assertEqual(r.zcard("z"), 297)
-            self.assertEqual(r.exists("gone"), 0)
-            self.assertEqual(r.type("z"), "zset")
-        finally:
-            srv.stop()
-
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
-
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        self.assertEqual({k: r.zrange(k, 0, -1, withscores=True) for k in before}, before)
+        self.assertEqual(r.zcard("z"), 297)
+        self.assertEqual(r.exists("gone"), 0)
+        self.assertEqual(r.type("z"), "zset")
 
 
 if __name__ == "__main__":
