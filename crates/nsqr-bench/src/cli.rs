@@ -501,7 +501,7 @@ pub struct KvWorkload {
         long,
         value_enum,
         value_delimiter = ',',
-        default_value = "setget,pipelined,nubmq,expiry,script,rss"
+        default_value = "setget,pipelined,nubmq,expiry,script,multi,rss"
     )]
     pub kv_phases: Vec<Phase>,
 

@@ -35,6 +35,9 @@ pub enum Phase {
     /// EVALSHA of redis-py's Lock release script (a GET and a compare), redis-benchmark with
     /// --kv-pipeline requests in flight per client.
     Script,
+    /// Transactions of five commands (MULTI, INCR, INCR, SET, GET, EXEC) from --kv-clients
+    /// connections with --kv-pipeline transactions in flight each, --kv-requests in all.
+    Multi,
     /// redis-benchmark's default tests of every type (`TYPE_TESTS`), one at a time, with
     /// --kv-pipeline requests in flight per client.
     Types,
@@ -99,6 +102,7 @@ async fn measure(t: &Target, s: &Spec, phases: &[Phase]) -> Result<Metrics> {
             Phase::Expiry => phases::expiry(t, s, &mut m).await?,
             Phase::Rss => phases::rss(t, s, &mut m).await?,
             Phase::Script => phases::script(t, s, &mut m).await?,
+            Phase::Multi => phases::multi(t, s, &mut m).await?,
             Phase::Types => phases::types(t, s, &mut m).await?,
             p => {
                 if let Some(shape) = p.shape() {
@@ -220,6 +224,16 @@ pub const ROWS: &[Row] = &[
     Row {
         key: "evalsha_cpu_us",
         label: "EVALSHA CPU µs/op (-P)",
+        higher_is_better: false,
+    },
+    Row {
+        key: "multi_rps",
+        label: "MULTI/EXEC (5) tx/s (-P)",
+        higher_is_better: true,
+    },
+    Row {
+        key: "multi_cpu_us",
+        label: "MULTI/EXEC CPU µs/tx (-P)",
         higher_is_better: false,
     },
     Row {

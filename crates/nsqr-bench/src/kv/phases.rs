@@ -8,7 +8,9 @@
 //! - `expiry`: keys holding a 1-hour TTL, then keys sharing one deadline; how late their
 //!   `expired` events arrive on `__keyevent@0__:expired` (needs `notify-keyspace-events Ex`,
 //!   set through CONFIG SET);
-//! - `rss`: resident memory per key after writing N keys with 32-byte values.
+//! - `rss`: resident memory per key after writing N keys with 32-byte values;
+//! - `multi`: transactions of five commands (`MULTI`, 2 `INCR`, `SET`, `GET`, `EXEC`),
+//!   pipelined, from our own client (redis-benchmark sends one command per request).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -156,6 +158,98 @@ pub async fn script(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
         m.insert("evalsha_cpu_us".into(), c);
     }
     Ok(())
+}
+
+/// The commands of one transaction of the `multi` phase, between `MULTI` and `EXEC`.
+const TX_COMMANDS: usize = 5;
+
+/// Queues one transaction on `keys` (`a`, `b`, `c`) as the `multi` phase sends it.
+fn queue_transaction(c: &mut RespConn, keys: &[String; 3]) {
+    c.queue(&["MULTI"]);
+    c.queue(&["INCR", keys[0].as_str()]);
+    c.queue(&["INCR", keys[1].as_str()]);
+    c.queue(&["SET", keys[2].as_str(), "v"]);
+    c.queue(&["GET", keys[2].as_str()]);
+    c.queue(&["EXEC"]);
+}
+
+/// Reads one transaction's replies: `+OK`, five `+QUEUED`, and `EXEC`'s array of five
+/// replies, none an error.
+async fn check_transaction(c: &mut RespConn) -> Result<()> {
+    let want = |what: &str, f: &Frame| err(format!("{what} answered {f:?} in the multi phase"));
+    match c.read().await? {
+        Frame::Simple(s) if s == b"OK" => {}
+        f => return Err(want("MULTI", &f)),
+    }
+    for _ in 0..TX_COMMANDS {
+        match c.read().await? {
+            Frame::Simple(s) if s == b"QUEUED" => {}
+            f => return Err(want("a queued command", &f)),
+        }
+    }
+    match c.read().await? {
+        Frame::Array(v)
+            if v.len() == TX_COMMANDS && !v.iter().any(|f| matches!(f, Frame::Error(_))) =>
+        {
+            Ok(())
+        }
+        f => Err(want("EXEC", &f)),
+    }
+}
+
+/// `--kv-requests` transactions of [`TX_COMMANDS`] commands from `--kv-clients` connections,
+/// each with `--kv-pipeline` transactions in flight, on keys drawn from `--kv-keyspace`;
+/// metrics `multi_rps` (transactions per second) and `multi_cpu_us` (server CPU per
+/// transaction). Every reply is checked.
+pub async fn multi(t: &Target, s: &Spec, m: &mut Metrics) -> Result<()> {
+    let left = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(s.requests));
+    let before = cpu(t);
+    let started = Instant::now();
+    let tasks: Vec<_> = (0..s.clients)
+        .map(|client| {
+            let (addr, left) = (t.addr.clone(), std::sync::Arc::clone(&left));
+            let (pipeline, keyspace) = (s.pipeline as u64, s.keyspace);
+            tokio::spawn(async move {
+                let mut conn = RespConn::connect(&addr).await?;
+                let mut n = client as u64;
+                loop {
+                    let taken = take(&left, pipeline);
+                    if taken == 0 {
+                        return Ok::<(), crate::fail::Error>(());
+                    }
+                    for _ in 0..taken {
+                        n = n
+                            .wrapping_mul(6364136223846793005)
+                            .wrapping_add(1442695040888963407);
+                        let k = (n >> 33) % keyspace;
+                        let keys = ["a", "b", "c"].map(|p| format!("tx:{p}:{k:012}"));
+                        queue_transaction(&mut conn, &keys);
+                    }
+                    conn.flush().await?;
+                    for _ in 0..taken {
+                        check_transaction(&mut conn).await?;
+                    }
+                }
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.await??;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    m.insert("multi_rps".into(), s.requests as f64 / elapsed);
+    if let Some(c) = cpu_per_op(before, cpu(t), s.requests) {
+        m.insert("multi_cpu_us".into(), c);
+    }
+    Ok(())
+}
+
+/// Takes up to `want` from `left`; how many it took.
+fn take(left: &std::sync::atomic::AtomicU64, want: u64) -> u64 {
+    use std::sync::atomic::Ordering::Relaxed;
+    match left.fetch_update(Relaxed, Relaxed, |l| Some(l - l.min(want))) {
+        Ok(l) | Err(l) => l.min(want),
+    }
 }
 
 /// redis-benchmark's default tests of every type, one run each with `--kv-pipeline` requests
@@ -340,6 +434,14 @@ mod tests {
         assert_eq!(csv_rps(lrange, "lrange_100"), Some(15661.71));
         assert_eq!(csv_rps(lrange, "lpush"), None);
         assert_eq!(csv_rps("\"MSET (10 keys)\",\"1.5\"\n", "mset"), Some(1.5));
+    }
+
+    #[test]
+    fn takes_what_is_left_and_no_more() {
+        let left = std::sync::atomic::AtomicU64::new(20);
+        assert_eq!(take(&left, 16), 16);
+        assert_eq!(take(&left, 16), 4);
+        assert_eq!(take(&left, 16), 0);
     }
 
     #[test]

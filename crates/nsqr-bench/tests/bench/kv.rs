@@ -105,6 +105,33 @@ fn kv_mode_reports_nubmq_expiry_and_rss() {
 }
 
 #[test]
+fn kv_mode_reports_transactions() {
+    let srv = Server::start();
+    let out = Command::new(nsqr_bin())
+        .args(["kv", "--kv-address", &srv.kv, "--json"])
+        .args(["--kv-phases", "multi"])
+        .args([
+            "--kv-requests",
+            "500",
+            "--kv-clients",
+            "3",
+            "--kv-pipeline",
+            "4",
+        ])
+        .args(["--kv-keyspace", "10"])
+        .output()
+        .expect("run nsqr-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(m["multi_rps"].as_f64().unwrap() > 0.0, "{m}");
+    assert!(m["multi_cpu_us"].as_f64().unwrap() > 0.0, "{m}");
+}
+
+#[test]
 fn kv_flags_are_checked() {
     let out = Command::new(nsqr_bin())
         .args(["kv", "--nubmq-ops", "0"])
