@@ -26,5 +26,6 @@ pub use number::{parse_i64, parse_u64};
 pub use peek::{peek, Peeked};
 pub use reply::{format_double, Protocol, Reply};
 pub use request::{
-    encode_request, parse, Args, Limits, OwnedArgs, OwnedRequest, Parsed, RequestParser,
+    encode_request, parse, Args, Limits, OwnedArgs, OwnedRequest, OwnedRequests, Parsed,
+    RequestParser,
 };

@@ -368,6 +368,65 @@ impl OwnedArgs {
     }
 }
 
+/// Requests copied one after another into shared buffers (a transaction's queue): their
+/// bytes in one buffer, their arguments' bounds in another, so queueing a request allocates
+/// nothing once the buffers have grown, and [`OwnedRequests::clear`] keeps them for reuse.
+#[derive(Debug, Clone, Default)]
+pub struct OwnedRequests {
+    buf: Vec<u8>,
+    ranges: Vec<Range<usize>>,
+    /// Each request's arguments, as a range of `ranges`.
+    requests: Vec<Range<usize>>,
+}
+
+impl OwnedRequests {
+    /// Copies `args` as the last request.
+    pub fn push(&mut self, args: &Args<'_>) {
+        let first = self.ranges.len();
+        for a in args.iter() {
+            self.ranges.push(self.buf.len()..self.buf.len() + a.len());
+            self.buf.extend_from_slice(a);
+        }
+        self.requests.push(first..self.ranges.len());
+    }
+
+    pub fn len(&self) -> usize {
+        self.requests.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.requests.is_empty()
+    }
+
+    /// The requests, in the order they were pushed.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Args<'_>> + '_ {
+        self.requests.iter().map(|r| Args {
+            src: &self.buf,
+            ranges: &self.ranges[r.clone()],
+        })
+    }
+
+    /// Bytes the requests take (arguments and their bounds), for limits on what is queued.
+    pub fn size(&self) -> usize {
+        self.buf.len()
+            + (self.ranges.len() + self.requests.len()) * std::mem::size_of::<Range<usize>>()
+    }
+
+    /// Bytes allocated, used or not.
+    pub fn capacity(&self) -> usize {
+        self.buf.capacity()
+            + (self.ranges.capacity() + self.requests.capacity())
+                * std::mem::size_of::<Range<usize>>()
+    }
+
+    /// Forgets every request, keeping the buffers.
+    pub fn clear(&mut self) {
+        self.buf.clear();
+        self.ranges.clear();
+        self.requests.clear();
+    }
+}
+
 /// Encodes a request as a multibulk array (what clients send).
 pub fn encode_request<A: AsRef<[u8]>>(args: &[A], out: &mut Vec<u8>) {
     out.push(b'*');

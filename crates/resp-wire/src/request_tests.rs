@@ -216,3 +216,34 @@ fn owned_args_keep_every_argument() {
     assert!(owned.size() >= 7);
     assert!(OwnedArgs::default().args().is_empty());
 }
+
+#[test]
+fn owned_requests_keep_each_request_apart() {
+    let mut q = OwnedRequests::default();
+    assert!(q.is_empty() && q.iter().next().is_none());
+    for input in [
+        &b"*2\r\n$4\r\nINCR\r\n$1\r\na\r\n"[..],
+        b"*3\r\n$3\r\nSET\r\n$0\r\n\r\n$2\r\nv\n\r\n",
+        b"*1\r\n$4\r\nPING\r\n",
+    ] {
+        let mut p = RequestParser::default();
+        assert!(matches!(p.parse(input), Ok(Parsed::Request(_))));
+        q.push(&p.args(input));
+    }
+    let got: Vec<_> = q.iter().map(|a| a.to_vec()).collect();
+    assert_eq!(
+        got,
+        vec![
+            vec![b"INCR".to_vec(), b"a".to_vec()],
+            vec![b"SET".to_vec(), vec![], b"v\n".to_vec()],
+            vec![b"PING".to_vec()],
+        ]
+    );
+    assert_eq!(q.len(), 3);
+    assert_eq!(q.iter().nth(1).map(|a| a.get(3).len()), Some(0));
+    let (size, capacity) = (q.size(), q.capacity());
+    assert!(size >= 14 && capacity >= size);
+    q.clear();
+    assert!(q.is_empty() && q.size() == 0);
+    assert_eq!(q.capacity(), capacity);
+}

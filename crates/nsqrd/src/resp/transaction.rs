@@ -8,10 +8,15 @@
 //! changed since (written by anyone, expired, evicted or flushed) makes EXEC answer a null
 //! array and run nothing. In strict mode the transaction's changes reach the log as one
 //! record, so a crash keeps all of them or none.
+//!
+//! Queued commands are copied one after another into two buffers ([`OwnedRequests`]), which
+//! go back to their serving thread's spare after EXEC or DISCARD: queueing a command costs
+//! its copy and, once the buffers have grown, no allocation.
 
+use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 
-use resp_wire::{Args, OwnedArgs};
+use resp_wire::{Args, OwnedRequests};
 
 use super::acl;
 use super::session::{Ctx, BUSY};
@@ -19,11 +24,18 @@ use super::table::{self, DENYOOM, WRITE};
 
 /// Most bytes of commands one transaction may queue (Redis's `client-query-buffer-limit`).
 const MAX_QUEUED_BYTES: usize = 1 << 30;
+/// Largest queue buffers a serving thread keeps for its next transaction.
+const SPARE_BYTES: usize = 64 << 10;
+
+thread_local! {
+    /// The queue buffers of this serving thread's last transaction, for its next one.
+    static SPARE: RefCell<OwnedRequests> = RefCell::default();
+}
 
 /// A client between MULTI and EXEC.
 #[derive(Debug, Default)]
 pub struct Transaction {
-    queued: Vec<OwnedArgs>,
+    queued: OwnedRequests,
     /// Commands queued (`CLIENT LIST`'s `multi=`, still counted while EXEC runs them).
     count: usize,
     bytes: usize,
@@ -47,17 +59,18 @@ pub fn queue(ctx: &mut Ctx<'_>, flags: u32, args: &Args<'_>) {
     let Some(tx) = &mut ctx.s.tx else {
         return;
     };
-    let owned = OwnedArgs::new(args);
-    if tx.bytes + owned.size() > MAX_QUEUED_BYTES {
+    let size = args.iter().map(<[u8]>::len).sum::<usize>()
+        + (args.len() + 1) * std::mem::size_of::<std::ops::Range<usize>>();
+    if tx.bytes + size > MAX_QUEUED_BYTES {
         tx.doomed = true;
         ctx.out
             .error("ERR transaction discarded: more than 1 GiB of queued commands");
         return;
     }
-    tx.bytes += owned.size();
+    tx.bytes += size;
     tx.count += 1;
     tx.flags |= flags;
-    tx.queued.push(owned);
+    tx.queued.push(args);
     ctx.s.client.multi.store(tx.count as i64, Ordering::Relaxed);
     ctx.out.simple(b"QUEUED");
 }
@@ -66,15 +79,20 @@ pub fn multi(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
     if ctx.s.tx.is_some() {
         return ctx.out.error("ERR MULTI calls can not be nested");
     }
-    ctx.s.tx = Some(Transaction::default());
+    let queued = SPARE.with(|spare| std::mem::take(&mut *spare.borrow_mut()));
+    ctx.s.tx = Some(Transaction {
+        queued,
+        ..Transaction::default()
+    });
     ctx.s.client.multi.store(0, Ordering::Relaxed);
     ctx.out.ok();
 }
 
 pub fn discard(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
-    if ctx.s.tx.take().is_none() {
+    let Some(tx) = ctx.s.tx.take() else {
         return ctx.out.error("ERR DISCARD without MULTI");
-    }
+    };
+    keep_spare(tx.queued);
     ctx.s.client.multi.store(-1, Ordering::Relaxed);
     ctx.shared.ks.unwatch(&mut ctx.s.watch);
     ctx.out.ok();
@@ -101,11 +119,27 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         return ctx.out.error("ERR EXEC without MULTI");
     };
     let (queued, flags, doomed) = (std::mem::take(&mut tx.queued), tx.flags, tx.doomed);
+    exec_queued(ctx, &queued, flags, doomed);
+    keep_spare(queued);
+    ctx.s.tx = None;
+    ctx.s.client.multi.store(-1, Ordering::Relaxed);
+}
+
+/// Gives a finished transaction's queue buffers to this thread's next transaction, unless
+/// they grew past [`SPARE_BYTES`].
+fn keep_spare(mut queued: OwnedRequests) {
+    if queued.capacity() <= SPARE_BYTES {
+        queued.clear();
+        SPARE.with(|spare| *spare.borrow_mut() = queued);
+    }
+}
+
+/// EXEC of `queued`: EXECABORT if `doomed`, a null array if a watched key changed, else
+/// each command's reply; `flags` are the queued commands' flags or'ed.
+fn exec_queued(ctx: &mut Ctx<'_>, queued: &OwnedRequests, flags: u32, doomed: bool) {
     let shared = ctx.shared;
     let ks = &shared.ks;
     if doomed {
-        ctx.s.tx = None;
-        ctx.s.client.multi.store(-1, Ordering::Relaxed);
         ks.unwatch(&mut ctx.s.watch);
         return ctx
             .out
@@ -121,8 +155,7 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         } else {
             ctx.out.array(queued.len());
             ks.begin_transaction(&mut ctx.s.pending);
-            for q in &queued {
-                let args = q.args();
+            for args in queued.iter() {
                 match table::lookup(args.get(0)) {
                     Some(cmd) => {
                         // Permissions may have changed since the command was queued.
@@ -141,8 +174,6 @@ pub fn exec(ctx: &mut Ctx<'_>, _a: &Args<'_>) {
         ks.unwatch(&mut ctx.s.watch);
         ctx.out.error(BUSY);
     }
-    ctx.s.tx = None;
-    ctx.s.client.multi.store(-1, Ordering::Relaxed);
 }
 
 /// The checks EXEC makes for the transaction as a whole, as Redis does: memory for any
