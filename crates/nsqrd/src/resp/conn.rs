@@ -304,6 +304,7 @@ impl Conn {
                         // Parsed again once the pause ends.
                         break Next::Paused;
                     }
+                    turn.before_request(&args, session.tx.is_some());
                     // A turn given up by EXEC, or BUSY answers whose script has ended since.
                     let busy_over = matches!(turn, Turn::Busy) && !shared.scripts.busy();
                     if matches!(turn, Turn::Released) || busy_over {

@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
-use nsqr_kv::{Pending, SharedTurn, Subscriber, Watch};
-use resp_wire::{Protocol, Reply};
+use nsqr_kv::{ExclusiveTurn, Pending, SharedTurn, Subscriber, Watch};
+use resp_wire::{Args, Protocol, Reply};
 
 use super::acl::User;
 use super::blocking::Blocking;
@@ -118,7 +118,16 @@ pub enum Turn {
     Shared { _held: SharedTurn },
     /// The exclusive turn, taken by whoever runs this (EXEC, a script).
     Alone,
-    /// Given up mid-batch (after EXEC): the next request takes a new one.
+    /// The exclusive turn an EXEC or a script of this batch took, kept for the batch's next
+    /// requests while they are transactions or scripts too ([`Turn::before_request`]):
+    /// trading turns for each of them was most of what a short one cost
+    /// (docs/decisions/0025-scripts-and-transactions-cpu.md).
+    Kept {
+        held: ExclusiveTurn,
+        /// Requests run since it was taken.
+        requests: usize,
+    },
+    /// Given up mid-batch (a kept exclusive turn released): the next request takes a new one.
     Released,
     /// A script has run past `busy-reply-threshold`: only SCRIPT KILL and SHUTDOWN run.
     Busy,
@@ -134,6 +143,42 @@ pub const BUSY: &str =
 
 /// How long one wait for a turn lasts before checking whether a script has become busy.
 const TURN_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// Most requests of one batch run under an exclusive turn kept from an earlier EXEC or
+/// script: other clients wait for at most this many.
+const KEEP_ALONE: usize = 128;
+
+/// Commands that run alone (a transaction's EXEC, scripts and functions) or start a
+/// transaction: an exclusive turn kept from an earlier one serves them too.
+const ALONE_COMMANDS: &[&str] = &[
+    "exec",
+    "multi",
+    "eval",
+    "evalsha",
+    "eval_ro",
+    "evalsha_ro",
+    "fcall",
+    "fcall_ro",
+];
+
+impl Turn {
+    /// Before each request of a batch: an exclusive turn kept from an earlier EXEC or script
+    /// is kept for a request that is queued in MULTI (`in_multi`) or runs alone too, for at
+    /// most [`KEEP_ALONE`] requests; otherwise it is released (the request takes a shared
+    /// turn).
+    pub fn before_request(&mut self, args: &Args<'_>, in_multi: bool) {
+        if let Turn::Kept { requests, .. } = self {
+            *requests += 1;
+            let name = args.get(0);
+            let alone = ALONE_COMMANDS
+                .iter()
+                .any(|c| name.eq_ignore_ascii_case(c.as_bytes()));
+            if *requests > KEEP_ALONE || !(in_multi || alone) {
+                *self = Turn::Released;
+            }
+        }
+    }
+}
 
 /// A shared turn, waited for in slices; [`Turn::Busy`] once a script holding the exclusive
 /// one has run past its threshold (then the client is answered BUSY rather than kept
@@ -183,30 +228,47 @@ impl Ctx<'_> {
 
     /// Runs `f` with no other command running: the batch's shared turn is traded for the
     /// keyspace's exclusive one (waiting for it while holding the shared one would wait
-    /// forever); the batch's next request takes a new shared turn. Inside EXEC or a script,
-    /// which already run alone, `f` just runs. [`Busy`] if a script holds the keyspace past
-    /// its threshold.
+    /// forever), which the batch keeps for its next requests while they run alone too
+    /// ([`Turn::Kept`]). Inside EXEC or a script, which already run alone, `f` just runs.
+    /// [`Busy`] if a script holds the keyspace past its threshold.
     pub fn run_alone<R>(&mut self, f: impl FnOnce(&mut Ctx<'_>) -> R) -> Result<R, Busy> {
-        match self.turn {
-            Turn::Alone => return Ok(f(self)),
-            Turn::Busy => return Err(Busy),
-            Turn::Shared { .. } | Turn::Released => {}
-        }
-        let shared = self.shared;
-        *self.turn = Turn::Released;
-        let alone = loop {
-            if let Some(a) = shared.ks.try_enter_alone_for(TURN_SLICE) {
-                break a;
+        let kept = match std::mem::replace(self.turn, Turn::Released) {
+            Turn::Alone => {
+                *self.turn = Turn::Alone;
+                return Ok(f(self));
             }
-            if shared.scripts.busy() {
+            Turn::Busy => {
+                *self.turn = Turn::Busy;
                 return Err(Busy);
             }
+            Turn::Kept { held, requests } => Some((held, requests)),
+            // The shared turn is given up here.
+            Turn::Shared { .. } | Turn::Released => None,
+        };
+        let (alone, requests) = match kept {
+            Some(kept) => kept,
+            None => (self.wait_alone()?, 0),
         };
         *self.turn = Turn::Alone;
         let r = f(self);
-        *self.turn = Turn::Released;
-        drop(alone);
+        *self.turn = Turn::Kept {
+            held: alone,
+            requests,
+        };
         Ok(r)
+    }
+
+    /// The exclusive turn, waited for in slices; [`Busy`] once a script holding it has run
+    /// past its threshold.
+    fn wait_alone(&self) -> Result<ExclusiveTurn, Busy> {
+        loop {
+            if let Some(a) = self.shared.ks.try_enter_alone_for(TURN_SLICE) {
+                return Ok(a);
+            }
+            if self.shared.scripts.busy() {
+                return Err(Busy);
+            }
+        }
     }
 
     /// Moves what is in the reply buffer into the outbox (when the client has one).
