@@ -102,19 +102,15 @@ for _, name in ipairs({'dofile', 'loadfile', 'print', 'require', 'module', 'getf
 end
 
 -- A read-only view of a table: new fields and reads of missing globals are errors, as in
--- Redis 7.0, so one script cannot leave state behind for the next.
+-- Redis 7.0, so one script cannot leave state behind for the next. Reads go through an
+-- `__index` table, which Lua follows without calling a function; a missing global reaches
+-- the metatable of the globals themselves, whose function raises the error.
 local function missing(k)
   error("Script attempted to access nonexistent global variable '" .. tostring(k) .. "'", 3)
 end
-local function readonly(t, strict)
+local function readonly(t)
   return setmetatable({}, {
-    __index = function(_, k)
-      local v = rawget(t, k)
-      if v == nil and strict then
-        missing(k)
-      end
-      return v
-    end,
+    __index = t,
     __newindex = function()
       error('Attempt to modify a readonly table', 2)
     end,
@@ -123,10 +119,19 @@ local function readonly(t, strict)
 end
 for _, lib in ipairs({'redis', 'string', 'math', 'table', 'coroutine', 'cjson', 'bit'}) do
   if G[lib] then
-    G[lib] = readonly(G[lib], false)
+    G[lib] = readonly(G[lib])
   end
 end
-local env = readonly(G, true)
+-- `t`, whose missing fields raise the error of a missing global.
+local function strict(t)
+  return setmetatable(t, {
+    __index = function(_, k)
+      missing(k)
+    end,
+    __metatable = false,
+  })
+end
+local env = readonly(strict(G))
 G._G = env
 
 local function prepare(f)
@@ -139,12 +144,12 @@ end
 -- the scripts' environment without KEYS and ARGV when its functions run: the functions a
 -- library registers are closures of its code, so they see what it saw.
 local load_api = {
-  redis = readonly({
+  redis = readonly(strict({
     register_function = register_function,
     log = log,
     LOG_DEBUG = 0, LOG_VERBOSE = 1, LOG_NOTICE = 2, LOG_WARNING = 3,
     REDIS_VERSION = redis.REDIS_VERSION, REDIS_VERSION_NUM = redis.REDIS_VERSION_NUM,
-  }, true),
+  })),
 }
 local loading = false
 local function_env = setmetatable({}, {

@@ -234,7 +234,7 @@ impl Vm {
             Ok(f) => f,
             Err(e) => return ctx.out.error(&e),
         };
-        if let Err(e) = self.set_keys_and_args(job) {
+        if let Err(e) = unlimited(&self.lua, || self.set_keys_and_args(job)) {
             return ctx.out.error(&format!("ERR {e}"));
         }
         self.invoke(ctx, read_only, &job.sha, || self.run.call(f));
@@ -251,7 +251,7 @@ impl Vm {
         read_only: bool,
     ) {
         let db = ctx.s.db;
-        let tables = (|| {
+        let tables = unlimited(&self.lua, || {
             let list = |items: &[&[u8]]| -> mlua::Result<Table> {
                 let t = self.lua.create_table_with_capacity(items.len(), 0)?;
                 for (i, item) in items.iter().enumerate() {
@@ -260,7 +260,7 @@ impl Vm {
                 Ok(t)
             };
             Ok::<_, mlua::Error>((list(keys)?, list(args)?))
-        })();
+        });
         match tables {
             Ok(tables) => self.invoke(ctx, read_only, name, || {
                 self.run_function.call((f, tables.0, tables.1))
@@ -320,6 +320,26 @@ impl Vm {
         clear_from(&self.keys, nkeys + 1)?;
         clear_from(&self.argv, nargs + 1)
     }
+}
+
+/// Runs `f` with the state's memory limit lifted. mlua creates a value from Rust (a string,
+/// a table, a field) inside a protected call of its own (a new C closure and a `pcall`)
+/// whenever a limit could make the allocation fail, and unprotected otherwise; what the
+/// callers make here (KEYS and ARGV, a command's reply) is bounded by the request and the
+/// reply, and the limit is back before Lua code runs again, so a script that grows past it
+/// still fails at its next allocation
+/// (docs/decisions/0025-scripts-and-transactions-cpu.md).
+fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
+    struct Restore<'l>(&'l Lua);
+    impl Drop for Restore<'_> {
+        fn drop(&mut self) {
+            // Fails only for a Lua loaded as a module, which this never is.
+            let _ = self.0.set_memory_limit(MEMORY_LIMIT);
+        }
+    }
+    let _ = lua.set_memory_limit(0);
+    let _restore = Restore(lua);
+    f()
 }
 
 /// Removes `t[from]`, `t[from + 1]`, ... up to the first nil.
@@ -399,32 +419,57 @@ fn redis_call(
     let (dispatch, resp, failure) = (Rc::clone(dispatch), Rc::clone(resp), Rc::clone(failure));
     let scratch = RefCell::new(Scratch::default());
     lua.create_function(move |lua, args: Variadic<Value>| {
-        let busy = || raise(lua, &failure, "ERR a script cannot run another script");
+        let on = Call {
+            dispatch: &dispatch,
+            scratch: &scratch,
+            resp: &resp,
+            failure: &failure,
+            raise_errors,
+        };
+        unlimited(lua, || on.call(lua, &args))
+    })
+}
+
+/// What one of `redis.call` and `redis.pcall` works with.
+struct Call<'a> {
+    dispatch: &'a Dispatch,
+    /// The arguments and the reply of its command, reused from call to call.
+    scratch: &'a RefCell<Scratch>,
+    resp: &'a Cell<Protocol>,
+    failure: &'a Slot,
+    /// `redis.call` (rather than `redis.pcall`): an error reply is raised.
+    raise_errors: bool,
+}
+
+impl Call<'_> {
+    /// Runs the command `args` as the client of the run in progress.
+    fn call(&self, lua: &Lua, args: &[Value]) -> mlua::Result<Value> {
+        let busy = || raise(lua, self.failure, "ERR a script cannot run another script");
         #[allow(unsafe_code)]
         // SAFETY: `invoke` is the only place this dispatch is activated, always with a `Run`.
         let outcome = unsafe {
-            dispatch.with(|run: &Run<'_, '_>| {
+            self.dispatch.with(|run: &Run<'_, '_>| {
                 let mut ctx = run.ctx.try_borrow_mut().map_err(|_| busy())?;
-                let mut scratch = scratch.try_borrow_mut().map_err(|_| busy())?;
+                let mut scratch = self.scratch.try_borrow_mut().map_err(|_| busy())?;
                 call(
                     lua,
                     &mut ctx,
                     &mut scratch,
-                    resp.get(),
+                    self.resp.get(),
                     run.read_only,
-                    &args,
+                    args,
                 )
             })
         };
-        let idle = || raise(lua, &failure, "ERR no script is running");
+        let idle = || raise(lua, self.failure, "ERR no script is running");
         match outcome.ok_or_else(idle)?? {
-            (Value::Table(t), true) if raise_errors => {
+            (Value::Table(t), true) if self.raise_errors => {
                 let msg: String = t.raw_get("err")?;
-                Err(raise(lua, &failure, &msg))
+                Err(raise(lua, self.failure, &msg))
             }
             (reply, _) => Ok(reply),
         }
-    })
+    }
 }
 
 /// `redis.call` / `redis.pcall`: runs one command as the script's client. Returns the reply
