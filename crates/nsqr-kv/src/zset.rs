@@ -7,6 +7,11 @@
 //!   of up to [`ORDER_NODE`] elements indexed by a Fenwick tree), so ZRANK, ranges by rank and
 //!   the position of a score or a lexicographic bound all cost O(log n), not a walk.
 //!
+//! A member is stored in both, in place when it is short ([`Member`]: up to
+//! [`INLINE_MEMBER`] bytes inside the map's slot and the tree's element, no heap block), so
+//! short members cost no allocation at all
+//! (docs/decisions/0024-sorted-set-members-in-place.md).
+//!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
 //! the IEEE total order and two equal scores always fall back to the members' bytes.
 //!
@@ -18,6 +23,7 @@ use std::ops::Range;
 
 use indexmap::IndexMap;
 use indexset::BTreeSet;
+use smallvec::SmallVec;
 
 use crate::collection::{Collection, KeyType, Typed};
 use crate::entry::cost_of;
@@ -27,9 +33,14 @@ type Build = foldhash::fast::RandomState;
 /// Redis's `zset-max-listpack-entries` and `zset-max-listpack-value`.
 const ZSET_SMALL_ENTRIES: usize = 128;
 const ZSET_SMALL_VALUE: usize = 64;
-/// A member's fixed cost: its slot in the map (hash, boxed member, score; index and control
-/// byte) and in the tree (score and boxed member).
-const ZSET_SLOT: usize = 8 + 16 + 8 + 10 + 24;
+/// Members of up to this many bytes are kept in place, longer ones in a heap block.
+pub const INLINE_MEMBER: usize = 16;
+/// A member as the sorted set keeps it: in place up to [`INLINE_MEMBER`] bytes (24 bytes in
+/// all, as a boxed slice's 16 plus its heap block's header and rounding would be more).
+type Member = SmallVec<[u8; INLINE_MEMBER]>;
+/// A member's fixed cost: its slot in the map (hash, member, score; index and control byte)
+/// and in the tree (score and member).
+const ZSET_SLOT: usize = 8 + 24 + 8 + 10 + 32;
 /// Elements per node of the order. An insertion or a removal moves the elements after it in
 /// its node (a ZPOPMIN the whole node), so smaller nodes move less; a split rebuilds the
 /// index over every node, so smaller nodes split more often. The crate's default is 1,024;
@@ -43,7 +54,7 @@ pub type Popped = (Box<[u8]>, f64);
 #[derive(Debug, Clone)]
 struct Ranked {
     score: f64,
-    member: Box<[u8]>,
+    member: Member,
 }
 
 impl Ord for Ranked {
@@ -72,7 +83,7 @@ impl Eq for Ranked {}
 #[derive(Debug, Clone)]
 pub struct ZSet {
     /// Member to score (the score's little-endian bytes, which the log records as they are).
-    scores: IndexMap<Box<[u8]>, [u8; 8], Build>,
+    scores: IndexMap<Member, [u8; 8], Build>,
     order: BTreeSet<Ranked>,
     bytes: usize,
     big: bool,
@@ -131,7 +142,11 @@ fn norm(score: f64) -> f64 {
 }
 
 fn member_cost(m: &[u8]) -> usize {
-    ZSET_SLOT + 2 * cost_of(m.len())
+    if m.len() <= INLINE_MEMBER {
+        ZSET_SLOT
+    } else {
+        ZSET_SLOT + 2 * cost_of(m.len())
+    }
 }
 
 /// One end of a range by score (`(1.5` is exclusive).
@@ -183,7 +198,7 @@ impl ZSet {
                 *slot = score.to_le_bytes();
                 let probe = Ranked {
                     score: old,
-                    member: member.into(),
+                    member: Member::from_slice(member),
                 };
                 if let Some(mut r) = self.order.take(&probe) {
                     r.score = score;
@@ -192,10 +207,11 @@ impl ZSet {
             }
             return Some(old);
         }
-        self.scores.insert(member.into(), score.to_le_bytes());
+        self.scores
+            .insert(Member::from_slice(member), score.to_le_bytes());
         self.order.insert(Ranked {
             score,
-            member: member.into(),
+            member: Member::from_slice(member),
         });
         self.bytes += member_cost(member);
         self.big |= self.scores.len() > ZSET_SMALL_ENTRIES;
@@ -216,7 +232,7 @@ impl ZSet {
         let score = self.score(member)?;
         Some(self.order.rank(&Ranked {
             score,
-            member: member.into(),
+            member: Member::from_slice(member),
         }))
     }
 
@@ -254,9 +270,9 @@ impl ZSet {
         } else {
             self.order.pop_first()
         }?;
-        self.scores.swap_remove(&r.member);
+        self.scores.swap_remove(&r.member[..]);
         self.bytes -= member_cost(&r.member);
-        Some((r.member, r.score))
+        Some((r.member.into_vec().into_boxed_slice(), r.score))
     }
 
     /// The first rank whose element is not `before` (a predicate true for a prefix of the
@@ -526,6 +542,30 @@ mod tests {
         assert_eq!(index_ranks(5, 3, 1), None);
         assert_eq!(index_ranks(5, i64::MIN, i64::MAX), Some(0..5));
         assert_eq!(index_ranks(0, 0, -1), None);
+    }
+
+    #[test]
+    fn short_members_in_place_long_ones_on_the_heap() {
+        assert_eq!(std::mem::size_of::<Member>(), 24);
+        let short = [b's'; INLINE_MEMBER];
+        let long = [b'l'; INLINE_MEMBER + 1];
+        let mut z = zset(&[]);
+        z.insert(&short, 2.0);
+        z.insert(&long, 1.0);
+        assert_eq!(z.bytes, 2 * ZSET_SLOT + 2 * cost_of(long.len()));
+        assert!(!z
+            .order
+            .iter()
+            .any(|r| r.member.len() == short.len() && r.member.spilled()));
+        assert!(z
+            .order
+            .iter()
+            .any(|r| r.member.len() == long.len() && r.member.spilled()));
+        assert_eq!(z.score(&short), Some(2.0));
+        assert_eq!(z.rank(&long), Some(0));
+        assert_eq!(z.pop(true), Some((Box::from(&short[..]), 2.0)));
+        assert_eq!(z.remove(&long), Some(1.0));
+        assert_eq!(z.bytes, 0);
     }
 
     #[test]
