@@ -269,6 +269,58 @@ class Transactions(SharedServer):
         self.assertEqual((self.r.get("x"), self.r.get("y")), (str(2 * rounds), str(2 * rounds)))
 
 
+    def test_pipelined_transactions_and_scripts_stay_whole(self):
+        # One connection pipelines transactions and scripts back to back (a batch keeps the
+        # exclusive turn from one to the next); readers on other connections never see px and
+        # py apart, and every transaction and script runs once.
+        n = 400
+        script = "redis.call('incr', KEYS[1]) return redis.call('incr', KEYS[2])"
+        self.r.delete("px", "py")
+        errors = []
+        done = threading.Event()
+
+        def reader():
+            c = self.srv.client(protocol=self.PROTOCOL, decode_responses=True)
+            deadline = time.time() + 120
+            while not done.is_set() and time.time() < deadline:
+                x, y = c.mget("px", "py")
+                if x != y:
+                    errors.append((x, y))
+            c.close()
+
+        readers = [threading.Thread(target=reader) for _ in range(2)]
+        for t in readers:
+            t.start()
+        requests = []
+        for i in range(n):
+            if i % 2:
+                requests.append(["EVAL", script, "2", "px", "py"])
+            else:
+                requests += [["MULTI"], ["INCR", "px"], ["INCR", "py"], ["EXEC"]]
+        requests.append(["QUIT"])
+        s = self.srv.raw()
+        s.sendall(b"".join(encode(r) for r in requests))
+        out = read_until_closed(s)
+        s.close()
+        done.set()
+        for t in readers:
+            t.join(timeout=120)
+            self.assertFalse(t.is_alive())
+        self.assertEqual(errors, [])
+        self.assertEqual(out.count(b"+QUEUED\r\n"), n)
+        self.assertNotIn(b"\r\n-", b"\r\n" + out)
+        self.assertEqual((self.r.get("px"), self.r.get("py")), (str(n), str(n)))
+
+
+def encode(words):
+    """A request as a RESP array of bulk strings."""
+    out = b"*%d\r\n" % len(words)
+    for w in words:
+        w = w.encode()
+        out += b"$%d\r\n%s\r\n" % (len(w), w)
+    return out
+
+
 class Resp2(Transactions, unittest.TestCase):
     PROTOCOL = 2
 

@@ -282,3 +282,67 @@ impl Ctx<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use std::time::Duration;
+
+    use nsqr_kv::{KvConfig, Keyspace};
+    use resp_wire::{Parsed, RequestParser};
+
+    use super::*;
+
+    /// Runs `before_request` for the request `words`.
+    fn before(turn: &mut Turn, words: &[&str], in_multi: bool) {
+        let mut input = Vec::new();
+        resp_wire::encode_request(words, &mut input);
+        let mut p = RequestParser::default();
+        assert!(matches!(p.parse(&input), Ok(Parsed::Request(_))));
+        turn.before_request(&p.args(&input), in_multi);
+    }
+
+    fn kept(turn: &Turn) -> bool {
+        matches!(turn, Turn::Kept { .. })
+    }
+
+    #[test]
+    fn a_kept_exclusive_turn_serves_transactions_and_scripts_only() {
+        let ks = Keyspace::open(KvConfig::default(), None).unwrap();
+        let mut turn = Turn::Kept {
+            held: ks.enter_alone(),
+            requests: 0,
+        };
+        before(&mut turn, &["evalsha", "abc", "0"], false);
+        before(&mut turn, &["MULTI"], false);
+        before(&mut turn, &["INCR", "a"], true);
+        before(&mut turn, &["EXEC"], true);
+        assert!(kept(&turn));
+        assert!(ks.try_enter_for(Duration::from_millis(1)).is_none());
+        before(&mut turn, &["GET", "a"], false);
+        assert!(matches!(turn, Turn::Released));
+        assert!(ks.try_enter_for(Duration::from_millis(1)).is_some());
+    }
+
+    #[test]
+    fn a_kept_exclusive_turn_serves_at_most_its_bound() {
+        let ks = Keyspace::open(KvConfig::default(), None).unwrap();
+        let mut turn = Turn::Kept {
+            held: ks.enter_alone(),
+            requests: 0,
+        };
+        for _ in 0..KEEP_ALONE {
+            before(&mut turn, &["EVAL", "return 1", "0"], false);
+        }
+        assert!(kept(&turn));
+        before(&mut turn, &["EVAL", "return 1", "0"], false);
+        assert!(matches!(turn, Turn::Released));
+        // Shared and released turns are left as they are.
+        let mut shared = Turn::Shared {
+            _held: ks.enter(),
+        };
+        before(&mut shared, &["GET", "a"], false);
+        assert!(matches!(shared, Turn::Shared { .. }));
+    }
+}
