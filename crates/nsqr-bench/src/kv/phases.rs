@@ -9,7 +9,8 @@
 //!   `expired` events arrive on `__keyevent@0__:expired` (needs `notify-keyspace-events Ex`,
 //!   set through CONFIG SET);
 //! - `rss`: resident memory per key after writing N keys with 32-byte values;
-//! - `multi`: transactions of five commands (`MULTI`, 2 `INCR`, `SET`, `GET`, `EXEC`),
+//! - `multi`: transactions of five commands (`MULTI`, `INCR a`, `INCR b`, `SET c`,
+//!   `GET c`, `GET a`, `EXEC`),
 //!   pipelined, from our own client (redis-benchmark sends one command per request).
 
 use std::collections::BTreeMap;
@@ -170,6 +171,7 @@ fn queue_transaction(c: &mut RespConn, keys: &[String; 3]) {
     c.queue(&["INCR", keys[1].as_str()]);
     c.queue(&["SET", keys[2].as_str(), "v"]);
     c.queue(&["GET", keys[2].as_str()]);
+    c.queue(&["GET", keys[0].as_str()]);
     c.queue(&["EXEC"]);
 }
 
