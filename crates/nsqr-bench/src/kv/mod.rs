@@ -35,9 +35,9 @@ pub enum Phase {
     /// EVALSHA of redis-py's Lock release script (a GET and a compare), redis-benchmark with
     /// --kv-pipeline requests in flight per client.
     Script,
-    /// Transactions of five commands (MULTI, INCR a, INCR b, SET c, GET c,
-    /// GET a, EXEC) from --kv-clients
-    /// connections with --kv-pipeline transactions in flight each, --kv-requests in all.
+    /// Transactions of five commands (MULTI, INCR a, INCR b, SET c, GET c, GET a, EXEC)
+    /// from --kv-clients connections with --kv-pipeline transactions in flight each,
+    /// --kv-requests in all.
     Multi,
     /// redis-benchmark's default tests of every type (`TYPE_TESTS`), one at a time, with
     /// --kv-pipeline requests in flight per client.

@@ -10,8 +10,8 @@
 //!   set through CONFIG SET);
 //! - `rss`: resident memory per key after writing N keys with 32-byte values;
 //! - `multi`: transactions of five commands (`MULTI`, `INCR a`, `INCR b`, `SET c`,
-//!   `GET c`, `GET a`, `EXEC`),
-//!   pipelined, from our own client (redis-benchmark sends one command per request).
+//!   `GET c`, `GET a`, `EXEC`), pipelined, from our own client (redis-benchmark sends one
+//!   command per request).
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

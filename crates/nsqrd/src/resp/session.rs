@@ -289,7 +289,7 @@ mod tests {
 
     use std::time::Duration;
 
-    use nsqr_kv::{KvConfig, Keyspace};
+    use nsqr_kv::{Keyspace, KvConfig};
     use resp_wire::{Parsed, RequestParser};
 
     use super::*;
@@ -339,9 +339,7 @@ mod tests {
         before(&mut turn, &["EVAL", "return 1", "0"], false);
         assert!(matches!(turn, Turn::Released));
         // Shared and released turns are left as they are.
-        let mut shared = Turn::Shared {
-            _held: ks.enter(),
-        };
+        let mut shared = Turn::Shared { _held: ks.enter() };
         before(&mut shared, &["GET", "a"], false);
         assert!(matches!(shared, Turn::Shared { .. }));
     }
