@@ -34,7 +34,11 @@ struct Server {
 
 impl Server {
     fn start() -> Server {
-        let dir = std::env::temp_dir().join(format!("nsqr-bench-kv-test-{}", std::process::id()));
+        // One directory per server: the tests run at once in one process.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("nsqr-bench-kv-test-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let mut child = Command::new(nsqrd_bin())
             .args([
