@@ -7,9 +7,9 @@
 //!   of up to [`ORDER_NODE`] elements indexed by a Fenwick tree), so ZRANK, ranges by rank and
 //!   the position of a score or a lexicographic bound all cost O(log n), not a walk.
 //!
-//! A member is stored in both, in place when it is short ([`Member`]: up to
-//! [`INLINE_MEMBER`] bytes inside the map's slot and the tree's element, no heap block), so
-//! short members cost no allocation at all
+//! The map keeps a short member in place ([`Member`]: up to [`INLINE_MEMBER`] bytes inside its
+//! slot, no heap block); the order keeps every member boxed, so its elements stay 24 bytes
+//! and an insertion moves no more of a node than it must
 //! (docs/decisions/0024-sorted-set-members-in-place.md).
 //!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
@@ -35,12 +35,12 @@ const ZSET_SMALL_ENTRIES: usize = 128;
 const ZSET_SMALL_VALUE: usize = 64;
 /// Members of up to this many bytes are kept in place, longer ones in a heap block.
 pub const INLINE_MEMBER: usize = 16;
-/// A member as the sorted set keeps it: in place up to [`INLINE_MEMBER`] bytes (24 bytes in
-/// all, as a boxed slice's 16 plus its heap block's header and rounding would be more).
+/// A member as the map keeps it: in place up to [`INLINE_MEMBER`] bytes (24 bytes in all,
+/// where a boxed slice's 16 plus its heap block's header and rounding would be more).
 type Member = SmallVec<[u8; INLINE_MEMBER]>;
 /// A member's fixed cost: its slot in the map (hash, member, score; index and control byte)
-/// and in the tree (score and member).
-const ZSET_SLOT: usize = 8 + 24 + 8 + 10 + 32;
+/// and in the tree (score and boxed member).
+const ZSET_SLOT: usize = 8 + 24 + 8 + 10 + 24;
 /// Elements per node of the order. An insertion or a removal moves the elements after it in
 /// its node (a ZPOPMIN the whole node), so smaller nodes move less; a split rebuilds the
 /// index over every node, so smaller nodes split more often. The crate's default is 1,024;
@@ -54,7 +54,7 @@ pub type Popped = (Box<[u8]>, f64);
 #[derive(Debug, Clone)]
 struct Ranked {
     score: f64,
-    member: Member,
+    member: Box<[u8]>,
 }
 
 impl Ord for Ranked {
@@ -143,7 +143,7 @@ fn norm(score: f64) -> f64 {
 
 fn member_cost(m: &[u8]) -> usize {
     if m.len() <= INLINE_MEMBER {
-        ZSET_SLOT
+        ZSET_SLOT + cost_of(m.len())
     } else {
         ZSET_SLOT + 2 * cost_of(m.len())
     }
@@ -198,7 +198,7 @@ impl ZSet {
                 *slot = score.to_le_bytes();
                 let probe = Ranked {
                     score: old,
-                    member: Member::from_slice(member),
+                    member: member.into(),
                 };
                 if let Some(mut r) = self.order.take(&probe) {
                     r.score = score;
@@ -211,7 +211,7 @@ impl ZSet {
             .insert(Member::from_slice(member), score.to_le_bytes());
         self.order.insert(Ranked {
             score,
-            member: Member::from_slice(member),
+            member: member.into(),
         });
         self.bytes += member_cost(member);
         self.big |= self.scores.len() > ZSET_SMALL_ENTRIES;
@@ -220,9 +220,12 @@ impl ZSet {
 
     /// Removes a member; its score, if it was there.
     pub fn remove(&mut self, member: &[u8]) -> Option<f64> {
-        let (m, s) = self.scores.swap_remove_entry(member)?;
+        let s = self.scores.swap_remove(member)?;
         let score = f64::from_le_bytes(s);
-        self.order.remove(&Ranked { score, member: m });
+        self.order.remove(&Ranked {
+            score,
+            member: member.into(),
+        });
         self.bytes -= member_cost(member);
         Some(score)
     }
@@ -232,7 +235,7 @@ impl ZSet {
         let score = self.score(member)?;
         Some(self.order.rank(&Ranked {
             score,
-            member: Member::from_slice(member),
+            member: member.into(),
         }))
     }
 
@@ -272,7 +275,7 @@ impl ZSet {
         }?;
         self.scores.swap_remove(&r.member[..]);
         self.bytes -= member_cost(&r.member);
-        Some((r.member.into_vec().into_boxed_slice(), r.score))
+        Some((r.member, r.score))
     }
 
     /// The first rank whose element is not `before` (a predicate true for a prefix of the
@@ -552,15 +555,16 @@ mod tests {
         let mut z = zset(&[]);
         z.insert(&short, 2.0);
         z.insert(&long, 1.0);
-        assert_eq!(z.bytes, 2 * ZSET_SLOT + 2 * cost_of(long.len()));
+        let heap = cost_of(short.len()) + 2 * cost_of(long.len());
+        assert_eq!(z.bytes, 2 * ZSET_SLOT + heap);
         assert!(!z
-            .order
-            .iter()
-            .any(|r| r.member.len() == short.len() && r.member.spilled()));
+            .scores
+            .keys()
+            .any(|m| m.len() == short.len() && m.spilled()));
         assert!(z
-            .order
-            .iter()
-            .any(|r| r.member.len() == long.len() && r.member.spilled()));
+            .scores
+            .keys()
+            .any(|m| m.len() == long.len() && m.spilled()));
         assert_eq!(z.score(&short), Some(2.0));
         assert_eq!(z.rank(&long), Some(0));
         assert_eq!(z.pop(true), Some((Box::from(&short[..]), 2.0)));
