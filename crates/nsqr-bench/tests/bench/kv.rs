@@ -76,11 +76,22 @@ impl Drop for Server {
     }
 }
 
+/// Runs `cmd` (an `nsqr-bench kv ... --json`), which must succeed; its report.
+fn report(cmd: &mut Command) -> Value {
+    let out = cmd.output().expect("run nsqr-bench");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 #[test]
 fn kv_mode_reports_nubmq_expiry_and_rss() {
     let srv = Server::start();
-    let out = Command::new(nsqr_bin())
-        .args(["kv", "--kv-address", &srv.kv, "--json"])
+    let mut cmd = Command::new(nsqr_bin());
+    cmd.args(["kv", "--kv-address", &srv.kv, "--json"])
         .args(["--kv-phases", "nubmq,expiry,rss"])
         .args(["--nubmq-connections", "4", "--nubmq-ops", "200"])
         .args([
@@ -91,15 +102,8 @@ fn kv_mode_reports_nubmq_expiry_and_rss() {
             "--expiry-timeout",
             "20s",
         ])
-        .args(["--rss-keys", "20000"])
-        .output()
-        .expect("run nsqr-bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+        .args(["--rss-keys", "20000"]);
+    let m = report(&mut cmd);
     assert!(m["nubmq_ops"].as_f64().unwrap() > 0.0, "{m}");
     assert!(m["nubmq_cpu_us"].as_f64().unwrap() >= 0.0, "{m}");
     assert_eq!(m["expiry_received"].as_f64(), Some(100.0), "{m}");
@@ -111,26 +115,18 @@ fn kv_mode_reports_nubmq_expiry_and_rss() {
 #[test]
 fn kv_mode_reports_transactions() {
     let srv = Server::start();
-    let out = Command::new(nsqr_bin())
-        .args(["kv", "--kv-address", &srv.kv, "--json"])
-        .args(["--kv-phases", "multi"])
+    let mut cmd = Command::new(nsqr_bin());
+    cmd.args(["kv", "--kv-address", &srv.kv, "--json"])
+        .args(["--kv-phases", "multi", "--kv-requests", "500"])
         .args([
-            "--kv-requests",
-            "500",
             "--kv-clients",
             "3",
             "--kv-pipeline",
             "4",
-        ])
-        .args(["--kv-keyspace", "10"])
-        .output()
-        .expect("run nsqr-bench");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let m: Value = serde_json::from_slice(&out.stdout).unwrap();
+            "--kv-keyspace",
+            "10",
+        ]);
+    let m = report(&mut cmd);
     assert!(m["multi_rps"].as_f64().unwrap() > 0.0, "{m}");
     assert!(m["multi_cpu_us"].as_f64().unwrap() > 0.0, "{m}");
 }

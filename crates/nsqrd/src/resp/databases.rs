@@ -22,7 +22,7 @@ use super::table::Command;
 pub const OUT_OF_RANGE: &str = "ERR DB index is out of range";
 
 /// Commands whose keys are a script's `KEYS`: given to the script as named.
-const SCRIPTS: &[&str] = &[
+pub(super) const SCRIPTS: &[&str] = &[
     "eval",
     "evalsha",
     "eval_ro",

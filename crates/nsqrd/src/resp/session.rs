@@ -148,18 +148,9 @@ const TURN_SLICE: std::time::Duration = std::time::Duration::from_millis(10);
 /// script: other clients wait for at most this many.
 const KEEP_ALONE: usize = 128;
 
-/// Commands that run alone (a transaction's EXEC, scripts and functions) or start a
-/// transaction: an exclusive turn kept from an earlier one serves them too.
-const ALONE_COMMANDS: &[&str] = &[
-    "exec",
-    "multi",
-    "eval",
-    "evalsha",
-    "eval_ro",
-    "evalsha_ro",
-    "fcall",
-    "fcall_ro",
-];
+/// Besides scripts and functions (`databases::SCRIPTS`), the commands that run alone or start
+/// a transaction: an exclusive turn kept from an earlier one serves them too.
+const TRANSACTION_COMMANDS: &[&str] = &["exec", "multi"];
 
 impl Turn {
     /// Before each request of a batch: an exclusive turn kept from an earlier EXEC or script
@@ -170,8 +161,9 @@ impl Turn {
         if let Turn::Kept { requests, .. } = self {
             *requests += 1;
             let name = args.get(0);
-            let alone = ALONE_COMMANDS
+            let alone = TRANSACTION_COMMANDS
                 .iter()
+                .chain(super::databases::SCRIPTS)
                 .any(|c| name.eq_ignore_ascii_case(c.as_bytes()));
             if *requests > KEEP_ALONE || !(in_multi || alone) {
                 *self = Turn::Released;
