@@ -10,7 +10,7 @@
 //! The map keeps a short member in place ([`Member`]: up to [`INLINE_MEMBER`] bytes inside its
 //! slot, no heap block); the order keeps every member boxed, so its elements stay 24 bytes
 //! and an insertion moves no more of a node than it must
-//! (docs/decisions/0024-sorted-set-members-in-place.md).
+//! (docs/decisions/0026-sorted-set-members-in-place.md).
 //!
 //! A score is never NaN (the commands refuse one) and `-0` is stored as `0`, so the order is
 //! the IEEE total order and two equal scores always fall back to the members' bytes.

@@ -121,7 +121,7 @@ pub enum Turn {
     /// The exclusive turn an EXEC or a script of this batch took, kept for the batch's next
     /// requests while they are transactions or scripts too ([`Turn::before_request`]):
     /// trading turns for each of them was most of what a short one cost
-    /// (docs/decisions/0025-scripts-and-transactions-cpu.md).
+    /// (docs/decisions/0027-scripts-and-transactions-cpu.md).
     Kept {
         held: ExclusiveTurn,
         /// Requests run since it was taken.

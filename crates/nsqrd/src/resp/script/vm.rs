@@ -328,7 +328,7 @@ impl Vm {
 /// callers make here (KEYS and ARGV, a command's reply) is bounded by the request and the
 /// reply, and the limit is back before Lua code runs again, so a script that grows past it
 /// still fails at its next allocation
-/// (docs/decisions/0025-scripts-and-transactions-cpu.md).
+/// (docs/decisions/0027-scripts-and-transactions-cpu.md).
 fn unlimited<R>(lua: &Lua, f: impl FnOnce() -> R) -> R {
     struct Restore<'l>(&'l Lua);
     impl Drop for Restore<'_> {
