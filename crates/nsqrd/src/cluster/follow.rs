@@ -21,6 +21,8 @@
 //!
 //! Rebuilding from the state rather than counting what was queued makes a restart queue each
 //! message once: the broker's copy is emptied first, whatever an earlier run left on its disk.
+//! Until then the topic's channels deliver nothing (`ops.rs`), so what the broker kept from an
+//! earlier run is never handed out.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -171,7 +173,8 @@ impl Follower {
         }
     }
 
-    /// The leader's channels created, deleted or paused, on a follower's broker.
+    /// The leader's channels created, deleted or paused, on a follower's broker. A channel
+    /// created here is emptied: its queue may open on files an earlier run left.
     async fn mirror(&mut self, ops: &[ChannelOp]) {
         for op in ops {
             let done = match op {
@@ -179,7 +182,7 @@ impl Follower {
                     .broker
                     .open_channel(&self.topic, channel)
                     .await
-                    .map(drop),
+                    .map(|ch| ch.empty()),
                 ChannelOp::Delete { channel } => self.broker.delete_channel(&self.topic, channel),
                 ChannelOp::Pause {
                     channel: Some(channel),
@@ -254,8 +257,8 @@ impl Follower {
                 return;
             }
         };
-        // Gathering starts before the copy is loaded, so a FIN of a consumer already connected
-        // is proposed; what loading itself reports matches the state (no-ops once applied).
+        // Gathering starts before the copy is loaded, so a channel made meanwhile is proposed;
+        // what loading itself reports matches the state (no-ops once applied).
         self.pass.lead(Some(Arc::clone(&t)));
         let counts = load(&self.broker, &t, &copy).await;
         self.leading = Some(Lead {
@@ -263,6 +266,7 @@ impl Follower {
             term,
         });
         t.set_serving(true);
+        self.pass.serve();
         tracing::info!(
             "cluster: topic {}: leading from entry {}: {} channels, {} unfinished messages queued",
             self.topic,
