@@ -247,7 +247,6 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
         recoveries,
         crashes: cluster.crashes.clone(),
         fault_phase: faults_end - faults_start,
-        order_fails: !args.order_report_only,
     })
 }
 
