@@ -8,14 +8,16 @@
 //! - An ordered channel whose backlog is on disk keeps publish order across a takeover: the old
 //!   leader restarted with its disk queue, a consumer subscribed there at once, and messages
 //!   published after the takeover, first delivered after every earlier one.
+//! - A channel made on the next leader before it takes over (a consumer's SUB, an HTTP
+//!   `/channel/create`) stays through the takeover and is replicated.
 
 use std::collections::HashSet;
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::cluster_channels::wait_committed;
 use crate::cluster_replicated::{
-    consume_from_leader, start_cluster_with, wait_for_leader, Cluster, PATIENCE,
+    consume_from_leader, start_cluster, start_cluster_with, wait_for_leader, Cluster, PATIENCE,
 };
 use crate::common::*;
 
@@ -151,4 +153,65 @@ fn an_ordered_channel_keeps_publish_order_across_a_takeover_of_its_disk_backlog(
         late.is_empty(),
         "first delivered after a later message: {late:?}"
     );
+}
+
+#[test]
+fn a_channel_made_on_the_next_leader_before_it_takes_over_stays_and_is_replicated() {
+    let mut cluster = start_cluster();
+    let leader = cluster.replicate("made");
+    create_channel(
+        cluster.nodes[leader - 1].as_ref().expect("leader"),
+        "made",
+        "c",
+    );
+    wait_committed(&cluster, leader, "made", "marker");
+
+    // Whichever follower takes over has a consumer's channel and an HTTP-made one that the
+    // replicated state lacks.
+    let mut consumers = Vec::new();
+    for (n, f) in cluster.live().filter(|(n, _)| *n != leader) {
+        let mut c = f.connect();
+        c.sub("made", "sub");
+        c.rdy(10);
+        create_channel(f, "made", "http");
+        consumers.push((n, c));
+    }
+    let dir = cluster.nodes[leader - 1]
+        .take()
+        .expect("leader")
+        .kill_keep();
+    cluster.publish_to_leader("made", "after");
+    let (new_leader, _) = wait_for_leader(cluster.live(), "made");
+
+    // Its consumer is still subscribed and gets what was published once it led.
+    let (_, c) = consumers
+        .iter_mut()
+        .find(|(n, _)| *n == new_leader)
+        .expect("a consumer on the new leader");
+    let m = c
+        .message_within(PATIENCE)
+        .expect("a delivery on the kept channel");
+    assert_eq!(m.body, b"after");
+
+    // Replicated: the old leader, restarted, creates both as it follows the state.
+    cluster.restart(leader, dir);
+    let s = cluster.nodes[leader - 1].as_ref().expect("restarted");
+    let deadline = Instant::now() + PATIENCE;
+    for channel in ["sub", "http"] {
+        while s.channel_stats("made", channel).is_none() {
+            assert!(
+                Instant::now() < deadline,
+                "channel {channel} not replicated to node {leader}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+    let leader_now = cluster.leader_of("made");
+    let l = cluster.nodes[leader_now - 1].as_ref().expect("leader");
+    for channel in ["c", "sub", "http"] {
+        assert!(
+            l.channel_stats("made", channel).is_some(),
+            "node {leader_now} leads without channel {channel}"
+        );
+    }
 }
