@@ -64,7 +64,27 @@ fn encode(e: &[u8]) -> Vec<u8> {
     out
 }
 
-/// The length starting at `buf[at]` and its byte count.
+/// The first element of packed `bytes` (not empty) and the bytes after it.
+pub(crate) fn split_first(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let (len, h) = match bytes.first() {
+        Some(&b) if b < 0x80 => (usize::from(b), 1),
+        _ => read_varint(bytes.iter().copied()),
+    };
+    let (e, rest) = bytes[h..].split_at(len);
+    (e, &rest[h..])
+}
+
+/// The last element of packed `bytes` (not empty) and the bytes before it.
+pub(crate) fn split_last(bytes: &[u8]) -> (&[u8], &[u8]) {
+    let (len, h) = match bytes.last() {
+        Some(&b) if b < 0x80 => (usize::from(b), 1),
+        _ => read_varint(bytes.iter().rev().copied()),
+    };
+    let (rest, e) = bytes[..bytes.len() - h].split_at(bytes.len() - h - len);
+    (e, &rest[..rest.len() - h])
+}
+
+/// A LEB128 length read from `bytes` and its byte count.
 fn read_varint(bytes: impl Iterator<Item = u8>) -> (usize, usize) {
     let (mut n, mut shift, mut read) = (0usize, 0, 0);
     for b in bytes {
@@ -103,8 +123,7 @@ impl Node {
     fn grown(&self, need: usize) -> usize {
         let want = self.used() + need;
         (2 * self.buf.capacity())
-            .max(FIRST_BLOCK)
-            .min(NODE_BYTES)
+            .clamp(FIRST_BLOCK, NODE_BYTES)
             .max(want)
     }
 
@@ -145,16 +164,24 @@ impl Node {
 
     /// The element starting at byte `at` and the byte after it.
     fn element_at(&self, at: usize) -> (&[u8], usize) {
-        let (len, h) = read_varint(self.buf[at..].iter().copied());
-        let start = at + h;
-        (&self.buf[start..start + len], start + len + h)
+        let (e, rest) = split_first(&self.buf[at..]);
+        (e, self.buf.len() - rest.len())
     }
 
     /// The element ending at byte `end` (exclusive) and its first byte.
     fn element_before(&self, end: usize) -> (&[u8], usize) {
-        let (len, h) = read_varint(self.buf[..end].iter().rev().copied());
-        let stop = end - h;
-        (&self.buf[stop - len..stop], stop - len - h)
+        let (e, rest) = split_last(&self.buf[..end]);
+        (e, rest.len())
+    }
+
+    /// The bytes of the elements from element `i` (0 ≤ i ≤ count) on.
+    pub fn from(&self, i: usize) -> &[u8] {
+        &self.buf[self.offset_of(i)..]
+    }
+
+    /// The bytes of the elements before element `i` (0 ≤ i ≤ count).
+    pub fn until(&self, i: usize) -> &[u8] {
+        &self.buf[self.head..self.offset_of(i)]
     }
 
     pub fn pop_front(&mut self) -> Option<Box<[u8]>> {
@@ -186,21 +213,6 @@ impl Node {
         } else {
             (i..self.count).fold(self.buf.len(), |end, _| self.element_before(end).1)
         }
-    }
-
-    /// The first byte of the elements and the byte after them.
-    pub fn bounds(&self) -> (usize, usize) {
-        (self.head, self.buf.len())
-    }
-
-    /// The element starting at byte `at` (an offset within [`Node::bounds`]) and the next one's.
-    pub fn next_at(&self, at: usize) -> (&[u8], usize) {
-        self.element_at(at)
-    }
-
-    /// The element ending at byte `end` and its own first byte.
-    pub fn prev_at(&self, end: usize) -> (&[u8], usize) {
-        self.element_before(end)
     }
 
     pub fn get(&self, i: usize) -> Option<&[u8]> {
@@ -305,13 +317,22 @@ mod tests {
     use super::*;
 
     fn items(n: &Node) -> Vec<Vec<u8>> {
-        let (mut at, end) = n.bounds();
+        let mut rest = n.from(0);
         let mut out = Vec::new();
-        while at < end {
-            let (e, next) = n.next_at(at);
+        while !rest.is_empty() {
+            let (e, next) = split_first(rest);
             out.push(e.to_vec());
-            at = next;
+            rest = next;
         }
+        let mut back = n.until(n.count());
+        let mut rev = Vec::new();
+        while !back.is_empty() {
+            let (e, before) = split_last(back);
+            rev.push(e.to_vec());
+            back = before;
+        }
+        rev.reverse();
+        assert_eq!(rev, out);
         out
     }
 

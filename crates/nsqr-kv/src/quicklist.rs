@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 
 use crate::collection::{Collection, KeyType, Typed};
 use crate::entry::cost_of;
-use crate::list_node::{Node, NODE_BYTES};
+use crate::list_node::{split_first, split_last, Node, NODE_BYTES};
 
 /// A node's slot in the deque.
 const NODE_SLOT: usize = std::mem::size_of::<Node>();
@@ -323,30 +323,34 @@ impl List {
         self.iter_range(0..self.len)
     }
 
-    /// The elements at positions `range` (clamped to the list), either way.
+    /// The elements at positions `range` (clamped to the list), either way. The back end is
+    /// found only when first asked for.
     pub fn iter_range(&self, range: std::ops::Range<usize>) -> Iter<'_> {
         let end = range.end.min(self.len);
         let start = range.start.min(end);
-        let front = self.cursor(start);
-        let back = self.cursor(end);
+        let front = if start < end {
+            let (n, k) = self.locate(start);
+            (n, self.nodes.get(n).map_or(&[][..], |node| node.from(k)))
+        } else {
+            (0, &[][..])
+        };
         Iter {
-            nodes: &self.nodes,
+            list: self,
             front,
-            back,
+            back: None,
+            end,
             left: end - start,
         }
     }
 
-    /// Where position `i` (0 ≤ i ≤ len) starts: its node and byte.
-    fn cursor(&self, i: usize) -> (usize, usize) {
-        if i >= self.len {
-            let last = self.nodes.len().saturating_sub(1);
-            let end = self.nodes.get(last).map_or(0, |n| n.bounds().1);
-            return (last, end);
-        }
-        let (n, k) = self.locate(i);
-        let at = self.nodes.get(n).map_or(0, |node| node.offset_of(k));
-        (n, at)
+    /// The node of the element before position `end` (0 < end ≤ len) and the bytes of that
+    /// node up to the end of that element.
+    fn back_cursor(&self, end: usize) -> (usize, &[u8]) {
+        let (n, k) = self.locate(end - 1);
+        (
+            n,
+            self.nodes.get(n).map_or(&[][..], |node| node.until(k + 1)),
+        )
     }
 
     /// The positions `start..=stop` of a list of this length, negative ones counting from the
@@ -376,11 +380,14 @@ impl List {
 
 /// A list's elements from either end, borrowed from its nodes.
 pub struct Iter<'a> {
-    nodes: &'a VecDeque<Node>,
-    /// The next element's node and first byte.
-    front: (usize, usize),
-    /// The node and the byte after the next element from the back.
-    back: (usize, usize),
+    list: &'a List,
+    /// The front's node and the bytes of that node from the next element on.
+    front: (usize, &'a [u8]),
+    /// The back's node and the bytes of that node up to the end of the next element from the
+    /// back (found on the first `next_back`).
+    back: Option<(usize, &'a [u8])>,
+    /// The position after the last element.
+    end: usize,
     left: usize,
 }
 
@@ -391,14 +398,12 @@ impl<'a> Iterator for Iter<'a> {
         if self.left == 0 {
             return None;
         }
-        let mut node = self.nodes.get(self.front.0)?;
-        while self.front.1 >= node.bounds().1 {
+        while self.front.1.is_empty() {
             self.front.0 += 1;
-            node = self.nodes.get(self.front.0)?;
-            self.front.1 = node.bounds().0;
+            self.front.1 = self.list.nodes.get(self.front.0)?.from(0);
         }
-        let (e, next) = node.next_at(self.front.1);
-        self.front.1 = next;
+        let (e, rest) = split_first(self.front.1);
+        self.front.1 = rest;
         self.left -= 1;
         Some(e)
     }
@@ -413,14 +418,16 @@ impl DoubleEndedIterator for Iter<'_> {
         if self.left == 0 {
             return None;
         }
-        let mut node = self.nodes.get(self.back.0)?;
-        while self.back.1 <= node.bounds().0 {
-            self.back.0 = self.back.0.checked_sub(1)?;
-            node = self.nodes.get(self.back.0)?;
-            self.back.1 = node.bounds().1;
+        let list = self.list;
+        let end = self.end;
+        let back = self.back.get_or_insert_with(|| list.back_cursor(end));
+        while back.1.is_empty() {
+            back.0 = back.0.checked_sub(1)?;
+            let node = list.nodes.get(back.0)?;
+            back.1 = node.until(node.count());
         }
-        let (e, start) = node.prev_at(self.back.1);
-        self.back.1 = start;
+        let (e, rest) = split_last(back.1);
+        back.1 = rest;
         self.left -= 1;
         Some(e)
     }
