@@ -25,6 +25,7 @@ mod stats;
 mod stats_text;
 mod stream;
 mod topics;
+mod wake_relay;
 pub mod workers;
 
 #[cfg(test)]
