@@ -19,6 +19,7 @@ use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
 use crate::network::forward::Forwarder;
 use crate::network::{self, Network, Server, SharedConfig};
+use crate::space::SpaceWait;
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
@@ -146,6 +147,7 @@ impl ClusterNode {
         let capacity = group.apply_buffer.max(1).saturating_add(replay);
         let (tx, rx) = mpsc::channel(capacity.min(usize::MAX >> 4));
         let machine = StateMachine::open(&group.dir, tx)?;
+        let space = [log.space_wait(), machine.space_wait()];
         let network = Network {
             config: self.config.clone(),
             group: group.name.clone(),
@@ -170,6 +172,7 @@ impl ClusterNode {
             config: self.config.clone(),
             raft,
             machine,
+            space,
             server: self.server.clone(),
         };
         Ok((replicated, rx))
@@ -233,6 +236,9 @@ pub struct ReplicatedLog {
     config: SharedConfig,
     raft: Raft,
     machine: StateMachine,
+    /// The log's and the state machine's waits for space: closed at shutdown, so a group
+    /// whose disk is full can stop.
+    space: [SpaceWait; 2],
     server: Arc<Server>,
     forwarder: Forwarder,
 }
@@ -410,6 +416,9 @@ impl ReplicatedLog {
     /// group opens again from them.
     pub async fn shutdown(self) {
         self.server.unregister(&self.name);
+        for wait in &self.space {
+            wait.close();
+        }
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(group = %self.name, "replication: shutdown: {e}");
         }
