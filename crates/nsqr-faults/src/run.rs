@@ -357,6 +357,13 @@ async fn inject_faults(
         let leader = current_leader(cluster, history).await;
         let at = history.now();
         let what = nemesis::inject(cluster, fault, leader, &mut rng).await?;
+        // A disk is full once its ballast is written, which takes a while: the fault starts
+        // then, and what was acknowledged meanwhile was written.
+        let at = if fault.fills_disk() {
+            history.now()
+        } else {
+            at
+        };
         println!("[{:>7.1}s] {fault}: {what}", at.as_secs_f64());
         *injected.entry(fault).or_insert(0) += 1;
         tokio::time::sleep(args.hold()).await;
@@ -369,9 +376,10 @@ async fn inject_faults(
         .await;
         let recovery = Recovery::measure(fault, leader, at, history);
         println!(
-            "[{:>7.1}s] healed; publishes resumed {} after the fault{}",
+            "[{:>7.1}s] healed; publishes resumed {}, deliveries {} after the fault{}",
             healed.as_secs_f64(),
             fmt_opt(recovery.publish),
+            fmt_opt(recovery.deliver),
             if resumed {
                 ""
             } else {
