@@ -234,10 +234,7 @@ impl Inner {
     /// Writes `entries` to the active segment; returns the segment written (None if there
     /// was nothing to write). Syncing is the caller's. On failure the entries come back with
     /// the error, and the files are as they were.
-    fn append(
-        &mut self,
-        entries: Vec<Entry>,
-    ) -> Result<Option<(Arc<File>, PathBuf)>, (StoreError, Vec<Entry>)> {
+    fn append(&mut self, entries: Vec<Entry>) -> Result<Option<(Arc<File>, PathBuf)>, Refused> {
         let Some(first) = entries.first().map(|e| e.log_id.index) else {
             return Ok(None);
         };
@@ -411,6 +408,9 @@ impl Inner {
             .flatten()
     }
 }
+
+/// An append that failed: why, and its entries, to be tried again.
+type Refused = (StoreError, Vec<Entry>);
 
 /// An append's encoded records: the bytes to write, each record's offset in them, length and
 /// log id, and each entry's payload size (for the cache).
