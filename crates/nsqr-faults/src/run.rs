@@ -455,3 +455,29 @@ pub fn fmt_opt(d: Option<Duration>) -> String {
         |d| format!("{:.2} s", d.as_secs_f64()),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn count_ends_the_fault_phase_after_exactly_that_many_faults() {
+        let args = Args::parse_from(["nsqr-faults", "--faults", "kill-leader", "--count", "20"]);
+        let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+        let mut injected = BTreeMap::new();
+        for n in 0..20 {
+            assert!(more_faults(&args, &injected, 1, far), "after {n}");
+            *injected.entry(Fault::KillLeader).or_insert(0) += 1;
+        }
+        assert!(!more_faults(&args, &injected, 1, far));
+
+        let args = Args::parse_from(["nsqr-faults", "--faults", "ring,kill-leader"]);
+        let now = tokio::time::Instant::now();
+        let one = BTreeMap::from([(Fault::Ring, 5)]);
+        assert!(more_faults(&args, &one, 2, now), "every kind runs once");
+        let both = BTreeMap::from([(Fault::Ring, 1), (Fault::KillLeader, 1)]);
+        assert!(!more_faults(&args, &both, 2, now));
+    }
+}
