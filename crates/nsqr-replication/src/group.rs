@@ -37,6 +37,13 @@ const HEARTBEAT_MS: u64 = 250;
 /// round to the node with the longer log, so a failover takes one or two rounds: about 2-3.5 s.
 const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1000);
 
+/// How long the leader gives a follower to take one chunk of a snapshot (3 MiB, openraft's
+/// default) and, for the last, to install it: written and fsynced whole. openraft's default
+/// (200 ms, of which the transport waits three quarters) cuts a snapshot of a few MiB on a
+/// loaded machine every time, so a follower far behind (restarted after missing more than the
+/// log keeps) never catches up, and a leader left with it alone commits nothing.
+const SNAPSHOT_CHUNK_TIMEOUT_MS: u64 = 10_000;
+
 /// One group's settings on this node.
 #[derive(Clone, Debug)]
 pub struct GroupConfig {
@@ -81,6 +88,7 @@ impl GroupConfig {
             heartbeat_interval: self.heartbeat_ms,
             election_timeout_min: self.election_timeout_ms.0,
             election_timeout_max: self.election_timeout_ms.1,
+            install_snapshot_timeout: SNAPSHOT_CHUNK_TIMEOUT_MS,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
             // Keep a few entries behind a snapshot so a follower just behind still gets
             // entries rather than the whole snapshot.
