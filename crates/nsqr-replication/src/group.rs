@@ -41,7 +41,8 @@ const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1000);
 /// default) and, for the last, to install it: written and fsynced whole. openraft's default
 /// (200 ms, of which the transport waits three quarters) cuts a snapshot of a few MiB on a
 /// loaded machine every time, so a follower far behind (restarted after missing more than the
-/// log keeps) never catches up, and a leader left with it alone commits nothing.
+/// log keeps) never catches up, and a leader left with it alone commits nothing
+/// (`docs/decisions/0017-raft-timing.md`).
 const SNAPSHOT_CHUNK_TIMEOUT_MS: u64 = 10_000;
 
 /// One group's settings on this node.
