@@ -66,12 +66,6 @@ pub struct Args {
     /// Seed of the schedule's choices (default: random, printed).
     #[arg(long)]
     seed: Option<u64>,
-    /// Print the order check but do not fail the run on it. An ordered channel can deliver a
-    /// message published just after a takeover before the backlog the new leader loaded
-    /// (docs/replication.md, "Not done yet"); `make test`'s short run uses this until that is
-    /// fixed, and says so in its output.
-    #[arg(long)]
-    order_report_only: bool,
     /// Where the nodes' directories and logs go (default: a new temporary directory, removed
     /// after a passing run).
     #[arg(long)]

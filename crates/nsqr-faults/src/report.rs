@@ -53,8 +53,6 @@ pub struct Report {
     pub skipped: Option<(Vec<Fault>, String)>,
     pub crashes: Vec<String>,
     pub fault_phase: Duration,
-    /// Whether an acknowledged message out of order fails the run (`--order-report-only`).
-    pub order_fails: bool,
 }
 
 /// The `p`-th percentile (0-1) of sorted values, nearest rank.
@@ -70,7 +68,7 @@ impl Report {
     pub fn passed(&self) -> bool {
         let v = &self.verdict;
         v.lost.is_empty()
-            && (!self.order_fails || v.order.as_ref().is_some_and(|o| o.out_of_order.is_empty()))
+            && v.order.as_ref().is_some_and(|o| o.out_of_order.is_empty())
             && v.split_brain.within_bound()
             && self.catch_ups.iter().all(|c| c.took.is_some())
             && self.crashes.is_empty()
@@ -126,11 +124,6 @@ impl Report {
                 );
                 for body in o.out_of_order.iter().take(20) {
                     println!("  out of order: {body}");
-                }
-                if !self.order_fails && !o.out_of_order.is_empty() {
-                    println!(
-                        "  (reported, not failing this run: --order-report-only, a known defect)"
-                    );
                 }
             }
             None => println!("order: not checked (the channel was never ordered)"),

@@ -292,7 +292,6 @@ async fn drive(
         skipped: None,
         crashes: cluster.crashes.clone(),
         fault_phase: faults_end - faults_start,
-        order_fails: !args.order_report_only,
     })
 }
 

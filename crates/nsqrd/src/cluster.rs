@@ -269,10 +269,12 @@ impl Replicate for Hook {
         }
     }
 
+    /// Only the node that leads the topic's group, once its copy is rebuilt (`ops.rs`): a
+    /// group still opening, or that could not open, has no leader here.
     fn may_deliver(&self, topic: &str) -> bool {
         match self.0.groups.lock().get(topic) {
             Some(Group::Open(open)) => open.pass.may_deliver(),
-            _ => true,
+            _ => false,
         }
     }
 }

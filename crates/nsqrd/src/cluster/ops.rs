@@ -9,7 +9,11 @@
 //! (`Replicate::may_deliver`); they are woken when it is taken for proposing.
 //!
 //! A node that does not lead the group gathers nothing: its broker's changes are its own
-//! (loading a takeover's state, emptying its copy after losing the lead).
+//! (loading a takeover's state, emptying its copy after losing the lead). Its channels deliver
+//! nothing either, from the node's start until its copy is rebuilt from the state on taking
+//! over: whatever the broker holds before that (its disk queues from an earlier run, a channel
+//! opened on queue files left behind) is not the group's, and delivering it would hand out
+//! later messages before earlier ones the next leader still holds.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
@@ -29,8 +33,11 @@ const RETRY_AFTER: Duration = Duration::from_millis(100);
 /// One group's gathered operations.
 #[derive(Default)]
 pub(super) struct Pass {
-    /// True while this node leads the group and its broker holds the group's state.
+    /// True while this node leads the group (its broker's changes are gathered).
     leading: AtomicBool,
+    /// True once the broker's copy is rebuilt from the state, until the lead is lost: only
+    /// then do the topic's channels deliver.
+    serving: AtomicBool,
     queue: Mutex<Vec<ChannelOp>>,
     /// Message ids (or operations) in `queue`.
     gathered: AtomicUsize,
@@ -63,8 +70,17 @@ impl Pass {
         self.leading.store(true, Ordering::Release);
     }
 
-    /// Stop gathering and drop what was gathered: the group's next leader decides.
+    /// The broker's copy is rebuilt: the topic's channels deliver from now on, and consumers
+    /// that subscribed meanwhile are woken.
+    pub(super) fn serve(&self) {
+        self.serving.store(true, Ordering::Release);
+        self.wake_consumers();
+    }
+
+    /// Stop delivering and gathering and drop what was gathered: the group's next leader
+    /// decides.
     pub(super) fn follow(&self) {
+        self.serving.store(false, Ordering::Release);
         let mut queue = self.queue.lock();
         self.leading.store(false, Ordering::Release);
         queue.clear();
@@ -73,9 +89,10 @@ impl Pass {
         self.wake_consumers();
     }
 
-    /// False while the pass being gathered is at its cap.
+    /// True while this node serves the topic (it leads and its copy is rebuilt) and the pass
+    /// being gathered is below its cap.
     pub(super) fn may_deliver(&self) -> bool {
-        self.gathered.load(Ordering::Acquire) < PASS_CAP
+        self.serving.load(Ordering::Acquire) && self.gathered.load(Ordering::Acquire) < PASS_CAP
     }
 
     fn wake_consumers(&self) {
@@ -253,9 +270,25 @@ mod tests {
     }
 
     #[test]
+    fn channels_deliver_only_once_the_copy_is_rebuilt_and_until_the_lead_is_lost() {
+        let pass = Pass::default();
+        assert!(
+            !pass.may_deliver(),
+            "a node that does not lead delivers nothing"
+        );
+        pass.lead(None);
+        assert!(!pass.may_deliver(), "leading, the copy not rebuilt yet");
+        pass.serve();
+        assert!(pass.may_deliver());
+        pass.follow();
+        assert!(!pass.may_deliver(), "the lead lost");
+    }
+
+    #[test]
     fn a_pass_is_capped_and_following_drops_what_gathered() {
         let pass = Pass::default();
         pass.lead(None);
+        pass.serve();
         for n in 0..(PASS_CAP as u64 + 10) {
             pass.push(Some("c"), ReplicaOp::Finished(id(n)));
         }

@@ -21,7 +21,7 @@ use crate::lookupd_late_start::{free_addr, lookupd_bin, Lookupd};
 
 /// Creates channel `marker` on the leader and waits until every other live node has it: the
 /// channel operations gathered before it are committed.
-fn wait_committed(cluster: &Cluster, leader: usize, topic: &str, marker: &str) {
+pub(crate) fn wait_committed(cluster: &Cluster, leader: usize, topic: &str, marker: &str) {
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let r = s.post(
         &format!("/channel/create?topic={topic}&channel={marker}"),

@@ -15,6 +15,7 @@ mod cluster_channels;
 mod cluster_in_process;
 mod cluster_members;
 mod cluster_replicated;
+mod cluster_takeover;
 mod cluster_tls;
 mod durability_compat;
 mod durability_crash;
