@@ -37,15 +37,28 @@ impl Replicate for Hook {
     }
 }
 
-async fn broker(hook: &Arc<Hook>, data_path: Option<&std::path::Path>) -> Broker {
-    Broker::start(BrokerConfig {
+/// A broker with `hook` (and `data_path`, `--mem-queue-size=2`), its topic `t` at
+/// `replicas = 3` holding committed messages 1 to `backlog`, and its channels `x` and `y`.
+async fn replicated_topic(
+    hook: &Arc<Hook>,
+    data_path: Option<&std::path::Path>,
+    backlog: u64,
+) -> (Broker, Arc<Topic>) {
+    let b = Broker::start(BrokerConfig {
         replication: Some(Replication(Arc::clone(hook) as Arc<dyn Replicate>)),
         data_path: data_path.map(std::path::Path::to_path_buf),
         mem_queue_size: 2,
         ..BrokerConfig::default()
     })
     .await
-    .unwrap()
+    .unwrap();
+    b.configure_topic("t", &serde_json::json!({"replicas": 3}))
+        .unwrap();
+    let t = b.topic("t").unwrap();
+    put(&t, &committed(1, backlog)).await;
+    b.open_channel("t", "x").await.unwrap();
+    b.open_channel("t", "y").await.unwrap();
+    (b, t)
 }
 
 /// Committed messages `first..first + n`, as the leader's log hands them back.
@@ -72,13 +85,7 @@ fn depth(topic: &Topic, channel: &str) -> usize {
 #[tokio::test]
 async fn a_channel_receives_once_admitted_and_only_the_first_takes_the_backlog() {
     let hook = Arc::new(Hook::default());
-    let b = broker(&hook, None).await;
-    b.configure_topic("t", &serde_json::json!({"replicas": 3}))
-        .unwrap();
-    let t = b.topic("t").unwrap();
-    put(&t, &committed(1, 3)).await;
-    b.open_channel("t", "x").await.unwrap();
-    b.open_channel("t", "y").await.unwrap();
+    let (_b, t) = replicated_topic(&hook, None, 3).await;
     assert!(!t.is_receiving("x") && !t.is_receiving("y"));
     put(&t, &committed(4, 1)).await;
     assert_eq!((depth(&t, "x"), depth(&t, "y")), (0, 0), "not admitted yet");
@@ -111,13 +118,7 @@ async fn a_channel_receives_once_admitted_and_only_the_first_takes_the_backlog()
 async fn a_backlog_read_back_from_disk_goes_to_the_first_channel_alone() {
     let dir = nsqr_testkit::temp_dir("replicated");
     let hook = Arc::new(Hook::default());
-    let b = broker(&hook, Some(&dir)).await;
-    b.configure_topic("t", &serde_json::json!({"replicas": 3}))
-        .unwrap();
-    let t = b.topic("t").unwrap();
-    put(&t, &committed(1, 200)).await;
-    b.open_channel("t", "x").await.unwrap();
-    b.open_channel("t", "y").await.unwrap();
+    let (_b, t) = replicated_topic(&hook, Some(&dir), 200).await;
     t.set_receiving("x", true);
     t.set_receiving("y", true);
     put(&t, &committed(201, 1)).await;

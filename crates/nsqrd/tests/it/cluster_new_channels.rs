@@ -18,16 +18,8 @@ use crate::cluster_channels::{signal, stop_all_but_the_leader, wait_committed};
 use crate::cluster_replicated::{
     consume_from_leader, group, start_cluster, start_cluster_with, wait_for_leader, PATIENCE,
 };
+use crate::cluster_takeover::create_channel;
 use crate::common::*;
-
-/// Creates channel `channel` of `topic` on `s` over HTTP.
-fn create_channel(s: &Server, topic: &str, channel: &str) {
-    let r = s.post(
-        &format!("/channel/create?topic={topic}&channel={channel}"),
-        b"",
-    );
-    assert_eq!(r.status, 200, "{}", r.text());
-}
 
 /// The index of the last entry of `topic`'s log on `s`.
 fn last_log_index(s: &Server, topic: &str) -> u64 {
@@ -66,6 +58,15 @@ fn unfinished_until(s: &Server, topic: &str, channel: &str, last: &str) -> (Conn
     (c, got)
 }
 
+/// Fails with what `old` (a leader) delivered unfinished and `new` (the next) never did.
+fn assert_none_lost(old: &HashSet<String>, new: &HashSet<String>) {
+    let lost: Vec<&String> = old.difference(new).collect();
+    assert!(
+        lost.is_empty(),
+        "delivered unfinished by the old leader, never by the new one: {lost:?}"
+    );
+}
+
 #[test]
 fn a_channel_made_while_a_publish_commits_starts_alike_in_broker_and_state() {
     let mut cluster = start_cluster();
@@ -99,11 +100,7 @@ fn a_channel_made_while_a_publish_commits_starts_alike_in_broker_and_state() {
     assert_ne!(new_leader, leader);
     let s = cluster.nodes[new_leader - 1].as_ref().expect("new leader");
     let (_c, on_new) = unfinished_until(s, "racing", "late", "after");
-    let lost: Vec<&String> = on_old.difference(&on_new).collect();
-    assert!(
-        lost.is_empty(),
-        "delivered unfinished by the old leader, never by the new one: {lost:?}"
-    );
+    assert_none_lost(&on_old, &on_new);
 
     // The channels that existed when it was published have it.
     let want: HashSet<String> = ["first", "during", "next", "after"]
@@ -157,11 +154,7 @@ fn of_two_channels_made_while_taking_over_only_the_first_gets_the_backlog() {
     assert_ne!(third, second);
     let s = cluster.nodes[third - 1].as_ref().expect("third leader");
     let (_c, on_third) = unfinished_until(s, "orphan", "y", "after");
-    let lost: Vec<&String> = on_second.difference(&on_third).collect();
-    assert!(
-        lost.is_empty(),
-        "delivered unfinished on y by the second leader, never by the third: {lost:?}"
-    );
+    assert_none_lost(&on_second, &on_third);
 
     let mut want = backlog;
     want.extend(["next".to_string(), "after".to_string()]);
