@@ -542,8 +542,11 @@ impl Topic {
             ch.inherit(&p);
         }
         st.settings = p;
-        if let Some(r) = self.replication(st) {
-            r.0.topic_replicated(&self.name, st.settings.replicas.unwrap_or(1));
+        match self.replication(st) {
+            Some(r) => {
+                r.0.topic_replicated(&self.name, st.settings.replicas.unwrap_or(1))
+            }
+            None => admit_all(st),
         }
         if changed && !self.ephemeral {
             self.shared.meta_dirty.notify_one();
@@ -719,6 +722,22 @@ fn admit(st: &mut TopicState, name: &str, ch: &Arc<Channel>, replicated: bool) {
     flush_backlog(st);
     if replicated && first && st.backlog.backend_depth() > 0 {
         st.heir = Some(name.to_string());
+    }
+}
+
+/// Every channel made a receiver: a topic no longer replicated is served as nsqd's.
+fn admit_all(st: &mut TopicState) {
+    if st.receivers.len() == st.channels.len() {
+        return;
+    }
+    let waiting: Vec<(String, Arc<Channel>)> = st
+        .channels
+        .iter()
+        .filter(|(name, _)| !st.receivers.contains_key(*name))
+        .map(|(name, ch)| (name.clone(), Arc::clone(ch)))
+        .collect();
+    for (name, ch) in waiting {
+        admit(st, &name, &ch, false);
     }
 }
 

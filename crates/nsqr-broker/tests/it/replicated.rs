@@ -1,7 +1,8 @@
 //! A replicated topic's channels in the engine, with a stand-in for the daemon's hook: a new
 //! channel receives nothing until the daemon admits it (its creation committed), the first one
 //! admitted takes the topic's backlog, a later one starts empty, even while the first still
-//! reads its backlog back from disk; a topic that is not replicated is served as nsqd's.
+//! reads its backlog back from disk; a topic that is not (or no longer) replicated is served
+//! as nsqd's.
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,7 +86,7 @@ fn depth(topic: &Topic, channel: &str) -> usize {
 #[tokio::test]
 async fn a_channel_receives_once_admitted_and_only_the_first_takes_the_backlog() {
     let hook = Arc::new(Hook::default());
-    let (_b, t) = replicated_topic(&hook, None, 3).await;
+    let (b, t) = replicated_topic(&hook, None, 3).await;
     assert!(!t.is_receiving("x") && !t.is_receiving("y"));
     put(&t, &committed(4, 1)).await;
     assert_eq!((depth(&t, "x"), depth(&t, "y")), (0, 0), "not admitted yet");
@@ -104,6 +105,12 @@ async fn a_channel_receives_once_admitted_and_only_the_first_takes_the_backlog()
     put(&t, &committed(6, 1)).await;
     assert_eq!((depth(&t, "x"), depth(&t, "y")), (6, 1), "withdrawn");
     assert!(!t.set_receiving("z", true), "no such channel");
+    b.configure_topic("t", &serde_json::json!({"replicas": 1}))
+        .unwrap();
+    assert!(
+        t.is_receiving("y"),
+        "a topic no longer replicated serves every channel"
+    );
     let created: Vec<Option<String>> = hook
         .ops
         .lock()
