@@ -15,7 +15,9 @@
 //!   complete), the broker's copy is rebuilt from the state at that index: the topic's and
 //!   channels' settings and pauses, and every unfinished message of every channel, in publish
 //!   order, at its due time. Entries after that index are this leader's own: its publishes are
-//!   queued as they commit; its channel operations are already in its broker.
+//!   queued as they commit; its channel operations are already in its broker, except that a
+//!   channel it made receives publishes only from its `Create`'s commit (`Topic::set_receiving`),
+//!   where the state starts it: empty, or with the topic's backlog if it is the first.
 //! - Losing the lead, the broker's copy is emptied again, so two nodes never deliver a
 //!   channel's messages at once beyond the time the old leader takes to notice.
 //!
@@ -28,7 +30,9 @@
 //! takes over, is not in the state: the takeover keeps it and proposes its creation, as a
 //! leader does for a channel made on it. Only channels the state had and dropped (a deletion
 //! committed before this node mirrored it) are deleted; the follower remembers which channels
-//! it had from the state (`Follower::known`) to tell the two apart.
+//! it had from the state (`Follower::known`) to tell the two apart. Such a channel starts as one
+//! made on a leader does: receiving nothing until its `Create` commits, so of two made while
+//! taking over a topic without channels, only the first gets the backlog, as in the state.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -160,6 +164,7 @@ impl Follower {
             (Command::Publish(messages), Some(lead)) if index > lead.since => {
                 self.queue(index, &messages).await;
             }
+            (Command::Channels(ops), Some(lead)) if index > lead.since => self.admit(&ops),
             (Command::Channels(ops), None) => self.mirror(&ops).await,
             _ => {}
         }
@@ -182,6 +187,19 @@ impl Follower {
                 "cluster: topic {}: entry {index} not queued: {e}",
                 self.topic
             );
+        }
+    }
+
+    /// This leader's channels whose creation committed receive publishes from now on, as
+    /// they do in the state from this entry on.
+    fn admit(&self, ops: &[ChannelOp]) {
+        let Some(t) = self.local.as_ref() else { return };
+        for op in ops {
+            if let ChannelOp::Create { channel } = op {
+                if self.pass.created(channel) {
+                    t.set_receiving(channel, true);
+                }
+            }
         }
     }
 
@@ -287,6 +305,9 @@ impl Follower {
         // what loading itself reports matches the state (no-ops once applied).
         self.pass.lead(Some(Arc::clone(&t)));
         let made_here = self.drop_stale_channels(&t, &copy);
+        for channel in &made_here {
+            t.set_receiving(channel, false);
+        }
         let counts = load(&self.broker, &t, &copy).await;
         for channel in &made_here {
             self.pass.push(Some(channel), ReplicaOp::Created);
@@ -400,6 +421,7 @@ async fn load(broker: &Broker, topic: &Arc<Topic>, copy: &Copy) -> usize {
             });
         }
         ch.set_paused(c.paused);
+        topic.set_receiving(channel, true);
         queued += queue(&name, &ch, &c.messages);
     }
     topic.set_paused(copy.paused);

@@ -37,7 +37,7 @@ fn publish_backlog(cluster: &Cluster, leader: usize, topic: &str, channel: &str,
 }
 
 /// Creates channel `channel` of `topic` on `s` over HTTP.
-fn create_channel(s: &Server, topic: &str, channel: &str) {
+pub(crate) fn create_channel(s: &Server, topic: &str, channel: &str) {
     let r = s.post(
         &format!("/channel/create?topic={topic}&channel={channel}"),
         b"",

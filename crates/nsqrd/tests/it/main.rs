@@ -14,6 +14,7 @@ mod proc_common;
 mod cluster_channels;
 mod cluster_in_process;
 mod cluster_members;
+mod cluster_new_channels;
 mod cluster_replicated;
 mod cluster_takeover;
 mod cluster_tls;
