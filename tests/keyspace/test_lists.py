@@ -1,6 +1,9 @@
 """Lists through redis-py (RESP2 and RESP3): pushes and pops at both ends, ranges, edits, LPOS,
-LMOVE / RPOPLPUSH / LMPOP, WRONGTYPE, keyspace events, a key deleted with its last element, a
-graceful restart and strict mode's SIGKILL."""
+LMOVE / RPOPLPUSH / LMPOP, WRONGTYPE, keyspace events, a key deleted with its last element, long
+lists of many packed nodes edited in the middle and compared with a Python list, a graceful
+restart and strict mode's SIGKILL."""
+
+import random
 
 import unittest
 
@@ -70,6 +73,50 @@ class Lists(SharedServer):
         self.assertIsNone(r.lmpop(1, "missing", direction="LEFT"))
         self.assertEqual(r.exists("b"), 0)
 
+    def test_long_lists_across_nodes(self):
+        r, rng = self.r, random.Random(28)
+        model = [f"e{i:05}" for i in range(5000)]
+        for i in range(0, len(model), 500):
+            r.rpush("long", *model[i:i + 500])
+        front = [f"f{i}" for i in range(3000)]
+        r.lpush("long", *front)
+        model = front[::-1] + model
+        big = "B" * 20000
+        edits = [
+            ("lset", 4000, big), ("lset", -1, "last"), ("linsert", "BEFORE", "e02500", big),
+            ("linsert", "AFTER", big, "after-big"), ("lset", 100, "e00007"),
+        ]
+        for op, *a in edits:
+            if op == "lset":
+                r.lset("long", a[0], a[1])
+                model[a[0]] = a[1]
+            else:
+                r.linsert("long", a[0], a[1], a[2])
+                at = model.index(a[1])
+                model.insert(at if a[0] == "BEFORE" else at + 1, a[2])
+        self.assertEqual(r.lrange("long", 0, -1), model)
+        self.assertEqual(r.lrem("long", -1, "e00007"), 1)
+        del model[len(model) - 1 - model[::-1].index("e00007")]
+        self.assertEqual(r.lrem("long", 0, big), 2)
+        model = [e for e in model if e != big]
+        for _ in range(50):
+            a, b = sorted(rng.randrange(-len(model), len(model)) for _ in range(2))
+            want = model[a % len(model):b % len(model) + 1] if a % len(model) <= b % len(model) else []
+            self.assertEqual(r.lrange("long", a, b), want, (a, b))
+            i = rng.randrange(-len(model), len(model))
+            self.assertEqual(r.lindex("long", i), model[i])
+        self.assertEqual(r.lpos("long", "e04998", rank=-1), len(model) - 2)
+        self.assertEqual(r.lpos("long", "f2999"), 0)
+        payload = r.dump("long")
+        r.restore("copy", 0, payload)
+        self.assertEqual(r.lrange("copy", 0, -1), model)
+        r.ltrim("long", 1000, -1000)
+        model = model[1000:-999]
+        self.assertEqual((r.llen("long"), r.lrange("long", 0, -1)), (len(model), model))
+        self.assertEqual(r.lpop("long", 3000), model[:3000])
+        self.assertEqual(r.rpop("long", 10_000), model[3000:][::-1])
+        self.assertEqual(r.exists("long"), 0)
+
     def test_wrongtype(self):
         r = self.r
         r.set("s", "v")
@@ -115,7 +162,12 @@ class ListsAcrossRestarts(AcrossRestarts, unittest.TestCase):
         r.rpush("gone", "x")
         r.lpop("gone")
         r.lset("q", 0, "first")
-        return {k: r.lrange(k, 0, -1) for k in ("q", "other")}
+        # Many packed nodes, one element longer than a node, edited in the middle.
+        r.rpush("long", *(f"m{i}" for i in range(20000)))
+        r.lpush("long", "L" * 10000)
+        r.linsert("long", "AFTER", "m10000", "inserted")
+        r.lrem("long", 0, "m5000")
+        return {k: r.lrange(k, 0, -1) for k in ("q", "other", "long")}
 
     def check(self, r, before):
         self.assertEqual({k: r.lrange(k, 0, -1) for k in before}, before)

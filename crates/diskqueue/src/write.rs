@@ -176,7 +176,7 @@ impl DiskQueue {
 
     /// Writes already-encoded records at the write position and accounts for them.
     fn append(&mut self, bytes: &[u8], records: i64) -> Result<()> {
-        let path = self.layout.data_file(self.write.file);
+        let n = self.write.file;
         let file = self.writer_file()?;
         if let Err(e) = file.write_all(bytes) {
             // Part of the bytes may be in the file past `write.pos`: cut them now, so no reader
@@ -187,7 +187,7 @@ impl DiskQueue {
             if self.read.file == self.write.file {
                 self.reader = None;
             }
-            return Err(DiskQueueError::io("write", path, e));
+            return Err(DiskQueueError::io("write", self.layout.data_file(n), e));
         }
         self.write.pos += bytes.len() as u64;
         self.data_unsynced = true;

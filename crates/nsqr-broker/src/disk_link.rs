@@ -4,7 +4,7 @@
 //! the writer's report (accounting + the messages it read) is applied in one critical section.
 //!
 //! Nothing here does IO. The writer (`disk_writer.rs`) takes a [`Work`] with
-//! [`DiskLink::take_work`] and hands back a [`Done`] to [`DiskLink::apply`].
+//! [`DiskLink::next_work`] and hands back a [`Done`] to [`DiskLink::apply`].
 //!
 //! # States
 //!
@@ -12,8 +12,9 @@
 //! a few small state machines, one field each:
 //!
 //! - [`Run`], the writer. `Idle -> Running` when work appears ([`DiskLink::kick`] spawns the
-//!   writer); `Running -> Idle` when [`DiskLink::take_work`] finds nothing to do (the writer
-//!   stops); `Idle | Running -> Closed` at shutdown ([`DiskLink::close`]) or when the owner is
+//!   writer); `Running -> Idle` when [`DiskLink::next_work`] finds nothing to do (the writer
+//!   stops), unless the writer lingers (default mode, just after a write: it stays `Running`,
+//!   so publishes meanwhile queue without starting another, and asks again shortly); `Idle | Running -> Closed` at shutdown ([`DiskLink::close`]) or when the owner is
 //!   deleted ([`DiskLink::request_delete`]). `Closed` is final.
 //! - [`Writes`], the disk's health for writes. `Ok | Retry -> Failed` when a pass reports a
 //!   write error; `Failed -> Ok` when a pass writes successfully; on the `--sync-timeout` tick,
@@ -28,11 +29,11 @@
 //! - `drain` (topics): the topic has channels and is neither paused nor held, so what the
 //!   writer reads may be fanned out.
 //! - [`Orders`]: one-shot orders for the next pass (empty the queue, sync), taken by
-//!   `take_work`.
+//!   `next_work`.
 //!
 //! # What a pass does
 //!
-//! | when | the writer (as `take_work` plans it) |
+//! | when | the writer (as `next_work` plans it) |
 //! |---|---|
 //! | `Run::Closed` | nothing: it stops |
 //! | outbox not empty; strict, or `Writes::Ok` / `Retry` | appends the outbox; the promises settle after the `write` (default) or the fsync (strict) |
@@ -45,7 +46,7 @@
 //! # Invariants
 //!
 //! 1. At most one writer runs: it is spawned only on `Idle -> Running`, and it leaves `Running`
-//!    only in `take_work`, under the owner's lock, so work added meanwhile is either taken by
+//!    only in `next_work`, under the owner's lock, so work added meanwhile is either taken by
 //!    that call or kicks a new writer.
 //! 2. [`DiskLink::behind`] is exact: a default-mode publish goes to memory only when nothing
 //!    older is unread on disk, in transit or in the outbox, so order is kept.
@@ -54,7 +55,7 @@
 //!    by the final write at shutdown. A promise enters the outbox with a kick, or (default
 //!    mode, `Writes::Failed`) waits for the tick's `Retry`.
 //! 4. `Closed` takes no puts (the queue refuses them) and starts no writer.
-//! 5. Something is in transit only between a `take_work` that took writes and the `apply` of
+//! 5. Something is in transit only between a `next_work` that took writes and the `apply` of
 //!    that pass, or until the queue is emptied (the next pass removes what it wrote).
 //! 6. Emptying or deleting bumps `epoch`; a report from an older epoch is dropped, since what it
 //!    read is gone.
@@ -83,6 +84,17 @@ const ACK_KICK: usize = 1024;
 /// The most messages on disk whose attributes (`attrs.rs`) a queue keeps beside it in memory;
 /// beyond, further messages are written without them (counted: memory stays bounded).
 pub(crate) const MAX_SIDE_ATTRS: usize = 1_000_000;
+
+/// What the writer does next (`DiskLink::next_work`).
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// A pass.
+    Work(Work),
+    /// Nothing now; the writer stays `Running` and asks again after a short sleep.
+    Linger,
+    /// Nothing to do (`Idle`) or closed: the writer stops.
+    Stop,
+}
 
 /// Whether the disk writer runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -485,9 +497,20 @@ impl DiskLink {
 
     /// The next pass for the writer, or None (and the writer stops) when there is nothing to
     /// do. `mem_len` messages are in memory, of `cap`.
+    #[cfg(test)]
     pub fn take_work(&mut self, mem_len: usize, cap: usize) -> Option<Work> {
+        match self.next_work(mem_len, cap, false) {
+            Next::Work(w) => Some(w),
+            Next::Linger | Next::Stop => None,
+        }
+    }
+
+    /// The writer's next step: a pass; or, with nothing to do, stop (`Running -> Idle`) unless
+    /// `linger`, when it stays `Running` (publishes then queue without starting a writer) and
+    /// asks again shortly.
+    pub fn next_work(&mut self, mem_len: usize, cap: usize, linger: bool) -> Next {
         if self.run == Run::Closed {
-            return None;
+            return Next::Stop;
         }
         let mut w = Work {
             epoch: self.epoch,
@@ -501,10 +524,13 @@ impl DiskLink {
         w.load = self.plan_load(&w, mem_len, cap);
         w.sync = std::mem::take(&mut self.orders.sync);
         if !w.empty && w.writes.is_empty() && w.acks == 0 && w.load == 0 && !w.sync {
+            if linger {
+                return Next::Linger;
+            }
             self.run = Run::Idle;
-            return None;
+            return Next::Stop;
         }
-        Some(w)
+        Next::Work(w)
     }
 
     /// Move the outbox into the pass; how many of them memory keeps (`consume`).

@@ -1,8 +1,8 @@
 //! The disk writer of one queue: the only code that touches its `DiskQueue`.
 //!
 //! It runs on a blocking thread (tokio's blocking pool), started by the owner when there is
-//! work and stopping when there is none, so reactor threads never wait for the disk and idle
-//! queues cost no thread. A pass: take the work under the owner's lock (`disk_link.rs`), then
+//! work and stopping when there is none (in default mode [`LINGER`] after its last write), so
+//! reactor threads never wait for the disk and idle queues cost no thread. A pass: take the work under the owner's lock (`disk_link.rs`), then
 //! with only the writer's own lock held: empty if asked, append the whole outbox (one `write` per
 //! file), fsync once in strict mode (group commit: every publish queued meanwhile shares it)
 //! and fulfil the promises, acknowledge finished records, read ahead what memory has room for,
@@ -13,6 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use diskqueue::{DiskQueue, DiskQueueError, DiskQueueOptions, Payload, MESSAGE_HEADER_LEN};
 
@@ -24,12 +25,21 @@ use crate::broker_config::BrokerConfig;
 use crate::chunk_pool::{self, READ_CHUNK_BYTES};
 use crate::codec::{decode_chunk, encode};
 use crate::deferred_store;
-use crate::disk_link::Opened;
+use crate::disk_link::{Next, Opened};
 use crate::durability::{DiskError, Promise, Ticket};
 use crate::head_store::{self, SkipMap};
 use crate::message::Message;
 use crate::spill_queue::SpillQueue;
 use crate::stats::DiskStats;
+
+/// How long a default-mode writer stays after its last write, looking for more every
+/// [`LINGER_STEP`], before it stops: while publishes keep spilling, they queue for it without
+/// starting a writer each (a hand-off to the blocking pool and its futex calls per pass), and
+/// one pass takes what a step gathered (`docs/decisions/0025-spilled-publish-wake-ups.md`).
+const LINGER: Duration = Duration::from_millis(2);
+/// How long a lingering writer sleeps between looks at its outbox: the most a spilled publish
+/// waits for its pass beyond the write itself.
+const LINGER_STEP: Duration = Duration::from_micros(200);
 
 /// A message on its way to disk, with its due time (Unix ns) if deferred.
 #[derive(Debug, Clone)]
@@ -306,12 +316,23 @@ impl DiskWriter {
             return;
         };
         let mut io = self.io.lock();
+        let mut last_write: Option<Instant> = None;
         loop {
-            let mut work = None;
-            owner.with_queue(&mut |q| work = q.take_work());
-            let Some(work) = work else {
-                return;
+            // Strict mode does not linger: its fsync already gathers the next pass's publishes.
+            let linger = !self.strict && last_write.is_some_and(|t| t.elapsed() < LINGER);
+            let mut next = Next::Stop;
+            owner.with_queue(&mut |q| next = q.next_work(linger));
+            let work = match next {
+                Next::Work(w) => w,
+                Next::Linger => {
+                    std::thread::sleep(LINGER_STEP);
+                    continue;
+                }
+                Next::Stop => return,
             };
+            if !work.writes.is_empty() {
+                last_write = Some(Instant::now());
+            }
             if io.is_none() {
                 match self.open_queue() {
                     Ok(st) => *io = Some(st),

@@ -75,10 +75,11 @@ pub trait Replicate: Send + Sync {
     /// order the broker made them. Called under the channel's or the topic's lock.
     fn channel_op(&self, topic: &str, channel: Option<&str>, op: ReplicaOp);
 
-    /// False while `topic`'s channel operations waiting to be proposed are at their cap: its
-    /// channels deliver nothing until the daemon wakes their consumers
-    /// ([`crate::Channel::wake_consumers`]), which bounds what a lost leader takes with it.
-    /// Called under a channel's lock.
+    /// False while this node may not deliver `topic`'s messages: it does not serve the topic
+    /// (it does not lead it, or its copy of the replicated state is not loaded yet), or the
+    /// channel operations waiting to be proposed are at their cap, which bounds what a lost
+    /// leader takes with it. Its channels deliver nothing until the daemon wakes their
+    /// consumers ([`crate::Channel::wake_consumers`]). Called under a channel's lock.
     fn may_deliver(&self, topic: &str) -> bool;
 }
 

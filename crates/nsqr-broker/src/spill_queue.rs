@@ -256,13 +256,15 @@ impl SpillQueue {
         }
     }
 
-    /// The disk writer asks for work (under the owner's lock).
-    pub(crate) fn take_work(&mut self) -> Option<crate::disk_writer::Work> {
+    /// The disk writer asks for work (under the owner's lock); `linger`: see
+    /// `DiskLink::next_work`.
+    pub(crate) fn next_work(&mut self, linger: bool) -> crate::disk_link::Next {
         let mem_len = self.mem.len();
         let cap = self.cap;
-        self.disk
-            .as_deref_mut()
-            .and_then(|d| d.take_work(mem_len, cap))
+        match self.disk.as_deref_mut() {
+            Some(d) => d.next_work(mem_len, cap, linger),
+            None => crate::disk_link::Next::Stop,
+        }
     }
 
     /// The disk writer reports a pass; returns the messages to place (in log order, with

@@ -4,6 +4,11 @@
 //! which also keeps ids increasing in every channel. With no channels, or while paused, the
 //! topic keeps the batch in its own backlog (memory, then its disk queue: `spill_queue.rs`); the
 //! first channel created takes that backlog, and unpausing hands it to all channels.
+//!
+//! Publishes go to the topic's receivers: every channel, except that a channel of a replicated
+//! topic starts receiving only once the daemon says so ([`Topic::set_receiving`]), when its
+//! creation is committed, so the leader's broker and the replicated state agree on which
+//! messages a new channel starts with (`docs/replication.md`, "Taking over").
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -32,6 +37,12 @@ use crate::stats::{TopicCounts, TopicStats};
 
 struct TopicState {
     channels: BTreeMap<String, Arc<Channel>>,
+    /// The channels publishes and the backlog go to: all of them, but a replicated topic's
+    /// channel until [`Topic::set_receiving`] admits it.
+    receivers: BTreeMap<String, Arc<Channel>>,
+    /// A replicated topic's first receiver while the backlog it took drains from disk: that
+    /// backlog goes to it alone, as the replicated state gives it to the first channel.
+    heir: Option<String>,
     paused: bool,
     /// Created while a listener holds new topics and not started yet (`events.rs`): the
     /// backlog is kept as if paused.
@@ -131,6 +142,8 @@ impl Topic {
             ephemeral,
             state: Mutex::new(TopicState {
                 channels: BTreeMap::new(),
+                receivers: BTreeMap::new(),
+                heir: None,
                 paused: false,
                 held,
                 backlog: disk::backlog_queue(cfg, name, ephemeral),
@@ -318,8 +331,8 @@ impl Topic {
         }
         st.channels.insert(name.to_string(), Arc::clone(&ch));
         self.replicate(&st, Some(name), ReplicaOp::Created);
-        if !st.paused && !st.held {
-            flush_backlog(&mut st);
+        if self.replication(&st).is_none() {
+            admit(&mut st, name, &ch, false);
         }
         self.shared.events.emit(|| Event::ChannelCreated {
             topic: self.name.clone(),
@@ -347,9 +360,7 @@ impl Topic {
                 .channels
                 .remove(name)
                 .ok_or(BrokerError::ChannelNotFound)?;
-            if st.channels.is_empty() {
-                st.backlog.set_drain(false);
-            }
+            withdraw(&mut st, name);
             self.replicate(&st, Some(name), ReplicaOp::Deleted);
             self.shared.events.emit(|| Event::ChannelDeleted {
                 topic: self.name.clone(),
@@ -359,6 +370,28 @@ impl Topic {
         };
         ch.delete();
         Ok(ch)
+    }
+
+    /// Whether publishes (and the backlog, for a first receiver) go to channel `name`: always
+    /// for a topic that is not replicated; for a replicated one's, from when the daemon admits
+    /// it (its creation is committed) until it withdraws it. False if there is no such channel.
+    pub fn set_receiving(&self, name: &str, receiving: bool) -> bool {
+        let mut st = self.state.lock();
+        let Some(ch) = st.channels.get(name).cloned() else {
+            return false;
+        };
+        if receiving {
+            let replicated = self.replication(&st).is_some();
+            admit(&mut st, name, &ch, replicated);
+        } else {
+            withdraw(&mut st, name);
+        }
+        true
+    }
+
+    /// True if channel `name` gets the topic's publishes.
+    pub fn is_receiving(&self, name: &str) -> bool {
+        self.state.lock().receivers.contains_key(name)
     }
 
     /// How many channels it has.
@@ -371,7 +404,7 @@ impl Topic {
         let mut st = self.state.lock();
         st.paused = paused;
         self.replicate(&st, None, ReplicaOp::Paused(paused));
-        if !paused && !st.held && !st.channels.is_empty() {
+        if !paused && !st.held && !st.receivers.is_empty() {
             flush_backlog(&mut st);
         } else {
             st.backlog.set_drain(false);
@@ -382,7 +415,7 @@ impl Topic {
     pub(crate) fn start(&self) {
         let mut st = self.state.lock();
         st.held = false;
-        if !st.paused && !st.channels.is_empty() {
+        if !st.paused && !st.receivers.is_empty() {
             flush_backlog(&mut st);
         } else {
             st.backlog.set_drain(false);
@@ -408,6 +441,8 @@ impl Topic {
         let disk = st.backlog.delete();
         st.deferred.clear();
         let channels = std::mem::take(&mut st.channels);
+        st.receivers.clear();
+        st.heir = None;
         drop(st);
         for (_, ch) in channels {
             ch.delete();
@@ -507,8 +542,11 @@ impl Topic {
             ch.inherit(&p);
         }
         st.settings = p;
-        if let Some(r) = self.replication(st) {
-            r.0.topic_replicated(&self.name, st.settings.replicas.unwrap_or(1));
+        match self.replication(st) {
+            Some(r) => {
+                r.0.topic_replicated(&self.name, st.settings.replicas.unwrap_or(1))
+            }
+            None => admit_all(st),
         }
         if changed && !self.ephemeral {
             self.shared.meta_dirty.notify_one();
@@ -579,7 +617,7 @@ fn store(
             .flat_map(|p| p.messages(0, p.len()))
             .collect()
     };
-    let ticket = if st.channels.is_empty() || st.paused || st.held {
+    let ticket = if st.receivers.is_empty() || st.paused || st.held {
         match due {
             Some(at) if !st.backlog.is_strict() => {
                 let room = if topic.ephemeral {
@@ -606,8 +644,8 @@ fn store(
         }
     } else {
         match single {
-            Some(p) => fan_out_published(st.channels.values(), p)?,
-            None => fan_out(st.channels.values(), all(), due)?,
+            Some(p) => fan_out_published(st.receivers.values(), p)?,
+            None => fan_out(st.receivers.values(), all(), due)?,
         }
     };
     Ok(ticket)
@@ -666,7 +704,55 @@ fn merge_puts(
     }
 }
 
-/// Hand the backlog in memory to the channels; the writer fans out the part on disk. Runs
+/// Make `ch` a receiver and hand it the backlog (unless the topic is paused or held), as nsqd
+/// hands it to a new channel. A `replicated` topic's first receiver is the backlog's heir:
+/// what is left of it on disk is read for that channel alone.
+fn admit(st: &mut TopicState, name: &str, ch: &Arc<Channel>, replicated: bool) {
+    let first = st.receivers.is_empty();
+    if st
+        .receivers
+        .insert(name.to_string(), Arc::clone(ch))
+        .is_some()
+    {
+        return;
+    }
+    if st.paused || st.held {
+        return;
+    }
+    flush_backlog(st);
+    if replicated && first && st.backlog.backend_depth() > 0 {
+        st.heir = Some(name.to_string());
+    }
+}
+
+/// Every channel made a receiver: a topic no longer replicated is served as nsqd's.
+fn admit_all(st: &mut TopicState) {
+    if st.receivers.len() == st.channels.len() {
+        return;
+    }
+    let waiting: Vec<(String, Arc<Channel>)> = st
+        .channels
+        .iter()
+        .filter(|(name, _)| !st.receivers.contains_key(*name))
+        .map(|(name, ch)| (name.clone(), Arc::clone(ch)))
+        .collect();
+    for (name, ch) in waiting {
+        admit(st, &name, &ch, false);
+    }
+}
+
+/// Channel `name` no longer receives (deleted, or withdrawn).
+fn withdraw(st: &mut TopicState, name: &str) {
+    st.receivers.remove(name);
+    if st.heir.as_deref() == Some(name) {
+        st.heir = None;
+    }
+    if st.receivers.is_empty() {
+        st.backlog.set_drain(false);
+    }
+}
+
+/// Hand the backlog in memory to the receivers; the writer fans out the part on disk. Runs
 /// stay runs (one reference per channel, as a publish fans out), so handing on a backlog of
 /// millions costs one step per publish, not per message.
 fn flush_backlog(st: &mut TopicState) {
@@ -687,13 +773,15 @@ fn flush_backlog(st: &mut TopicState) {
             Span::Run(p, range) => {
                 if !ones.is_empty() {
                     note(fan_out(
-                        st.channels.values(),
+                        st.receivers.values(),
                         std::mem::take(&mut ones),
                         None,
                     ));
                 }
                 note(merge_puts(
-                    st.channels.values().map(|ch| ch.put_run(&p, range.clone())),
+                    st.receivers
+                        .values()
+                        .map(|ch| ch.put_run(&p, range.clone())),
                 ));
             }
         }
@@ -707,10 +795,10 @@ fn flush_backlog(st: &mut TopicState) {
         }
     }
     if !ones.is_empty() {
-        note(fan_out(st.channels.values(), ones, None));
+        note(fan_out(st.receivers.values(), ones, None));
     }
     for (msg, at) in later {
-        note(fan_out(st.channels.values(), vec![msg], Some(at)));
+        note(fan_out(st.receivers.values(), vec![msg], Some(at)));
     }
     if let Some(e) = failed {
         tracing::error!("backlog could not be handed to every channel - {e}");

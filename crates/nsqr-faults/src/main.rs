@@ -9,6 +9,7 @@ mod checks;
 mod client;
 mod cluster;
 mod consumer;
+mod disk;
 mod history;
 mod nemesis;
 mod node;
@@ -54,15 +55,17 @@ pub struct Args {
     /// round; a fault named twice comes twice per round.
     #[arg(long, value_delimiter = ',', value_parser = parse_fault)]
     faults: Vec<Fault>,
+    /// Inject exactly this many faults, whatever `--duration` says: `--faults kill-leader
+    /// --count 20` kills the leader 20 times.
+    #[arg(long)]
+    count: Option<u32>,
+    /// Size of each node's own file system (a tmpfs on its data directory, mounted when a
+    /// `full-disk-*` fault is selected), in MiB: room for a log segment (64 MiB) and more.
+    #[arg(long, default_value_t = 256)]
+    disk_mib: u64,
     /// Seed of the schedule's choices (default: random, printed).
     #[arg(long)]
     seed: Option<u64>,
-    /// Print the order check but do not fail the run on it. An ordered channel can deliver a
-    /// message published just after a takeover before the backlog the new leader loaded
-    /// (docs/replication.md, "Not done yet"); `make test`'s short run uses this until that is
-    /// fixed, and says so in its output.
-    #[arg(long)]
-    order_report_only: bool,
     /// Where the nodes' directories and logs go (default: a new temporary directory, removed
     /// after a passing run).
     #[arg(long)]

@@ -29,10 +29,14 @@ pub enum Fault {
     Ring,
     /// `kill -9` of a node, its data directory wiped, the node restarted empty.
     WipeNode,
+    /// The leader's disk (its own tmpfs) made full; the space given back at heal.
+    FullDiskLeader,
+    /// A follower's disk made full; the space given back at heal.
+    FullDiskFollower,
 }
 
 impl Fault {
-    pub const ALL: [Fault; 9] = [
+    pub const ALL: [Fault; 11] = [
         Fault::KillFollower,
         Fault::KillLeader,
         Fault::KillMajority,
@@ -42,6 +46,8 @@ impl Fault {
         Fault::RandomHalves,
         Fault::Ring,
         Fault::WipeNode,
+        Fault::FullDiskLeader,
+        Fault::FullDiskFollower,
     ];
 
     pub fn name(self) -> &'static str {
@@ -55,6 +61,8 @@ impl Fault {
             Fault::RandomHalves => "random-halves",
             Fault::Ring => "ring",
             Fault::WipeNode => "wipe-node",
+            Fault::FullDiskLeader => "full-disk-leader",
+            Fault::FullDiskFollower => "full-disk-follower",
         }
     }
 
@@ -66,8 +74,13 @@ impl Fault {
     pub fn loses_leader(self) -> bool {
         matches!(
             self,
-            Fault::KillLeader | Fault::PauseLeader | Fault::IsolateLeader
+            Fault::KillLeader | Fault::PauseLeader | Fault::IsolateLeader | Fault::FullDiskLeader
         )
+    }
+
+    /// Whether the fault fills a node's disk (it needs the nodes on a tmpfs each).
+    pub fn fills_disk(self) -> bool {
+        matches!(self, Fault::FullDiskLeader | Fault::FullDiskFollower)
     }
 }
 
@@ -149,6 +162,8 @@ pub async fn inject(
             cluster.start(victim).await?;
             format!("wiped node {victim} and restarted it empty")
         }
+        Fault::FullDiskLeader => cluster.fill_disk(leader)?,
+        Fault::FullDiskFollower => cluster.fill_disk(follower)?,
     })
 }
 

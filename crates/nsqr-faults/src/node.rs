@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 
+use crate::disk::Tmpfs;
 use crate::history::NodeNum;
 
 /// How long a node may take to start listening before the run fails.
@@ -61,7 +62,12 @@ pub struct Node {
     /// The node's own cluster listener (its peers reach it through the proxy).
     pub cluster: SocketAddr,
     dir: PathBuf,
+    /// Declared before `disk`: dropped (and so killed) before the disk is unmounted.
     child: Option<Child>,
+    /// The data directory's own file system, when the run fills disks.
+    disk: Option<Tmpfs>,
+    /// Whether the disk was made full (until the heal frees it).
+    full: bool,
     stopped: bool,
 }
 
@@ -83,8 +89,48 @@ impl Node {
             cluster: free_port().map_err(io("pick a port"))?,
             dir,
             child: None,
+            disk: None,
+            full: false,
             stopped: false,
         })
+    }
+
+    /// Gives the node's data directory a tmpfs of `mib` MiB of its own (the node must not
+    /// have started); the error says why not.
+    pub fn mount_disk(&mut self, mib: u64) -> Result<(), String> {
+        self.disk = Some(Tmpfs::mount(&self.dir.join("data"), mib)?);
+        Ok(())
+    }
+
+    /// Fills the node's disk; the ballast's size.
+    pub fn fill_disk(&mut self) -> Result<u64, NodeError> {
+        let Some(disk) = &self.disk else {
+            return Err(NodeError::Io {
+                node: self.num,
+                what: "fill its disk",
+                source: std::io::Error::other("no tmpfs of its own"),
+            });
+        };
+        self.full = true;
+        disk.fill().map_err(|source| NodeError::Io {
+            node: self.num,
+            what: "fill its disk",
+            source,
+        })
+    }
+
+    /// Gives the space back if the disk was made full; whether it was.
+    pub fn free_disk(&mut self) -> Result<bool, NodeError> {
+        let (Some(disk), true) = (&self.disk, self.full) else {
+            return Ok(false);
+        };
+        disk.free().map_err(|source| NodeError::Io {
+            node: self.num,
+            what: "free its disk",
+            source,
+        })?;
+        self.full = false;
+        Ok(true)
     }
 
     pub fn log_path(&self) -> PathBuf {
@@ -205,6 +251,9 @@ impl Node {
                 source,
             }
         };
+        if let Some(disk) = &self.disk {
+            return disk.wipe().map_err(io("wipe its data"));
+        }
         let data = self.dir.join("data");
         std::fs::remove_dir_all(&data).map_err(io("wipe its data"))?;
         std::fs::create_dir_all(&data).map_err(io("recreate its data directory"))
@@ -277,15 +326,27 @@ async fn http(addr: SocketAddr, method: &str, path: &str, body: &str) -> std::io
 
 /// [`Node::leads`] of the node whose HTTP address is `addr`.
 pub async fn leads_at(addr: SocketAddr, topic: &str) -> Option<u64> {
-    let metrics = http(addr, "GET", "/metrics", "").await.ok()?;
-    let sample = |name: &str| {
+    let metrics = Metrics::get(addr).await?;
+    (metrics.sample("nsqr_topic_is_leader", topic) == Some(1))
+        .then(|| metrics.sample("nsqr_topic_raft_term", topic))
+        .flatten()
+}
+
+/// A node's `/metrics` page.
+pub struct Metrics(String);
+
+impl Metrics {
+    /// The page of the node whose HTTP address is `addr`; None if it does not answer.
+    pub async fn get(addr: SocketAddr) -> Option<Metrics> {
+        http(addr, "GET", "/metrics", "").await.ok().map(Metrics)
+    }
+
+    /// The value of `name{topic="<topic>"}`.
+    pub fn sample(&self, name: &str, topic: &str) -> Option<u64> {
         let prefix = format!("{name}{{topic=\"{topic}\"}} ");
-        metrics
+        self.0
             .lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    (sample("nsqr_topic_is_leader") == Some(1))
-        .then(|| sample("nsqr_topic_raft_term"))
-        .flatten()
+    }
 }

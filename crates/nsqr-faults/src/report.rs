@@ -1,7 +1,8 @@
 //! What a run prints: the faults injected by kind, the checker's figures, the time each fault
 //! kept publishes and deliveries away, and the verdict (a run passes with nothing lost, no
 //! acknowledged message out of order on the ordered channel, no stale leader delivering beyond
-//! the bound and no node crashed; duplicates are counted, not failed: at least once is the
+//! the bound, every node whose disk was full caught up once its space came back, and no node
+//! crashed; duplicates are counted, not failed: at least once is the
 //! contract).
 
 use std::collections::BTreeMap;
@@ -34,14 +35,24 @@ impl Recovery {
     }
 }
 
+/// How long a node whose disk was full took, once its space came back, to apply every entry
+/// committed meanwhile (None: not within the run's recovery timeout, which fails the run).
+#[derive(Debug, Clone, Copy)]
+pub struct CatchUp {
+    pub fault: Fault,
+    pub node: NodeNum,
+    pub took: Option<Duration>,
+}
+
 pub struct Report {
     pub verdict: Verdict,
     pub injected: BTreeMap<Fault, u32>,
     pub recoveries: Vec<Recovery>,
+    pub catch_ups: Vec<CatchUp>,
+    /// Selected faults that could not run, and why (named in the summary, never hidden).
+    pub skipped: Option<(Vec<Fault>, String)>,
     pub crashes: Vec<String>,
     pub fault_phase: Duration,
-    /// Whether an acknowledged message out of order fails the run (`--order-report-only`).
-    pub order_fails: bool,
 }
 
 /// The `p`-th percentile (0-1) of sorted values, nearest rank.
@@ -57,8 +68,9 @@ impl Report {
     pub fn passed(&self) -> bool {
         let v = &self.verdict;
         v.lost.is_empty()
-            && (!self.order_fails || v.order.as_ref().is_some_and(|o| o.out_of_order.is_empty()))
+            && v.order.as_ref().is_some_and(|o| o.out_of_order.is_empty())
             && v.split_brain.within_bound()
+            && self.catch_ups.iter().all(|c| c.took.is_some())
             && self.crashes.is_empty()
     }
 
@@ -73,6 +85,12 @@ impl Report {
         println!("---");
         println!("fault phase: {:.0} s", self.fault_phase.as_secs_f64());
         println!("faults injected: {total} ({})", kinds.join(", "));
+        if let Some((faults, why)) = &self.skipped {
+            println!(
+                "faults SKIPPED: {} ({why})",
+                crate::run::fault_names(faults)
+            );
+        }
         println!("publishes attempted: {}", v.attempted);
         println!("acknowledged: {}", v.acked);
         println!("lost: {}", v.lost.len());
@@ -107,11 +125,6 @@ impl Report {
                 for body in o.out_of_order.iter().take(20) {
                     println!("  out of order: {body}");
                 }
-                if !self.order_fails && !o.out_of_order.is_empty() {
-                    println!(
-                        "  (reported, not failing this run: --order-report-only, a known defect)"
-                    );
-                }
             }
             None => println!("order: not checked (the channel was never ordered)"),
         }
@@ -125,6 +138,17 @@ impl Report {
             s.longest.as_secs_f64()
         );
         self.print_recoveries();
+        for c in &self.catch_ups {
+            println!(
+                "{}: node {} applied every committed entry {} after its space came back",
+                c.fault,
+                c.node,
+                c.took.map_or_else(
+                    || "NOT (failing the run)".to_string(),
+                    |d| format!("{:.2} s", d.as_secs_f64())
+                )
+            );
+        }
         println!("crashes: {}", self.crashes.len());
         for c in &self.crashes {
             println!("  {c}");

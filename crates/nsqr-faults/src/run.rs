@@ -12,13 +12,13 @@ use std::time::Duration;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Disks};
 use crate::consumer::{Consumer, RDY};
 use crate::history::{History, NodeNum};
 use crate::nemesis::{self, Fault};
 use crate::node::NodeError;
 use crate::publisher::Publisher;
-use crate::report::{Recovery, Report};
+use crate::report::{CatchUp, Recovery, Report};
 use crate::Args;
 
 /// The replicated topic, the consumers' channel, and the ordered channel of the order check.
@@ -65,11 +65,42 @@ pub async fn main(args: Args) -> ExitCode {
             args.nodes,
             run_dir.display()
         );
-        let mut cluster = Cluster::new(&bin, usize::from(args.nodes), &run_dir, TOPIC).await?;
+        let mut selected = if args.faults.is_empty() {
+            Fault::ALL.to_vec()
+        } else {
+            args.faults.clone()
+        };
+        let disks = match selected.iter().any(|f| f.fills_disk()) {
+            true => Disks::Tmpfs(args.disk_mib),
+            false => Disks::Shared,
+        };
+        let (mut cluster, no_disks) =
+            Cluster::new(&bin, usize::from(args.nodes), &run_dir, TOPIC, disks).await?;
+        let mut skipped = None;
+        if let Some(why) = no_disks {
+            let mut faults: Vec<Fault> = selected
+                .iter()
+                .copied()
+                .filter(|f| f.fills_disk())
+                .collect();
+            faults.sort();
+            faults.dedup();
+            selected.retain(|f| !f.fills_disk());
+            let why = format!("no file system of their own for the nodes: {why}");
+            println!("SKIPPED: {}: {why}", fault_names(&faults));
+            if selected.is_empty() {
+                return Err(RunError::Setup("every selected fault was skipped".into()));
+            }
+            skipped = Some((faults, why));
+        }
         let outcome = tokio::select! {
-            r = drive(&args, &mut cluster, seed) => r,
+            r = drive(&args, &selected, &mut cluster, seed) => r,
             () = interrupted() => Err(RunError::Interrupted),
         };
+        let outcome = outcome.map(|mut report| {
+            report.skipped = skipped;
+            report
+        });
         cluster.shutdown().await;
         outcome
     }
@@ -107,6 +138,12 @@ fn nsqrd_path(args: &Args) -> Result<PathBuf, RunError> {
     } else {
         Err(RunError::Setup(format!("no nsqrd at {}", path.display())))
     }
+}
+
+/// `a, b, c`.
+pub fn fault_names(faults: &[Fault]) -> String {
+    let names: Vec<&str> = faults.iter().map(|f| f.name()).collect();
+    names.join(", ")
 }
 
 async fn interrupted() {
@@ -165,7 +202,12 @@ async fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
     done()
 }
 
-async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, RunError> {
+async fn drive(
+    args: &Args,
+    selected: &[Fault],
+    cluster: &mut Cluster,
+    seed: u64,
+) -> Result<Report, RunError> {
     let history = Arc::new(History::new());
     for num in 1..=cluster.nodes.len() {
         cluster.start(num).await?;
@@ -224,7 +266,8 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
     order_channel(cluster, &history).await?;
 
     let faults_start = history.now();
-    let (injected, recoveries) = inject_faults(args, cluster, &history, seed).await?;
+    let (injected, recoveries, catch_ups) =
+        inject_faults(args, selected, cluster, &history, seed).await?;
     let faults_end = history.now();
 
     let _ = stop_publishing.send(true);
@@ -245,9 +288,10 @@ async fn drive(args: &Args, cluster: &mut Cluster, seed: u64) -> Result<Report, 
         verdict: history.check((faults_start, faults_end), cluster.nodes.len(), RDY),
         injected,
         recoveries,
+        catch_ups,
+        skipped: None,
         crashes: cluster.crashes.clone(),
         fault_phase: faults_end - faults_start,
-        order_fails: !args.order_report_only,
     })
 }
 
@@ -264,19 +308,33 @@ async fn order_channel(cluster: &mut Cluster, history: &History) -> Result<(), R
     Ok(())
 }
 
-/// Faults one after another until every selected one ran and `--duration` has passed.
+/// What the fault phase recorded: the faults injected by kind, each one's recovery, and
+/// each full disk's catch-up once its space came back.
+type Injected = (BTreeMap<Fault, u32>, Vec<Recovery>, Vec<CatchUp>);
+
+/// Whether the fault phase goes on: `--count` faults, or until every selected kind ran and
+/// `--duration` has passed.
+fn more_faults(
+    args: &Args,
+    injected: &BTreeMap<Fault, u32>,
+    kinds: usize,
+    end: tokio::time::Instant,
+) -> bool {
+    match args.count {
+        Some(count) => injected.values().sum::<u32>() < count,
+        None => injected.len() < kinds || tokio::time::Instant::now() < end,
+    }
+}
+
+/// Faults one after another until [`more_faults`] says the phase is over.
 async fn inject_faults(
     args: &Args,
+    selected: &[Fault],
     cluster: &mut Cluster,
     history: &History,
     seed: u64,
-) -> Result<(BTreeMap<Fault, u32>, Vec<Recovery>), RunError> {
+) -> Result<Injected, RunError> {
     let mut rng = fastrand::Rng::with_seed(seed);
-    let selected = if args.faults.is_empty() {
-        Fault::ALL.to_vec()
-    } else {
-        args.faults.clone()
-    };
     let end = tokio::time::Instant::now() + Duration::from_secs(args.duration);
     let kinds = selected
         .iter()
@@ -284,10 +342,11 @@ async fn inject_faults(
         .len();
     let mut injected = BTreeMap::new();
     let mut recoveries = Vec::new();
+    let mut catch_ups = Vec::new();
     let mut round = Vec::new();
-    while injected.len() < kinds || tokio::time::Instant::now() < end {
+    while more_faults(args, &injected, kinds, end) {
         if round.is_empty() {
-            round = selected.clone();
+            round = selected.to_vec();
             rng.shuffle(&mut round);
         }
         let Some(fault) = round.pop() else { break };
@@ -297,21 +356,29 @@ async fn inject_faults(
         let leader = current_leader(cluster, history).await;
         let at = history.now();
         let what = nemesis::inject(cluster, fault, leader, &mut rng).await?;
+        // A disk is full once its ballast is written, which takes a while: the fault starts
+        // then, and what was acknowledged meanwhile was written.
+        let at = if fault.fills_disk() {
+            history.now()
+        } else {
+            at
+        };
         println!("[{:>7.1}s] {fault}: {what}", at.as_secs_f64());
         *injected.entry(fault).or_insert(0) += 1;
         tokio::time::sleep(args.hold()).await;
         cluster.check_crashes(&format!("during {fault}"));
         let healed = history.now();
-        cluster.heal().await?;
+        let freed = cluster.heal().await?;
         let resumed = wait_for(RECOVERY_TIMEOUT, || {
             history.first_ack_since(healed, 0).is_some()
         })
         .await;
         let recovery = Recovery::measure(fault, leader, at, history);
         println!(
-            "[{:>7.1}s] healed; publishes resumed {} after the fault{}",
+            "[{:>7.1}s] healed; publishes resumed {}, deliveries {} after the fault{}",
             healed.as_secs_f64(),
             fmt_opt(recovery.publish),
+            fmt_opt(recovery.deliver),
             if resumed {
                 ""
             } else {
@@ -319,8 +386,32 @@ async fn inject_faults(
             }
         );
         recoveries.push(recovery);
+        // Every node catches up before the next fault, so each fault meets a whole cluster
+        // (a failover with the other survivor still behind would measure two faults); only a
+        // node whose disk was full fails the run if it does not.
+        for node in 1..=cluster.nodes.len() {
+            let took = cluster.catch_up(node, RECOVERY_TIMEOUT).await;
+            if !freed.contains(&node) {
+                if took.is_none() {
+                    println!(
+                        "[{:>7.1}s] node {node} did not apply every committed entry within {RECOVERY_TIMEOUT:?}",
+                        history.now().as_secs_f64()
+                    );
+                }
+                continue;
+            }
+            println!(
+                "[{:>7.1}s] node {node}'s disk freed; it applied every committed entry {}",
+                history.now().as_secs_f64(),
+                took.map_or_else(
+                    || format!("NOT within {RECOVERY_TIMEOUT:?}"),
+                    |d| format!("{:.2} s later", d.as_secs_f64())
+                )
+            );
+            catch_ups.push(CatchUp { fault, node, took });
+        }
     }
-    Ok((injected, recoveries))
+    Ok((injected, recoveries, catch_ups))
 }
 
 /// The node that says (`/metrics`) it leads the topic, in the highest term if several do;
@@ -374,4 +465,30 @@ pub fn fmt_opt(d: Option<Duration>) -> String {
         || "never".to_string(),
         |d| format!("{:.2} s", d.as_secs_f64()),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[test]
+    fn count_ends_the_fault_phase_after_exactly_that_many_faults() {
+        let args = Args::parse_from(["nsqr-faults", "--faults", "kill-leader", "--count", "20"]);
+        let far = tokio::time::Instant::now() + Duration::from_secs(3600);
+        let mut injected = BTreeMap::new();
+        for n in 0..20 {
+            assert!(more_faults(&args, &injected, 1, far), "after {n}");
+            *injected.entry(Fault::KillLeader).or_insert(0) += 1;
+        }
+        assert!(!more_faults(&args, &injected, 1, far));
+
+        let args = Args::parse_from(["nsqr-faults", "--faults", "ring,kill-leader"]);
+        let now = tokio::time::Instant::now();
+        let one = BTreeMap::from([(Fault::Ring, 5)]);
+        assert!(more_faults(&args, &one, 2, now), "every kind runs once");
+        let both = BTreeMap::from([(Fault::Ring, 1), (Fault::KillLeader, 1)]);
+        assert!(!more_faults(&args, &both, 2, now));
+    }
 }

@@ -12,8 +12,7 @@
 //! rounds them, plus a fixed cost per slot), so `maxmemory` sees a collection grow and shrink
 //! without walking it.
 //!
-//! A list is a double-ended queue of boxed elements: pushes and pops at either end in constant
-//! time.
+//! A list is a deque of packed nodes (`quicklist.rs`).
 //!
 //! `OBJECT ENCODING` names what Redis 7.0 would use for the same value (a list is always a
 //! `quicklist`): a small hash is a
@@ -21,12 +20,11 @@
 //! most 512), until one command makes it big; like Redis, a value never goes back to the
 //! small encoding.
 
-use std::collections::VecDeque;
-
 use indexmap::{IndexMap, IndexSet};
 
 use crate::entry::cost_of;
 use crate::pairs::Pairs;
+pub use crate::quicklist::List;
 use crate::stream::Stream;
 
 type Build = foldhash::fast::RandomState;
@@ -41,8 +39,6 @@ const SET_SMALL_ENTRIES: usize = 512;
 /// index table (an 8-byte position and a control byte, tables about 7/8 full).
 const HASH_SLOT: usize = 8 + 16 + 16 + 10;
 const SET_SLOT: usize = 8 + 16 + 10;
-/// A list element's slot in the deque.
-const LIST_SLOT: usize = 16;
 
 /// The type of a key's value, as TYPE names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +110,7 @@ impl Collection {
     /// Bytes the collection costs (its heap blocks, estimated; a boxed one's box included).
     pub fn cost(&self) -> usize {
         match self {
-            Collection::List(l) => l.bytes,
+            Collection::List(l) => l.cost(),
             Collection::Hash(h) => h.bytes,
             Collection::Set(s) => s.bytes,
             Collection::Stream(s) => cost_of(std::mem::size_of::<Stream>()) + s.cost(),
@@ -124,7 +120,7 @@ impl Collection {
 
     pub fn is_empty(&self) -> bool {
         match self {
-            Collection::List(l) => l.items.is_empty(),
+            Collection::List(l) => l.is_empty(),
             Collection::Hash(h) => h.is_empty(),
             Collection::Set(s) => s.set.is_empty(),
             Collection::Stream(s) => !s.exists,
@@ -415,144 +411,6 @@ impl Typed for Set {
     }
 }
 
-/// A list of elements.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct List {
-    items: VecDeque<Box<[u8]>>,
-    bytes: usize,
-}
-
-impl From<List> for Collection {
-    fn from(l: List) -> Collection {
-        Collection::List(l)
-    }
-}
-
-impl Typed for List {
-    const KIND: KeyType = KeyType::List;
-    const WHOLE: bool = true;
-    fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-    fn state(&self, _: &[u8]) -> Option<&[u8]> {
-        None
-    }
-    fn of(c: &Collection) -> Option<&List> {
-        match c {
-            Collection::List(l) => Some(l),
-            _ => None,
-        }
-    }
-    fn of_mut(c: &mut Collection) -> Option<&mut List> {
-        match c {
-            Collection::List(l) => Some(l),
-            _ => None,
-        }
-    }
-}
-
-fn element_cost(e: &[u8]) -> usize {
-    LIST_SLOT + cost_of(e.len())
-}
-
-impl List {
-    pub fn len(&self) -> usize {
-        self.items.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
-    }
-
-    /// Adds an element at the head (`left`) or the tail.
-    pub fn push(&mut self, e: Box<[u8]>, left: bool) {
-        self.bytes += element_cost(&e);
-        if left {
-            self.items.push_front(e);
-        } else {
-            self.items.push_back(e);
-        }
-    }
-
-    /// Removes the element at the head (`left`) or the tail.
-    pub fn pop(&mut self, left: bool) -> Option<Box<[u8]>> {
-        let e = if left {
-            self.items.pop_front()
-        } else {
-            self.items.pop_back()
-        }?;
-        self.bytes -= element_cost(&e);
-        Some(e)
-    }
-
-    pub fn get(&self, i: usize) -> Option<&[u8]> {
-        self.items.get(i).map(|e| &**e)
-    }
-
-    /// Replaces the element at `i`; false if there is none.
-    pub fn set(&mut self, i: usize, value: &[u8]) -> bool {
-        let Some(e) = self.items.get_mut(i) else {
-            return false;
-        };
-        self.bytes = self.bytes - element_cost(e) + element_cost(value);
-        *e = value.into();
-        true
-    }
-
-    /// Inserts an element before position `i` (`i == len` appends).
-    pub fn insert(&mut self, i: usize, value: &[u8]) {
-        self.bytes += element_cost(value);
-        self.items.insert(i, value.into());
-    }
-
-    /// Removes the element at `i`.
-    pub fn remove(&mut self, i: usize) -> Option<Box<[u8]>> {
-        let e = self.items.remove(i)?;
-        self.bytes -= element_cost(&e);
-        Some(e)
-    }
-
-    /// Keeps only the elements in `range`.
-    pub fn keep(&mut self, range: std::ops::Range<usize>) {
-        let end = range.end.min(self.items.len());
-        for e in self.items.drain(end..) {
-            self.bytes -= element_cost(&e);
-        }
-        let start = range.start.min(self.items.len());
-        for e in self.items.drain(..start) {
-            self.bytes -= element_cost(&e);
-        }
-    }
-
-    pub fn iter(&self) -> impl DoubleEndedIterator<Item = &[u8]> + ExactSizeIterator {
-        self.items.iter().map(|e| &**e)
-    }
-
-    /// The positions `start..=stop` of a list of this length, negative ones counting from the
-    /// end, clamped as LRANGE and LTRIM clamp them; `None` when the range is empty.
-    pub fn range(&self, start: i64, stop: i64) -> Option<std::ops::Range<usize>> {
-        let len = self.items.len() as i64;
-        let start = if start < 0 {
-            (len + start).max(0)
-        } else {
-            start
-        };
-        let stop = if stop < 0 {
-            len + stop
-        } else {
-            stop.min(len - 1)
-        };
-        (start <= stop && start < len).then(|| start as usize..stop as usize + 1)
-    }
-
-    /// The position of index `i` (negative from the end), if it is in the list.
-    pub fn position(&self, i: i64) -> Option<usize> {
-        let len = self.items.len() as i64;
-        let i = if i < 0 { len.checked_add(i)? } else { i };
-        (0..len).contains(&i).then_some(i as usize)
-    }
-}
-
 /// Whether Redis would keep `m` in an intset: the canonical text of a 64-bit integer.
 fn is_intset_member(m: &[u8]) -> bool {
     m.len() <= 20
@@ -784,31 +642,6 @@ mod tests {
         let rep = random_indices(2, -50);
         assert_eq!(rep.len(), 50);
         assert!(rep.iter().all(|&i| i < 2));
-    }
-
-    #[test]
-    fn list_ranges_and_costs() {
-        let mut l = List::default();
-        for e in [&b"a"[..], b"b", b"c", b"d"] {
-            l.push(e.into(), false);
-        }
-        l.push(b"z"[..].into(), true);
-        assert_eq!(l.range(0, -1), Some(0..5));
-        assert_eq!(l.range(-2, 100), Some(3..5));
-        assert_eq!(l.range(3, 1), None);
-        assert_eq!(l.range(10, 20), None);
-        assert_eq!(l.range(i64::MIN, i64::MAX), Some(0..5));
-        assert_eq!(
-            (l.position(-1), l.position(5), l.position(i64::MIN)),
-            (Some(4), None, None)
-        );
-        l.keep(1..3);
-        assert_eq!(l.iter().collect::<Vec<_>>(), vec![&b"a"[..], b"b"]);
-        assert!(l.set(0, b"longer"));
-        l.insert(1, b"x");
-        assert_eq!(l.remove(0).as_deref(), Some(&b"longer"[..]));
-        while l.pop(true).is_some() {}
-        assert_eq!(l.bytes, 0);
     }
 
     #[test]

@@ -112,7 +112,7 @@ pub(crate) fn decode_value(b: &[u8]) -> Result<Value, DumpError> {
         RDB_TYPE_LIST => {
             let mut l = List::default();
             for _ in 0..r.count()? {
-                l.push(r.string()?.into_boxed_slice(), false);
+                l.push(&r.string()?, false);
             }
             Value::Collection(l.into())
         }

@@ -53,7 +53,7 @@ impl Keyspace {
                 return Ok((0, None));
             }
             for e in items {
-                l.push((*e).into(), left);
+                l.push(e, left);
             }
             Ok((l.len(), Some(push_op(left))))
         })
@@ -129,36 +129,7 @@ impl Keyspace {
         pending: &mut Pending,
     ) -> Result<usize, KvError> {
         self.write_typed(key, pending, |l: &mut List, _| {
-            let max = if count == 0 {
-                usize::MAX
-            } else {
-                usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX)
-            };
-            let mut found: Vec<usize> = Vec::new();
-            if count < 0 {
-                let len = l.len();
-                found.extend(
-                    l.iter()
-                        .rev()
-                        .enumerate()
-                        .filter(|(_, e)| *e == value)
-                        .map(|(i, _)| len - 1 - i)
-                        .take(max),
-                );
-                found.sort_unstable();
-            } else {
-                found.extend(
-                    l.iter()
-                        .enumerate()
-                        .filter(|(_, e)| *e == value)
-                        .map(|(i, _)| i)
-                        .take(max),
-                );
-            }
-            for &i in found.iter().rev() {
-                l.remove(i);
-            }
-            let n = found.len();
+            let n = l.remove_equal(value, count);
             Ok((n, (n > 0).then_some(Op::Lrem)))
         })
     }
@@ -217,7 +188,7 @@ impl Keyspace {
         if src == dst {
             self.write_typed_in(gd, hd, dst, now, pending, |l: &mut List, _| {
                 if let Some(e) = l.pop(from_left) {
-                    l.push(e, to_left);
+                    l.push(&e, to_left);
                 }
                 Ok(((), Some(push_op(to_left))))
             })?;
@@ -227,7 +198,7 @@ impl Keyspace {
             return Ok(Some(value));
         }
         self.write_typed_in(gd, hd, dst, now, pending, |l: &mut List, _| {
-            l.push(value.clone(), to_left);
+            l.push(&value, to_left);
             Ok(((), Some(push_op(to_left))))
         })?;
         let g = self.guard_of(&mut guards, hs);

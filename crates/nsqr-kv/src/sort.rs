@@ -57,7 +57,7 @@ impl Keyspace {
         }
         let mut list = List::default();
         for item in items {
-            list.push(item.into_boxed_slice(), false);
+            list.push(&item, false);
         }
         let entry = Entry::typed(dest, list.into(), None, self.write_clock(old_clock, now));
         self.emit_whole(&entry, Op::Sortstore, old_clock.is_none(), now, pending);

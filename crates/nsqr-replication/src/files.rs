@@ -27,7 +27,11 @@ pub(crate) fn write_atomic(path: &Path, payload: &[u8]) -> Result<(), StoreError
         fs::rename(&tmp, path)?;
         sync_dir(path)
     };
-    write().map_err(|e| io_error(path, e))
+    write().map_err(|e| {
+        // A file cut short by a full disk holds space the next try needs.
+        let _ = fs::remove_file(&tmp);
+        io_error(path, e)
+    })
 }
 
 /// The payload of a file written by [`write_atomic`], or None if there is no such file.

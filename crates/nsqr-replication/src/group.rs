@@ -19,6 +19,7 @@ use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
 use crate::network::forward::Forwarder;
 use crate::network::{self, Network, Server, SharedConfig};
+use crate::space::SpaceWait;
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
 use crate::types::{NodeId, Raft};
@@ -35,6 +36,14 @@ const HEARTBEAT_MS: u64 = 250;
 /// candidate refused for its shorter log waits twice the upper end more, leaving the next
 /// round to the node with the longer log, so a failover takes one or two rounds: about 2-3.5 s.
 const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1000);
+
+/// How long the leader gives a follower to take one chunk of a snapshot (3 MiB, openraft's
+/// default) and, for the last, to install it: written and fsynced whole. openraft's default
+/// (200 ms, of which the transport waits three quarters) cuts a snapshot of a few MiB on a
+/// loaded machine every time, so a follower far behind (restarted after missing more than the
+/// log keeps) never catches up, and a leader left with it alone commits nothing
+/// (`docs/decisions/0017-raft-timing.md`).
+const SNAPSHOT_CHUNK_TIMEOUT_MS: u64 = 10_000;
 
 /// One group's settings on this node.
 #[derive(Clone, Debug)]
@@ -80,6 +89,7 @@ impl GroupConfig {
             heartbeat_interval: self.heartbeat_ms,
             election_timeout_min: self.election_timeout_ms.0,
             election_timeout_max: self.election_timeout_ms.1,
+            install_snapshot_timeout: SNAPSHOT_CHUNK_TIMEOUT_MS,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(self.snapshot_every),
             // Keep a few entries behind a snapshot so a follower just behind still gets
             // entries rather than the whole snapshot.
@@ -146,6 +156,7 @@ impl ClusterNode {
         let capacity = group.apply_buffer.max(1).saturating_add(replay);
         let (tx, rx) = mpsc::channel(capacity.min(usize::MAX >> 4));
         let machine = StateMachine::open(&group.dir, tx)?;
+        let space = [log.space_wait(), machine.space_wait()];
         let network = Network {
             config: self.config.clone(),
             group: group.name.clone(),
@@ -170,6 +181,7 @@ impl ClusterNode {
             config: self.config.clone(),
             raft,
             machine,
+            space,
             server: self.server.clone(),
         };
         Ok((replicated, rx))
@@ -233,6 +245,9 @@ pub struct ReplicatedLog {
     config: SharedConfig,
     raft: Raft,
     machine: StateMachine,
+    /// The log's and the state machine's waits for space: closed at shutdown, so a group
+    /// whose disk is full can stop.
+    space: [SpaceWait; 2],
     server: Arc<Server>,
     forwarder: Forwarder,
 }
@@ -410,6 +425,9 @@ impl ReplicatedLog {
     /// group opens again from them.
     pub async fn shutdown(self) {
         self.server.unregister(&self.name);
+        for wait in &self.space {
+            wait.close();
+        }
         if let Err(e) = self.raft.shutdown().await {
             tracing::warn!(group = %self.name, "replication: shutdown: {e}");
         }

@@ -14,6 +14,7 @@
 //! - [`membership`]: `--cluster-peers` and leader placement.
 //! - [`group`]: [`ClusterNode`] and [`ReplicatedLog`], the API the broker calls.
 //! - [`forward`]: a publish on a node that does not lead its group, carried to the leader.
+//! - `space`: a write refused by a full disk waits for space instead of stopping the group.
 
 mod batch;
 pub mod command;
@@ -25,6 +26,7 @@ pub mod log_store;
 pub mod membership;
 pub mod network;
 pub mod seq_map;
+mod space;
 pub mod state;
 pub mod state_machine;
 pub mod types;

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use crate::command::{Applied, Command};
 use crate::error::StoreError;
 use crate::files;
+use crate::space::SpaceWait;
 use crate::state::TopicState;
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 
@@ -57,6 +58,8 @@ struct Inner {
 pub struct StateMachine {
     inner: Arc<Mutex<Inner>>,
     applied_tx: mpsc::Sender<Committed>,
+    /// Where snapshot writes refused by a full disk wait.
+    space: SpaceWait,
 }
 
 impl StateMachine {
@@ -82,11 +85,41 @@ impl StateMachine {
         Ok(StateMachine {
             inner: Arc::new(Mutex::new(inner)),
             applied_tx,
+            space: SpaceWait::default(),
         })
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The wait of snapshot writes for space, to close when the group stops.
+    pub(crate) fn space_wait(&self) -> SpaceWait {
+        self.space.clone()
+    }
+
+    /// Writes `payload` as the snapshot file, waiting for space if the disk is full.
+    async fn write_snapshot(
+        &self,
+        path: PathBuf,
+        payload: Arc<Vec<u8>>,
+    ) -> Result<(), StorageError> {
+        let write = || {
+            let (to, payload) = (path.clone(), Arc::clone(&payload));
+            let name = path.display().to_string();
+            async move {
+                tokio::task::spawn_blocking(move || files::write_atomic(&to, &payload))
+                    .await
+                    .map_err(|e| StoreError::Io {
+                        path: name,
+                        source: std::io::Error::other(e),
+                    })?
+            }
+        };
+        self.space
+            .retry("snapshot", write)
+            .await
+            .map_err(|e| snapshot_error(&e))
     }
 
     /// Calls `f` with the current state.
@@ -139,17 +172,20 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         };
         let file = SnapshotFile { meta, state };
         let path = snapshot_path(&dir);
-        let write = move || -> Result<(SnapshotFile, Vec<u8>), StoreError> {
-            let payload = files::encode(&path, &file)?;
-            files::write_atomic(&path, &payload)?;
+        let to = path.clone();
+        let encode = move || -> Result<(SnapshotFile, Vec<u8>), StoreError> {
+            let payload = files::encode(&to, &file)?;
             Ok((file, payload))
         };
-        let (file, payload) = tokio::task::spawn_blocking(write)
+        let (file, payload) = tokio::task::spawn_blocking(encode)
             .await
             .map_err(|e| {
                 StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
             })?
             .map_err(|e| snapshot_error(&e))?;
+        let payload = Arc::new(payload);
+        self.write_snapshot(path, Arc::clone(&payload)).await?;
+        let payload = Arc::unwrap_or_clone(payload);
         let meta = file.meta;
         self.lock().snapshot = Some((meta.clone(), payload.clone()));
         Ok(Snapshot {
@@ -217,13 +253,9 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let dir = self.lock().dir.clone();
         let path = snapshot_path(&dir);
         let file: SnapshotFile = files::decode(&path, &payload).map_err(|e| snapshot_error(&e))?;
-        let to_write = payload.clone();
-        tokio::task::spawn_blocking(move || files::write_atomic(&path, &to_write))
-            .await
-            .map_err(|e| {
-                StorageError::from(StorageIOError::write_snapshot(None, AnyError::new(&e)))
-            })?
-            .map_err(|e| snapshot_error(&e))?;
+        let payload = Arc::new(payload);
+        self.write_snapshot(path, Arc::clone(&payload)).await?;
+        let payload = Arc::unwrap_or_clone(payload);
         let index = meta.last_log_id.map_or(0, |l| l.index);
         {
             let mut inner = self.lock();

@@ -198,6 +198,14 @@ impl Cluster {
         Ok(())
     }
 
+    /// The channel-operation pass of `topic`'s group, if it is open here.
+    fn pass(&self, topic: &str) -> Option<Arc<Pass>> {
+        match self.groups.lock().get(topic) {
+            Some(Group::Open(open)) => Some(Arc::clone(&open.pass)),
+            _ => None,
+        }
+    }
+
     /// The log of `topic` if it is open here; else why a publish cannot go to it.
     fn log(&self, topic: &str) -> Result<Arc<ReplicatedLog>, BrokerError> {
         match self.groups.lock().get(topic) {
@@ -269,10 +277,12 @@ impl Replicate for Hook {
         }
     }
 
+    /// Only the node that leads the topic's group, once its copy is rebuilt (`ops.rs`): a
+    /// group still opening, or that could not open, has no leader here.
     fn may_deliver(&self, topic: &str) -> bool {
         match self.0.groups.lock().get(topic) {
             Some(Group::Open(open)) => open.pass.may_deliver(),
-            _ => true,
+            _ => false,
         }
     }
 }

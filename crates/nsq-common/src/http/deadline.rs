@@ -22,7 +22,6 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
-use hyper::Request;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::time::{Instant, Sleep};
 
@@ -51,17 +50,10 @@ impl Default for Timeouts {
     }
 }
 
-/// When a request must have been read completely, found in its extensions: a handler reading
-/// the body stops waiting for it then.
+/// When a request must have been read completely, given to the handler with the request: a
+/// handler reading the body stops waiting for it then.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RequestDeadline(pub Instant);
-
-impl RequestDeadline {
-    /// The deadline of `req`, if it came through [`crate::http::server::serve_connection`].
-    pub fn of<B>(req: &Request<B>) -> Option<Instant> {
-        req.extensions().get::<RequestDeadline>().map(|d| d.0)
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Phase {

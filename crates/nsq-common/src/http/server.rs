@@ -19,9 +19,10 @@ pub use super::deadline::{RequestDeadline, Timeouts};
 use crate::net::StopSignal;
 
 /// Serves requests on `io` with `handler` until the client closes the connection, a time limit
-/// runs out, or `stop` fires (then requests in progress finish and the connection closes). Each
-/// request carries its [`RequestDeadline`] (unless the read limit is zero). The error is the connection's failure, for the
-/// caller to log in its own words.
+/// runs out, or `stop` fires (then requests in progress finish and the connection closes). The
+/// handler gets each request with its [`RequestDeadline`] (none when the read limit is zero): an
+/// argument, not a request extension, which would cost allocations per request. The error is the
+/// connection's failure, for the caller to log in its own words.
 pub async fn serve_connection<I, F, Fut, B>(
     io: I,
     handler: F,
@@ -30,18 +31,16 @@ pub async fn serve_connection<I, F, Fut, B>(
 ) -> Result<(), hyper::Error>
 where
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
-    F: Fn(Request<Incoming>) -> Fut,
+    F: Fn(Request<Incoming>, Option<RequestDeadline>) -> Fut,
     Fut: Future<Output = Response<B>>,
     B: Body + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let clock = Clock::new(timeouts);
     let io = Guarded::new(io, Arc::clone(&clock));
-    let svc = service_fn(move |mut req: Request<Incoming>| {
-        if let Some(deadline) = clock.begin_request() {
-            req.extensions_mut().insert(RequestDeadline(deadline));
-        }
-        let response = handler(req);
+    let svc = service_fn(move |req: Request<Incoming>| {
+        let deadline = clock.begin_request().map(RequestDeadline);
+        let response = handler(req, deadline);
         let clock = Arc::clone(&clock);
         async move {
             let response = response.await;

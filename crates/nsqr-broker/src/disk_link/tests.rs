@@ -122,6 +122,34 @@ fn one_writer_at_a_time_and_idle_once_nothing_is_left() {
 }
 
 #[test]
+fn a_lingering_writer_stays_running_so_publishes_start_no_other() {
+    let (_d, mut l) = link(false, false);
+    let _t = l.enqueue(msgs(0..1), None).unwrap();
+    let w = l.next_work(0, 0, true);
+    let Next::Work(mut w) = w else {
+        panic!("the outbox: {w:?}")
+    };
+    settle(&mut w, Ok(()));
+    l.apply(wrote(&w, 1), true).unwrap();
+    // Nothing queued: a lingering writer stays, and a publish meanwhile starts no writer.
+    assert!(matches!(l.next_work(0, 0, true), Next::Linger));
+    assert_eq!(l.run, Run::Running);
+    let _t = l.enqueue(msgs(1..3), None).unwrap();
+    assert_eq!(spawned(&l), 1, "the lingering writer takes it");
+    let Next::Work(w) = l.next_work(0, 0, true) else {
+        panic!("the publish made while lingering")
+    };
+    assert_eq!(w.writes.len(), 2);
+    l.apply(wrote(&w, 3), true).unwrap();
+    // Its time up, it stops; a closed link stops a lingering writer at once.
+    assert!(matches!(l.next_work(0, 0, false), Next::Stop));
+    assert_eq!(l.run, Run::Idle);
+    l.kick();
+    let _ = l.close();
+    assert!(matches!(l.next_work(0, 0, true), Next::Stop));
+}
+
+#[test]
 fn memory_with_room_keeps_what_the_pass_writes() {
     let (_d, mut l) = link(false, false);
     let _t = l.enqueue(msgs(0..10), None).unwrap();

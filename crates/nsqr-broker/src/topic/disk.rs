@@ -1,6 +1,7 @@
 //! How a topic meets its disk queue: the backlog queue built from the configuration, fanning
-//! out what the disk writer reads once the topic has channels and is not paused (refusing it
-//! otherwise, so it is read again later), and the shutdown flush of the backlog in memory.
+//! out what the disk writer reads once the topic has receivers and is not paused (refusing it
+//! otherwise, so it is read again later), to a replicated topic's backlog heir alone while it
+//! has one, and the shutdown flush of the backlog in memory.
 
 use std::sync::Weak;
 
@@ -37,14 +38,14 @@ pub(super) fn attach(t: &Arc<Topic>) {
 impl QueueOwner for Topic {
     fn with_queue(&self, f: &mut dyn FnMut(&mut SpillQueue)) {
         let mut st = self.state.lock();
-        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
+        let drain = !st.receivers.is_empty() && !st.paused && !st.held && !self.is_deleted();
         st.backlog.set_drain(drain);
         f(&mut st.backlog);
     }
 
     fn report(&self, done: Done) -> Accepted {
         let mut st = self.state.lock();
-        let drain = !st.channels.is_empty() && !st.paused && !st.held && !self.is_deleted();
+        let drain = !st.receivers.is_empty() && !st.paused && !st.held && !self.is_deleted();
         let Some(placed) = st.backlog.apply(done, drain) else {
             return Accepted::Refused;
         };
@@ -57,7 +58,7 @@ impl QueueOwner for Topic {
         let mut result = Ok(());
         for (m, due) in placed {
             match due.and_then(|d| instant_of(d, now_ns, now)) {
-                Some(at) => match fan_out(st.channels.values(), vec![m], Some(at)) {
+                Some(at) => match drain_to(&st, vec![m], Some(at)) {
                     Ok(t) => ticket.merge(t),
                     Err(e) => result = Err(e),
                 },
@@ -65,10 +66,13 @@ impl QueueOwner for Topic {
             }
         }
         if !batch.is_empty() {
-            match fan_out(st.channels.values(), batch, None) {
+            match drain_to(&st, batch, None) {
                 Ok(t) => ticket.merge(t),
                 Err(e) => result = Err(e),
             }
+        }
+        if st.backlog.depth() == 0 {
+            st.heir = None;
         }
         match result {
             Ok(()) => Accepted::Taken(ticket),
@@ -83,6 +87,19 @@ impl QueueOwner for Topic {
                 }))
             }
         }
+    }
+}
+
+/// Fans out what the disk queue read: to the backlog's heir if it has one, else to every
+/// receiver.
+fn drain_to(
+    st: &TopicState,
+    msgs: Vec<Message>,
+    due: Option<Instant>,
+) -> Result<Ticket, BrokerError> {
+    match st.heir.as_ref().and_then(|h| st.receivers.get(h)) {
+        Some(heir) => fan_out(std::iter::once(heir), msgs, due),
+        None => fan_out(st.receivers.values(), msgs, due),
     }
 }
 

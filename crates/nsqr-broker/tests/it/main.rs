@@ -5,3 +5,4 @@
 mod disk_queue;
 mod embedding;
 mod queues;
+mod replicated;

@@ -7,7 +7,9 @@
 //! while the previous one ran (a group commit). The vote is always fsynced: Raft's safety rests on a node never voting twice in a
 //! term. Compaction (`purge`, after a snapshot) deletes whole segments behind the purge point.
 //! Where each entry is lives in memory, and the newest entries themselves ([`cache`]); older
-//! entries are read back from the files.
+//! entries are read back from the files. A write refused by a full disk waits for space
+//! ([`crate::space`]) instead of stopping the group; an append cut short is cut off the file
+//! first, so the next one starts where it did.
 
 mod cache;
 mod flusher;
@@ -29,6 +31,7 @@ use self::cache::Cache;
 use self::flusher::{Flusher, Written};
 use crate::error::StoreError;
 use crate::files::{self, io_error};
+use crate::space::SpaceWait;
 use crate::types::{Entry, LogId, NodeId, StorageError, TypeConfig};
 
 /// The largest encoded entry: a record's length is 32 bits.
@@ -58,6 +61,8 @@ struct Inner {
     purged: Option<LogId>,
     vote: Option<Vote<NodeId>>,
     committed: File,
+    /// Whether the last write of `committed` failed (logged once until one succeeds).
+    committed_failing: bool,
     cache: Cache,
 }
 
@@ -67,6 +72,8 @@ pub struct LogStore {
     inner: Arc<Mutex<Inner>>,
     /// The sync thread, when appends are fsynced.
     flusher: Option<Arc<Flusher>>,
+    /// Where writes refused by a full disk wait.
+    space: SpaceWait,
 }
 
 impl LogStore {
@@ -94,6 +101,7 @@ impl LogStore {
             purged,
             vote,
             committed,
+            committed_failing: false,
             cache: Cache::default(),
         };
         inner.recover()?;
@@ -108,7 +116,13 @@ impl LogStore {
         Ok(LogStore {
             inner: Arc::new(Mutex::new(inner)),
             flusher,
+            space: SpaceWait::default(),
         })
+    }
+
+    /// The wait of this store's writes for space, to close when the group stops.
+    pub(crate) fn space_wait(&self) -> SpaceWait {
+        self.space.clone()
     }
 
     /// How many committed entries the log holds after its purge point: at most what the
@@ -218,33 +232,34 @@ impl Inner {
     }
 
     /// Writes `entries` to the active segment; returns the segment written (None if there
-    /// was nothing to write). Syncing is the caller's.
-    fn append(&mut self, entries: Vec<Entry>) -> Result<Option<(Arc<File>, PathBuf)>, StoreError> {
+    /// was nothing to write). Syncing is the caller's. On failure the entries come back with
+    /// the error, and the files are as they were.
+    fn append(&mut self, entries: Vec<Entry>) -> Result<Option<(Arc<File>, PathBuf)>, Refused> {
         let Some(first) = entries.first().map(|e| e.log_id.index) else {
             return Ok(None);
         };
-        let dir = self.dir.clone();
-        let mut buf = Vec::new();
-        let mut records = Vec::with_capacity(entries.len());
-        let mut appended = Vec::with_capacity(entries.len());
-        for entry in entries {
-            let payload = files::encode(&dir, &entry)?;
-            if payload.len() > MAX_ENTRY_BYTES - segment::HEADER {
-                return Err(StoreError::Encode {
-                    path: dir.display().to_string(),
-                    reason: format!("entry {} is over 4 GiB", entry.log_id.index),
-                });
-            }
-            let offset = (buf.len() + segment::HEADER) as u64;
-            records.push((offset, payload.len() as u32, entry.log_id));
-            segment::encode_record(&mut buf, &payload);
-            appended.push((entry, payload.len()));
-        }
-        let (seg_first, seg) = self.active_segment(first)?;
+        let (buf, records, sizes) = match encode_entries(&self.dir, &entries) {
+            Ok(encoded) => encoded,
+            Err(e) => return Err((e, entries)),
+        };
+        let (seg_first, seg) = match self.active_segment(first) {
+            Ok(active) => active,
+            Err(e) => return Err((e, entries)),
+        };
         let base = seg.len;
-        (&*seg.file)
-            .write_all(&buf)
-            .map_err(|e| io_error(&seg.path, e))?;
+        if let Err(e) = (&*seg.file).write_all(&buf) {
+            // A write cut short (a full disk) left part of a record at the end: cut it, so
+            // the file ends on whole records where this store says it does.
+            let e = match seg.file.set_len(base) {
+                Ok(()) => io_error(&seg.path, e),
+                Err(cut) => corrupt(
+                    &seg.path,
+                    base,
+                    &format!("a failed append ({e}) could not be cut off: {cut}"),
+                ),
+            };
+            return Err((e, entries));
+        }
         seg.len += buf.len() as u64;
         let written = (seg.file.clone(), seg.path.clone());
         for (offset, len, log_id) in records {
@@ -256,7 +271,7 @@ impl Inner {
             };
             self.index.insert(log_id.index, location);
         }
-        for (entry, size) in appended {
+        for (entry, size) in entries.into_iter().zip(sizes) {
             self.cache.push(entry, size);
         }
         Ok(Some(written))
@@ -354,16 +369,23 @@ impl Inner {
         files::decode(&seg.path, &payload)
     }
 
+    /// Rewrites `committed` in place without fsync: it only saves re-applying entries after
+    /// a restart, and a stale or unreadable value makes the node wait for the leader's commit
+    /// instead, so a failed write (a full disk) is logged, not an error.
     fn save_committed(&mut self, committed: Option<LogId>) -> Result<(), StoreError> {
-        // Rewritten in place without fsync: it only saves re-applying entries after a restart;
-        // a stale or unreadable value makes the node wait for the leader's commit instead.
         let path = self.dir.join("committed");
         let payload = files::encode(&path, &committed)?;
         let mut record = Vec::with_capacity(payload.len() + segment::HEADER);
         segment::encode_record(&mut record, &payload);
-        self.committed
-            .write_all_at(&record, 0)
-            .map_err(|e| io_error(&path, e))
+        match self.committed.write_all_at(&record, 0) {
+            Ok(()) => self.committed_failing = false,
+            Err(e) if !self.committed_failing => {
+                tracing::warn!(path = %path.display(), "replication log: {e}; the commit mark is not saved until a write succeeds");
+                self.committed_failing = true;
+            }
+            Err(_) => {}
+        }
+        Ok(())
     }
 
     fn read_committed(&self) -> Option<LogId> {
@@ -385,6 +407,33 @@ impl Inner {
             .ok()
             .flatten()
     }
+}
+
+/// An append that failed: why, and its entries, to be tried again.
+type Refused = (StoreError, Vec<Entry>);
+
+/// An append's encoded records: the bytes to write, each record's offset in them, length and
+/// log id, and each entry's payload size (for the cache).
+type Encoded = (Vec<u8>, Vec<(u64, u32, LogId)>, Vec<usize>);
+
+fn encode_entries(dir: &Path, entries: &[Entry]) -> Result<Encoded, StoreError> {
+    let mut buf = Vec::new();
+    let mut records = Vec::with_capacity(entries.len());
+    let mut sizes = Vec::with_capacity(entries.len());
+    for entry in entries {
+        let payload = files::encode(dir, entry)?;
+        if payload.len() > MAX_ENTRY_BYTES - segment::HEADER {
+            return Err(StoreError::Encode {
+                path: dir.display().to_string(),
+                reason: format!("entry {} is over 4 GiB", entry.log_id.index),
+            });
+        }
+        let offset = (buf.len() + segment::HEADER) as u64;
+        records.push((offset, payload.len() as u32, entry.log_id));
+        segment::encode_record(&mut buf, &payload);
+        sizes.push(payload.len());
+    }
+    Ok((buf, records, sizes))
 }
 
 fn open_segment(path: &Path) -> Result<File, StoreError> {
@@ -442,14 +491,18 @@ impl RaftLogStorage<TypeConfig> for LogStore {
 
     async fn save_vote(&mut self, vote: &Vote<NodeId>) -> Result<(), StorageError> {
         let vote = *vote;
-        self.blocking(move |inner| {
-            let path = inner.dir.join("vote");
-            files::write_atomic(&path, &files::encode(&path, &vote)?)?;
-            inner.vote = Some(vote);
-            Ok(())
-        })
-        .await
-        .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)).into())
+        let save = || {
+            self.blocking(move |inner| {
+                let path = inner.dir.join("vote");
+                files::write_atomic(&path, &files::encode(&path, &vote)?)?;
+                inner.vote = Some(vote);
+                Ok(())
+            })
+        };
+        self.space
+            .retry("vote", save)
+            .await
+            .map_err(|e| StorageIOError::write_vote(AnyError::new(&e)).into())
     }
 
     async fn read_vote(&mut self) -> Result<Option<Vote<NodeId>>, StorageError> {
@@ -473,8 +526,25 @@ impl RaftLogStorage<TypeConfig> for LogStore {
         I: IntoIterator<Item = Entry> + Send,
         I::IntoIter: Send,
     {
-        let entries: Vec<Entry> = entries.into_iter().collect();
-        let written = self.blocking(move |inner| inner.append(entries)).await;
+        // The entries go to the blocking thread and come back if the write failed, to be
+        // tried again once there is space.
+        let slot = Arc::new(Mutex::new(Some(
+            entries.into_iter().collect::<Vec<Entry>>(),
+        )));
+        let append = || {
+            let slot = Arc::clone(&slot);
+            self.blocking(move |inner| {
+                let take = |s: &Mutex<Option<Vec<Entry>>>| {
+                    s.lock().unwrap_or_else(|p| p.into_inner()).take()
+                };
+                let entries = take(&slot).unwrap_or_default();
+                inner.append(entries).map_err(|(e, entries)| {
+                    *slot.lock().unwrap_or_else(|p| p.into_inner()) = Some(entries);
+                    e
+                })
+            })
+        };
+        let written = self.space.retry("log append", append).await;
         match (written, &self.flusher) {
             (Ok(Some((file, path))), Some(flusher)) => {
                 flusher.submit(Written {
@@ -502,7 +572,9 @@ impl RaftLogStorage<TypeConfig> for LogStore {
     }
 
     async fn purge(&mut self, log_id: LogId) -> Result<(), StorageError> {
-        self.blocking(move |inner| inner.purge(log_id))
+        let purge = || self.blocking(move |inner| inner.purge(log_id));
+        self.space
+            .retry("purge", purge)
             .await
             .map_err(storage_error)
     }

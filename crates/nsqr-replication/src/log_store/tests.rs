@@ -10,6 +10,10 @@ fn entry(index: u64) -> Entry {
     }
 }
 
+fn append(store: &LogStore, entries: Vec<Entry>) -> Result<(), StoreError> {
+    store.lock().append(entries).map(drop).map_err(|(e, _)| e)
+}
+
 fn indexes(store: &LogStore) -> Vec<u64> {
     store.lock().index.keys().copied().collect()
 }
@@ -28,7 +32,7 @@ fn segment_files(dir: &Path) -> usize {
 fn entries_survive_a_reopen_and_a_torn_tail_is_cut() -> Result<(), StoreError> {
     let dir = tempfile::tempdir().map_err(|e| io_error(Path::new("tmp"), e))?;
     let store = LogStore::open(dir.path(), true, 1 << 20)?;
-    store.lock().append((0..=5).map(entry).collect())?;
+    append(&store, (0..=5).map(entry).collect())?;
     drop(store);
 
     let seg = dir.path().join(segment::file_name(0));
@@ -58,13 +62,13 @@ fn truncate_and_purge_across_segments() -> Result<(), StoreError> {
     // A tiny segment size: every append starts a new segment.
     let store = LogStore::open(dir.path(), false, 1)?;
     for i in 1..=6 {
-        store.lock().append(vec![entry(i)])?;
+        append(&store, vec![entry(i)])?;
     }
     assert_eq!(segment_files(dir.path()), 6);
     store.lock().truncate(4)?;
     assert_eq!(indexes(&store), vec![1, 2, 3]);
     assert_eq!(segment_files(dir.path()), 4, "segment 4 is kept, emptied");
-    store.lock().append(vec![entry(4)])?;
+    append(&store, vec![entry(4)])?;
     store
         .lock()
         .purge(LogId::new(CommittedLeaderId::new(1, 1), 2))?;
@@ -81,8 +85,8 @@ fn truncate_and_purge_across_segments() -> Result<(), StoreError> {
 fn corruption_before_the_last_segment_refuses_to_open() -> Result<(), StoreError> {
     let dir = tempfile::tempdir().map_err(|e| io_error(Path::new("tmp"), e))?;
     let store = LogStore::open(dir.path(), false, 1)?;
-    store.lock().append(vec![entry(1)])?;
-    store.lock().append(vec![entry(2)])?;
+    append(&store, vec![entry(1)])?;
+    append(&store, vec![entry(2)])?;
     drop(store);
     let seg = dir.path().join(segment::file_name(1));
     let mut bytes = fs::read(&seg).map_err(|e| io_error(&seg, e))?;
@@ -104,5 +108,86 @@ fn the_committed_mark_round_trips() -> Result<(), StoreError> {
     drop(store);
     let store = LogStore::open(dir.path(), false, 1 << 20)?;
     assert_eq!(store.lock().read_committed(), Some(id));
+    Ok(())
+}
+
+/// A tmpfs of `mib` MiB on `dir`, unmounted on drop; None where the test may not mount (not
+/// root), unless `NSQR_TEST_REQUIRE_MOUNT` is set, which fails the test.
+struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    fn mount(dir: &Path, mib: u32) -> Option<Tmpfs> {
+        let mounted = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={mib}m"), "tmpfs"])
+            .arg(dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(
+            mounted || std::env::var_os("NSQR_TEST_REQUIRE_MOUNT").is_none(),
+            "NSQR_TEST_REQUIRE_MOUNT is set but a tmpfs cannot be mounted"
+        );
+        mounted.then(|| Tmpfs(dir.to_owned()))
+    }
+
+    /// Fills it up with a ballast file: not even 512 bytes left.
+    fn fill(&self) -> PathBuf {
+        let path = self.0.join("ballast");
+        let mut file = File::create(&path).unwrap();
+        let mut chunk = 1 << 16;
+        while chunk >= 512 {
+            if file.write_all(&vec![0; chunk]).is_err() {
+                chunk /= 2;
+            }
+        }
+        path
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.0).status();
+    }
+}
+
+#[test]
+fn an_append_refused_by_a_full_disk_leaves_the_files_as_they_were() -> Result<(), StoreError> {
+    let dir = tempfile::tempdir().map_err(|e| io_error(Path::new("tmp"), e))?;
+    let Some(fs) = Tmpfs::mount(dir.path(), 1) else {
+        println!("SKIPPED: a tmpfs cannot be mounted here (not root)");
+        return Ok(());
+    };
+    let store = LogStore::open(dir.path(), false, 1 << 20)?;
+    append(&store, (1..=3).map(entry).collect())?;
+    let seg = dir.path().join(segment::file_name(1));
+    let len = fs::metadata(&seg).map_err(|e| io_error(&seg, e))?.len();
+    let ballast = fs.fill();
+
+    // More than the space left: the write is cut short, then cut off the file.
+    let refused = store.lock().append((4..=2000).map(entry).collect());
+    let Err((e, back)) = refused else {
+        panic!("an append on a full disk went through");
+    };
+    assert!(crate::space::is_full(&e), "{e}");
+    assert_eq!(back.len(), 1997, "the entries come back to be tried again");
+    assert_eq!(
+        fs::metadata(&seg).map_err(|e| io_error(&seg, e))?.len(),
+        len
+    );
+    assert_eq!(indexes(&store), vec![1, 2, 3]);
+
+    fs::remove_file(&ballast).map_err(|e| io_error(&ballast, e))?;
+    append(&store, back)?;
+    drop(store);
+    let store = LogStore::open(dir.path(), false, 1 << 20)?;
+    assert_eq!(indexes(&store), (1..=2000).collect::<Vec<_>>());
+    let inner = store.lock();
+    for index in [3, 4, 2000] {
+        let location = inner.index.get(&index).copied();
+        let read = location.map(|l| inner.read(&l)).transpose()?;
+        assert_eq!(read.map(|e| e.log_id.index), Some(index));
+    }
+    drop(inner);
+    drop(fs);
     Ok(())
 }

@@ -15,17 +15,29 @@
 //!   complete), the broker's copy is rebuilt from the state at that index: the topic's and
 //!   channels' settings and pauses, and every unfinished message of every channel, in publish
 //!   order, at its due time. Entries after that index are this leader's own: its publishes are
-//!   queued as they commit; its channel operations are already in its broker.
+//!   queued as they commit; its channel operations are already in its broker, except that a
+//!   channel it made receives publishes only from its `Create`'s commit (`Topic::set_receiving`),
+//!   where the state starts it: empty, or with the topic's backlog if it is the first.
 //! - Losing the lead, the broker's copy is emptied again, so two nodes never deliver a
 //!   channel's messages at once beyond the time the old leader takes to notice.
 //!
 //! Rebuilding from the state rather than counting what was queued makes a restart queue each
 //! message once: the broker's copy is emptied first, whatever an earlier run left on its disk.
+//! Until then the topic's channels deliver nothing (`ops.rs`), so what the broker kept from an
+//! earlier run is never handed out.
+//!
+//! A channel a consumer (or `/channel/create`) makes on this node while it follows, or while it
+//! takes over, is not in the state: the takeover keeps it and proposes its creation, as a
+//! leader does for a channel made on it. Only channels the state had and dropped (a deletion
+//! committed before this node mirrored it) are deleted; the follower remembers which channels
+//! it had from the state (`Follower::known`) to tell the two apart. Such a channel starts as one
+//! made on a leader does: receiving nothing until its `Create` commits, so of two made while
+//! taking over a topic without channels, only the first gets the backlog, as in the state.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use nsqr_broker::{Broker, BrokerError, Channel, ReplicaMessage, Topic};
+use nsqr_broker::{Broker, BrokerError, Channel, ReplicaMessage, ReplicaOp, Topic};
 use nsqr_replication::{
     ChannelOp, Command, Committed, Message, ReplicatedLog, StoredMessage, TopicState,
 };
@@ -72,8 +84,11 @@ pub(super) async fn follow(
         pass,
         leading: None,
         local: None,
+        known: BTreeSet::new(),
     };
-    copy.step_down().await;
+    copy.step_down(&log).await;
+    // What the broker has at start is from an earlier run: the state decides every channel.
+    copy.known = copy.local_channels().await;
     copy.sync_channels(&log).await;
     let mut status = log.watch();
     loop {
@@ -93,7 +108,7 @@ pub(super) async fn follow(
                 // the leader in between are in the state, not in the broker's copy.
                 let s = log.status();
                 if copy.leading.is_some_and(|l| !s.is_leader || s.term != l.term) {
-                    copy.step_down().await;
+                    copy.step_down(&log).await;
                 }
                 if s.is_leader && s.applied_in_term && copy.leading.is_none() {
                     copy.take_over(&log, s.term).await;
@@ -119,6 +134,9 @@ struct Follower {
     /// Set while this node leads the group.
     leading: Option<Lead>,
     local: Option<Arc<Topic>>,
+    /// While following: the channels the state had as far as this node followed it (any
+    /// other channel of the broker's was made on this node).
+    known: BTreeSet<String>,
 }
 
 impl Follower {
@@ -146,6 +164,7 @@ impl Follower {
             (Command::Publish(messages), Some(lead)) if index > lead.since => {
                 self.queue(index, &messages).await;
             }
+            (Command::Channels(ops), Some(lead)) if index > lead.since => self.admit(&ops),
             (Command::Channels(ops), None) => self.mirror(&ops).await,
             _ => {}
         }
@@ -171,16 +190,35 @@ impl Follower {
         }
     }
 
-    /// The leader's channels created, deleted or paused, on a follower's broker.
+    /// This leader's channels whose creation committed receive publishes from now on, as
+    /// they do in the state from this entry on.
+    fn admit(&self, ops: &[ChannelOp]) {
+        let Some(t) = self.local.as_ref() else { return };
+        for op in ops {
+            if let ChannelOp::Create { channel } = op {
+                if self.pass.created(channel) {
+                    t.set_receiving(channel, true);
+                }
+            }
+        }
+    }
+
+    /// The leader's channels created, deleted or paused, on a follower's broker. A channel
+    /// created here is emptied: its queue may open on files an earlier run left.
     async fn mirror(&mut self, ops: &[ChannelOp]) {
         for op in ops {
             let done = match op {
-                ChannelOp::Create { channel } => self
-                    .broker
-                    .open_channel(&self.topic, channel)
-                    .await
-                    .map(drop),
-                ChannelOp::Delete { channel } => self.broker.delete_channel(&self.topic, channel),
+                ChannelOp::Create { channel } => {
+                    self.known.insert(channel.clone());
+                    self.broker
+                        .open_channel(&self.topic, channel)
+                        .await
+                        .map(|ch| ch.empty())
+                }
+                ChannelOp::Delete { channel } => {
+                    self.known.remove(channel);
+                    self.broker.delete_channel(&self.topic, channel)
+                }
                 ChannelOp::Pause {
                     channel: Some(channel),
                     paused,
@@ -203,7 +241,7 @@ impl Follower {
     }
 
     /// A follower's channels made the state's (at start, after installing a snapshot):
-    /// created, deleted and paused as there, empty.
+    /// created, deleted and paused as there, empty. Channels made on this node stay.
     async fn sync_channels(&mut self, log: &ReplicatedLog) {
         let wanted: BTreeMap<String, bool> = log.state(|st| {
             st.channels
@@ -212,11 +250,9 @@ impl Follower {
                 .collect()
         });
         let mut ops = Vec::new();
-        if let Ok(t) = self.topic().await {
-            for local in t.channel_names() {
-                if !wanted.contains_key(&local) {
-                    ops.push(ChannelOp::Delete { channel: local });
-                }
+        for local in self.local_channels().await {
+            if self.known.contains(&local) && !wanted.contains_key(&local) {
+                ops.push(ChannelOp::Delete { channel: local });
             }
         }
         for (channel, paused) in wanted {
@@ -229,12 +265,23 @@ impl Follower {
             });
         }
         self.mirror(&ops).await;
+        self.known = log.state(|st| st.channels.keys().cloned().collect());
+    }
+
+    /// The broker's channels of the topic.
+    async fn local_channels(&mut self) -> BTreeSet<String> {
+        match self.topic().await {
+            Ok(t) => t.channel_names().into_iter().collect(),
+            Err(_) => BTreeSet::new(),
+        }
     }
 
     /// This node no longer leads (or starts): the broker's copy is emptied and not served.
-    async fn step_down(&mut self) {
+    /// Its channels the state lacks (their creation not committed) count as made here.
+    async fn step_down(&mut self, log: &ReplicatedLog) {
         self.pass.follow();
         self.leading = None;
+        self.known = log.state(|st| st.channels.keys().cloned().collect());
         match self.topic().await {
             Ok(t) => {
                 t.set_serving(false);
@@ -254,15 +301,23 @@ impl Follower {
                 return;
             }
         };
-        // Gathering starts before the copy is loaded, so a FIN of a consumer already connected
-        // is proposed; what loading itself reports matches the state (no-ops once applied).
+        // Gathering starts before the copy is loaded, so a channel made meanwhile is proposed;
+        // what loading itself reports matches the state (no-ops once applied).
         self.pass.lead(Some(Arc::clone(&t)));
+        let made_here = self.drop_stale_channels(&t, &copy);
+        for channel in &made_here {
+            t.set_receiving(channel, false);
+        }
         let counts = load(&self.broker, &t, &copy).await;
+        for channel in &made_here {
+            self.pass.push(Some(channel), ReplicaOp::Created);
+        }
         self.leading = Some(Lead {
             since: copy.index,
             term,
         });
         t.set_serving(true);
+        self.pass.serve();
         tracing::info!(
             "cluster: topic {}: leading from entry {}: {} channels, {} unfinished messages queued",
             self.topic,
@@ -270,6 +325,35 @@ impl Follower {
             copy.channels.len(),
             counts
         );
+        if !made_here.is_empty() {
+            tracing::info!(
+                "cluster: topic {}: channels made here while taking over kept: {}",
+                self.topic,
+                made_here.into_iter().collect::<Vec<_>>().join(",")
+            );
+        }
+    }
+
+    /// Before loading `copy`: deletes the broker's channels the state had and dropped; returns
+    /// those made on this node, which stay (their creation is proposed).
+    fn drop_stale_channels(&self, topic: &Topic, copy: &Copy) -> BTreeSet<String> {
+        let mut made_here = BTreeSet::new();
+        for local in topic.channel_names() {
+            if copy.channels.contains_key(&local) {
+                continue;
+            }
+            if !self.known.contains(&local) {
+                made_here.insert(local);
+                continue;
+            }
+            if let Err(e) = self.broker.delete_channel(topic.name(), &local) {
+                tracing::warn!(
+                    "cluster: topic {}: channel {local} not deleted: {e}",
+                    self.topic
+                );
+            }
+        }
+        made_here
     }
 }
 
@@ -314,19 +398,13 @@ fn copy_of(state: &TopicState, index: Option<u64>) -> Copy {
     }
 }
 
-/// Rebuilds the broker's copy of `topic` from `copy`; returns how many messages it queued.
+/// Rebuilds the broker's copy of `topic` from `copy` (every channel emptied, the state's
+/// filled); returns how many messages it queued.
 async fn load(broker: &Broker, topic: &Arc<Topic>, copy: &Copy) -> usize {
     empty(topic);
     let name = topic.name().to_string();
     if let Some(json) = &copy.settings_json {
         configure(&name, None, json, |v| topic.configure(v).map(drop));
-    }
-    for local in topic.channel_names() {
-        if !copy.channels.contains_key(&local) {
-            if let Err(e) = broker.delete_channel(&name, &local) {
-                tracing::warn!("cluster: topic {name}: channel {local} not deleted: {e}");
-            }
-        }
     }
     let mut queued = 0;
     for (channel, c) in &copy.channels {
@@ -343,6 +421,7 @@ async fn load(broker: &Broker, topic: &Arc<Topic>, copy: &Copy) -> usize {
             });
         }
         ch.set_paused(c.paused);
+        topic.set_receiving(channel, true);
         queued += queue(&name, &ch, &c.messages);
     }
     topic.set_paused(copy.paused);

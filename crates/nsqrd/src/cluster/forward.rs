@@ -105,6 +105,11 @@ async fn attempt(
 ) -> Attempt {
     let status = log.status();
     if status.is_leader {
+        // After the creation of every channel made so far, so they all get it (`ops.rs`); a
+        // group that does not settle in time gets the publish anyway.
+        if let Some(pass) = cluster.pass(topic) {
+            let _ = tokio::time::timeout(LEADER_WAIT, pass.ready_to_publish(log)).await;
+        }
         // Stamped by this node's broker, which leads: its ids are the leader's.
         let command = Command::Publish(batch.iter().cloned().map(super::to_log).collect());
         return match log.propose(command).await {

@@ -8,9 +8,21 @@
 //! While the pass being gathered is at its cap, the topic's channels deliver nothing
 //! (`Replicate::may_deliver`); they are woken when it is taken for proposing.
 //!
+//! A channel made on the leader receives publishes only from its `Create`'s commit on
+//! (`follow.rs` admits it then), so the broker and the replicated state agree on what it starts
+//! with. A publish on the leader is proposed only once the `Create` of every channel made so
+//! far is settled (committed, or dropped with a lost lead), and, on a node taking over, once
+//! its copy is rebuilt (the channels made before it led are gathered then), so it lands after
+//! them in the log and they get it, as nsqd's channels do.
+//!
 //! A node that does not lead the group gathers nothing: its broker's changes are its own
-//! (loading a takeover's state, emptying its copy after losing the lead).
+//! (loading a takeover's state, emptying its copy after losing the lead). Its channels deliver
+//! nothing either, from the node's start until its copy is rebuilt from the state on taking
+//! over: whatever the broker holds before that (its disk queues from an earlier run, a channel
+//! opened on queue files left behind) is not the group's, and delivering it would hand out
+//! later messages before earlier ones the next leader still holds.
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -18,10 +30,12 @@ use std::time::Duration;
 use nsqr_broker::{ReplicaOp, Topic};
 use nsqr_replication::{ChannelOp, Command, MessageId, ProposeError, ReplicatedLog};
 use parking_lot::Mutex;
-use tokio::sync::Notify;
+use tokio::sync::{watch, Notify};
 
 /// Message ids (or operations) one entry carries at most; more wait for the next pass.
 pub(super) const PASS_CAP: usize = 8192;
+/// How often a publish waiting for a takeover to finish looks again if not woken.
+const SERVE_POLL: Duration = Duration::from_millis(20);
 /// Wait before proposing a pass again after the group refused it for a reason other than
 /// leadership (no majority within openraft's timeouts).
 const RETRY_AFTER: Duration = Duration::from_millis(100);
@@ -29,15 +43,46 @@ const RETRY_AFTER: Duration = Duration::from_millis(100);
 /// One group's gathered operations.
 #[derive(Default)]
 pub(super) struct Pass {
-    /// True while this node leads the group and its broker holds the group's state.
+    /// True while this node leads the group (its broker's changes are gathered).
     leading: AtomicBool,
+    /// True once the broker's copy is rebuilt from the state, until the lead is lost: only
+    /// then do the topic's channels deliver.
+    serving: AtomicBool,
+    /// Woken when `serving` changes.
+    served: Notify,
     queue: Mutex<Vec<ChannelOp>>,
+    /// The `Create`s gathered and not yet settled, what a publish waits for.
+    creates: Creates,
     /// Message ids (or operations) in `queue`.
     gathered: AtomicUsize,
     wake: Notify,
     /// The broker's topic whose consumers wait while the pass is at its cap (set while
     /// leading).
     topic: Mutex<Option<Arc<Topic>>>,
+}
+
+/// The channel creations this leader gathered: how many per channel are not committed yet (a
+/// channel is admitted once its last one is, not at the commit of an earlier incarnation's),
+/// and their count, gathered and settled, in gathering order.
+#[derive(Default)]
+struct Creates {
+    open: Mutex<HashMap<String, u32>>,
+    /// How many `Create`s were gathered (under the queue's lock).
+    gathered: std::sync::atomic::AtomicU64,
+    /// How many of the first ones gathered are settled: committed, or dropped.
+    settled: watch::Sender<u64>,
+}
+
+impl Creates {
+    fn settle(&self, upto: u64) {
+        self.settled.send_if_modified(|s| {
+            let raise = upto > *s;
+            if raise {
+                *s = upto;
+            }
+            raise
+        });
+    }
 }
 
 impl Pass {
@@ -49,6 +94,10 @@ impl Pass {
         let mut queue = self.queue.lock();
         if !self.leading.load(Ordering::Acquire) {
             return;
+        }
+        if let (ReplicaOp::Created, Some(name)) = (&op, channel) {
+            *self.creates.open.lock().entry(name.to_owned()).or_default() += 1;
+            self.creates.gathered.fetch_add(1, Ordering::AcqRel);
         }
         add(&mut queue, channel, op);
         self.gathered.fetch_add(1, Ordering::AcqRel);
@@ -63,19 +112,72 @@ impl Pass {
         self.leading.store(true, Ordering::Release);
     }
 
-    /// Stop gathering and drop what was gathered: the group's next leader decides.
+    /// The broker's copy is rebuilt: the topic's channels deliver from now on, and consumers
+    /// that subscribed meanwhile are woken.
+    pub(super) fn serve(&self) {
+        self.serving.store(true, Ordering::Release);
+        self.served.notify_waiters();
+        self.wake_consumers();
+    }
+
+    /// Stop delivering and gathering and drop what was gathered: the group's next leader
+    /// decides.
     pub(super) fn follow(&self) {
+        self.serving.store(false, Ordering::Release);
         let mut queue = self.queue.lock();
         self.leading.store(false, Ordering::Release);
         queue.clear();
         self.gathered.store(0, Ordering::Release);
+        self.creates.open.lock().clear();
+        self.creates
+            .settle(self.creates.gathered.load(Ordering::Acquire));
         drop(queue);
+        self.served.notify_waiters();
         self.wake_consumers();
     }
 
-    /// False while the pass being gathered is at its cap.
+    /// A `Create` of `channel` this leader gathered is committed: true once none is left
+    /// (the broker's channel receives from now on).
+    pub(super) fn created(&self, channel: &str) -> bool {
+        let mut open = self.creates.open.lock();
+        match open.get_mut(channel) {
+            Some(n) if *n > 1 => {
+                *n -= 1;
+                false
+            }
+            _ => {
+                open.remove(channel);
+                true
+            }
+        }
+    }
+
+    /// How many channel creations were gathered so far.
+    pub(super) fn creates_gathered(&self) -> u64 {
+        self.creates.gathered.load(Ordering::Acquire)
+    }
+
+    /// Returns once a publish proposed now lands after the `Create` of every channel made on
+    /// this node so far: the group's leader here has rebuilt its copy (channels made before it
+    /// led are gathered by then) or lost the lead, and the creations gathered are settled.
+    pub(super) async fn ready_to_publish(&self, log: &ReplicatedLog) {
+        while log.status().is_leader && !self.serving.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(SERVE_POLL, self.served.notified()).await;
+        }
+        self.creates_settled(self.creates_gathered()).await;
+    }
+
+    /// Returns once the first `n` channel creations gathered are settled (committed, or
+    /// dropped with the lead).
+    pub(super) async fn creates_settled(&self, n: u64) {
+        let mut settled = self.creates.settled.subscribe();
+        let _ = settled.wait_for(|s| *s >= n).await;
+    }
+
+    /// True while this node serves the topic (it leads and its copy is rebuilt) and the pass
+    /// being gathered is below its cap.
     pub(super) fn may_deliver(&self) -> bool {
-        self.gathered.load(Ordering::Acquire) < PASS_CAP
+        self.serving.load(Ordering::Acquire) && self.gathered.load(Ordering::Acquire) < PASS_CAP
     }
 
     fn wake_consumers(&self) {
@@ -100,6 +202,20 @@ impl Pass {
         taken
     }
 
+    /// Takes the gathered operations as [`Pass::take`], with how many `Create`s were gathered
+    /// up to the last one taken: settled once the pass is.
+    fn take_pass(&self) -> (Vec<ChannelOp>, u64) {
+        let ops = self.take();
+        let queue = self.queue.lock();
+        let left = queue
+            .iter()
+            .filter(|op| matches!(op, ChannelOp::Create { .. }))
+            .count() as u64;
+        let upto = self.creates.gathered.load(Ordering::Acquire) - left;
+        drop(queue);
+        (ops, upto)
+    }
+
     fn take_capped(&self) -> Vec<ChannelOp> {
         let mut queue = self.queue.lock();
         let mut weight = 0;
@@ -121,12 +237,13 @@ pub(super) async fn run(topic: String, pass: Arc<Pass>, log: Weak<ReplicatedLog>
     loop {
         pass.wake.notified().await;
         loop {
-            let ops = pass.take();
+            let (ops, creates) = pass.take_pass();
             if ops.is_empty() {
                 break;
             }
             let Some(log) = log.upgrade() else { return };
             propose(&topic, &pass, &log, ops).await;
+            pass.creates.settle(creates);
         }
     }
 }
@@ -253,9 +370,56 @@ mod tests {
     }
 
     #[test]
+    fn channels_deliver_only_once_the_copy_is_rebuilt_and_until_the_lead_is_lost() {
+        let pass = Pass::default();
+        assert!(
+            !pass.may_deliver(),
+            "a node that does not lead delivers nothing"
+        );
+        pass.lead(None);
+        assert!(!pass.may_deliver(), "leading, the copy not rebuilt yet");
+        pass.serve();
+        assert!(pass.may_deliver());
+        pass.follow();
+        assert!(!pass.may_deliver(), "the lead lost");
+    }
+
+    #[tokio::test]
+    async fn creations_admit_at_the_last_one_and_settle_for_publishes() {
+        let pass = Pass::default();
+        pass.push(Some("c"), ReplicaOp::Created);
+        assert_eq!(pass.creates_gathered(), 0, "a follower gathers nothing");
+        pass.lead(None);
+        pass.push(Some("c"), ReplicaOp::Created);
+        pass.push(Some("c"), ReplicaOp::Deleted);
+        pass.push(Some("c"), ReplicaOp::Created);
+        pass.push(Some("d"), ReplicaOp::Created);
+        assert_eq!(pass.creates_gathered(), 3);
+        assert!(!pass.created("c"), "an earlier incarnation's creation");
+        assert!(pass.created("c"), "the last one");
+        assert!(pass.created("d"));
+
+        let (ops, upto) = pass.take_pass();
+        assert_eq!((ops.len(), upto), (4, 3));
+        let waiting = tokio::time::timeout(Duration::from_millis(50), pass.creates_settled(1));
+        assert!(waiting.await.is_err(), "not settled before its pass is");
+        pass.creates.settle(upto);
+        pass.creates_settled(3).await;
+
+        pass.push(Some("e"), ReplicaOp::Created);
+        pass.follow();
+        pass.creates_settled(4).await;
+        assert!(
+            pass.created("e"),
+            "dropped with the lead: nothing left to wait for"
+        );
+    }
+
+    #[test]
     fn a_pass_is_capped_and_following_drops_what_gathered() {
         let pass = Pass::default();
         pass.lead(None);
+        pass.serve();
         for n in 0..(PASS_CAP as u64 + 10) {
             pass.push(Some("c"), ReplicaOp::Finished(id(n)));
         }

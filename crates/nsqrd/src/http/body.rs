@@ -10,17 +10,20 @@
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use hyper::body::{Body, Incoming};
-use hyper::{Request, StatusCode};
+use hyper::StatusCode;
 use nsq_common::http::response::ApiError;
 use nsq_common::http::server::RequestDeadline;
 
-/// At most `limit` bytes of the request's body, by its deadline: a body that stalls is
+/// At most `limit` bytes of a request's body, by its deadline: a body that stalls is
 /// 408 `REQUEST_TIMEOUT` (the connection then closes), a failed read nsqd's 500.
-pub async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, ApiError> {
-    let deadline = RequestDeadline::of(&req);
-    let read = read_limited(req.into_body(), limit);
+pub async fn read_body(
+    body: Incoming,
+    deadline: Option<RequestDeadline>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let read = read_limited(body, limit);
     let body = match deadline {
-        Some(d) => tokio::time::timeout_at(d, read)
+        Some(RequestDeadline(d)) => tokio::time::timeout_at(d, read)
             .await
             .map_err(|_| ApiError::new(StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT"))?,
         None => read.await,

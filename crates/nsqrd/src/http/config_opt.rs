@@ -8,6 +8,7 @@ use nsq_common::http::response::{ApiError, Reply};
 
 use super::body::read_body;
 use super::HttpState;
+use super::RequestCtx;
 
 pub use crate::options::{ConfigPutError, ConfigValue};
 
@@ -35,9 +36,14 @@ pub fn get(state: &HttpState, opt: &str) -> Result<Reply, ApiError> {
 
 /// `PUT /config/:opt`: the body is checked (empty or over max-msg-size is 413) before the
 /// option name, as in nsqd; then the current value is returned.
-pub async fn put(state: &HttpState, opt: &str, req: Request<Incoming>) -> Result<Reply, ApiError> {
+pub async fn put(
+    state: &HttpState,
+    opt: &str,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Result<Reply, ApiError> {
     let read_max = state.settings.max_msg_size_usize().saturating_add(1);
-    let body = read_body(req, read_max).await?;
+    let body = read_body(req.into_body(), cx.deadline, read_max).await?;
     if body.len() == read_max || body.is_empty() {
         return Err(ApiError::too_large("INVALID_VALUE"));
     }

@@ -29,6 +29,7 @@ use super::query::{duration_rule, invalid_arg};
 use super::queue_settings::name_arg;
 use super::receipt::Receipt;
 use super::HttpState;
+use super::RequestCtx;
 
 /// The most messages one poll may ask for.
 pub const MAX_RECEIVE: usize = 1000;
@@ -282,12 +283,12 @@ fn parse(state: &HttpState, req: &Request<Incoming>) -> Result<Poll, ApiError> {
 }
 
 /// `POST /channel/receive`.
-pub async fn receive(state: &HttpState, req: Request<Incoming>) -> Resp {
+pub async fn receive(state: &HttpState, req: Request<Incoming>, cx: RequestCtx) -> Resp {
     let poll = match parse(state, &req) {
         Ok(p) => p,
         Err(e) => return response::v1(Err(e)),
     };
-    let who = HttpClient::of(&req);
+    let who = HttpClient::of(&req, cx);
     drop(req);
     match take(state, &poll, who).await {
         Ok(got) if poll.raw => raw_answer(got.into_iter().next()),

@@ -152,12 +152,8 @@ pub struct HttpClient {
 }
 
 impl HttpClient {
-    pub fn of<B>(req: &hyper::Request<B>) -> HttpClient {
-        let remote_address = req
-            .extensions()
-            .get::<super::Peer>()
-            .map(|p| p.0.to_string())
-            .unwrap_or_default();
+    pub fn of<B>(req: &hyper::Request<B>, cx: super::RequestCtx) -> HttpClient {
+        let remote_address = cx.peer.map(|p| p.to_string()).unwrap_or_default();
         let user_agent = req
             .headers()
             .get(hyper::header::USER_AGENT)

@@ -25,6 +25,7 @@ mod stats;
 mod stats_text;
 mod stream;
 mod topics;
+mod wake_relay;
 pub mod workers;
 
 #[cfg(test)]
@@ -58,10 +59,15 @@ pub struct HttpState {
 /// (`/channel/stream`).
 pub type HttpBody = http_body_util::Either<nsq_common::http::response::Body, stream::EventBody>;
 
-/// The peer of the connection a request came on (a request extension; absent on a unix
-/// socket).
-#[derive(Debug, Clone, Copy)]
-pub struct Peer(pub std::net::SocketAddr);
+/// What a handler knows of a request besides the request itself, passed along as an argument
+/// (request extensions would cost allocations per request).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RequestCtx {
+    /// The peer of the connection the request came on (none on a unix socket).
+    pub peer: Option<std::net::SocketAddr>,
+    /// When the whole request must have arrived (`--http-read-timeout`).
+    pub deadline: Option<nsq_common::http::server::RequestDeadline>,
+}
 
 /// The option values the HTTP API reads, copied from the daemon's options at startup (none of
 /// them can change at runtime; `crate::http_wiring::http_settings` derives them).

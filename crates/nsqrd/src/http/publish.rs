@@ -23,24 +23,29 @@ use nsqr_broker::{BrokerError, DiskError, PutOptions, Topic};
 
 use super::body::{content_length, read_body};
 use super::query::{duration_rule, invalid_arg, nsq_bool};
-use super::HttpState;
+use super::{HttpState, RequestCtx};
 
 /// `POST /pub?topic=<t>[&defer=<ms>]`.
-pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+pub async fn publish(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Result<Reply, ApiError> {
     let max = state.settings.max_msg_size_usize();
     if content_length(req.body()).is_some_and(|n| n > max as u64) {
         return Err(ApiError::too_large("MSG_TOO_BIG"));
     }
-    let raw_query = req.uri().query().map(str::to_owned);
+    let (parts, body) = req.into_parts();
     let read_max = max.saturating_add(1);
-    let body = read_body(req, read_max).await?;
+    let body = read_body(body, cx.deadline, read_max).await?;
+    let raw_query = parts.uri.query();
     if body.len() == read_max {
         return Err(ApiError::too_large("MSG_TOO_BIG"));
     }
     if body.is_empty() {
         return Err(ApiError::bad_request("MSG_EMPTY"));
     }
-    let (query, topic) = topic_from_query(state, raw_query.as_deref())?;
+    let (query, topic) = topic_from_query(state, raw_query)?;
     let defer = match query.get("defer") {
         None => Duration::ZERO,
         Some(v) => parse_defer(v, state.settings.max_req_timeout)
@@ -52,7 +57,11 @@ pub async fn publish(state: &HttpState, req: Request<Incoming>) -> Result<Reply,
 }
 
 /// `POST /mpub?topic=<t>[&binary=<bool>]`.
-pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+pub async fn mpub(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Result<Reply, ApiError> {
     let max_body = state.settings.max_body_size_usize();
     if content_length(req.body()).is_some_and(|n| n > max_body as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
@@ -66,12 +75,12 @@ pub async fn mpub(state: &HttpState, req: Request<Incoming>) -> Result<Reply, Ap
     let (body, ranges) = if binary {
         // nsqd reads only what the messages need; with a Content-Length that is at most
         // max-body-size, and a chunked body is cut there too.
-        let body = read_body(req, max_body).await?;
+        let body = read_body(req.into_body(), cx.deadline, max_body).await?;
         let ranges = split_binary(&body, &state.settings.wire_limits())?;
         (body, ranges)
     } else {
         let read_max = max_body.saturating_add(1);
-        let body = read_body(req, read_max).await?;
+        let body = read_body(req.into_body(), cx.deadline, read_max).await?;
         let ranges = split_text(&body, read_max, state.settings.max_msg_size_usize())?;
         (body, ranges)
     };
@@ -127,14 +136,20 @@ async fn put(
             }
             _ => ApiError::exiting(),
         })?;
-    ticket.wait().await.map_err(|e| match e {
-        DiskError::Exiting => ApiError::exiting(),
-        e @ DiskError::NotLeader(_) => ApiError::new(
-            hyper::StatusCode::SERVICE_UNAVAILABLE,
-            format!("NOT_LEADER: {e}"),
-        ),
-        d => disk_error(&d),
-    })
+    if ticket.is_done() {
+        return Ok(());
+    }
+    // The disk writer completes a pass's publishes together: one wake-up of this thread.
+    super::wake_relay::relayed(ticket.wait())
+        .await
+        .map_err(|e| match e {
+            DiskError::Exiting => ApiError::exiting(),
+            e @ DiskError::NotLeader(_) => ApiError::new(
+                hyper::StatusCode::SERVICE_UNAVAILABLE,
+                format!("NOT_LEADER: {e}"),
+            ),
+            d => disk_error(&d),
+        })
 }
 
 fn disk_error(e: &DiskError) -> ApiError {

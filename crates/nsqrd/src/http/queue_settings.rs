@@ -14,6 +14,7 @@ use nsqr_broker::{BrokerError, EffectiveSettings};
 
 use super::body::{content_length, read_body};
 use super::HttpState;
+use super::RequestCtx;
 
 /// A settings body is small; anything larger is refused before it is read.
 const MAX_CONFIG_BODY: usize = 64 * 1024;
@@ -45,10 +46,14 @@ pub fn get_channel(state: &HttpState, raw_query: Option<&str>) -> Result<Reply, 
 
 /// `POST /topic/config?topic=T` with a JSON object: change the topic's settings (the
 /// defaults of its channels), creating it if needed.
-pub async fn set_topic(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+pub async fn set_topic(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Result<Reply, ApiError> {
     let q = parse(req.uri().query())?;
     let topic = name_arg(&q, "topic", "MISSING_ARG_TOPIC", "INVALID_TOPIC")?.to_string();
-    let changes = json_body(req).await?;
+    let changes = json_body(req, cx).await?;
     state
         .broker
         .configure_topic(&topic, &changes)
@@ -60,11 +65,15 @@ pub async fn set_topic(state: &HttpState, req: Request<Incoming>) -> Result<Repl
 
 /// `POST /channel/config?topic=T&channel=C` with a JSON object: change the channel's
 /// settings, creating the topic and the channel if needed.
-pub async fn set_channel(state: &HttpState, req: Request<Incoming>) -> Result<Reply, ApiError> {
+pub async fn set_channel(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Result<Reply, ApiError> {
     let q = parse(req.uri().query())?;
     let topic = name_arg(&q, "topic", "MISSING_ARG_TOPIC", "INVALID_TOPIC")?.to_string();
     let channel = name_arg(&q, "channel", "MISSING_ARG_CHANNEL", "INVALID_CHANNEL")?.to_string();
-    let changes = json_body(req).await?;
+    let changes = json_body(req, cx).await?;
     state
         .broker
         .configure_channel(&topic, &channel, &changes)
@@ -97,11 +106,11 @@ pub(crate) fn name_arg<'q>(
 }
 
 /// The request body as a JSON value (at most 64 KiB).
-async fn json_body(req: Request<Incoming>) -> Result<serde_json::Value, ApiError> {
+async fn json_body(req: Request<Incoming>, cx: RequestCtx) -> Result<serde_json::Value, ApiError> {
     if content_length(req.body()).is_some_and(|n| n > MAX_CONFIG_BODY as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
-    let body = read_body(req, MAX_CONFIG_BODY + 1).await?;
+    let body = read_body(req.into_body(), cx.deadline, MAX_CONFIG_BODY + 1).await?;
     if body.len() > MAX_CONFIG_BODY {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }

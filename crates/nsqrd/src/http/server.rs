@@ -18,7 +18,7 @@ use tokio_rustls::TlsAcceptor;
 
 use super::service::handle;
 use super::workers::Workers;
-use super::HttpState;
+use super::{HttpState, RequestCtx};
 use crate::listener::{Accepted, Listener};
 
 /// Go's default TLS handshake bound for HTTPS servers is none; ours is this.
@@ -125,7 +125,7 @@ impl Handover {
 }
 
 /// Serve one connection (plain TCP, or a TLS stream for an HTTPS listener) until the client
-/// closes it or the listener stops. Each request carries the peer's address (`Peer`).
+/// closes it or the listener stops. Each request's handler gets the peer's address.
 async fn serve_connection<I>(
     io: I,
     state: Arc<HttpState>,
@@ -135,11 +135,8 @@ async fn serve_connection<I>(
     I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
 {
     let timeouts = state.settings.timeouts;
-    let handler = move |mut req: hyper::Request<hyper::body::Incoming>| {
-        if let Some(p) = peer {
-            req.extensions_mut().insert(super::Peer(p));
-        }
-        handle(Arc::clone(&state), req)
+    let handler = move |req: hyper::Request<hyper::body::Incoming>, deadline| {
+        handle(Arc::clone(&state), req, RequestCtx { peer, deadline })
     };
     if let Err(e) = server::serve_connection(io, handler, stop, timeouts).await {
         tracing::debug!("HTTP: connection error: {e}");

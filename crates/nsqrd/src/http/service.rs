@@ -22,11 +22,15 @@ use super::settle::Answer;
 use super::topics::{self, ChannelAction, TopicAction};
 use super::{
     config_opt, consume, info, metrics, publish, queue_settings, settle, stats, stream, HttpBody,
-    HttpState,
+    HttpState, RequestCtx,
 };
 
 /// Answer one request.
-pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Response<HttpBody> {
+pub async fn handle(
+    state: Arc<HttpState>,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Response<HttpBody> {
     if let Some(port) = state.settings.tls_required_https_port {
         return whole(tls_required(port));
     }
@@ -41,10 +45,10 @@ pub async fn handle(state: Arc<HttpState>, req: Request<Incoming>) -> Response<H
         Routed::Handle {
             endpoint: Endpoint::ChannelStream,
             ..
-        } => stream::open(state, req).await,
+        } => stream::open(state, req, cx).await,
         Routed::Handle { endpoint, param } => {
             let method = req.method().clone();
-            let dispatched = std::pin::pin!(dispatch(state, endpoint, param, req));
+            let dispatched = std::pin::pin!(dispatch(state, endpoint, param, req, cx));
             match CatchUnwind(dispatched).await {
                 Ok(r) => whole(r),
                 Err(_) => {
@@ -84,6 +88,7 @@ async fn dispatch(
     endpoint: Endpoint,
     param: Option<String>,
     req: Request<Incoming>,
+    cx: RequestCtx,
 ) -> Resp {
     let s = &*state;
     let q = req.uri().query();
@@ -92,8 +97,8 @@ async fn dispatch(
         Endpoint::Ping => return info::ping(s),
         Endpoint::Metrics => return metrics::metrics(s, &stats::groups(s).await),
         Endpoint::Info => info::info(s),
-        Endpoint::Pub => publish::publish(s, req).await,
-        Endpoint::Mpub => publish::mpub(s, req).await,
+        Endpoint::Pub => publish::publish(s, req, cx).await,
+        Endpoint::Mpub => publish::mpub(s, req, cx).await,
         Endpoint::Stats => stats::stats(s, q, stats::groups(s).await),
         Endpoint::TopicCreate => topics::create_topic(s, q),
         Endpoint::TopicDelete => topics::topic_action(s, q, TopicAction::Delete),
@@ -106,16 +111,16 @@ async fn dispatch(
         Endpoint::ChannelPause => topics::channel_action(s, q, ChannelAction::Pause),
         Endpoint::ChannelUnpause => topics::channel_action(s, q, ChannelAction::Unpause),
         Endpoint::ConfigGet => config_opt::get(s, opt),
-        Endpoint::ConfigPut => config_opt::put(s, opt, req).await,
+        Endpoint::ConfigPut => config_opt::put(s, opt, req, cx).await,
         Endpoint::TopicSettingsGet => queue_settings::get_topic(s, q),
-        Endpoint::TopicSettingsSet => queue_settings::set_topic(s, req).await,
+        Endpoint::TopicSettingsSet => queue_settings::set_topic(s, req, cx).await,
         Endpoint::ChannelSettingsGet => queue_settings::get_channel(s, q),
-        Endpoint::ChannelSettingsSet => queue_settings::set_channel(s, req).await,
-        Endpoint::ChannelReceive => return consume::receive(s, req).await,
-        Endpoint::MessageFin => return settle::settle(s, req, Answer::Fin).await,
-        Endpoint::MessageReq => return settle::settle(s, req, Answer::Req).await,
-        Endpoint::MessageTouch => return settle::settle(s, req, Answer::Touch).await,
-        Endpoint::MessageTerm => return settle::settle(s, req, Answer::Term).await,
+        Endpoint::ChannelSettingsSet => queue_settings::set_channel(s, req, cx).await,
+        Endpoint::ChannelReceive => return consume::receive(s, req, cx).await,
+        Endpoint::MessageFin => return settle::settle(s, req, cx, Answer::Fin).await,
+        Endpoint::MessageReq => return settle::settle(s, req, cx, Answer::Req).await,
+        Endpoint::MessageTouch => return settle::settle(s, req, cx, Answer::Touch).await,
+        Endpoint::MessageTerm => return settle::settle(s, req, cx, Answer::Term).await,
         // Streams are answered before dispatch (their body is not a whole one).
         Endpoint::ChannelStream => Err(ApiError::internal()),
     };

@@ -26,6 +26,7 @@ use super::consume::duration_arg;
 use super::query::{duration_rule, invalid_arg, nsq_bool};
 use super::receipt::{RawReceipt, ReceiptError};
 use super::HttpState;
+use super::RequestCtx;
 
 /// The most receipts one request may carry.
 pub const MAX_RECEIPTS: usize = 10_000;
@@ -42,14 +43,24 @@ pub enum Answer {
 }
 
 /// `POST /message/<answer>`.
-pub async fn settle(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Resp {
-    match run(state, req, answer).await {
+pub async fn settle(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+    answer: Answer,
+) -> Resp {
+    match run(state, req, cx, answer).await {
         Ok(r) => r,
         Err(e) => response::v1(Err(e)),
     }
 }
 
-async fn run(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Result<Resp, ApiError> {
+async fn run(
+    state: &HttpState,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+    answer: Answer,
+) -> Result<Resp, ApiError> {
     let q =
         Query::parse(req.uri().query()).map_err(|_| ApiError::bad_request("INVALID_REQUEST"))?;
     let action = action(state, &q, answer)?;
@@ -57,7 +68,7 @@ async fn run(state: &HttpState, req: Request<Incoming>, answer: Answer) -> Resul
     if content_length(req.body()).is_some_and(|n| n > MAX_BODY as u64) {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }
-    let body = read_body(req, MAX_BODY + 1).await?;
+    let body = read_body(req.into_body(), cx.deadline, MAX_BODY + 1).await?;
     if body.len() > MAX_BODY {
         return Err(ApiError::too_large("BODY_TOO_BIG"));
     }

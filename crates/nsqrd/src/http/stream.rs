@@ -27,6 +27,7 @@ use super::consume::{duration_arg, push_int, write_delivery};
 use super::consumers::HttpClient;
 use super::query::{duration_rule, invalid_arg};
 use super::queue_settings::name_arg;
+use super::RequestCtx;
 use super::{HttpBody, HttpState};
 
 /// The most messages a stream may hold unanswered (nsqd's default `--max-rdy-count`).
@@ -92,7 +93,11 @@ fn parse(state: &HttpState, q: &Query) -> Result<Params, ApiError> {
 }
 
 /// `GET /channel/stream`.
-pub async fn open(state: Arc<HttpState>, req: Request<Incoming>) -> Response<HttpBody> {
+pub async fn open(
+    state: Arc<HttpState>,
+    req: Request<Incoming>,
+    cx: RequestCtx,
+) -> Response<HttpBody> {
     let plain = |e: ApiError| response::v1(Err(e)).map(HttpBody::Left);
     let p = match Query::parse(req.uri().query())
         .map_err(|_| ApiError::bad_request("INVALID_REQUEST"))
@@ -104,7 +109,7 @@ pub async fn open(state: Arc<HttpState>, req: Request<Incoming>) -> Response<Htt
     if state.broker.is_exiting() || state.consumers.is_closed() {
         return plain(ApiError::exiting());
     }
-    let who = HttpClient::of(&req);
+    let who = HttpClient::of(&req, cx);
     let joined = state
         .consumers
         .join(

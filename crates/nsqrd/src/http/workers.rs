@@ -7,13 +7,16 @@
 //! answer, so a connection costs a read, a handler and a write per request; on the shared
 //! runtime each wake-up may also hop between worker threads (futex wakes, context switches),
 //! which on a loaded machine cost more than the request. The measurement that decided it is
-//! `docs/decisions/0015-http-per-core-runtimes.md`.
+//! `docs/decisions/0015-http-per-core-runtimes.md`. Each thread has a wake relay
+//! (`wake_relay.rs`) for the wake-ups other threads send its tasks.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use thiserror::Error;
 use tokio::runtime::Handle;
 use tokio::sync::oneshot;
+
+use super::wake_relay::Relay;
 
 /// A serving thread could not be started.
 #[derive(Debug, Error)]
@@ -46,6 +49,7 @@ impl Workers {
             std::thread::Builder::new()
                 .name(format!("http-{i}"))
                 .spawn(move || {
+                    rt.spawn(Relay::install());
                     let _ = rt.block_on(stopped);
                     // What is left (connections cut at shutdown) is dropped; a blocking task
                     // still running is not waited for.

@@ -117,9 +117,11 @@ pub fn lrange(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         return;
     };
     read(ctx, a, |out, l| {
-        let range = l.and_then(|l| l.range(start, stop)).unwrap_or(0..0);
+        let Some((l, range)) = l.and_then(|l| Some((l, l.range(start, stop)?))) else {
+            return out.array(0);
+        };
         out.array(range.len());
-        for e in range.filter_map(|i| l.and_then(|l| l.get(i))) {
+        for e in l.iter_range(range) {
             out.bulk(e);
         }
     });
@@ -234,6 +236,14 @@ fn lpos_options(ctx: &mut Ctx<'_>, a: &Args<'_>) -> Option<LposOptions> {
     Some(o)
 }
 
+/// The positions of the elements equal to `element` among `items`.
+fn matches<'a>(
+    items: impl Iterator<Item = (usize, &'a [u8])> + 'a,
+    element: &'a [u8],
+) -> impl Iterator<Item = usize> + 'a {
+    items.filter(move |(_, e)| *e == element).map(|(i, _)| i)
+}
+
 /// LPOS key element [RANK rank] [COUNT num-matches] [MAXLEN len].
 pub fn lpos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
     let Some(o) = lpos_options(ctx, a) else {
@@ -253,16 +263,17 @@ pub fn lpos(ctx: &mut Ctx<'_>, a: &Args<'_>) {
             None => 1,
         };
         let skip = usize::try_from(o.rank.unsigned_abs() - 1).unwrap_or(usize::MAX);
-        let positions: Box<dyn Iterator<Item = usize>> = if o.rank > 0 {
-            Box::new(0..scanned)
-        } else {
-            Box::new((len - scanned..len).rev())
+        let found: Vec<usize> = match l {
+            None => Vec::new(),
+            Some(l) if o.rank > 0 => matches(l.iter().enumerate().take(scanned), element)
+                .skip(skip)
+                .take(want)
+                .collect(),
+            Some(l) => matches(l.iter().enumerate().rev().take(scanned), element)
+                .skip(skip)
+                .take(want)
+                .collect(),
         };
-        let found: Vec<usize> = positions
-            .filter(|&i| l.and_then(|l| l.get(i)) == Some(element))
-            .skip(skip)
-            .take(want)
-            .collect();
         match o.count {
             None => match found.first() {
                 Some(&i) => out.integer(i as i64),

@@ -21,7 +21,7 @@ use crate::lookupd_late_start::{free_addr, lookupd_bin, Lookupd};
 
 /// Creates channel `marker` on the leader and waits until every other live node has it: the
 /// channel operations gathered before it are committed.
-fn wait_committed(cluster: &Cluster, leader: usize, topic: &str, marker: &str) {
+pub(crate) fn wait_committed(cluster: &Cluster, leader: usize, topic: &str, marker: &str) {
     let s = cluster.nodes[leader - 1].as_ref().expect("leader");
     let r = s.post(
         &format!("/channel/create?topic={topic}&channel={marker}"),
@@ -334,7 +334,7 @@ fn a_dead_letter_is_not_redelivered_after_a_failover() {
 }
 
 /// Sends `signal` (STOP, CONT) to `s`'s process.
-fn signal(s: &Server, signal: &str) {
+pub(crate) fn signal(s: &Server, signal: &str) {
     let status = std::process::Command::new("kill")
         .arg(format!("-{signal}"))
         .arg(s.pid().to_string())
@@ -393,7 +393,7 @@ fn deliveries_wait_while_channel_operations_are_at_their_cap() {
 /// channel `channel`: no other node can then be elected, so it keeps leading. The lead may
 /// move before the others are stopped (an election on a loaded machine): then they run
 /// again and the test looks again. Returns the leader and the stopped nodes.
-fn stop_all_but_the_leader<'a>(
+pub(crate) fn stop_all_but_the_leader<'a>(
     cluster: &'a Cluster,
     topic: &str,
     channel: &str,

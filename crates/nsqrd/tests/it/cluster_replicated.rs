@@ -220,14 +220,16 @@ pub(crate) fn configure(s: &Server, topic: &str, body: &str) -> HttpResponse {
 /// `want` arrived, FINning each message: a consumer stays on a node while it leads in the
 /// same term, and moves to the new leader when the lead changes (an election under load).
 /// The old leader's in-flight messages go back to the new one, so a FIN it refuses then is
-/// expected; a FIN refused by a node still leading in the same term fails the test.
+/// expected; a FIN refused by a node still leading in the same term fails the test. Returns
+/// every delivery's body in the order they came.
 pub(crate) fn consume_from_leader(
     nodes: &[(usize, &Server)],
     topic: &str,
     channel: &str,
     want: &HashSet<String>,
-) {
+) -> Vec<String> {
     let mut seen = HashSet::new();
+    let mut delivered = Vec::new();
     let deadline = Instant::now() + PATIENCE;
     while !want.is_subset(&seen) {
         let (n, term) = wait_for_leader(nodes.iter().copied(), topic);
@@ -249,7 +251,9 @@ pub(crate) fn consume_from_leader(
             match c.frame_within(Duration::from_secs(1)) {
                 Some(Frame::Message(m)) => {
                     c.fin(&m.id_str());
-                    seen.insert(String::from_utf8_lossy(&m.body).into_owned());
+                    let body = String::from_utf8_lossy(&m.body).into_owned();
+                    seen.insert(body.clone());
+                    delivered.push(body);
                 }
                 Some(Frame::Error(e)) if e.starts_with("E_FIN_FAILED") => {
                     assert!(
@@ -264,6 +268,7 @@ pub(crate) fn consume_from_leader(
             }
         }
     }
+    delivered
 }
 
 #[test]

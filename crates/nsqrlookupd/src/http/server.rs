@@ -45,7 +45,7 @@ async fn serve_connection(
     state: Arc<HttpState>,
     stop: StopSignal,
 ) {
-    let handler = move |req| {
+    let handler = move |req, _deadline| {
         let state = Arc::clone(&state);
         async move { handle(&state, req, remote).await }
     };
