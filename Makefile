@@ -66,22 +66,23 @@ lint:
 # with two test binaries at a time (nsqrd's black-box tests on one lane, every other binary and
 # the doc tests on the other; tests/unit/run.py) and TEST_THREADS tests at a time per binary:
 # most tests wait on the daemons they start, so this finishes sooner on two cores than cargo's
-# one binary after another. The daemons are built first, as every later step runs them: the
-# tests of nsqr-client and nsqr start them too (nsqr_testkit::daemon_bin, which then finds them
-# built instead of building them while a test waits). The tests' build reuses what the daemons'
-# build compiled: no dev-dependency adds a feature to a shared dependency (tokio's test-util is
-# on in every build, see Cargo.toml).
+# one binary after another. The daemons and the nsqr tools are built first, as later steps run
+# them: the tests of nsqr-client and nsqr start the daemons too (nsqr_testkit::daemon_bin,
+# which then finds them built instead of building them while a test waits). The tests' build
+# reuses what that build compiled: every shared dependency gets the same features in both
+# (Cargo.toml pins them), and run.py fails if the tests' build compiles those binaries again.
+# The three are built together: `-p nsqr` alone resolves other features (serde's, bytes's...)
+# and would compile half the workspace again.
 unit:
-	$(CARGO) build -p nsqrd -p nsqrlookupd
-	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS)
+	$(CARGO) build -p nsqrd -p nsqrlookupd -p nsqr
+	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS) --built=nsqrd,nsqrlookupd,nsqr
 
 # The shell blocks of README.md and docs/*.md marked `<!-- checked: ... -->`, run as written
 # against the debug nsqrd started with make run's flags (its ports must be free), the debug
 # binaries on the PATH as nsqrd, nsqrlookupd and nsqr (tests/docs/check_snippets.py). The
 # Rust programs of docs/client.md and docs/library.md are doctests, run by `make unit`.
 docs:
-	$(CARGO) build -p nsqrd -p nsqrlookupd
-	$(CARGO) build -p nsqr
+	$(CARGO) build -p nsqrd -p nsqrlookupd -p nsqr
 	python3 tests/docs/check_snippets.py --bin-dir target/debug -- $(RUN_FLAGS)
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
