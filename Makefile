@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build install test deps lint unit docs example metrics keyspace redis-py cluster faults queues conformance transports fuzz clean
+.PHONY: run build install test deps lint fmt clippy unit docs example metrics keyspace redis-py cluster faults queues conformance transports fuzz clean
 
 TEST_THREADS ?= 3
 
@@ -40,9 +40,11 @@ install:
 # order (docs needs make run's ports; redis-py runs its two protocols at once), the rest two at
 # a time, longest first: the fault suite mostly waits on its nodes' elections while the others
 # run clients or a compiler, and none of them uses a port another one does (the fault suite's
-# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
-test: deps lint unit docs redis-py
-	$(MAKE) -j2 --output-sync=target faults conformance queues transports keyspace cluster example metrics
+# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones). Clippy is
+# one of those: it compiles the workspace again (in check mode, so it shares nothing with the
+# debug build), which costs least beside suites that wait; formatting is checked first.
+test: deps fmt unit docs redis-py
+	$(MAKE) -j2 --output-sync=target faults clippy conformance queues transports keyspace cluster example metrics
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -58,9 +60,16 @@ deps:
 	@$(VENV)/bin/python -c 'import redis, sys; sys.exit(redis.__version__ != "$(REDIS_PY_VERSION)")' 2>/dev/null || $(VENV)/bin/pip install -q 'redis==$(REDIS_PY_VERSION)'
 
 # Formatting and lints; clippy warnings are errors.
-lint:
+lint: fmt clippy
+
+fmt:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Clippy's check builds go to a target directory of their own (target/clippy), so the debug
+# builds of the steps that run beside it in `make test` do not wait for its lock on target/.
+CLIPPY = CARGO_TARGET_DIR=target/clippy $(CARGO) clippy
+clippy:
+	$(CLIPPY) --workspace --all-targets -- -D warnings
 
 # The workspace's unit and integration tests (debug build): what `cargo test --workspace` runs,
 # with two test binaries at a time (nsqrd's black-box tests on one lane, every other binary and
