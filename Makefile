@@ -95,9 +95,12 @@ docs:
 	python3 tests/docs/check_snippets.py --bin-dir target/debug -- $(RUN_FLAGS)
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
-# consumes and checks what it receives; a failed check exits non-zero.
+# consumes and checks what it receives; a failed check exits non-zero. Built with the whole
+# workspace selected, the example is the one `make unit` built (`-p nsqr-broker` alone would
+# resolve other features and compile the broker again).
 example:
-	timeout 300 $(CARGO) run -q -p nsqr-broker --example embedded
+	$(CARGO) build -q --workspace --example embedded
+	timeout 300 target/debug/examples/embedded
 
 # GET /metrics parsed by prometheus_client's parser after a known workload (debug nsqrd).
 metrics: deps
