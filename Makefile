@@ -3,7 +3,7 @@
 CARGO ?= cargo
 DATA_PATH ?= ./data
 
-.PHONY: run build install test deps lint unit docs example metrics keyspace redis-py cluster faults queues conformance transports fuzz clean
+.PHONY: run build install test deps lint fmt clippy unit docs example metrics keyspace redis-py cluster faults queues conformance transports fuzz clean
 
 TEST_THREADS ?= 3
 
@@ -40,9 +40,11 @@ install:
 # order (docs needs make run's ports; redis-py runs its two protocols at once), the rest two at
 # a time, longest first: the fault suite mostly waits on its nodes' elections while the others
 # run clients or a compiler, and none of them uses a port another one does (the fault suite's
-# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones).
-test: deps lint unit docs redis-py
-	$(MAKE) -j2 --output-sync=target faults conformance queues transports keyspace cluster example metrics
+# nodes take ports in 20000-32767, conformance 4150-4152, the rest ephemeral ones). Clippy is
+# one of those: it compiles the workspace again (in check mode, so it shares nothing with the
+# debug build), which costs least beside suites that wait; formatting is checked first.
+test: deps fmt unit docs redis-py
+	$(MAKE) -j2 --output-sync=target faults clippy conformance queues transports keyspace cluster example metrics
 
 # Install what the tests need: rustfmt and clippy (only if missing: rustup's default profile
 # has them) and a venv with prometheus_client and redis-py; Go (>= 1.20) and Python 3 (with venv) must
@@ -58,36 +60,47 @@ deps:
 	@$(VENV)/bin/python -c 'import redis, sys; sys.exit(redis.__version__ != "$(REDIS_PY_VERSION)")' 2>/dev/null || $(VENV)/bin/pip install -q 'redis==$(REDIS_PY_VERSION)'
 
 # Formatting and lints; clippy warnings are errors.
-lint:
+lint: fmt clippy
+
+fmt:
 	$(CARGO) fmt --all -- --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+# Clippy's check builds go to a target directory of their own (target/clippy), so the debug
+# builds of the steps that run beside it in `make test` do not wait for its lock on target/.
+CLIPPY = CARGO_TARGET_DIR=target/clippy $(CARGO) clippy
+clippy:
+	$(CLIPPY) --workspace --all-targets -- -D warnings
 
 # The workspace's unit and integration tests (debug build): what `cargo test --workspace` runs,
 # with two test binaries at a time (nsqrd's black-box tests on one lane, every other binary and
 # the doc tests on the other; tests/unit/run.py) and TEST_THREADS tests at a time per binary:
 # most tests wait on the daemons they start, so this finishes sooner on two cores than cargo's
-# one binary after another. The daemons are built first, as every later step runs them: the
-# tests of nsqr-client and nsqr start them too (nsqr_testkit::daemon_bin, which then finds them
-# built instead of building them while a test waits). The tests' build reuses what the daemons'
-# build compiled: no dev-dependency adds a feature to a shared dependency (tokio's test-util is
-# on in every build, see Cargo.toml).
+# one binary after another. The daemons and the nsqr tools are built first, as later steps run
+# them: the tests of nsqr-client and nsqr start the daemons too (nsqr_testkit::daemon_bin,
+# which then finds them built instead of building them while a test waits). The tests' build
+# reuses what that build compiled: every shared dependency gets the same features in both
+# (Cargo.toml pins them), and run.py fails if the tests' build compiles those binaries again.
+# The three are built together: `-p nsqr` alone resolves other features (serde's, bytes's...)
+# and would compile half the workspace again.
 unit:
-	$(CARGO) build -p nsqrd -p nsqrlookupd
-	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS)
+	$(CARGO) build -p nsqrd -p nsqrlookupd -p nsqr
+	CARGO=$(CARGO) python3 tests/unit/run.py --test-threads=$(TEST_THREADS) --built=nsqrd,nsqrlookupd,nsqr
 
 # The shell blocks of README.md and docs/*.md marked `<!-- checked: ... -->`, run as written
 # against the debug nsqrd started with make run's flags (its ports must be free), the debug
 # binaries on the PATH as nsqrd, nsqrlookupd and nsqr (tests/docs/check_snippets.py). The
 # Rust programs of docs/client.md and docs/library.md are doctests, run by `make unit`.
 docs:
-	$(CARGO) build -p nsqrd -p nsqrlookupd
-	$(CARGO) build -p nsqr
+	$(CARGO) build -p nsqrd -p nsqrlookupd -p nsqr
 	python3 tests/docs/check_snippets.py --bin-dir target/debug -- $(RUN_FLAGS)
 
 # The broker embedded in a program (crates/nsqr-broker/examples/embedded.rs): it publishes,
-# consumes and checks what it receives; a failed check exits non-zero.
+# consumes and checks what it receives; a failed check exits non-zero. Built with the whole
+# workspace selected, the example is the one `make unit` built (`-p nsqr-broker` alone would
+# resolve other features and compile the broker again).
 example:
-	timeout 300 $(CARGO) run -q -p nsqr-broker --example embedded
+	$(CARGO) build -q --workspace --example embedded
+	timeout 300 target/debug/examples/embedded
 
 # GET /metrics parsed by prometheus_client's parser after a known workload (debug nsqrd).
 metrics: deps

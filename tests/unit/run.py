@@ -25,21 +25,24 @@ LONG = {("nsqrd", "it")}
 
 
 def test_binaries(cargo, cargo_args):
-    """(package, target name, command, package dir) of every test binary, built first."""
+    """(package, target name, command, package dir) of every test binary, built first, and the
+    packages whose binaries (not test binaries) this build compiled."""
     cmd = [cargo, "test", "--workspace", "--no-run", "--message-format=json-render-diagnostics"]
     out = subprocess.run(cmd + cargo_args, stdout=subprocess.PIPE, check=True, text=True).stdout
-    found = []
+    found, compiled_bins = [], set()
     for line in out.splitlines():
         msg = json.loads(line)
         if msg.get("reason") != "compiler-artifact" or not msg.get("executable"):
             continue
         if not msg.get("profile", {}).get("test"):
+            if not msg.get("fresh") and "bin" in msg["target"]["kind"]:
+                compiled_bins.add(msg["target"]["name"])
             continue
         name = msg["target"]["name"]
         pkg_name = os.path.basename(os.path.dirname(msg["manifest_path"]))
         exe = msg["executable"]
         found.append((pkg_name, name, [exe], os.path.dirname(msg["manifest_path"])))
-    return found
+    return found, compiled_bins
 
 
 def run_lane(lane, threads, results, lock):
@@ -58,11 +61,20 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--jobs", type=int, default=2, help="binaries run at once")
     ap.add_argument("--test-threads", type=int, default=3, help="tests at a time per binary")
+    ap.add_argument("--built", default="", metavar="BIN,...",
+                    help="binaries built just before (make unit builds the daemons first): "
+                    "fail if the tests' build compiles them again")
     ap.add_argument("cargo_args", nargs="*")
     args = ap.parse_args()
     cargo = os.environ.get("CARGO", "cargo")
 
-    bins = test_binaries(cargo, args.cargo_args)
+    bins, compiled_bins = test_binaries(cargo, args.cargo_args)
+    again = sorted(compiled_bins & set(filter(None, args.built.split(","))))
+    if again:
+        print(f"FAILED: the tests' build compiled {', '.join(again)} again: a dependency gets "
+              "other features in `cargo test --workspace` than in the daemons' own build "
+              "(pin them in Cargo.toml's [workspace.dependencies])")
+        return 1
     if not any((b[0], b[1]) in LONG for b in bins):
         print(f"FAILED: cargo listed no {sorted(LONG)} test binary ({len(bins)} found)")
         return 1

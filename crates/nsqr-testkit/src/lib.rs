@@ -139,15 +139,33 @@ pub fn expect_closed(s: &mut TcpStream) -> bool {
 }
 
 /// True if nothing at all arrives on `s` within `t` (the connection stays open); the read
-/// timeout is `READ_TIMEOUT` afterwards.
+/// timeout is `READ_TIMEOUT` afterwards. What broke the silence (bytes, EOF or an error) is
+/// printed, so a failing test says which.
 pub fn expect_silence(s: &TcpStream, t: Duration) -> bool {
-    s.set_read_timeout(Some(t)).expect("timeout");
-    let r = match s.peek(&mut [0u8; 1]) {
-        Ok(_) => false,
-        Err(e) => matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut),
+    let deadline = Instant::now() + t;
+    let mut seen = [0u8; 64];
+    let silent = loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break true;
+        }
+        s.set_read_timeout(Some(left)).expect("timeout");
+        let broken = match s.peek(&mut seen) {
+            Ok(0) => "EOF".to_string(),
+            Ok(n) => format!("{n} bytes: {:?}", String::from_utf8_lossy(&seen[..n])),
+            // A signal interrupted the wait (a read with a timeout is not restarted).
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                break true
+            }
+            Err(e) => format!("error {e:?}"),
+        };
+        let (local, peer) = (s.local_addr(), s.peer_addr());
+        eprintln!("expect_silence: {local:?} <- {peer:?} got {broken}");
+        break false;
     };
     s.set_read_timeout(Some(READ_TIMEOUT)).expect("timeout");
-    r
+    silent
 }
 
 /// Poll `f` every 10 ms until it returns true or `timeout` passes; returns the last result.

@@ -123,11 +123,16 @@ fn stalled_clients_do_not_block_others() {
     for bytes in [&b"  V1REGIST"[..], b"  V1IDENTIFY\n\0\0\0\x50{", b"  ", b""] {
         let mut c = l.connect_raw();
         c.write(bytes);
-        stalled.push(c);
+        stalled.push((bytes, c));
     }
     assert_healthy(&l);
-    for c in &mut stalled {
-        assert!(c.expect_silence(Duration::from_millis(100)));
+    for (bytes, c) in &mut stalled {
+        assert!(
+            c.expect_silence(Duration::from_millis(100)),
+            "after {:?}; lookupd logged:\n{}",
+            String::from_utf8_lossy(bytes),
+            l.log_lines().join("\n")
+        );
     }
     // Closing them mid-command is harmless.
     drop(stalled);
