@@ -39,6 +39,12 @@ const SERVE_POLL: Duration = Duration::from_millis(20);
 /// Wait before proposing a pass again after the group refused it for a reason other than
 /// leadership (no majority within openraft's timeouts).
 const RETRY_AFTER: Duration = Duration::from_millis(100);
+/// How long a pass's proposal may go unanswered before it is proposed again. A proposal made
+/// around a change of leader can stay unanswered while later entries commit; the pass at its
+/// cap would then keep the topic's channels from delivering for good. Proposing it again is
+/// safe: every channel operation applies the same way twice (a second `Finish` of an id finds
+/// it gone, a `Create` of an existing channel keeps it).
+const UNANSWERED: Duration = Duration::from_secs(5);
 
 /// One group's gathered operations.
 #[derive(Default)]
@@ -253,7 +259,15 @@ pub(super) async fn run(topic: String, pass: Arc<Pass>, log: Weak<ReplicatedLog>
 async fn propose(topic: &str, pass: &Pass, log: &ReplicatedLog, ops: Vec<ChannelOp>) {
     let command = Command::Channels(ops);
     loop {
-        match log.propose(command.clone()).await {
+        let Ok(answer) = tokio::time::timeout(UNANSWERED, log.propose(command.clone())).await
+        else {
+            if !pass.is_leading() {
+                return;
+            }
+            tracing::warn!("cluster: topic {topic}: channel operations unanswered for {UNANSWERED:?}; proposed again");
+            continue;
+        };
+        match answer {
             Ok(_) => return,
             Err(ProposeError::NotLeader { .. }) => return,
             Err(e) if pass.is_leading() => {
