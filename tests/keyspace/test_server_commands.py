@@ -7,7 +7,7 @@ import unittest
 
 import redis
 
-from harness import Server, SharedServer, wait_for
+from harness import AcrossRestarts, SharedServer, wait_for
 
 
 class ServerCommands(SharedServer):
@@ -149,30 +149,18 @@ class ServerCommandsResp2(ServerCommands, unittest.TestCase):
     pass
 
 
-class Durability(unittest.TestCase):
-    def run_with(self, flags, stop):
-        srv = Server(*flags)
-        try:
-            r = srv.client(decode_responses=True)
-            r.rpush("src", 3, 1, 2)
-            r.sort("src", store="sorted")
-            r.bitfield("bits").set("u8", 0, 200).incrby("i16", 8, -5).execute()
-            raw = srv.client()
-            before = (r.lrange("sorted", 0, -1), raw.get("bits"))
-            stop(srv)
-            srv.restart()
-            r = srv.client(decode_responses=True)
-            raw = srv.client()
-            self.assertEqual((r.lrange("sorted", 0, -1), raw.get("bits")), before)
-            self.assertEqual(r.bitfield_ro("bits", "i16", 8), [-5])
-        finally:
-            srv.stop()
+class Durability(AcrossRestarts, unittest.TestCase):
+    DECODE = False
 
-    def test_graceful_restart(self):
-        self.run_with([], lambda srv: srv.terminate())
+    def fill(self, r):
+        r.rpush("src", 3, 1, 2)
+        r.sort("src", store="sorted")
+        r.bitfield("bits").set("u8", 0, 200).incrby("i16", 8, -5).execute()
+        return (r.lrange("sorted", 0, -1), r.get("bits"))
 
-    def test_strict_mode_survives_sigkill(self):
-        self.run_with(["--durability=strict"], lambda srv: srv.kill())
+    def check(self, r, before):
+        self.assertEqual((r.lrange("sorted", 0, -1), r.get("bits")), before)
+        self.assertEqual(r.bitfield_ro("bits", "i16", 8), [-5])
 
 
 if __name__ == "__main__":
