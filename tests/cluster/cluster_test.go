@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log"
+	"math/rand"
 	"net"
 	"net/http"
 	"os"
@@ -41,14 +42,21 @@ type proc struct {
 	dataPath string
 }
 
+// freePort is a port nothing listens on, below the kernel's ephemeral range (32768-60999 by
+// default) so that no socket bound to port 0 elsewhere (another server, an outgoing
+// connection) can take it before the daemon binds it.
 func freePort(t *testing.T) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	for i := 0; i < 1000; i++ {
+		port := 20000 + rand.Intn(12768)
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+		if err == nil {
+			l.Close()
+			return port
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	t.Fatal("no free port in 20000-32767 after 1000 tries")
+	return 0
 }
 
 func binary(t *testing.T, env string) string {

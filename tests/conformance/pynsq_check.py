@@ -13,6 +13,7 @@ that shows against upstream nsqd too (see pynsq.sh). Every failed try is printed
 
 import json
 import os
+import random
 import shutil
 import socket
 import ssl
@@ -31,11 +32,17 @@ TIMEOUT = 15.0
 
 
 def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    """A port nothing listens on, below the kernel's ephemeral range (32768-60999 by default)
+    so that no socket bound to port 0 elsewhere can take it before the daemon binds it."""
+    for _ in range(1000):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port in 20000-32767 after 1000 tries")
 
 
 def start_server(binary, fixtures):

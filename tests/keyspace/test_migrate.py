@@ -3,6 +3,7 @@ each type with their TTLs, KEYS / COPY / REPLACE / the target database, Redis's 
 refused key, no key, bad options, and a target that is gone or never answers (IOERR within
 the timeout); COMMAND GETKEYS MIGRATE as Redis finds the keys."""
 
+import random
 import shutil
 import socket
 import subprocess
@@ -118,12 +119,24 @@ class Migrate(unittest.TestCase):
         )
 
 
+def free_port():
+    """A port nothing listens on, below the kernel's ephemeral range (32768-60999 by default)
+    so that no socket bound to port 0 elsewhere can take it before redis-server binds it."""
+    for _ in range(1000):
+        port = random.randrange(20000, 32768)
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no free port in 20000-32767 after 1000 tries")
+
+
 @unittest.skipUnless(shutil.which("redis-server"), "redis-server is not installed")
 class MigrateToRedis(unittest.TestCase):
     def test_strings_and_hashes_reach_redis_server(self):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
+        port = free_port()
         data = tempfile.mkdtemp(prefix="nsqr-migrate-redis-")
         proc = subprocess.Popen(
             ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--dir", data],

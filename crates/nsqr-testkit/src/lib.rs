@@ -182,6 +182,30 @@ pub fn wait_until(timeout: Duration, mut f: impl FnMut() -> bool) -> bool {
     }
 }
 
+/// The ports `free_port` hands out: below the kernel's ephemeral range (32768-60999 by
+/// default), so no socket bound to port 0 anywhere on the machine (another test's server, a
+/// client's outgoing connection) can take one between the check and the daemon's own bind.
+const FREE_PORTS: std::ops::Range<u16> = 20_000..32_768;
+
+/// A port on 127.0.0.1 that nothing listens on, for a daemon that must be told its port before
+/// it starts (a cluster node's `--cluster-address`, an address nothing answers on). Never the
+/// same port twice in one test process; a random one of `FREE_PORTS` that could be bound.
+pub fn free_port() -> u16 {
+    static GIVEN: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..1000 {
+        let port = fastrand::u16(FREE_PORTS);
+        if given.contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            given.push(port);
+            return port;
+        }
+    }
+    panic!("no free port in {FREE_PORTS:?} after 1000 tries");
+}
+
 /// The address after `marker` in a log line (`TCP: listening on 127.0.0.1:4150`).
 pub fn listen_addr(line: &str, marker: &str) -> Option<SocketAddr> {
     let rest = &line[line.find(marker)? + marker.len()..];

@@ -64,12 +64,7 @@ async fn leader(servers: &[nsqrd::Server], topic: &str) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_embedded_publisher_and_nsqr_client_on_a_follower_publish_through_the_leader() {
-    let ports: Vec<u16> = (0..3)
-        .map(|_| {
-            let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-            l.local_addr().unwrap().port()
-        })
-        .collect();
+    let ports: Vec<u16> = (0..3).map(|_| nsqr_testkit::free_port()).collect();
     let dirs: Vec<_> = (0..3)
         .map(|i| nsqr_testkit::temp_dir(&format!("nsqrd-cluster-inproc-{i}")))
         .collect();

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,12 +35,7 @@ struct Nodes {
 
 impl Nodes {
     fn new(n: usize) -> Nodes {
-        let ports = (0..n)
-            .map(|_| {
-                let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-                listener.local_addr().expect("addr").port()
-            })
-            .collect();
+        let ports = (0..n).map(|_| nsqr_testkit::free_port()).collect();
         let secret = temp_dir().join("secret");
         std::fs::write(&secret, "membership test secret\n").expect("secret");
         Nodes {

@@ -7,7 +7,6 @@
 //! `Server` drops.
 
 use std::collections::HashSet;
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
@@ -36,15 +35,7 @@ pub(crate) fn start_cluster_with(extra: &[&str]) -> Cluster {
 
 /// `n` nodes started with `extra` flags too.
 pub(crate) fn start_cluster_of(n: usize, extra: &[&str]) -> Cluster {
-    let ports: Vec<u16> = (0..n)
-        .map(|_| {
-            TcpListener::bind("127.0.0.1:0")
-                .expect("bind")
-                .local_addr()
-                .expect("addr")
-                .port()
-        })
-        .collect();
+    let ports: Vec<u16> = (0..n).map(|_| nsqr_testkit::free_port()).collect();
     let secret_dir = temp_dir();
     let secret = secret_dir.join("secret");
     std::fs::write(&secret, "replication test secret\n").expect("secret");

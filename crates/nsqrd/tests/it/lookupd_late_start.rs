@@ -69,8 +69,7 @@ impl Lookupd {
 
 /// A loopback address nothing listens on (yet).
 pub(crate) fn free_addr() -> SocketAddr {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap()
+    SocketAddr::from(([127, 0, 0, 1], nsqr_testkit::free_port()))
 }
 
 /// Wait (bounded) until the node has tried its lookupd and failed. nsqd does not log its first

@@ -267,11 +267,8 @@ fn bad_auth_server_answers() {
 
 #[test]
 fn auth_server_down_or_hanging() {
-    // Nothing listens on a port we just freed.
-    let free = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    // Nothing listens on a free port.
+    let free = SocketAddr::from(([127, 0, 0, 1], nsqr_testkit::free_port()));
     let s = Server::start(&[&format!("--auth-http-address={free}")]);
     let mut c = s.connect();
     assert_eq!(
@@ -320,10 +317,7 @@ fn ttl_expiry_requeries() {
 #[test]
 fn post_method_url_form_and_fallback() {
     let a = AuthServer::start(ok(60));
-    let free = TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap();
+    let free = SocketAddr::from(([127, 0, 0, 1], nsqr_testkit::free_port()));
     let url = format!("--auth-http-address=http://{}/custom/path", a.addr);
     let s = Server::start(&[
         "--auth-http-request-method=post",
