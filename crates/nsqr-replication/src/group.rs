@@ -19,6 +19,7 @@ use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
 use crate::network::forward::Forwarder;
 use crate::network::{self, Network, Server, SharedConfig};
+use crate::rejoin::{self, Gate};
 use crate::space::SpaceWait;
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
@@ -149,6 +150,7 @@ impl ClusterNode {
         group: GroupConfig,
     ) -> Result<(ReplicatedLog, mpsc::Receiver<Committed>), StartError> {
         let log = LogStore::open(&group.dir, group.fsync, group.segment_bytes)?;
+        let gate = Gate::new(log.is_pristine());
         // Opening replays the committed entries after the snapshot into the channel before
         // the caller has the receiver: room for all of them, or the open never returns.
         // (Capped under tokio's bound on a channel's capacity.)
@@ -171,9 +173,15 @@ impl ClusterNode {
         )
         .await
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        if !self.server.register(&group.name, raft.clone()) {
+        if !self
+            .server
+            .register(&group.name, raft.clone(), gate.clone())
+        {
             let _ = raft.shutdown().await;
             return Err(StartError::GroupOpen(group.name));
+        }
+        if gate.is_closed() {
+            tokio::spawn(rejoin::run(self.config.clone(), group.name.clone(), gate));
         }
         let replicated = ReplicatedLog {
             forwarder: Forwarder::new(self.config.clone(), group.name.clone()),

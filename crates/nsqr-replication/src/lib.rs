@@ -25,6 +25,7 @@ pub mod group;
 pub mod log_store;
 pub mod membership;
 pub mod network;
+mod rejoin;
 pub mod seq_map;
 mod space;
 pub mod state;
