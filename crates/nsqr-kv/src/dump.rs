@@ -697,6 +697,39 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        /// Any bytes behind any type byte, Redis's compact encodings included, restore or are
+        /// refused: never a panic, never more memory than the bytes justify.
+        #[test]
+        fn any_payload_restores_or_is_refused(
+            kind in proptest::sample::select(vec![0u8, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 16, 17, 18]),
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..256),
+        ) {
+            let mut out = vec![kind];
+            out.extend_from_slice(&body);
+            let _ = restore_value(&seal(out));
+        }
+
+        /// Redis-made compact payloads with one byte changed, resealed: the same.
+        #[test]
+        fn any_damaged_compact_payload_restores_or_is_refused(
+            which in 0usize..3,
+            at in 0usize..200,
+            byte in proptest::prelude::any::<u8>(),
+        ) {
+            let payloads: [&[u8]; 3] = [
+                b"\x11,,\x00\x00\x00\x08\x00\x83low\x04\x84-inf\x05\x83one\x04\x01\x01\x83two\x04\x02\x01\x85three\x06\x833.5\x04\xff\n\x00ed\x18\xc4\r\x81\xb0\xc4",
+                b"\x0b\x18\x04\x00\x00\x00\x04\x00\x00\x00\xfd\xff\xff\xff\x01\x00\x00\x00\x02\x00\x00\x00\xa0\x86\x01\x00\n\x00\xe5oh\xd5\xee\x10\xfe\xb5",
+                b"\x12\x03\x02\xc35@\xcf\x19\xcf\x00\x00\x00\x04\x00\xb0element-number-10-x\xe0\x14\x00\x001\xe0\x081\x001\xe0(1\x002\xe0(1\x003\xe0\x161\x011\xff\x02\xc35@\xcf\x19\xcf\x00\x00\x00\x04\x00\xb0element-number-14-x\xe0\x14\x00\x001\xe0\x081\x005\xe0(1\x006\xe0(1\x007\xe0\x161\x011\xff\x02\xc36@\xcf\x19\xcf\x00\x00\x00\x04\x00\xb0element-number-18-x\xe0\x14\x00\x001\xe0\x081\x009\xe0'1\x0120\xe0(1\x001\xe0\x161\x011\xff\n\x00z?\xc7\xaf(@W\x9c",
+            ];
+            let p = payloads[which];
+            let mut body = p[..p.len() - 10].to_vec();
+            let at = at % body.len();
+            body[at] = byte;
+            let _ = restore_value(&seal(body));
+        }
+    }
+
     #[test]
     fn restore_respects_busy_keys_and_past_deadlines() {
         let ks = crate::test_support::mem();
