@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use openraft::raft::VoteResponse;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -18,7 +19,7 @@ use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::error::StartError;
 use crate::forward::{ForwardHandler, ForwardRefused, Unstamped};
 use crate::rejoin::{self, Gate};
-use crate::types::Raft;
+use crate::types::{NodeId, Raft};
 
 /// How long a connecting peer has to complete the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -193,10 +194,7 @@ async fn answer(stream: &mut Stream, group: &str, served: &Served) -> Result<(),
             (None, _) => Reply::Failed(format!("no group {group:?} on this node")),
             (Some(_), Request::Forward(batch)) => forward(&served.forwards, group, batch).await,
             (Some((raft, gate)), request) if !gate_lets_through(&raft, &gate, &request) => {
-                Reply::Failed(format!(
-                    "node {} holds no log of {group:?} yet and takes no part until a peer says it may",
-                    served.config.node_id
-                ))
+                refuse(&raft, &request, served.config.node_id, group)
             }
             (Some((raft, _)), request) => dispatch(&raft, request).await,
         };
@@ -230,6 +228,21 @@ fn gate_lets_through(raft: &Raft, gate: &Gate, request: &Request) -> bool {
     };
     let last_index = raft.metrics().borrow().last_log_index.unwrap_or(0);
     gate.lets_through(request, last_index)
+}
+
+/// The answer to a request the gate holds back: a vote not granted (the candidate goes on
+/// with the others' votes), else a failure.
+fn refuse(raft: &Raft, request: &Request, me: NodeId, group: &str) -> Reply {
+    match request {
+        Request::Vote(_) => Reply::Vote(VoteResponse {
+            vote: raft.metrics().borrow().vote,
+            vote_granted: false,
+            last_log_id: None,
+        }),
+        _ => Reply::Failed(format!(
+            "node {me} holds no log of {group:?} yet and takes no part until a peer says it may"
+        )),
+    }
 }
 
 async fn dispatch(raft: &Raft, request: Request) -> Reply {
