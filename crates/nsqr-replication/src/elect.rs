@@ -2,16 +2,16 @@
 //! drawn anew for every round, and no back-off left over from an earlier failover.
 //!
 //! openraft 0.9 draws each node's election timeout once, and a candidate refused for its
-//! shorter log waits twice the range's upper end more on its next candidacy; that penalty is
+//! shorter log waits twice the range's upper end more on its next candidacy; that back-off is
 //! cleared only when the node next stands, so a node refused in one failover stands that much
 //! late in the next one, often with the longer log, and the election takes two or three
 //! rounds (`docs/decisions/0030-failover-time.md`). This task leaves openraft's timer running
 //! and, on a voter that follows a leader (its vote committed) or voted for another candidate,
 //! calls openraft's own election trigger once the same wait openraft would apply without the
-//! penalty has passed: the leader's lease, for a committed vote, plus a timeout drawn from the
+//! back-off has passed: the leader's lease, for a committed vote, plus a timeout drawn from the
 //! election timeout range since the vote last changed or was renewed by the leader. A node
 //! whose own candidacy is under way (its vote for itself, not committed) is left to openraft,
-//! penalty included: that is the case the penalty is for. Votes, terms and logs stay
+//! back-off included: that is the case the back-off is for. Votes, terms and logs stay
 //! openraft's: the trigger only starts a candidacy, which a voter still refuses during its
 //! lease or for a shorter log.
 
@@ -23,8 +23,8 @@ use tokio::time::Instant;
 
 use crate::types::{NodeId, Raft};
 
-/// How often the task looks at the group: a fraction of the election timeout's lower end
-/// (openraft's own timer looks every one and a half heartbeats).
+/// How often the task looks at the group (one request to its Raft core): a fraction of the
+/// election timeout's lower end (openraft's own timer looks every one and a half heartbeats).
 const LOOK_EVERY: Duration = Duration::from_millis(50);
 
 /// What the task reads of the group's Raft state at each look.
