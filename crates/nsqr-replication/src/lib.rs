@@ -18,6 +18,7 @@
 
 mod batch;
 pub mod command;
+mod elect;
 pub mod error;
 mod files;
 pub mod forward;

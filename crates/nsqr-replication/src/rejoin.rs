@@ -65,23 +65,43 @@ pub(crate) enum Request {
     },
 }
 
-/// A group's gate on this node, shared by the group's asking task and the server that answers
-/// its peers.
-#[derive(Clone, Debug)]
-pub(crate) struct Gate(Arc<Mutex<Stage>>);
+/// A group's gate on this node, shared by the group's asking task, its server side and its
+/// elector: a node behind a shut gate does not stand for election either (its own vote would
+/// count like any other), so openraft's elections are off until the gate opens.
+#[derive(Clone)]
+pub(crate) struct Gate(Arc<Shared>);
+
+struct Shared {
+    stage: Mutex<Stage>,
+    /// The group's Raft instance, whose elections the gate turns back on when it opens.
+    raft: Option<Raft>,
+}
 
 impl Gate {
-    /// Closed when the group's store is `pristine`, else open.
-    pub(crate) fn new(pristine: bool) -> Self {
-        Gate(Arc::new(Mutex::new(if pristine {
-            Stage::Closed
-        } else {
-            Stage::Open
-        })))
+    /// The gate of `raft`'s group: closed (and openraft's elections off) when its store is
+    /// `pristine`, else open.
+    pub(crate) fn new(raft: &Raft, pristine: bool) -> Self {
+        if pristine {
+            raft.runtime_config().elect(false);
+        }
+        Gate::with(Some(raft.clone()), pristine)
+    }
+
+    fn with(raft: Option<Raft>, pristine: bool) -> Self {
+        let stage = if pristine { Stage::Closed } else { Stage::Open };
+        Gate(Arc::new(Shared {
+            stage: Mutex::new(stage),
+            raft,
+        }))
     }
 
     pub(crate) fn is_closed(&self) -> bool {
         *self.stage() == Stage::Closed
+    }
+
+    /// Whether this node may stand for election.
+    pub(crate) fn is_open(&self) -> bool {
+        *self.stage() == Stage::Open
     }
 
     /// Whether the server may hand `request` to the group, whose log now ends at
@@ -92,7 +112,7 @@ impl Gate {
             (Stage::Open, _) => true,
             (Stage::Closed, _) => false,
             (Stage::CatchingUp { until, .. }, _) if last_index >= until => {
-                *stage = Stage::Open;
+                self.open(&mut stage);
                 true
             }
             (Stage::CatchingUp { .. }, Request::Vote) => false,
@@ -100,8 +120,23 @@ impl Gate {
         }
     }
 
+    fn move_to(&self, next: Stage) {
+        let mut stage = self.stage();
+        match next {
+            Stage::Open => self.open(&mut stage),
+            _ => *stage = next,
+        }
+    }
+
+    fn open(&self, stage: &mut Stage) {
+        *stage = Stage::Open;
+        if let Some(raft) = &self.0.raft {
+            raft.runtime_config().elect(true);
+        }
+    }
+
     fn stage(&self) -> std::sync::MutexGuard<'_, Stage> {
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
+        self.0.stage.lock().unwrap_or_else(|p| p.into_inner())
     }
 }
 
@@ -149,7 +184,7 @@ fn decide(answers: &[Option<Rejoining>]) -> Option<Stage> {
 /// The closed gate's side: asks every peer, every [`ASK_EVERY`], until one answer lets the
 /// gate move. Returns early once the group is closed (its server dropped the gate).
 pub(crate) async fn run(config: SharedConfig, group: String, gate: Gate) {
-    let gate: Weak<Mutex<Stage>> = Arc::downgrade(&gate.0);
+    let gate: Weak<Shared> = Arc::downgrade(&gate.0);
     tracing::info!(%group, "replication: this node holds no log of the group: it votes and takes entries only once a peer says it may");
     loop {
         let mut asks = tokio::task::JoinSet::new();
@@ -174,7 +209,7 @@ pub(crate) async fn run(config: SharedConfig, group: String, gate: Gate) {
                 }
                 _ => tracing::info!(%group, "replication: the group is new: this node takes part"),
             }
-            *Gate(shared).stage() = next;
+            Gate(shared).move_to(next);
             return;
         }
         drop(shared);
@@ -206,10 +241,11 @@ mod tests {
 
     #[test]
     fn the_gate_takes_the_admitting_term_and_votes_once_caught_up() {
-        let gate = Gate::new(true);
+        let gate = Gate::with(None, true);
         assert!(gate.is_closed());
         assert!(!gate.lets_through(Request::Replicate { term: 9 }, 0));
-        *gate.stage() = Stage::CatchingUp { term: 4, until: 90 };
+        gate.move_to(Stage::CatchingUp { term: 4, until: 90 });
+        assert!(!gate.is_open() && !gate.is_closed());
         assert!(
             !gate.lets_through(Request::Replicate { term: 3 }, 10),
             "a deposed leader"
@@ -219,7 +255,8 @@ mod tests {
         assert!(!gate.lets_through(Request::Vote, 89));
         assert!(gate.lets_through(Request::Vote, 90));
         // Open for good.
+        assert!(gate.is_open());
         assert!(gate.lets_through(Request::Replicate { term: 1 }, 0));
-        assert!(!Gate::new(false).is_closed());
+        assert!(Gate::with(None, false).is_open());
     }
 }
