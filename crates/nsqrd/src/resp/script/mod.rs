@@ -102,12 +102,17 @@ impl Default for RunState {
 
 impl RunState {
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+        self.ms_at(Instant::now())
     }
 
-    /// A run starts: a function (or a script) named by the parts of `name`, started by
-    /// `request`.
-    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>) {
+    /// `at` in milliseconds after `epoch`, never 0.
+    fn ms_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64 + 1
+    }
+
+    /// A run starts, its command having started `at`: a function (or a script) named by the
+    /// parts of `name`, started by `request`.
+    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>, at: Instant) {
         self.wrote.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
         {
@@ -126,7 +131,7 @@ impl RunState {
             r.function = function;
             r.active = true;
         }
-        self.started.store(self.now_ms(), Ordering::Release);
+        self.started.store(self.ms_at(at), Ordering::Release);
     }
 
     fn end(&self) {

@@ -105,7 +105,7 @@ fn running_alone(
     state
         .thread
         .store(workers::this_thread(), Ordering::Relaxed);
-    state.begin(running.0, running.1, running.2);
+    state.begin(running.0, running.1, running.2, ctx.s.started);
     if own_batch {
         ks.begin_transaction(&mut ctx.s.pending);
     }

@@ -539,6 +539,8 @@ fn call(
     let mut buf = std::mem::take(&mut scratch.reply);
     buf.clear();
     let mut out = Reply::from_buf(resp, buf);
+    // Lua code ran since the script's last command (`slowlog.rs`).
+    ctx.s.started = Instant::now();
     {
         let mut inner = Ctx {
             shared: ctx.shared,
