@@ -7,16 +7,18 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic, VmState,
+};
 use resp_wire::{Protocol, Reply};
 
 use std::time::Instant;
 
 use super::super::session::Ctx;
 use super::super::table::{self, NOSCRIPT, WRITE};
+use super::cache::{ByDigest, Cache, Script};
 use super::dispatch::Dispatch;
 use super::library::{self, Functions, Registered};
-use super::cache::{ByDigest, Cache, Script};
 use super::{convert, libs, Job, RunState, Source, NO_SUCH_SCRIPT};
 
 /// What `prelude.lua` returns (see there).
@@ -435,7 +437,7 @@ fn redis_call(
 ) -> mlua::Result<Function> {
     let (dispatch, resp, failure) = (Rc::clone(dispatch), Rc::clone(resp), Rc::clone(failure));
     let scratch = RefCell::new(Scratch::default());
-    lua.create_function(move |lua, args: Variadic<Value>| {
+    lua.create_function(move |lua, mut args: MultiValue| {
         let on = Call {
             dispatch: &dispatch,
             scratch: &scratch,
@@ -443,7 +445,7 @@ fn redis_call(
             failure: &failure,
             raise_errors,
         };
-        unlimited(lua, || on.call(lua, &args))
+        unlimited(lua, || on.call(lua, args.make_contiguous()))
     })
 }
 
@@ -550,9 +552,10 @@ fn call(
         };
         table::run(&mut inner, cmd, &args);
     }
-    let converted = match resp_wire::decode(out.as_bytes()) {
-        Ok(Some((frame, _))) => convert::to_lua(lua, &frame, resp),
-        _ => fail("ERR the command gave no reply"),
+    let converted = match convert::reply_to_lua(lua, out.as_bytes(), resp) {
+        Ok(Some(converted)) => Ok(converted),
+        Ok(None) => fail("ERR the command gave no reply"),
+        Err(e) => Err(e),
     };
     scratch.reply = std::mem::take(out.buf_mut());
     converted
