@@ -91,18 +91,31 @@ impl Cache {
 
 /// The digest 40 hex characters (either case) name; `None` if they name none.
 pub fn parse_sha(text: &[u8]) -> Option<Digest> {
-    fn nibble(c: u8) -> Option<u8> {
-        (c as char).to_digit(16).map(|d| d as u8)
-    }
     let mut digest = Digest::default();
     if text.len() != 2 * digest.len() {
         return None;
     }
     for (d, pair) in digest.iter_mut().zip(text.chunks_exact(2)) {
-        *d = nibble(pair[0])? << 4 | nibble(pair[1])?;
+        let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
+        if (high | low) > 15 {
+            return None;
+        }
+        *d = high << 4 | low;
     }
     Some(digest)
 }
+
+/// Each byte's value as a hex digit (either case); 255 for a byte that is none.
+static NIBBLES: [u8; 256] = {
+    let mut table = [255u8; 256];
+    let mut i = 0;
+    while i < 16 {
+        table[b"0123456789abcdef"[i] as usize] = i as u8;
+        table[b"0123456789ABCDEF"[i] as usize] = i as u8;
+        i += 1;
+    }
+    table
+};
 
 /// `bytes` in lower-case hex.
 pub fn hex(bytes: &[u8]) -> String {
