@@ -33,8 +33,15 @@ thread_local! {
     static WAVES: RefCell<Vec<Wave>> = const { RefCell::new(Vec::new()) };
 }
 
+/// True where waves can be gathered: on a single-threaded runtime (a serving thread), where
+/// the flush task runs on the thread whose waves it takes.
+pub fn available() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::CurrentThread)
+}
+
 /// Publish `bodies` to `topic` with this turn's other plain publishes; resolves once they are
-/// fsynced (or failed).
+/// fsynced (or failed). Only where [`available`].
 pub async fn put(topic: Arc<Topic>, bodies: Bodies) -> Result<(), ApiError> {
     let (tx, rx) = oneshot::channel();
     let first = WAVES.with(|w| {

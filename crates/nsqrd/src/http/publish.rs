@@ -52,7 +52,8 @@ pub async fn publish(
             .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
     };
     let opts = queue_options(&query)?.defer(defer);
-    if state.broker.config().durability == Durability::Strict && opts.is_plain() {
+    let strict = state.broker.config().durability == Durability::Strict;
+    if strict && opts.is_plain() && super::pub_batch::available() {
         if state.broker.is_exiting() {
             return Err(ApiError::exiting());
         }
