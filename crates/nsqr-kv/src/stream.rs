@@ -209,6 +209,12 @@ impl Stream {
         self.entries.nodes()
     }
 
+    /// XINFO STREAM's `radix-tree-nodes`: the size of the radix tree Redis would build over
+    /// the nodes' keys.
+    pub fn radix_tree_nodes(&self) -> usize {
+        self.entries.radix_tree_nodes()
+    }
+
     pub fn last_id(&self) -> StreamId {
         self.last_id
     }

@@ -50,6 +50,26 @@ impl Entries {
         self.nodes.len()
     }
 
+    /// How many nodes Redis's radix tree would have for these nodes' keys (XINFO STREAM's
+    /// `radix-tree-nodes`): the tree of their 16-byte big-endian ids as Redis builds it,
+    /// with a chain of single children kept as one node.
+    pub fn radix_tree_nodes(&self) -> usize {
+        let keys: Vec<[u8; 16]> = self
+            .nodes
+            .keys()
+            .map(|id| {
+                let mut k = [0u8; 16];
+                k[..8].copy_from_slice(&id.ms.to_be_bytes());
+                k[8..].copy_from_slice(&id.seq.to_be_bytes());
+                k
+            })
+            .collect();
+        if keys.is_empty() {
+            return 1;
+        }
+        radix_subtree(&keys, 0)
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = Item<'_>> {
         self.nodes
             .iter()
@@ -253,6 +273,28 @@ impl Entries {
     }
 }
 
+/// The nodes of the radix tree under a node at depth `depth` holding `keys` (sorted, every
+/// one 16 bytes, sharing their first `depth` bytes): a leaf, or a chain of the bytes they all
+/// share (one node) then a node branching on the next byte.
+fn radix_subtree(keys: &[[u8; 16]], depth: usize) -> usize {
+    let (Some(first), Some(last)) = (keys.first(), keys.last()) else {
+        return 0;
+    };
+    let shared = (depth..16).take_while(|&i| first[i] == last[i]).count();
+    let at = depth + shared;
+    if at == 16 {
+        return if depth == 16 { 1 } else { 2 };
+    }
+    let mut n = usize::from(shared > 0) + 1;
+    let mut rest = keys;
+    while let Some(k) = rest.first() {
+        let group = rest.partition_point(|o| o[at] == k[at]);
+        n += radix_subtree(&rest[..group], at + 1);
+        rest = &rest[group..];
+    }
+    n
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -315,6 +357,21 @@ mod tests {
         assert_eq!(e.trim(limited, None), 0);
         assert_eq!(e.trim(approx_spec(0), None), 11);
         assert_eq!((e.len(), e.nodes(), e.cost()), (0, 0, 0));
+    }
+
+    #[test]
+    fn radix_tree_nodes_as_redis_counts_them() {
+        let mut e = Entries::default();
+        assert_eq!(e.radix_tree_nodes(), 1);
+        let mut counts = Vec::new();
+        for ms in 1..=250 {
+            e.insert(StreamId::new(ms, 0), Fields::args(&[b"f", b"v"]));
+            if ms % 100 == 1 {
+                counts.push(e.radix_tree_nodes());
+            }
+        }
+        // Redis 7.0's XINFO STREAM for keys 1-0; 1-0, 101-0; 1-0, 101-0, 201-0.
+        assert_eq!(counts, [2, 6, 8]);
     }
 
     #[test]
