@@ -265,7 +265,9 @@ impl Entries {
                 self.remove_node(key);
             }
             if let Some(gone) = gone.as_mut() {
-                ids.into_iter().for_each(|id| gone(id));
+                for id in ids {
+                    gone(id);
+                }
             }
             break;
         }
@@ -432,11 +434,8 @@ mod tests {
 
     /// The model's trim: Redis's rule on the nodes as they are.
     fn model_trim(e: &Entries, m: &mut Model, spec: TrimSpec) -> u64 {
-        let nodes: Vec<(usize, StreamId)> = e
-            .nodes
-            .iter()
-            .map(|(_, n)| (n.live(), n.last_id()))
-            .collect();
+        let nodes: Vec<(usize, StreamId)> =
+            e.nodes.values().map(|n| (n.live(), n.last_id())).collect();
         let mut removed = 0;
         for (live, last) in nodes {
             let len = m.len() as u64;

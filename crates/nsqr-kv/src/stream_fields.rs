@@ -176,7 +176,9 @@ impl<'a> Iterator for FieldIter<'a> {
         let item = match self.src {
             Source::Args(a) => a.get(self.at).copied(),
             Source::Packed(_) => take_packed(&mut self.items),
-            Source::Node { names: Some(_), .. } if self.at % 2 == 0 => take_item(&mut self.names),
+            Source::Node { names: Some(_), .. } if self.at.is_multiple_of(2) => {
+                take_item(&mut self.names)
+            }
             Source::Node { .. } => take_item(&mut self.items),
         };
         self.at += 1;
