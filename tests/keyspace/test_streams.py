@@ -45,6 +45,40 @@ class Streams(SharedServer):
         r.xadd("big", {"i": "last"}, maxlen=10, approximate=False)
         self.assertEqual(r.xlen("big"), 10)
 
+    def test_nodes_as_redis_keeps_them(self):
+        # Entries packed 100 a node, keyed by their first id; the figures are redis-server
+        # 7.0's for the same commands.
+        r = self.r
+        for i in range(1, 251):
+            r.xadd("n", {"f": f"v{i}"}, id=f"{i}-0")
+        tree = lambda: (r.xinfo_stream("n")["radix-tree-keys"],
+                        r.xinfo_stream("n")["radix-tree-nodes"])
+        self.assertEqual(tree(), (3, 8))
+        self.assertEqual(r.xtrim("n", maxlen=200, approximate=True), 0)
+        self.assertEqual(r.xtrim("n", maxlen=100, approximate=True), 100)
+        self.assertEqual(tree(), (2, 6))
+        self.assertEqual(r.xdel("n", "150-0", "151-0", "999-0"), 2)
+        self.assertEqual(r.xtrim("n", minid="240", approximate=True), 98)
+        self.assertEqual(r.xtrim("n", minid="240", approximate=False), 39)
+        self.assertEqual(tree(), (1, 2))
+        self.assertEqual([e[0] for e in r.xrevrange("n", "(250-0", "(241-0")],
+                         [f"{i}-0" for i in range(249, 241, -1)])
+        self.assertEqual(r.xtrim("n", maxlen=0, approximate=True, limit=5), 0)
+        # A node whose every entry is deleted goes.
+        for i in range(1, 206):
+            r.xadd("w", {"f": "v"}, id=f"{i}-1")
+        for i in range(1, 206):
+            r.xdel("w", f"{i}-1")
+        self.assertEqual((r.xinfo_stream("w")["radix-tree-keys"], r.xlen("w")), (0, 0))
+        # Entries whose field names differ from their node's first entry's keep their own.
+        r.xadd("m", {"a": "1", "b": "x"}, id="1")
+        r.xadd("m", {"b": "1", "a": "1"}, id="2")
+        r.xadd("m", {"a": "2", "b": "y"}, id="3")
+        self.assertEqual(r.xrange("m"), [("1-0", {"a": "1", "b": "x"}),
+                                         ("2-0", {"b": "1", "a": "1"}),
+                                         ("3-0", {"a": "2", "b": "y"})])
+        self.assertEqual(list(r.xrange("m")[1][1]), ["b", "a"])
+
     def test_read_and_block(self):
         r = self.r
         r.xadd("s", {"f": "1"}, id="1-0")

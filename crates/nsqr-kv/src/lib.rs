@@ -61,8 +61,11 @@ mod snapshot;
 mod sort;
 mod stream;
 mod stream_changes;
+mod stream_entries;
+mod stream_fields;
 mod stream_group;
 mod stream_group_ops;
+mod stream_node;
 mod stream_ops;
 mod streams;
 mod strings;
@@ -97,9 +100,7 @@ pub use pubsub::{Hub, Kind};
 pub use sets::SetOp;
 pub use sort::SortSource;
 pub use stream::NODE_ENTRIES as STREAM_NODE_ENTRIES;
-pub use stream::{
-    field_count, fields, pack_fields, Consumer, Group, Nack, Stream, StreamId, Trim, TrimSpec,
-};
+pub use stream::{Consumer, Fields as StreamFields, Group, Nack, Stream, StreamId, Trim, TrimSpec};
 pub use stream_group_ops::{AutoClaim, Claim, ClaimOptions, Delivered};
 pub use stream_ops::AddId;
 pub use streams::{StreamError, StreamOutcome};

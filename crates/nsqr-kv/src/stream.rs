@@ -1,11 +1,9 @@
 //! A stream's value: its entries in id order, its counters, and its consumer groups
 //! (`stream_group.rs`).
 //!
-//! The entries are a `BTreeMap` from id to the entry's fields, the fields of one entry packed in
-//! one heap block (`[u32 length][bytes]` per field and value): ranges in either direction and
-//! trimming from the head are what streams do, and a B-tree gives both in log time, with one
-//! allocation per entry. Groups are kept by name in a `BTreeMap` too (XINFO GROUPS lists them
-//! in name order, as Redis's radix tree does).
+//! The entries are packed in nodes of about 100 (`stream_entries.rs`, `stream_node.rs`), as
+//! Redis packs them in listpacks. Groups are kept by name in a `BTreeMap` (XINFO GROUPS lists
+//! them in name order, as Redis's radix tree does).
 //!
 //! Every change goes through a few mutators that, when the keyspace has a log, also append the
 //! change to the stream's journal (`stream_changes.rs`): the log records a stream command as
@@ -18,16 +16,13 @@
 use std::collections::BTreeMap;
 
 use crate::collection::{Collection, KeyType, Typed};
-use crate::entry::cost_of;
 use crate::stream_changes::Change;
+use crate::stream_entries::Entries;
+pub use crate::stream_fields::Fields;
 pub use crate::stream_group::{Consumer, Group, Nack};
 use crate::streams::StreamError;
 
-/// An entry's place in the B-tree (id, boxed fields, and the tree's own share per entry).
-const ENTRY_SLOT: usize = 16 + 16 + 16;
-/// Entries per node of Redis's radix tree of listpacks (`stream-node-max-entries`):
-/// approximate trimming (`~`) removes whole nodes of this size only.
-pub const NODE_ENTRIES: usize = 100;
+pub use crate::stream_node::NODE_ENTRIES;
 
 /// A stream entry id: milliseconds and a sequence number.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -117,31 +112,6 @@ fn parse_u64(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
-/// An entry's fields and values, packed (see the module doc).
-pub fn pack_fields(pairs: &[&[u8]]) -> Box<[u8]> {
-    let mut out = Vec::with_capacity(pairs.iter().map(|p| p.len() + 4).sum());
-    for p in pairs {
-        out.extend_from_slice(&(p.len() as u32).to_le_bytes());
-        out.extend_from_slice(p);
-    }
-    out.into_boxed_slice()
-}
-
-/// The fields and values of a packed entry, in order.
-pub fn fields(mut packed: &[u8]) -> impl Iterator<Item = &[u8]> {
-    std::iter::from_fn(move || {
-        let len = u32::from_le_bytes(packed.get(..4)?.try_into().ok()?) as usize;
-        let item = packed.get(4..4 + len)?;
-        packed = &packed[4 + len..];
-        Some(item)
-    })
-}
-
-/// How many fields and values a packed entry holds.
-pub fn field_count(packed: &[u8]) -> usize {
-    fields(packed).count()
-}
-
 /// How a trim chooses what to remove.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Trim {
@@ -162,11 +132,12 @@ pub struct TrimSpec {
 /// A stream (see the module doc).
 #[derive(Debug, Clone, Default)]
 pub struct Stream {
-    pub(crate) entries: BTreeMap<StreamId, Box<[u8]>>,
+    pub(crate) entries: Entries,
     pub(crate) last_id: StreamId,
     pub(crate) max_deleted: StreamId,
     pub(crate) entries_added: u64,
     pub(crate) groups: BTreeMap<Box<[u8]>, Group>,
+    /// Bytes the groups cost (estimated; the entries count their own).
     pub(crate) bytes: usize,
     pub(crate) exists: bool,
     /// The changes made since the keyspace last took them, when it logs.
@@ -214,10 +185,6 @@ impl Typed for Stream {
     }
 }
 
-fn entry_cost(packed: &[u8]) -> usize {
-    ENTRY_SLOT + cost_of(packed.len())
-}
-
 impl Stream {
     pub fn len(&self) -> usize {
         self.entries.len()
@@ -234,7 +201,18 @@ impl Stream {
 
     /// Bytes the stream costs (estimated).
     pub fn cost(&self) -> usize {
-        self.bytes
+        self.bytes + self.entries.cost()
+    }
+
+    /// How many nodes hold the entries (XINFO STREAM's `radix-tree-keys`).
+    pub fn nodes(&self) -> usize {
+        self.entries.nodes()
+    }
+
+    /// XINFO STREAM's `radix-tree-nodes`: the size of the radix tree Redis would build over
+    /// the nodes' keys.
+    pub fn radix_tree_nodes(&self) -> usize {
+        self.entries.radix_tree_nodes()
     }
 
     pub fn last_id(&self) -> StreamId {
@@ -251,21 +229,19 @@ impl Stream {
 
     /// The first entry's id, 0-0 when there is none.
     pub fn first_id(&self) -> StreamId {
-        self.entries
-            .first_key_value()
-            .map_or(StreamId::ZERO, |(id, _)| *id)
+        self.entries.first().map_or(StreamId::ZERO, |(id, _)| id)
     }
 
-    pub fn first(&self) -> Option<(StreamId, &[u8])> {
-        self.entries.first_key_value().map(|(id, f)| (*id, &**f))
+    pub fn first(&self) -> Option<(StreamId, Fields<'_>)> {
+        self.entries.first()
     }
 
-    pub fn last(&self) -> Option<(StreamId, &[u8])> {
-        self.entries.last_key_value().map(|(id, f)| (*id, &**f))
+    pub fn last(&self) -> Option<(StreamId, Fields<'_>)> {
+        self.entries.last()
     }
 
-    pub fn get(&self, id: StreamId) -> Option<&[u8]> {
-        self.entries.get(&id).map(|f| &**f)
+    pub fn get(&self, id: StreamId) -> Option<Fields<'_>> {
+        self.entries.get(id)
     }
 
     /// Entries with ids in `start..=end`, in order or (`rev`) in reverse.
@@ -274,16 +250,8 @@ impl Stream {
         start: StreamId,
         end: StreamId,
         rev: bool,
-    ) -> Box<dyn Iterator<Item = (StreamId, &[u8])> + '_> {
-        if start > end {
-            return Box::new(std::iter::empty());
-        }
-        let r = self.entries.range(start..=end).map(|(id, f)| (*id, &**f));
-        if rev {
-            Box::new(r.rev())
-        } else {
-            Box::new(r)
-        }
+    ) -> Box<dyn Iterator<Item = (StreamId, Fields<'_>)> + '_> {
+        self.entries.range(start, end, rev)
     }
 
     pub fn groups(&self) -> impl Iterator<Item = (&[u8], &Group)> {
@@ -306,20 +274,16 @@ impl Stream {
     }
 
     /// Adds or replaces an entry.
-    pub(crate) fn put_entry(&mut self, id: StreamId, packed: Box<[u8]>) {
-        self.note(Change::Entry(id, &packed));
-        self.bytes += entry_cost(&packed);
-        if let Some(old) = self.entries.insert(id, packed) {
-            self.bytes -= entry_cost(&old);
-        }
+    pub(crate) fn put_entry(&mut self, id: StreamId, f: Fields<'_>) {
+        self.note(Change::Entry(id, f));
+        self.entries.insert(id, f);
     }
 
     /// Removes an entry; whether it was there.
     pub(crate) fn remove_entry(&mut self, id: StreamId) -> bool {
-        let Some(old) = self.entries.remove(&id) else {
+        if !self.entries.remove(id) {
             return false;
-        };
-        self.bytes -= entry_cost(&old);
+        }
         self.note(Change::EntryGone(id));
         true
     }
@@ -332,8 +296,8 @@ impl Stream {
     }
 
     /// Appends an entry with an id above the last one (the caller checked it).
-    pub(crate) fn append(&mut self, id: StreamId, packed: Box<[u8]>) {
-        self.put_entry(id, packed);
+    pub(crate) fn append(&mut self, id: StreamId, f: Fields<'_>) {
+        self.put_entry(id, f);
         self.last_id = id;
         self.entries_added = self.entries_added.saturating_add(1);
     }
@@ -349,54 +313,12 @@ impl Stream {
 
     /// Trims from the head as `spec` says; how many entries went.
     pub(crate) fn trim(&mut self, spec: TrimSpec) -> u64 {
-        let n = if spec.approx {
-            self.approx_trim_count(spec)
-        } else {
-            let len = self.entries.len() as u64;
-            let n = match spec.strategy {
-                Trim::MaxLen(max) => len.saturating_sub(max),
-                Trim::MinId(min) => self.entries.range(..min).count() as u64,
-            };
-            if spec.limit > 0 {
-                n.min(spec.limit)
-            } else {
-                n
-            }
-        };
-        for _ in 0..n {
-            if let Some(id) = self.entries.first_key_value().map(|(id, _)| *id) {
-                self.remove_entry(id);
-            }
+        match self.journal.as_mut() {
+            Some(j) => self
+                .entries
+                .trim(spec, Some(&mut |id| Change::EntryGone(id).encode(j))),
+            None => self.entries.trim(spec, None),
         }
-        n
-    }
-
-    /// How many entries an approximate trim removes: whole nodes only, as Redis removes
-    /// whole listpacks. Nodes are [`NODE_ENTRIES`] entries in the order they were added (an
-    /// entry's place counted from `entries_added`), so the first node may be partly gone.
-    fn approx_trim_count(&self, spec: TrimSpec) -> u64 {
-        let node = NODE_ENTRIES as u64;
-        let len = self.entries.len() as u64;
-        let first_ordinal = self.entries_added.saturating_sub(len);
-        let mut removed = 0u64;
-        let mut ordinal = first_ordinal;
-        let mut keys = self.entries.keys();
-        while removed < len {
-            let in_node = (node - ordinal % node).min(len - removed);
-            let whole = match spec.strategy {
-                Trim::MaxLen(max) => len - removed - in_node >= max,
-                // The node's last entry, the iterator walking node by node.
-                Trim::MinId(min) => keys
-                    .nth((in_node - 1) as usize)
-                    .is_some_and(|last| *last < min),
-            };
-            if !whole || (spec.limit > 0 && removed + in_node > spec.limit) {
-                break;
-            }
-            removed += in_node;
-            ordinal += in_node;
-        }
-        removed
     }
 
     /// How many entries a group's `id` has read since the stream began, if it can be known
@@ -476,20 +398,13 @@ mod tests {
     }
 
     #[test]
-    fn packs_fields() {
-        let p = pack_fields(&[b"f", b"", b"g", b"value"]);
-        assert_eq!(
-            fields(&p).collect::<Vec<_>>(),
-            vec![&b"f"[..], b"", b"g", b"value"]
-        );
-        assert_eq!(field_count(&p), 4);
-    }
-
-    #[test]
     fn trims_exactly_and_by_nodes() {
-        let mut s = Stream::default();
+        let mut s = Stream {
+            journal: Some(Vec::new()),
+            ..Stream::default()
+        };
         for i in 1..=250 {
-            s.append(StreamId::new(i, 0), pack_fields(&[b"f", b"v"]));
+            s.append(StreamId::new(i, 0), Fields::args(&[b"f", b"v"]));
         }
         let approx = |max| TrimSpec {
             strategy: Trim::MaxLen(max),
@@ -499,8 +414,7 @@ mod tests {
         assert_eq!(s.trim(approx(200)), 0);
         assert_eq!(s.trim(approx(100)), 100);
         assert_eq!(s.len(), 150);
-        // Nodes follow the order entries were added in: the first one is now full
-        // (101..=200), the last one partial (201..=250).
+        // The nodes left: 101..=200 and 201..=250.
         let minid = |id, approx| TrimSpec {
             strategy: Trim::MinId(StreamId::new(id, 0)),
             approx,
@@ -512,10 +426,15 @@ mod tests {
         assert!(s.delete(StreamId::new(245, 0)) && !s.delete(StreamId::new(245, 0)));
         assert_eq!(s.max_deleted(), StreamId::new(245, 0));
         assert_eq!(s.entries_added(), 250);
+        assert_eq!(s.nodes(), 1);
+        // The journal says which entries the trims took.
+        let mut replayed = Stream::default();
+        replayed
+            .apply_changes(s.journal.as_deref().unwrap_or_default())
+            .unwrap();
+        replayed.set_meta(s.last_id, s.max_deleted, s.entries_added);
+        assert_eq!(replayed, s);
         assert_eq!(s.trim(approx(0)), 10);
-        while let Some((id, _)) = s.first() {
-            s.remove_entry(id);
-        }
-        assert_eq!(s.bytes, 0);
+        assert_eq!((s.len(), s.nodes(), s.cost()), (0, 0, 0));
     }
 }

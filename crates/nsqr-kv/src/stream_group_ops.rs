@@ -340,13 +340,13 @@ impl Stream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::stream::pack_fields;
+    use crate::stream::Fields;
 
     fn stream(n: u64) -> Stream {
         let mut s = Stream::default();
         s.materialize();
         for i in 1..=n {
-            s.append(StreamId::new(i, 0), pack_fields(&[b"f", b"v"]));
+            s.append(StreamId::new(i, 0), Fields::args(&[b"f", b"v"]));
         }
         s
     }

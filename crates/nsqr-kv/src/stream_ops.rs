@@ -3,7 +3,7 @@
 //! [`Keyspace::write_stream`](crate::Keyspace::write_stream) and returns its events.
 
 use crate::feed::Op;
-use crate::stream::{pack_fields, Stream, StreamId, TrimSpec};
+use crate::stream::{Fields, Stream, StreamId, TrimSpec};
 use crate::streams::StreamError;
 
 /// The id XADD was given.
@@ -46,7 +46,7 @@ impl Stream {
     ) -> Result<(StreamId, Vec<Op>), StreamError> {
         let id = self.next_id(id, now)?;
         self.materialize();
-        self.append(id, pack_fields(pairs));
+        self.append(id, Fields::args(pairs));
         let mut ops = vec![Op::Xadd];
         if trim.is_some_and(|t| self.trim(t) > 0) {
             ops.push(Op::Xtrim);

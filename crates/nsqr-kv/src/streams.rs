@@ -256,7 +256,8 @@ mod tests {
             add(&ks, b"s", ms, None).unwrap();
         }
         let full = ks.used_memory();
-        assert!(full > before + 100 * 16, "{before} -> {full}");
+        // At least the flags, two deltas, and the value with its length, per entry.
+        assert!(full > before + 100 * 5, "{before} -> {full}");
         let ids: Vec<StreamId> = (1..=100).map(|ms| StreamId::new(ms, 0)).collect();
         let r = ks.write_stream(b"s", &mut Pending::default(), |s, _| Ok(s.delete_ids(&ids)));
         assert_eq!(r, Ok(100));

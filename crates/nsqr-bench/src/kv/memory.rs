@@ -3,7 +3,8 @@
 //! [`CMDS_PER_FLUSH`] commands per write), so nsqrd's figure and redis-server's compare.
 //! Every member, field and value is 16 bytes, as the shapes ask; the scores of the
 //! sorted set are the members' numbers. The element count is `--mem-elements`: the small
-//! hashes are `--mem-elements / 10` keys of 10 fields, so every shape holds as many elements.
+//! hashes are `--mem-elements / 10` keys of 10 fields, so every shape holds as many elements;
+//! the stream is one `XADD big * f <value>` per entry, [`STREAM_CMDS_PER_FLUSH`] a write.
 
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ use crate::procstat;
 const PER_CMD: usize = 100;
 /// Commands per pipelined write.
 const CMDS_PER_FLUSH: usize = 10;
+/// XADDs per pipelined write (one entry each).
+const STREAM_CMDS_PER_FLUSH: usize = 1000;
 /// Fields of each small hash (below Redis's `hash-max-listpack-entries`).
 const SMALL_FIELDS: usize = 10;
 
@@ -34,6 +37,8 @@ pub enum Shape {
     List,
     /// N / 10 hashes of 10 fields.
     SmallHashes,
+    /// One stream of N entries of one field.
+    Stream,
 }
 
 impl Shape {
@@ -45,6 +50,15 @@ impl Shape {
             Shape::Zset => "mem_zset",
             Shape::List => "mem_list",
             Shape::SmallHashes => "mem_small_hashes",
+            Shape::Stream => "mem_stream",
+        }
+    }
+
+    /// Commands per pipelined write.
+    fn per_flush(self) -> usize {
+        match self {
+            Shape::Stream => STREAM_CMDS_PER_FLUSH,
+            _ => CMDS_PER_FLUSH,
         }
     }
 }
@@ -56,10 +70,10 @@ fn item(tag: char, i: usize) -> Vec<u8> {
 
 /// The commands that load `n` elements of `shape` (the big shapes under one key, `big`).
 fn commands(shape: Shape, n: usize) -> impl Iterator<Item = Vec<Vec<u8>>> {
-    let per = if shape == Shape::SmallHashes {
-        SMALL_FIELDS
-    } else {
-        PER_CMD
+    let per = match shape {
+        Shape::SmallHashes => SMALL_FIELDS,
+        Shape::Stream => 1,
+        _ => PER_CMD,
     };
     (0..n.div_ceil(per)).map(move |c| {
         let range = c * per..((c + 1) * per).min(n);
@@ -69,8 +83,12 @@ fn commands(shape: Shape, n: usize) -> impl Iterator<Item = Vec<Vec<u8>>> {
             Shape::Zset => (b"ZADD", b"big".to_vec()),
             Shape::List => (b"RPUSH", b"big".to_vec()),
             Shape::SmallHashes => (b"HSET", item('h', c)),
+            Shape::Stream => (b"XADD", b"big".to_vec()),
         };
         let mut args = vec![verb.to_vec(), key];
+        if shape == Shape::Stream {
+            args.extend([b"*".to_vec(), b"f".to_vec()]);
+        }
         for i in range {
             match shape {
                 Shape::Hash => args.extend([item('f', i), item('v', i)]),
@@ -80,6 +98,7 @@ fn commands(shape: Shape, n: usize) -> impl Iterator<Item = Vec<Vec<u8>>> {
                 }
                 Shape::Zset => args.extend([i.to_string().into_bytes(), item('m', i)]),
                 Shape::Set | Shape::List => args.push(item('m', i)),
+                Shape::Stream => args.push(item('v', i)),
             }
         }
         args
@@ -94,6 +113,7 @@ async fn count(c: &mut RespConn, shape: Shape) -> Result<usize> {
         Shape::Zset => (&["ZCARD", "big"], 1),
         Shape::List => (&["LLEN", "big"], 1),
         Shape::SmallHashes => (&["DBSIZE"], SMALL_FIELDS),
+        Shape::Stream => (&["XLEN", "big"], 1),
     };
     match c.cmd(args).await? {
         Frame::Integer(n) => Ok(usize::try_from(n).unwrap_or(0) * factor),
@@ -115,7 +135,7 @@ pub async fn measure(t: &Target, shape: Shape, n: usize, m: &mut Metrics) -> Res
     for args in commands(shape, n) {
         c.queue(&args);
         queued += 1;
-        if queued == CMDS_PER_FLUSH {
+        if queued == shape.per_flush() {
             c.flush().await?;
             c.replies(queued).await?;
             queued = 0;
@@ -161,5 +181,11 @@ mod tests {
         assert_ne!(small[0][1], small[1][1]);
         let list: Vec<_> = commands(Shape::List, 100).collect();
         assert_eq!((list.len(), list[0].len()), (1, 102));
+        let stream: Vec<_> = commands(Shape::Stream, 3).collect();
+        assert_eq!(stream.len(), 3);
+        assert_eq!(
+            stream[2][1..],
+            [b"big".to_vec(), b"*".to_vec(), b"f".to_vec(), item('v', 2)]
+        );
     }
 }

@@ -52,6 +52,8 @@ pub enum Phase {
     MemList,
     /// RSS per field of --mem-elements / 10 hashes of 10 fields (16-byte fields and values).
     MemSmallHashes,
+    /// RSS per entry of one stream of --mem-elements entries (`XADD big * f <16 bytes>`).
+    MemStream,
 }
 
 impl Phase {
@@ -63,6 +65,7 @@ impl Phase {
             Phase::MemZset => Some(Shape::Zset),
             Phase::MemList => Some(Shape::List),
             Phase::MemSmallHashes => Some(Shape::SmallHashes),
+            Phase::MemStream => Some(Shape::Stream),
             _ => None,
         }
     }
@@ -285,6 +288,11 @@ pub const ROWS: &[Row] = &[
     Row {
         key: "mem_small_hashes",
         label: "RSS B/field, 10-field hashes",
+        higher_is_better: false,
+    },
+    Row {
+        key: "mem_stream",
+        label: "RSS B/entry, one stream",
         higher_is_better: false,
     },
 ];

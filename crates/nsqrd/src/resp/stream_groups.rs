@@ -8,7 +8,7 @@ use resp_wire::{Args, Reply};
 use super::args::{checked, is, NOT_INTEGER, SYNTAX};
 use super::command_meta;
 use super::session::Ctx;
-use super::streams::{end_bound, entry, id_arg, start_bound, stream_error};
+use super::streams::{copied_entry, end_bound, id_arg, start_bound, stream_error};
 use super::table::{arity_ok, wrong_arity};
 
 const XGROUP_HELP: [&str; 17] = [
@@ -400,7 +400,7 @@ fn claimed(out: &mut Reply, items: &[Delivered], just_id: bool) {
         if just_id {
             out.bulk(&id.to_bytes());
         } else {
-            entry(out, *id, f.as_deref());
+            copied_entry(out, *id, f.as_deref());
         }
     }
 }

@@ -1,7 +1,7 @@
 //! XINFO (STREAM with FULL, GROUPS, CONSUMERS, HELP) and XSETID, as Redis 7.0 answers them:
-//! maps in RESP3, flat name/value arrays in RESP2. Redis's radix tree of listpacks has no
-//! equal here: `radix-tree-keys` and `radix-tree-nodes` are estimates from the length (one
-//! key per node of entries).
+//! maps in RESP3, flat name/value arrays in RESP2. `radix-tree-keys` is the number of nodes
+//! of entries, as Redis's is the number of its listpacks, and `radix-tree-nodes` the size of
+//! the radix tree Redis would build over their keys.
 
 use nsqr_kv::{Group, Stream, StreamError, StreamId};
 use resp_wire::{Args, Protocol, Reply};
@@ -48,10 +48,9 @@ fn int_field(out: &mut Reply, n: &str, v: i64) {
 
 /// The head of XINFO STREAM: length to recorded-first-entry-id.
 fn stream_head(out: &mut Reply, s: &Stream) {
-    let keys = s.len().div_ceil(nsqr_kv::STREAM_NODE_ENTRIES);
     int_field(out, "length", s.len() as i64);
-    int_field(out, "radix-tree-keys", keys as i64);
-    int_field(out, "radix-tree-nodes", keys as i64 + 1);
+    int_field(out, "radix-tree-keys", s.nodes() as i64);
+    int_field(out, "radix-tree-nodes", s.radix_tree_nodes() as i64);
     id_field(out, "last-generated-id", s.last_id());
     id_field(out, "max-deleted-entry-id", s.max_deleted());
     int_field(out, "entries-added", s.entries_added() as i64);

@@ -18,7 +18,7 @@ use tokio::time::Instant;
 use super::args::{checked, is, NOT_INTEGER, SYNTAX};
 use super::blocking::{run, NULL_ARRAY};
 use super::session::Ctx;
-use super::streams::{entry, stream_error};
+use super::streams::{copied_entry, stream_error};
 
 /// The options of XREAD / XREADGROUP.
 struct ReadArgs<'a> {
@@ -220,7 +220,7 @@ fn serve(ctx: &mut Ctx<'_>, r: &ReadArgs<'_>, ids: &[StreamId]) -> bool {
         ctx.out.bulk(nsqr_kv::db::user_key(&key));
         ctx.out.array(entries.len());
         for (id, f) in &entries {
-            entry(ctx.out, *id, f.as_deref());
+            copied_entry(ctx.out, *id, f.as_deref());
         }
     }
     true

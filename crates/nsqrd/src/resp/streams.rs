@@ -3,7 +3,7 @@
 //! `stream_read.rs`, the consumer groups in `stream_groups.rs`, XINFO and XSETID in
 //! `stream_info.rs`.
 
-use nsqr_kv::{AddId, StreamError, StreamId, Trim, TrimSpec};
+use nsqr_kv::{AddId, StreamError, StreamFields, StreamId, Trim, TrimSpec};
 use resp_wire::{Args, Reply};
 
 use super::args::{checked, is, NOT_INTEGER, SYNTAX};
@@ -20,18 +20,24 @@ pub fn stream_error(out: &mut Reply, e: StreamError) {
 }
 
 /// One entry: its id and its fields and values (a null array for a deleted one).
-pub fn entry(out: &mut Reply, id: StreamId, packed: Option<&[u8]>) {
+pub fn entry(out: &mut Reply, id: StreamId, fields: Option<StreamFields<'_>>) {
     out.array(2);
     out.bulk(&id.to_bytes());
-    match packed {
-        Some(p) => {
-            out.array(nsqr_kv::field_count(p));
-            for f in nsqr_kv::fields(p) {
-                out.bulk(f);
+    match fields {
+        Some(f) => {
+            out.array(f.len());
+            for item in f.iter() {
+                out.bulk(item);
             }
         }
         None => out.null_array(),
     }
+}
+
+/// One entry whose fields a group read or a claim copied out (packed, as
+/// `Box<[u8]>::from(StreamFields)` makes them).
+pub fn copied_entry(out: &mut Reply, id: StreamId, packed: Option<&[u8]>) {
+    entry(out, id, packed.and_then(StreamFields::packed));
 }
 
 /// A 64-bit integer argument; Redis's error otherwise.
