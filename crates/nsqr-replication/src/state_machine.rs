@@ -17,7 +17,7 @@ use openraft::{
     StoredMembership,
 };
 use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::command::{Applied, Command};
 use crate::error::StoreError;
@@ -60,6 +60,21 @@ pub struct StateMachine {
     applied_tx: mpsc::Sender<Committed>,
     /// Where snapshot writes refused by a full disk wait.
     space: SpaceWait,
+    /// How many snapshots from a leader were installed here.
+    installs: Arc<watch::Sender<u64>>,
+}
+
+/// Snapshots installed from a leader from the moment it was taken on
+/// ([`StateMachine::installs`]).
+pub(crate) struct Installs(watch::Receiver<u64>);
+
+impl Installs {
+    /// Resolves once a snapshot is installed; never if the state machine is gone.
+    pub(crate) async fn next(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl StateMachine {
@@ -86,7 +101,14 @@ impl StateMachine {
             inner: Arc::new(Mutex::new(inner)),
             applied_tx,
             space: SpaceWait::default(),
+            installs: Arc::new(watch::channel(0).0),
         })
+    }
+
+    /// Follows the snapshots installed from a leader from now on: what a proposal waits for
+    /// besides its answer (`ReplicatedLog::propose`).
+    pub(crate) fn installs(&self) -> Installs {
+        Installs(self.installs.subscribe())
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -264,6 +286,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             inner.membership = meta.last_membership.clone();
             inner.snapshot = Some((meta.clone(), payload));
         }
+        self.installs.send_modify(|n| *n += 1);
         self.send(Committed::Restored { index }).await;
         Ok(())
     }
