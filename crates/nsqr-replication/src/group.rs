@@ -331,7 +331,10 @@ impl ReplicatedLog {
         let written = tokio::select! {
             biased;
             written = self.raft.client_write(command) => written,
-            () = installs.next() => return Err(ProposeError::Superseded),
+            () = installs.next() => {
+                tracing::info!(group = %self.name, "replication: a proposal outstanding when this node installed the leader's snapshot is answered as superseded");
+                return Err(ProposeError::Superseded);
+            }
         };
         match written {
             Ok(written) => Ok(written.log_id.index),
