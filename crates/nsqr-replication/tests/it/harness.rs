@@ -150,6 +150,14 @@ impl TestNode {
             .unwrap_or(0)
     }
 
+    /// True once the broker was told of a snapshot installed from the leader.
+    pub fn restored(&self) -> bool {
+        let handed = self.committed.lock().expect("lock");
+        handed
+            .iter()
+            .any(|c| matches!(c, Committed::Restored { .. }))
+    }
+
     pub fn state(&self) -> Option<TopicState> {
         self.log().map(|l| l.state(TopicState::clone))
     }

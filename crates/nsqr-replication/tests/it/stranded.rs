@@ -2,7 +2,7 @@
 //! the next leader then covered: openraft 0.9 keeps its answer for an index the node never
 //! applies, so `propose` must answer it itself (`docs/replication.md`, "Channel state").
 
-use nsqr_replication::{Committed, NodeId, ProposeError};
+use nsqr_replication::{NodeId, ProposeError};
 
 use crate::harness::{batch, eventually, message, Cluster, PATIENCE};
 
@@ -60,10 +60,7 @@ async fn a_proposal_a_snapshot_replaced_is_answered() {
     cluster.stop(follower).await;
     cluster.restart(follower).await;
     eventually("the old leader to install a snapshot", || {
-        let handed = cluster.node(old).committed.lock().expect("lock");
-        handed
-            .iter()
-            .any(|c| matches!(c, Committed::Restored { .. }))
+        cluster.node(old).restored()
     })
     .await;
     let answer = tokio::time::timeout(PATIENCE, stranded)
