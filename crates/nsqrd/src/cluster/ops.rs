@@ -1,7 +1,7 @@
 //! The channel-operation pass of one replicated topic (`docs/replication.md`, "Channel
 //! state"). The leader's broker reports every change to the topic's channels as it makes it
 //! (`nsqr_broker::ReplicaOp`, under a channel's lock, so reporting only appends to a queue);
-//! one task per group proposes what gathered as one `Command::Channels` entry, waits for it to
+//! one task per group proposes what gathered as one `Command::Pass` entry, waits for it to
 //! commit, then proposes what gathered meanwhile. So one such proposal is in flight per group,
 //! and the operations a lost leader takes with it are those of the pass in flight and the one
 //! being gathered. Consecutive FINs (requeues, dead letters) of one channel share one operation.
