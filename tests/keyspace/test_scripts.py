@@ -131,6 +131,35 @@ class Scripts(SharedServer):
         self.assertEqual(seen, [])
         self.assertEqual(r.get("x"), "10000")
 
+    def test_slow_log_times_a_script_and_not_what_follows_it(self):
+        # A script that spends its time in Lua before its one command: the slow log keeps the
+        # script, not its command (which starts after the Lua code), nor the command
+        # pipelined after the script (which starts where the script ended).
+        r = self.r
+        old = r.config_get("slowlog-log-slower-than")["slowlog-log-slower-than"]
+        script = "for i = 1, tonumber(ARGV[1]) do end return redis.call('get', KEYS[1])"
+        n = 1 << 16
+        while True:
+            started = time.monotonic()
+            r.eval(script, 1, "k", n)
+            if time.monotonic() - started >= 0.2 or n >= 1 << 30:
+                break
+            n *= 2
+        try:
+            r.config_set("slowlog-log-slower-than", 50000)
+            r.slowlog_reset()
+            p = r.pipeline(transaction=False)
+            p.eval(script, 1, "k", n)
+            p.ping()
+            p.execute()
+            log = r.slowlog_get()
+            names = [e["command"].split()[0].lower() for e in log]
+            self.assertIn(names, (["eval"], [b"eval"]))
+            self.assertGreaterEqual(log[0]["duration"], 50000)
+        finally:
+            r.config_set("slowlog-log-slower-than", old)
+            r.slowlog_reset()
+
 
     def test_hostile_scripts_get_errors_and_the_server_goes_on(self):
         r = self.r

@@ -343,6 +343,11 @@ pub struct QueueArgs {
     #[arg(long, value_parser = at_least(1u64))]
     pub count: Option<u64>,
 
+    /// The server's pid (it runs here): its CPU time over the consume phase is reported per
+    /// message, beside this client's.
+    #[arg(long)]
+    pub server_pid: Option<u32>,
+
     #[command(flatten)]
     pub publish: PublishFlags,
 

@@ -511,8 +511,20 @@ impl Channel {
     /// goes with its last consumer.
     pub(crate) fn remove_consumer(&self, consumer_id: u64) -> usize {
         let mut st = self.state.lock();
-        st.consumers.retain(|c| c.consumer.id() != consumer_id);
-        Self::take_back(&mut st, consumer_id);
+        // A member whose count is at 0 holds nothing here (a count falls only once its
+        // message left the in-flight map, under this lock): no walk of the map. HTTP long
+        // polls leave this way, once per poll.
+        let mut holds = true;
+        if let Some(i) = st
+            .consumers
+            .iter()
+            .position(|c| c.consumer.id() == consumer_id)
+        {
+            holds = st.consumers.remove(i).consumer.in_flight() > 0;
+        }
+        if holds {
+            Self::take_back(&mut st, consumer_id);
+        }
         st.consumers.len()
     }
 

@@ -91,6 +91,15 @@ impl PutOptions {
         self
     }
 
+    /// True for a plain publish (nsqd's): no delay, time to live, ordering key or attributes,
+    /// so publishes of it can be put together.
+    pub fn is_plain(&self) -> bool {
+        self.defer.is_zero()
+            && self.ttl.is_none()
+            && self.ordering_key.is_none()
+            && self.attrs.is_none()
+    }
+
     /// A publish whose messages carry exactly `attrs` (dead letters).
     pub(crate) fn with_attributes(attrs: Option<Arc<Attributes>>) -> PutOptions {
         PutOptions {

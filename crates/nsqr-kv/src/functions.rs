@@ -9,7 +9,7 @@
 //!
 //! `FUNCTION DUMP` payloads are Redis's: per library the RDB opcode 245 and the code as an
 //! RDB string, then the RDB version and the CRC-64, so a dump from here restores into Redis
-//! 7.0. Redis compresses long code with LZF; such payloads are refused as bad data.
+//! 7.0. Redis compresses long code with LZF; those payloads restore here too (`decode_string`).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

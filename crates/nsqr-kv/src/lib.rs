@@ -51,6 +51,7 @@ mod pf;
 mod pqsort;
 pub mod pubsub;
 mod quicklist;
+mod rdb_compact;
 mod record;
 mod rename;
 mod revision;

@@ -13,12 +13,14 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 
 use crate::command::Command;
+use crate::elect::Elector;
 use crate::error::{ChangeError, ProposeError, StartError};
 use crate::forward::{ForwardError, ForwardHandler, Unstamped};
 use crate::log_store::LogStore;
 use crate::membership::ClusterConfig;
 use crate::network::forward::Forwarder;
 use crate::network::{self, Network, Server, SharedConfig};
+use crate::rejoin::{self, Gate};
 use crate::space::SpaceWait;
 use crate::state::TopicState;
 use crate::state_machine::{Committed, StateMachine};
@@ -30,11 +32,12 @@ use crate::types::{NodeId, Raft};
 /// a shorter one would cut large appends on a loaded machine.
 const HEARTBEAT_MS: u64 = 250;
 
-/// The default election timeout range, in milliseconds. openraft 0.9 draws each node's timeout
-/// once from this range, and a follower that heard from a leader also waits out the leader's
-/// lease (the range's upper end) before standing: a leader is missed after 1.5-2 s. A
-/// candidate refused for its shorter log waits twice the upper end more, leaving the next
-/// round to the node with the longer log, so a failover takes one or two rounds: about 2-3.5 s.
+/// The default election timeout range, in milliseconds; the leader's lease is its upper end. A
+/// follower that heard from a leader stands after the lease plus a timeout drawn from the range
+/// for that round ([`crate::elect`]): a lost leader is missed after 1.5-2 s. A candidate refused
+/// for its shorter log waits twice the upper end more, leaving the next round to the node with
+/// the longer log, so a failover takes one round or two, three when two candidates stand in
+/// one term (`docs/decisions/0030-failover-time.md`).
 const ELECTION_TIMEOUT_MS: (u64, u64) = (500, 1000);
 
 /// How long the leader gives a follower to take one chunk of a snapshot (3 MiB, openraft's
@@ -149,6 +152,7 @@ impl ClusterNode {
         group: GroupConfig,
     ) -> Result<(ReplicatedLog, mpsc::Receiver<Committed>), StartError> {
         let log = LogStore::open(&group.dir, group.fsync, group.segment_bytes)?;
+        let pristine = log.is_pristine();
         // Opening replays the committed entries after the snapshot into the channel before
         // the caller has the receiver: room for all of them, or the open never returns.
         // (Capped under tokio's bound on a channel's capacity.)
@@ -164,18 +168,31 @@ impl ClusterNode {
         let raft_config = Arc::new(group.raft_config()?);
         let raft = Raft::new(
             self.config.node_id,
-            raft_config,
+            raft_config.clone(),
             network,
             log,
             machine.clone(),
         )
         .await
         .map_err(|e| StartError::Raft(e.to_string()))?;
-        if !self.server.register(&group.name, raft.clone()) {
+        let gate = Gate::new(&raft, pristine);
+        if !self
+            .server
+            .register(&group.name, raft.clone(), gate.clone())
+        {
             let _ = raft.shutdown().await;
             return Err(StartError::GroupOpen(group.name));
         }
+        if gate.is_closed() {
+            tokio::spawn(rejoin::run(
+                self.config.clone(),
+                group.name.clone(),
+                gate.clone(),
+            ));
+        }
+        let elector = Elector::start(raft.clone(), self.config.node_id, raft_config, gate);
         let replicated = ReplicatedLog {
+            elector,
             forwarder: Forwarder::new(self.config.clone(), group.name.clone()),
             name: group.name,
             config: self.config.clone(),
@@ -250,6 +267,8 @@ pub struct ReplicatedLog {
     space: [SpaceWait; 2],
     server: Arc<Server>,
     forwarder: Forwarder,
+    /// Stands this node for election with a timeout drawn per round ([`crate::elect`]).
+    elector: Elector,
 }
 
 impl ReplicatedLog {
@@ -439,6 +458,7 @@ impl ReplicatedLog {
     /// Stops serving the group on this node and stops its Raft instance. Its files stay: the
     /// group opens again from them.
     pub async fn shutdown(self) {
+        self.elector.stop();
         self.server.unregister(&self.name);
         for wait in &self.space {
             wait.close();

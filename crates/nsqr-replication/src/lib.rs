@@ -18,6 +18,7 @@
 
 mod batch;
 pub mod command;
+mod elect;
 pub mod error;
 mod files;
 pub mod forward;
@@ -25,6 +26,7 @@ pub mod group;
 pub mod log_store;
 pub mod membership;
 pub mod network;
+mod rejoin;
 pub mod seq_map;
 mod space;
 pub mod state;

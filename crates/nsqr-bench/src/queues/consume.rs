@@ -45,6 +45,52 @@ pub struct ConsumeStats {
     pub requests: u64,
     pub elapsed_s: f64,
     pub msgs_per_sec: f64,
+    /// With `--server-pid`: CPU per acknowledged message over the consume phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cpu: Option<CpuPerMsg>,
+}
+
+/// CPU time per acknowledged message, server and client, over the consume phase.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct CpuPerMsg {
+    pub server_us_per_msg: f64,
+    pub client_us_per_msg: f64,
+}
+
+/// The server's and this process's CPU time at the start of the consume phase.
+pub(super) struct CpuMeter {
+    pid: u32,
+    server: Duration,
+    client: Duration,
+}
+
+impl CpuMeter {
+    /// Start measuring (None without `--server-pid`).
+    pub(super) fn start(pid: Option<u32>) -> Result<Option<CpuMeter>> {
+        let Some(pid) = pid else {
+            return Ok(None);
+        };
+        Ok(Some(CpuMeter {
+            pid,
+            server: crate::procstat::precise_cpu_time(pid).map_err(err)?,
+            client: crate::procstat::own_cpu_time().map_err(err)?,
+        }))
+    }
+
+    /// CPU per message for `msgs` acknowledged since [`CpuMeter::start`].
+    pub(super) fn per_msg(&self, msgs: u64) -> Result<CpuPerMsg> {
+        let server = crate::procstat::precise_cpu_time(self.pid)
+            .map_err(err)?
+            .saturating_sub(self.server);
+        let client = crate::procstat::own_cpu_time()
+            .map_err(err)?
+            .saturating_sub(self.client);
+        let per = |d: Duration| d.as_secs_f64() * 1e6 / msgs.max(1) as f64;
+        Ok(CpuPerMsg {
+            server_us_per_msg: per(server),
+            client_us_per_msg: per(client),
+        })
+    }
 }
 
 impl ConsumeStats {
@@ -88,9 +134,20 @@ pub(super) struct Delivered {
     pub(super) body: String,
 }
 
+/// One message of a long poll's answer, borrowed from it (base64 and receipts never hold
+/// escapes): no string per message in the client, whose CPU shares the machine with the
+/// server's.
 #[derive(Deserialize)]
-struct Messages {
-    messages: Vec<Delivered>,
+struct Polled<'a> {
+    receipt: &'a str,
+    attempts: u16,
+    body: &'a str,
+}
+
+#[derive(Deserialize)]
+struct Messages<'a> {
+    #[serde(borrow)]
+    messages: Vec<Polled<'a>>,
 }
 
 /// Create the channel (so the pre-fill reaches it), then pre-fill it over TCP.
@@ -110,16 +167,23 @@ pub(super) async fn prefill(
     publish_phase(w, topic, w.size, Stop::Count(count), "pre-fill").await
 }
 
-/// Record a delivery; returns its receipt.
-fn record(t: &mut Tracker, n: &Totals, d: Delivered) -> Result<String> {
-    let body = STANDARD
-        .decode(d.body.as_bytes())
+/// Record a delivery's base64 `body`, decoded into `buf` (reused).
+fn record_body(
+    t: &mut Tracker,
+    n: &Totals,
+    body: &str,
+    attempts: u16,
+    buf: &mut Vec<u8>,
+) -> Result<()> {
+    buf.clear();
+    STANDARD
+        .decode_vec(body.as_bytes(), buf)
         .map_err(|e| err(format!("a body that is not base64: {e}")))?;
-    t.record(&body);
-    if d.attempts > 1 {
+    t.record(buf);
+    if attempts > 1 {
         n.redelivered.fetch_add(1, Relaxed);
     }
-    Ok(d.receipt)
+    Ok(())
 }
 
 /// `nsqr-bench http-consume`.
@@ -130,6 +194,7 @@ pub async fn http_consume(
 ) -> Result<(PubStats, ConsumeStats)> {
     let (p, published) = prefill(w, q, topic, q.count(200_000)).await?;
     let totals = Arc::new(Totals::default());
+    let cpu = CpuMeter::start(q.server_pid)?;
     let start = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..q.consumers {
@@ -145,6 +210,7 @@ pub async fn http_consume(
             let mut t = Tracker::new(tag);
             let mut last = Instant::now();
             let mut done_at = None;
+            let mut body = Vec::new();
             while totals.acked.load(Relaxed) < expected && last.elapsed() < idle {
                 let answer = conn.call("POST", &path, Bytes::new()).await?;
                 totals.requests.fetch_add(1, Relaxed);
@@ -155,10 +221,11 @@ pub async fn http_consume(
                 last = Instant::now();
                 let n = got.messages.len() as u64;
                 totals.received.fetch_add(n, Relaxed);
-                let mut receipts = String::new();
-                for d in got.messages {
-                    receipts.push_str(&record(&mut t, &totals, d)?);
-                    receipts.push('\n');
+                let mut receipts = Vec::with_capacity(got.messages.len() * 80);
+                for d in &got.messages {
+                    record_body(&mut t, &totals, d.body, d.attempts, &mut body)?;
+                    receipts.extend_from_slice(d.receipt.as_bytes());
+                    receipts.push(b'\n');
                 }
                 conn.call("POST", "/message/fin", Bytes::from(receipts))
                     .await?;
@@ -177,6 +244,7 @@ pub async fn http_consume(
         end = end.max(done_at.unwrap_or(start));
     }
     let mut s = ConsumeStats::new(&tracker, &published, &totals, end - start);
+    s.cpu = cpu.map(|c| c.per_msg(s.acknowledged)).transpose()?;
     s.consumers = q.consumers;
     s.batch = q.batch;
     Ok((p, s))

@@ -28,6 +28,7 @@ pub struct QueueSpec {
     pub batch: usize,
     pub keys: usize,
     pub count: Option<u64>,
+    pub server_pid: Option<u32>,
 }
 
 impl QueueSpec {
@@ -96,6 +97,12 @@ impl Render for QueueReport {
                     c.duplicates,
                     c.redelivered
                 );
+                if let Some(cpu) = &c.cpu {
+                    println!(
+                        "  CPU per message: server {:.2} µs, client {:.2} µs",
+                        cpu.server_us_per_msg, cpu.client_us_per_msg
+                    );
+                }
             }
             QueueReport::Ordered(r) => {
                 println!(
@@ -150,6 +157,7 @@ impl QueueSpec {
             batch: 0,
             keys: 0,
             count: a.count,
+            server_pid: a.server_pid,
         }
     }
 }

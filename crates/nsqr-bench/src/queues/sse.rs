@@ -20,7 +20,7 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::sync::{mpsc, Mutex};
 
-use super::consume::{prefill, ConsumeStats, Delivered, Totals};
+use super::consume::{prefill, ConsumeStats, CpuMeter, Delivered, Totals};
 use super::http::HttpConn;
 use super::QueueSpec;
 use crate::fail::{err, Result};
@@ -313,6 +313,7 @@ pub async fn sse(w: &Workload, q: &QueueSpec, topic: &str) -> Result<(PubStats, 
         "/channel/stream?topic={topic}&channel={}&max_in_flight={}&heartbeat=1s",
         w.channel, w.rdy
     );
+    let cpu = CpuMeter::start(q.server_pid)?;
     let start = Instant::now();
     let resp = stream.send("GET", &path, Bytes::new()).await?;
     if !resp.status().is_success() {
@@ -337,6 +338,7 @@ pub async fn sse(w: &Workload, q: &QueueSpec, topic: &str) -> Result<(PubStats, 
         end = end.max(a.await.map_err(|e| err(e.to_string()))??);
     }
     let mut s = ConsumeStats::new(&tracker, &published, &totals, end - start);
+    s.cpu = cpu.map(|c| c.per_msg(s.acknowledged)).transpose()?;
     s.consumers = 1;
     s.batch = w.rdy as usize;
     Ok((p, s))

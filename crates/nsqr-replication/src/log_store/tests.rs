@@ -191,3 +191,21 @@ fn an_append_refused_by_a_full_disk_leaves_the_files_as_they_were() -> Result<()
     drop(fs);
     Ok(())
 }
+
+// Reversed ranges are what this test hands the store.
+#[allow(clippy::reversed_empty_ranges)]
+#[tokio::test]
+async fn a_range_that_ends_before_it_starts_reads_nothing() -> Result<(), StoreError> {
+    let dir = tempfile::tempdir().map_err(|e| io_error(Path::new("tmp"), e))?;
+    let mut store = LogStore::open(dir.path(), false, 1 << 20)?;
+    assert!(store.is_pristine());
+    append(&store, (0..=5).map(entry).collect())?;
+    assert!(!store.is_pristine());
+    let read = |r: Result<Vec<Entry>, StorageError>| r.map(|e| e.len()).ok();
+    assert_eq!(read(store.try_get_log_entries(2..5).await), Some(3));
+    assert_eq!(read(store.try_get_log_entries(5..3).await), Some(0));
+    assert_eq!(read(store.try_get_log_entries(4..=3).await), Some(0));
+    assert_eq!(read(store.try_get_log_entries(4..4).await), Some(0));
+    assert_eq!(read(store.try_get_log_entries(3..).await), Some(3));
+    Ok(())
+}

@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::forward::{ForwardRefused, Unstamped};
 use crate::membership::ClusterConfig;
+use crate::rejoin::Rejoining;
 use crate::types::{NodeId, TypeConfig};
 
 pub use client::{Network, PeerClient};
@@ -64,6 +65,9 @@ pub(crate) enum Request {
     Forward(Unstamped),
     /// Whether the group has a log here (a membership, entries): asked before founding it.
     Initialized,
+    /// A node that opened the group with a pristine store asks whether it may take part
+    /// ([`crate::rejoin`]).
+    Rejoin(NodeId),
 }
 
 /// The server's answer to a [`Request`].
@@ -77,6 +81,7 @@ pub(crate) enum Reply {
     Initialized(bool),
     /// The group refused or failed the request (it is shutting down, or not here any more).
     Failed(String),
+    Rejoin(Rejoining),
 }
 
 impl Reply {
@@ -111,20 +116,56 @@ pub(crate) async fn initialized(
     address: &str,
     group: &str,
 ) -> Result<bool, NetError> {
+    match ask(config, target, address, group, &Request::Initialized).await? {
+        None => Ok(false),
+        Some(Reply::Initialized(initialized)) => Ok(initialized),
+        Some(other) => Err(other.unexpected()),
+    }
+}
+
+/// Node `target`'s answer to this node, which opened `group` with a pristine store; None when
+/// the group is not open there.
+pub(crate) async fn rejoin(
+    config: &SharedConfig,
+    target: NodeId,
+    address: &str,
+    group: &str,
+) -> Result<Option<Rejoining>, NetError> {
+    let request = Request::Rejoin(config.node_id);
+    match ask(config, target, address, group, &request).await? {
+        None => Ok(None),
+        Some(Reply::Rejoin(answer)) => Ok(Some(answer)),
+        Some(other) => Err(other.unexpected()),
+    }
+}
+
+/// One request on a connection of its own, answered within the connect timeout (or within
+/// [`crate::rejoin::ANSWER_TIMEOUT`] for a rejoin, which may wait for a change of voters);
+/// None when `group` is not open on `target`.
+async fn ask(
+    config: &SharedConfig,
+    target: NodeId,
+    address: &str,
+    group: &str,
+    request: &Request,
+) -> Result<Option<Reply>, NetError> {
     let mut stream = match client::connect(config, target, address, group).await {
         Ok(stream) => stream,
         Err(NetError::Refused(reason)) if reason.starts_with(handshake::NO_GROUP) => {
-            return Ok(false)
+            return Ok(None)
         }
         Err(e) => return Err(e),
     };
-    let ask = async {
-        frame::write(&mut stream, &Request::Initialized, frame::RPC_MAX).await?;
+    let exchange = async {
+        frame::write(&mut stream, request, frame::RPC_MAX).await?;
         frame::read(&mut stream, frame::RPC_MAX).await
     };
-    match tokio::time::timeout(client::CONNECT_TIMEOUT, ask).await {
-        Ok(Ok(Reply::Initialized(initialized))) => Ok(initialized),
-        Ok(Ok(other)) => Err(other.unexpected()),
+    let limit = match request {
+        Request::Rejoin(_) => crate::rejoin::ANSWER_TIMEOUT,
+        _ => client::CONNECT_TIMEOUT,
+    };
+    match tokio::time::timeout(limit, exchange).await {
+        Ok(Ok(reply)) => Ok(Some(reply)),
         Ok(Err(e)) => Err(e),
         Err(_) => Err(NetError::Timeout),
     }

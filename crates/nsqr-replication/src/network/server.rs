@@ -9,6 +9,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
+use openraft::raft::VoteResponse;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::JoinSet;
@@ -17,7 +18,8 @@ use super::tls::Stream;
 use super::{frame, handshake, NetError, Reply, Request, SharedConfig};
 use crate::error::StartError;
 use crate::forward::{ForwardHandler, ForwardRefused, Unstamped};
-use crate::types::Raft;
+use crate::rejoin::{self, Gate};
+use crate::types::{NodeId, Raft};
 
 /// How long a connecting peer has to complete the handshake.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -25,7 +27,8 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// A cluster needs one per group and peer in each direction.
 const MAX_CONNECTIONS: usize = 4096;
 
-type Groups = Arc<RwLock<HashMap<String, Raft>>>;
+/// Each served group's Raft instance and its gate (`rejoin.rs`).
+type Groups = Arc<RwLock<HashMap<String, (Raft, Gate)>>>;
 type Forwards = Arc<RwLock<Option<Arc<dyn ForwardHandler>>>>;
 
 /// A node's cluster listener and the groups it serves.
@@ -75,13 +78,14 @@ impl Server {
         self.local_addr
     }
 
-    /// Serves `name`'s RPCs with `raft`; false if that group is already served.
-    pub(crate) fn register(&self, name: &str, raft: Raft) -> bool {
+    /// Serves `name`'s RPCs with `raft`, those its `gate` lets through; false if that group
+    /// is already served.
+    pub(crate) fn register(&self, name: &str, raft: Raft, gate: Gate) -> bool {
         let mut groups = self.groups.write().unwrap_or_else(|p| p.into_inner());
         if groups.contains_key(name) {
             return false;
         }
-        groups.insert(name.to_owned(), raft);
+        groups.insert(name.to_owned(), (raft, gate));
         true
     }
 
@@ -189,7 +193,10 @@ async fn answer(stream: &mut Stream, group: &str, served: &Served) -> Result<(),
         let reply = match (raft, request) {
             (None, _) => Reply::Failed(format!("no group {group:?} on this node")),
             (Some(_), Request::Forward(batch)) => forward(&served.forwards, group, batch).await,
-            (Some(raft), request) => dispatch(&raft, request).await,
+            (Some((raft, gate)), request) if !gate_lets_through(&raft, &gate, &request) => {
+                refuse(&raft, &request, served.config.node_id, group)
+            }
+            (Some((raft, _)), request) => dispatch(&raft, request).await,
         };
         frame::write(stream, &reply, frame::RPC_MAX).await?;
     }
@@ -205,6 +212,37 @@ async fn forward(forwards: &Forwards, group: &str, batch: Unstamped) -> Reply {
         )),
     };
     Reply::Forwarded(answer)
+}
+
+/// Whether a group's gate (`rejoin.rs`) lets `request` through to its Raft instance.
+fn gate_lets_through(raft: &Raft, gate: &Gate, request: &Request) -> bool {
+    let request = match request {
+        Request::Vote(_) => rejoin::Request::Vote,
+        Request::Append(rpc) => rejoin::Request::Replicate {
+            term: rpc.vote.leader_id.term,
+        },
+        Request::Snapshot(rpc) => rejoin::Request::Replicate {
+            term: rpc.vote.leader_id.term,
+        },
+        Request::Forward(_) | Request::Initialized | Request::Rejoin(_) => return true,
+    };
+    let last_index = raft.metrics().borrow().last_log_index.unwrap_or(0);
+    gate.lets_through(request, last_index)
+}
+
+/// The answer to a request the gate holds back: a vote not granted (the candidate goes on
+/// with the others' votes), else a failure.
+fn refuse(raft: &Raft, request: &Request, me: NodeId, group: &str) -> Reply {
+    match request {
+        Request::Vote(_) => Reply::Vote(VoteResponse {
+            vote: raft.metrics().borrow().vote,
+            vote_granted: false,
+            last_log_id: None,
+        }),
+        _ => Reply::Failed(format!(
+            "node {me} holds no log of {group:?} yet and takes no part until a peer says it may"
+        )),
+    }
 }
 
 async fn dispatch(raft: &Raft, request: Request) -> Reply {
@@ -226,5 +264,11 @@ async fn dispatch(raft: &Raft, request: Request) -> Reply {
             Ok(initialized) => Reply::Initialized(initialized),
             Err(e) => Reply::Failed(e.to_string()),
         },
+        Request::Rejoin(node) => {
+            tracing::debug!(
+                "replication: node {node} holds no log and asks whether it may take part"
+            );
+            Reply::Rejoin(rejoin::answer(raft).await)
+        }
     }
 }

@@ -80,6 +80,67 @@ async fn losing_the_leader_loses_nothing_acknowledged() {
     cluster.shutdown().await;
 }
 
+/// A follower that lost its disk comes back empty while the only other survivor missed the
+/// last commits: its vote would elect that survivor, which overwrites them. It takes no part
+/// until the leader, back, admits it; it votes again once it caught up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_that_lost_its_disk_does_not_elect_a_node_that_missed_commits() {
+    let mut cluster = Cluster::start(3, |_| {}).await;
+    let create = Command::Channels(vec![ChannelOp::Create {
+        channel: "ch".into(),
+    }]);
+    cluster.propose(create).await;
+    cluster.propose(batch(0, 10)).await;
+    let leader = cluster.leader().await;
+    let mut followers = (1..=3).filter(|i| *i != leader);
+    let (wiped, behind) = (
+        followers.next().expect("two"),
+        followers.next().expect("two"),
+    );
+
+    // `behind` misses the next commits, made by the leader and `wiped`.
+    cluster.stop(behind).await;
+    cluster.propose(batch(100, 10)).await;
+    cluster.stop(leader).await;
+    cluster.wipe(wiped).await;
+    cluster.restart(behind).await;
+
+    // Without the leader, `behind` cannot win: `wiped` abstains.
+    let start = tokio::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(5) {
+        let status = cluster.node(behind).log().map(|l| l.status());
+        assert!(
+            !status.is_some_and(|s| s.is_leader),
+            "node {behind}, which missed commits, was elected with the vote of a node that lost its disk"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    // The leader comes back: nothing acknowledged is lost, and the wiped node catches up as a
+    // learner and becomes a voter again.
+    cluster.restart(leader).await;
+    let index = cluster.propose(batch(200, 1)).await;
+    let acked: BTreeSet<MessageId> = ids(0, 10)
+        .into_iter()
+        .chain(ids(100, 10))
+        .chain(ids(200, 1))
+        .collect();
+    let now = cluster.leader().await;
+    eventually("the leader to apply", || {
+        cluster.node(now).last_applied() >= index
+    })
+    .await;
+    assert_eq!(pending_ids(&cluster, now), acked, "node {now} leads");
+    eventually("the wiped node to catch up", || {
+        cluster.node(wiped).last_applied() >= index
+    })
+    .await;
+    assert_eq!(pending_ids(&cluster, wiped), acked);
+    let voters = cluster.node(now).log().map(|l| l.status().voters);
+    assert_eq!(voters, Some((1..=3).collect()), "the voters never changed");
+    cluster.shutdown().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_node_far_behind_catches_up_from_a_snapshot() {
     let mut cluster = Cluster::start(3, |g| {

@@ -298,6 +298,14 @@ impl Cluster {
         self.nodes[(id - 1) as usize].running = Some(running);
     }
 
+    /// Stops node `id`, empties its directory (a lost disk) and starts it again, empty.
+    pub async fn wipe(&mut self, id: NodeId) {
+        self.stop(id).await;
+        let dir = self.node(id).dir.clone();
+        std::fs::remove_dir_all(&dir).expect("wipe the node's directory");
+        self.restart(id).await;
+    }
+
     /// The leader every running voter agrees on, once there is one.
     pub async fn leader(&self) -> NodeId {
         let all: Vec<NodeId> = self.nodes.iter().map(|n| n.id).collect();

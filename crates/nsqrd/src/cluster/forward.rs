@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use super::Cluster;
 
 /// How long a publish waits for a leader to take it: a lost leader is missed after 1.5-2 s
-/// and an election takes one or two rounds (`docs/replication.md`, "Failover").
+/// and an election takes one to three rounds (`docs/replication.md`, "Failover").
 const LEADER_WAIT: Duration = Duration::from_secs(5);
 /// How often a publish waiting for a leader looks again when the group's status does not
 /// change (a leader known but unreachable).

@@ -60,10 +60,8 @@ fn base64_body<S: serde::Serializer>(b: &Bytes, s: S) -> Result<S::Ok, S::Error>
 
 impl Delivered {
     /// Append `self` as compact JSON, byte for byte what `serde_json` writes for it (a test
-    /// holds the two together). Long polls write one of these per message, so the fields
-    /// that cannot need escaping (the hex id, the base64url receipt, the base64 body) are
-    /// copied as they are and the body is encoded straight into `out`; only the ordering key
-    /// and the dead-letter record go through `serde_json`.
+    /// holds the two together): the reference [`write_delivery`] is checked against.
+    #[cfg(test)]
     pub fn write_json(&self, out: &mut Vec<u8>) {
         Fields {
             id: self.id.as_bytes(),
@@ -108,7 +106,10 @@ impl Delivered {
 
 /// Append the JSON of `msg`, delivery number `delivery` of `ch`, handed to `consumer`: what
 /// `Delivered::of(..).write_json(out)` writes (a test holds the two together), without the
-/// `Delivered` and its strings. SSE writes one per message.
+/// `Delivered` and its strings. Long polls and SSE write one per message: the fields that
+/// cannot need escaping (the hex id, the base64url receipt, the base64 body) are copied as
+/// they are and the body is encoded straight into `out`; only the ordering key and the
+/// dead-letter record go through `serde_json`.
 pub fn write_delivery(
     state: &HttpState,
     ch: &Channel,
@@ -290,17 +291,43 @@ pub async fn receive(state: &HttpState, req: Request<Incoming>, cx: RequestCtx) 
     };
     let who = HttpClient::of(&req, cx);
     drop(req);
-    match take(state, &poll, who).await {
-        Ok(got) if poll.raw => raw_answer(got.into_iter().next()),
-        Ok(got) => response::v1(Ok(messages_json(&got))),
+    if poll.raw {
+        let mut got = None;
+        let taken = take(state, &poll, who, |ch, consumer, m, n| {
+            got = Some(Delivered::of(state, ch, consumer, m, n))
+        });
+        return match taken.await {
+            Ok(_) => raw_answer(got),
+            Err(e) => response::v1(Err(e)),
+        };
+    }
+    // Each delivery is written straight into the answer, as SSE does: no `Delivered` (and
+    // its strings) per message.
+    let mut out = Vec::with_capacity(64 + poll.max.min(64) * 160);
+    out.extend_from_slice(b"{\"messages\":[");
+    let taken = take(state, &poll, who, |ch, consumer, m, n| {
+        if out.len() > MESSAGES_OPEN.len() {
+            out.push(b',');
+        }
+        write_delivery(state, ch, consumer, m, n, &mut out);
+    });
+    match taken.await {
+        Ok(_) => {
+            out.extend_from_slice(b"]}");
+            response::v1(Ok(Reply::Json(nsq_common::json::go_html_escape(out))))
+        }
         Err(e) => response::v1(Err(e)),
     }
 }
 
+/// How a long poll's answer starts.
+const MESSAGES_OPEN: &[u8] = b"{\"messages\":[";
+
 /// `{"messages": [...]}` as `Reply::json` would write it (Go's HTML escaping included).
+#[cfg(test)]
 fn messages_json(got: &[Delivered]) -> Reply {
     let mut out = Vec::with_capacity(64 + got.len() * 160);
-    out.extend_from_slice(b"{\"messages\":[");
+    out.extend_from_slice(MESSAGES_OPEN);
     for (i, d) in got.iter().enumerate() {
         if i > 0 {
             out.push(b',');
@@ -311,8 +338,14 @@ fn messages_json(got: &[Delivered]) -> Reply {
     Reply::Json(nsq_common::json::go_html_escape(out))
 }
 
-/// Join, take what is there (waiting up to `wait` for a first message), and stop taking.
-async fn take(state: &HttpState, poll: &Poll, who: HttpClient) -> Result<Vec<Delivered>, ApiError> {
+/// Join, take what is there (waiting up to `wait` for a first message), handing each
+/// delivery to `emit`, and stop taking; returns how many were taken.
+async fn take(
+    state: &HttpState,
+    poll: &Poll,
+    who: HttpClient,
+    mut emit: impl FnMut(&Channel, &Consumer, &Message, u64),
+) -> Result<usize, ApiError> {
     if state.broker.is_exiting() || state.consumers.is_closed() {
         return Err(ApiError::exiting());
     }
@@ -341,14 +374,13 @@ async fn take(state: &HttpState, poll: &Poll, who: HttpClient) -> Result<Vec<Del
         consumer: Arc::clone(&consumer),
     };
     let deadline = tokio::time::Instant::now() + poll.wait;
-    let mut got = Vec::new();
+    let mut got = 0;
     let mut rng = consumer.id() | 1;
     loop {
-        let want = poll.max - got.len();
-        ch.deliver_numbered(&consumer, want, 0, &mut rng, |m, n| {
-            got.push(Delivered::of(state, &ch, &consumer, m, n))
+        got += ch.deliver_numbered(&consumer, poll.max - got, 0, &mut rng, |m, n| {
+            emit(&ch, &consumer, m, n)
         });
-        if !got.is_empty() || consumer.is_kicked() || ch.is_deleted() {
+        if got > 0 || consumer.is_kicked() || ch.is_deleted() {
             break;
         }
         tokio::select! {

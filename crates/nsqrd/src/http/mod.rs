@@ -13,6 +13,7 @@ mod consume;
 pub mod consumers;
 mod info;
 mod metrics;
+mod pub_batch;
 mod publish;
 mod query;
 mod queue_settings;

@@ -19,7 +19,7 @@ use nsq_common::http::query::Query;
 use nsq_common::http::response::{ApiError, Reply};
 use nsq_wire::bodies::TooLarge;
 use nsq_wire::{Bodies, Code, Limits};
-use nsqr_broker::{BrokerError, DiskError, PutOptions, Topic};
+use nsqr_broker::{BrokerError, DiskError, Durability, PutOptions, Topic};
 
 use super::body::{content_length, read_body};
 use super::query::{duration_rule, invalid_arg, nsq_bool};
@@ -52,7 +52,16 @@ pub async fn publish(
             .ok_or(ApiError::bad_request("INVALID_DEFER"))?,
     };
     let opts = queue_options(&query)?.defer(defer);
-    put(state, &topic, Bodies::one(body), &opts).await?;
+    let strict = state.broker.config().durability == Durability::Strict;
+    if strict && opts.is_plain() && super::pub_batch::available() {
+        if state.broker.is_exiting() {
+            return Err(ApiError::exiting());
+        }
+        let bodies = Bodies::one(body).map_err(|_| ApiError::too_large("BODY_TOO_BIG"))?;
+        super::pub_batch::put(topic, bodies).await?;
+    } else {
+        put(state, &topic, Bodies::one(body), &opts).await?;
+    }
     Ok(Reply::ok())
 }
 
@@ -125,31 +134,42 @@ async fn put(
     let bodies = bodies.map_err(|_| ApiError::too_large("BODY_TOO_BIG"))?;
     let ticket = topic
         .put_with(std::slice::from_ref(&bodies), opts)
-        .map_err(|e| match e {
-            BrokerError::Disk(d) => disk_error(&d),
-            e @ BrokerError::NotLeader { .. } => ApiError::new(
-                hyper::StatusCode::SERVICE_UNAVAILABLE,
-                format!("NOT_LEADER: {e}"),
-            ),
-            e @ BrokerError::NotReplicable { .. } => {
-                ApiError::new(hyper::StatusCode::BAD_REQUEST, format!("PUB_FAILED: {e}"))
-            }
-            _ => ApiError::exiting(),
-        })?;
+        .map_err(put_error)?;
     if ticket.is_done() {
         return Ok(());
     }
     // The disk writer completes a pass's publishes together: one wake-up of this thread.
     super::wake_relay::relayed(ticket.wait())
         .await
-        .map_err(|e| match e {
-            DiskError::Exiting => ApiError::exiting(),
-            e @ DiskError::NotLeader(_) => ApiError::new(
-                hyper::StatusCode::SERVICE_UNAVAILABLE,
-                format!("NOT_LEADER: {e}"),
-            ),
-            d => disk_error(&d),
-        })
+        .map_err(wait_error)
+}
+
+/// A publish the broker refused: a disk failure is a 500 naming the queue and the cause,
+/// anything else nsqd's 503 `EXITING`.
+pub(super) fn put_error(e: BrokerError) -> ApiError {
+    match e {
+        BrokerError::Disk(d) => disk_error(&d),
+        e @ BrokerError::NotLeader { .. } => ApiError::new(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            format!("NOT_LEADER: {e}"),
+        ),
+        e @ BrokerError::NotReplicable { .. } => {
+            ApiError::new(hyper::StatusCode::BAD_REQUEST, format!("PUB_FAILED: {e}"))
+        }
+        _ => ApiError::exiting(),
+    }
+}
+
+/// A publish whose write (or fsync) failed after it was queued.
+pub(super) fn wait_error(e: DiskError) -> ApiError {
+    match e {
+        DiskError::Exiting => ApiError::exiting(),
+        e @ DiskError::NotLeader(_) => ApiError::new(
+            hyper::StatusCode::SERVICE_UNAVAILABLE,
+            format!("NOT_LEADER: {e}"),
+        ),
+        d => disk_error(&d),
+    }
 }
 
 fn disk_error(e: &DiskError) -> ApiError {

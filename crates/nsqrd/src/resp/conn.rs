@@ -29,7 +29,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use resp_wire::{Limits, Parsed, Protocol, Reply, RequestParser};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -291,10 +291,12 @@ impl Conn {
             ..
         } = self;
         let mut turn = take_turn(shared);
+        session.started = Instant::now();
         let mut commands = 0u64;
         let next = loop {
             if *start >= *warmed_to {
                 *warmed_to = *start + warm(shared, session, &rbuf[*start..]);
+                session.started = Instant::now();
             }
             let input = &rbuf[*start..];
             match parser.parse(input) {
@@ -309,6 +311,7 @@ impl Conn {
                     let busy_over = matches!(turn, Turn::Busy) && !shared.scripts.busy();
                     if matches!(turn, Turn::Released) || busy_over {
                         turn = take_turn(shared);
+                        session.started = Instant::now();
                     }
                     let (mark, replies) = (out.len(), session.replies);
                     let mut ctx = Ctx {

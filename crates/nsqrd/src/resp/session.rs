@@ -2,6 +2,7 @@
 //! and the reply buffer.
 
 use std::sync::Arc;
+use std::time::Instant;
 
 use nsqr_kv::{ExclusiveTurn, Pending, SharedTurn, Subscriber, Watch};
 use resp_wire::{Args, Protocol, Reply};
@@ -54,6 +55,9 @@ pub struct Session {
     pub tracker: Option<Arc<nsqr_kv::tracking::Tracker>>,
     /// The selected database (`databases.rs`).
     pub db: u8,
+    /// When the command running now started: the end of the one before it in the batch, or
+    /// when the batch got its turn (`slowlog.rs`).
+    pub started: Instant,
 }
 
 impl Session {
@@ -76,6 +80,7 @@ impl Session {
             monitoring: false,
             tracker: None,
             db: 0,
+            started: Instant::now(),
         }
     }
 
@@ -239,7 +244,12 @@ impl Ctx<'_> {
         };
         let (alone, requests) = match kept {
             Some(kept) => kept,
-            None => (self.wait_alone()?, 0),
+            None => {
+                let alone = self.wait_alone()?;
+                // What runs alone starts once it has its turn.
+                self.s.started = Instant::now();
+                (alone, 0)
+            }
         };
         *self.turn = Turn::Alone;
         let r = f(self);

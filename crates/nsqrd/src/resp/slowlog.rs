@@ -3,8 +3,12 @@
 //! its arguments (at most 32, each cut at 128 bytes, passwords redacted), the client's
 //! address and name. SLOWLOG GET / LEN / RESET / HELP read it.
 //!
-//! The cost on the hot path is one relaxed load, and two clock reads per command while the
-//! log is on; only a command slow enough to be kept takes the lock.
+//! The cost on the hot path is one relaxed load and one clock read per command: a command's
+//! start is the end of the command before it in the batch (or the batch's start, once the
+//! connection holds its turn), so the time between two requests of a pipeline, their
+//! parsing, counts in the second's. A command a script calls starts at a clock read of its
+//! own, as Lua code may run before it. Only a command slow enough to be kept takes the lock
+//! (docs/decisions/0031-evalsha-at-redis-rate.md).
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -86,14 +90,18 @@ impl SlowLog {
 /// Runs a command, and logs it if it was slow.
 /// `args` is what the handler runs (keys named for the client's database), `shown` what the
 /// client sent (what the slow log keeps).
+/// The command starts at `ctx.s.started`, which then becomes its end (the next command's
+/// start).
 pub fn timed(ctx: &mut Ctx<'_>, cmd: &'static Command, args: &Args<'_>, shown: &Args<'_>) {
+    let start = ctx.s.started;
+    (cmd.handler)(ctx, args);
+    let end = Instant::now();
+    ctx.s.started = end;
     let threshold = ctx.shared.slowlog.slower_than_us();
     if threshold < 0 || cmd.name == "exec" {
-        return (cmd.handler)(ctx, args);
+        return;
     }
-    let start = Instant::now();
-    (cmd.handler)(ctx, args);
-    let micros = start.elapsed().as_micros() as u64;
+    let micros = end.saturating_duration_since(start).as_micros() as u64;
     if micros >= threshold as u64 {
         record(ctx, shown, micros);
     }

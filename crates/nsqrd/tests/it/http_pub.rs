@@ -499,3 +499,59 @@ fn message_ids_are_unique_across_http_publishes() {
     ids.dedup();
     assert_eq!(ids.len(), 25);
 }
+
+/// `--durability=strict`: `/pub`s sent at once, to two topics, are put together per serving
+/// thread and each answered 200 only once fsynced: after a SIGKILL every one of them is
+/// delivered, each in its own topic.
+#[test]
+fn strict_concurrent_pubs_are_all_kept_across_a_sigkill() {
+    if is_reference() {
+        return; // nsqd has no strict mode
+    }
+    const THREADS: usize = 8;
+    const EACH: usize = 25;
+    let flags = ["--durability=strict"];
+    let s = Server::start(&flags);
+    for t in ["sp0", "sp1"] {
+        for path in [
+            format!("/topic/create?topic={t}"),
+            format!("/channel/create?topic={t}&channel=c"),
+        ] {
+            let r = s.post(&path, b"");
+            assert_eq!(r.status, 200, "{path}: {}", r.text());
+        }
+    }
+    std::thread::scope(|scope| {
+        for t in 0..THREADS {
+            let http = s.http;
+            scope.spawn(move || {
+                for i in 0..EACH {
+                    let body = format!("m{t}-{i}");
+                    let path = format!("/pub?topic=sp{}", t % 2);
+                    let r = http_request(http, "POST", &path, &[], body.as_bytes());
+                    assert_eq!(r.status, 200, "{body}: {}", r.text());
+                    assert_eq!(r.text(), "OK");
+                }
+            });
+        }
+    });
+    let dir = s.kill_keep();
+    let s = Server::start_in(dir, &flags);
+    for topic in 0..2 {
+        let mut c = s.connect();
+        c.sub(&format!("sp{topic}"), "c");
+        c.rdy((THREADS * EACH) as u64);
+        let mut got: Vec<String> = c
+            .expect_messages(THREADS * EACH / 2)
+            .into_iter()
+            .map(|m| String::from_utf8(m.body).unwrap())
+            .collect();
+        got.sort();
+        let mut want: Vec<String> = (0..THREADS)
+            .filter(|t| t % 2 == topic)
+            .flat_map(|t| (0..EACH).map(move |i| format!("m{t}-{i}")))
+            .collect();
+        want.sort();
+        assert_eq!(got, want, "sp{topic}");
+    }
+}

@@ -25,12 +25,73 @@ pub fn to_lua(lua: &Lua, frame: &Frame, resp: Protocol) -> mlua::Result<(Value, 
     Ok((value(lua, frame, resp)?, is_error))
 }
 
-fn value(lua: &Lua, frame: &Frame, resp: Protocol) -> mlua::Result<Value> {
-    let tagged = |tag: &str, v: Value| -> mlua::Result<Value> {
-        let t = lua.create_table()?;
-        t.raw_set(tag, v)?;
-        Ok(Value::Table(t))
+/// The reply `bytes` (one reply, as the command wrote it in protocol `resp`) as Lua sees it,
+/// and whether it is an error; `None` if they hold no reply. A bulk string, an integer, a
+/// status, an error or a null (what plain reads and writes answer) becomes its Lua value
+/// straight from the bytes; an aggregate goes through a [`Frame`].
+pub fn reply_to_lua(
+    lua: &Lua,
+    bytes: &[u8],
+    resp: Protocol,
+) -> mlua::Result<Option<(Value, bool)>> {
+    let string = |b: &[u8]| -> mlua::Result<Value> { Ok(Value::String(lua.create_string(b)?)) };
+    let Some(scalar) = scalar(bytes) else {
+        return match resp_wire::decode(bytes) {
+            Ok(Some((frame, _))) => to_lua(lua, &frame, resp).map(Some),
+            _ => Ok(None),
+        };
     };
+    let value = match scalar {
+        Scalar::Simple(s) => (tagged(lua, "ok", string(s)?)?, false),
+        Scalar::Error(e) => (tagged(lua, "err", string(e)?)?, true),
+        Scalar::Integer(n) => (Value::Number(n as f64), false),
+        Scalar::Bulk(b) => (string(b)?, false),
+        Scalar::Null if resp == Protocol::Resp2 => (Value::Boolean(false), false),
+        Scalar::Null => (Value::Nil, false),
+    };
+    Ok(Some(value))
+}
+
+/// A reply that is one value, not an aggregate, read in place.
+#[derive(Debug, PartialEq)]
+enum Scalar<'a> {
+    Simple(&'a [u8]),
+    Error(&'a [u8]),
+    Integer(i64),
+    Bulk(&'a [u8]),
+    Null,
+}
+
+/// `bytes` as one [`Scalar`], if that is all they hold.
+fn scalar(bytes: &[u8]) -> Option<Scalar<'_>> {
+    let (&tag, rest) = bytes.split_first()?;
+    let cr = rest.iter().position(|&c| c == b'\r')?;
+    let (text, after) = (&rest[..cr], rest.get(cr + 1..)?.strip_prefix(b"\n")?);
+    let alone = after.is_empty();
+    match tag {
+        b'+' if alone => Some(Scalar::Simple(text)),
+        b'-' if alone => Some(Scalar::Error(text)),
+        b':' if alone => resp_wire::parse_i64(text).map(Scalar::Integer),
+        b'_' if alone => Some(Scalar::Null),
+        b'$' if text == b"-1" => alone.then_some(Scalar::Null),
+        b'$' => {
+            let len = usize::try_from(resp_wire::parse_u64(text)?).ok()?;
+            let data = after.strip_suffix(b"\r\n")?;
+            (data.len() == len).then_some(Scalar::Bulk(data))
+        }
+        _ => None,
+    }
+}
+
+/// `{tag = v}`.
+fn tagged(lua: &Lua, tag: &str, v: Value) -> mlua::Result<Value> {
+    let t = lua.create_table()?;
+    t.raw_set(tag, v)?;
+    Ok(Value::Table(t))
+}
+
+fn value(lua: &Lua, frame: &Frame, resp: Protocol) -> mlua::Result<Value> {
+    let tagged = |tag: &str, v: Value| tagged(lua, tag, v);
     let string = |b: &[u8]| -> mlua::Result<Value> { Ok(Value::String(lua.create_string(b)?)) };
     Ok(match frame {
         Frame::Simple(s) => tagged("ok", string(s)?)?,
@@ -239,6 +300,8 @@ pub fn error_text(err: &Value, sha: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
 
     #[test]
@@ -255,6 +318,62 @@ mod tests {
             (f64::INFINITY, "inf"),
         ] {
             assert_eq!(number_text(x), text, "{x}");
+        }
+    }
+
+    #[test]
+    fn single_values_are_read_in_place() {
+        assert_eq!(scalar(b"+OK\r\n"), Some(Scalar::Simple(b"OK")));
+        assert_eq!(scalar(b"-ERR no\r\n"), Some(Scalar::Error(b"ERR no")));
+        assert_eq!(scalar(b":-12\r\n"), Some(Scalar::Integer(-12)));
+        assert_eq!(scalar(b"$-1\r\n"), Some(Scalar::Null));
+        assert_eq!(scalar(b"_\r\n"), Some(Scalar::Null));
+        assert_eq!(scalar(b"$0\r\n\r\n"), Some(Scalar::Bulk(b"")));
+        assert_eq!(scalar(b"$4\r\na\r\nb\r\n"), Some(Scalar::Bulk(b"a\r\nb")));
+        // Aggregates, other types, more than one reply, or a broken one: not read in place.
+        for other in [
+            &b"*1\r\n:1\r\n"[..],
+            b",1.5\r\n",
+            b"#t\r\n",
+            b":1\r\n:2\r\n",
+            b"$3\r\nab\r\n",
+            b"$2\r\nabc\r\n",
+            b"$99999999999999999999\r\n",
+            b":x\r\n",
+            b"+OK\r",
+            b"+OK",
+            b"",
+        ] {
+            assert_eq!(scalar(other), None, "{:?}", String::from_utf8_lossy(other));
+        }
+    }
+
+    #[test]
+    fn replies_read_in_place_are_what_frames_give() {
+        let lua = Lua::new();
+        for resp in [Protocol::Resp2, Protocol::Resp3] {
+            for bytes in [
+                &b"+OK\r\n"[..],
+                b"-ERR no\r\n",
+                b":7\r\n",
+                b"$-1\r\n",
+                b"_\r\n",
+                b"$3\r\nabc\r\n",
+            ] {
+                let fast = reply_to_lua(&lua, bytes, resp).unwrap().unwrap();
+                let (frame, _) = resp_wire::decode(bytes).unwrap().unwrap();
+                let slow = to_lua(&lua, &frame, resp).unwrap();
+                assert_eq!(fast.1, slow.1);
+                let (mut a, mut b) = (Reply::new(resp), Reply::new(resp));
+                to_reply(&fast.0, &mut a, resp);
+                to_reply(&slow.0, &mut b, resp);
+                assert_eq!(
+                    a.as_bytes(),
+                    b.as_bytes(),
+                    "{:?}",
+                    String::from_utf8_lossy(bytes)
+                );
+            }
         }
     }
 

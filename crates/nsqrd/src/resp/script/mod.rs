@@ -11,10 +11,11 @@
 //!   and math libraries, `cjson`, `cmsgpack` and `bit`, no file system, no network, read-only globals.
 //! - **Replies converted** both ways as Redis converts them (`convert.rs`).
 //!
-//! Scripts are cached by SHA1 until SCRIPT FLUSH. Scripts loaded with EVAL past
-//! [`MAX_EVAL_SCRIPTS`] are not kept (EVALSHA then answers NOSCRIPT and clients fall back to
+//! Scripts are cached by SHA1 until SCRIPT FLUSH (`cache.rs`). Scripts loaded with EVAL past
+//! [`cache::MAX_EVAL_SCRIPTS`] are not kept (EVALSHA then answers NOSCRIPT and clients fall back to
 //! EVAL), so a client that builds a new script per call cannot grow the cache without bound.
 
+mod cache;
 mod convert;
 mod dispatch;
 mod functions;
@@ -25,20 +26,16 @@ mod vm;
 
 pub use functions::{fcall, fcall_ro, function};
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use resp_wire::Args;
-use sha1::{Digest, Sha1};
+use sha1::{Digest as _, Sha1};
 
 use super::args::{int, is};
 use super::session::{Ctx, BUSY};
-
-/// Scripts kept that came by EVAL (SCRIPT LOAD's are always kept).
-pub const MAX_EVAL_SCRIPTS: usize = 10_000;
 
 /// Redis's default `busy-reply-threshold`.
 const BUSY_AFTER: Duration = Duration::from_secs(5);
@@ -46,16 +43,8 @@ const BUSY_AFTER: Duration = Duration::from_secs(5);
 /// The script cache and what a running script shares with the rest of the server.
 #[derive(Default)]
 pub struct Scripts {
-    bodies: Mutex<Bodies>,
+    cache: cache::Cache,
     state: Arc<RunState>,
-}
-
-#[derive(Default)]
-struct Bodies {
-    by_sha: HashMap<String, Arc<str>>,
-    from_eval: usize,
-    /// Bumped by SCRIPT FLUSH: the Lua states drop what they compiled.
-    generation: u64,
 }
 
 /// The running script, as other clients see it (BUSY, SCRIPT KILL).
@@ -113,12 +102,17 @@ impl Default for RunState {
 
 impl RunState {
     fn now_ms(&self) -> u64 {
-        self.epoch.elapsed().as_millis() as u64 + 1
+        self.ms_at(Instant::now())
     }
 
-    /// A run starts: a function (or a script) named by the parts of `name`, started by
-    /// `request`.
-    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>) {
+    /// `at` in milliseconds after `epoch`, never 0.
+    fn ms_at(&self, at: Instant) -> u64 {
+        at.saturating_duration_since(self.epoch).as_millis() as u64 + 1
+    }
+
+    /// A run starts, its command having started `at`: a function (or a script) named by the
+    /// parts of `name`, started by `request`.
+    fn begin(&self, function: bool, name: &[&str], request: &Args<'_>, at: Instant) {
         self.wrote.store(false, Ordering::Relaxed);
         self.kill.store(false, Ordering::Relaxed);
         {
@@ -137,7 +131,7 @@ impl RunState {
             r.function = function;
             r.active = true;
         }
-        self.started.store(self.now_ms(), Ordering::Release);
+        self.started.store(self.ms_at(at), Ordering::Release);
     }
 
     fn end(&self) {
@@ -165,6 +159,9 @@ impl RunState {
     }
 }
 
+/// EVALSHA's error for a script not in the cache.
+const NO_SUCH_SCRIPT: &str = "NOSCRIPT No matching script. Please use EVAL.";
+
 /// Which command asked, and what it says of the script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {
@@ -172,10 +169,18 @@ pub enum Flavor {
     EvalSha,
 }
 
+/// Which script a request runs.
+#[derive(Debug, Clone)]
+pub enum Source {
+    /// EVAL's, cached or not.
+    Body(Arc<cache::Script>),
+    /// EVALSHA's, still to be looked up.
+    Sha(cache::Digest),
+}
+
 /// A script to run, with its keys and arguments.
 pub struct Job<'a> {
-    body: Arc<str>,
-    sha: String,
+    source: Source,
     /// The whole request: the keys and arguments follow its first three arguments.
     request: Args<'a>,
     numkeys: usize,
@@ -211,34 +216,8 @@ impl Scripts {
             .then(|| self.state.thread.load(Ordering::Relaxed))
     }
 
-    fn body(&self, sha: &str) -> Option<Arc<str>> {
-        self.bodies.lock().by_sha.get(sha).map(Arc::clone)
-    }
-
-    /// Caches `body`: the cached text (or, past the cache's bound, a copy) and its SHA1.
-    fn add(&self, body: &str, from_eval: bool) -> (Arc<str>, String) {
-        let sha = sha1_hex(body.as_bytes());
-        let mut b = self.bodies.lock();
-        if let Some(cached) = b.by_sha.get(&sha) {
-            return (Arc::clone(cached), sha);
-        }
-        let text: Arc<str> = Arc::from(body);
-        if !(from_eval && b.from_eval >= MAX_EVAL_SCRIPTS) {
-            b.by_sha.insert(sha.clone(), Arc::clone(&text));
-            b.from_eval += usize::from(from_eval);
-        }
-        (text, sha)
-    }
-
     pub(super) fn generation(&self) -> u64 {
-        self.bodies.lock().generation
-    }
-
-    fn flush(&self) {
-        let mut b = self.bodies.lock();
-        b.by_sha.clear();
-        b.from_eval = 0;
-        b.generation += 1;
+        self.cache.generation()
     }
 }
 
@@ -285,12 +264,7 @@ fn function_numkeys(a: &Args<'_>) -> Result<usize, &'static str> {
 
 /// SHA1 of `data` in lower-case hex, as Redis names scripts.
 pub fn sha1_hex(data: &[u8]) -> String {
-    let digest = Sha1::digest(data);
-    let mut hex = String::with_capacity(40);
-    for b in digest {
-        hex.push_str(&format!("{b:02x}"));
-    }
-    hex
+    cache::hex(&Sha1::digest(data))
 }
 
 pub fn eval(ctx: &mut Ctx<'_>, a: &Args<'_>) {
@@ -324,28 +298,18 @@ fn start(ctx: &mut Ctx<'_>, a: &Args<'_>, flavor: Flavor, read_only: bool) {
             .out
             .error("ERR Number of keys can't be greater than number of args");
     }
-    let scripts = &ctx.shared.scripts;
-    let (body, sha) = match flavor {
+    let source = match flavor {
         Flavor::Eval => {
             let text = String::from_utf8_lossy(a.get(1));
-            scripts.add(&text, true)
+            Source::Body(ctx.shared.scripts.cache.add(&text, true))
         }
-        Flavor::EvalSha => {
-            let mut sha = String::from_utf8_lossy(a.get(1)).into_owned();
-            sha.make_ascii_lowercase();
-            match scripts.body(&sha) {
-                Some(body) => (body, sha),
-                None => {
-                    return ctx
-                        .out
-                        .error("NOSCRIPT No matching script. Please use EVAL.")
-                }
-            }
-        }
+        Flavor::EvalSha => match cache::parse_sha(a.get(1)) {
+            Some(digest) => Source::Sha(digest),
+            None => return ctx.out.error(NO_SUCH_SCRIPT),
+        },
     };
     let job = Job {
-        body,
-        sha,
+        source,
         request: *a,
         numkeys: numkeys as usize,
         read_only,
@@ -369,18 +333,17 @@ pub fn script(ctx: &mut Ctx<'_>, a: &Args<'_>) {
         if let Err(e) = vm::check_syntax(&body) {
             return ctx.out.error(&e);
         }
-        let (_, sha) = scripts.add(&body, false);
-        ctx.out.bulk(sha.as_bytes());
+        ctx.out.bulk(scripts.cache.add(&body, false).sha.as_bytes());
     } else if is(sub, "exists") && a.len() >= 3 {
         ctx.out.array(a.len() - 2);
         for sha in a.iter().skip(2) {
-            let sha = String::from_utf8_lossy(sha).to_ascii_lowercase();
-            ctx.out.integer(i64::from(scripts.body(&sha).is_some()));
+            let known = cache::parse_sha(sha).and_then(|d| scripts.cache.get(&d));
+            ctx.out.integer(i64::from(known.is_some()));
         }
     } else if is(sub, "flush")
         && (a.len() == 2 || (a.len() == 3 && (is(a.get(2), "sync") || is(a.get(2), "async"))))
     {
-        scripts.flush();
+        scripts.cache.flush();
         ctx.out.ok();
     } else if is(sub, "flush") && a.len() == 3 {
         ctx.out

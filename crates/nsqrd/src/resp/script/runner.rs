@@ -46,14 +46,15 @@ pub fn with_vm(ctx: &mut Ctx<'_>, f: impl FnOnce(&mut Ctx<'_>, &mut Vm)) {
 /// Runs `job` on this thread, which runs alone. `own_batch`: its writes form one log record
 /// of their own (false inside EXEC, whose record holds them).
 pub fn run_here(ctx: &mut Ctx<'_>, job: &Job<'_>, own_batch: bool) {
-    let read_only = match super::shebang(&job.body) {
-        Ok(no_writes) => job.read_only || no_writes,
-        Err(e) => return ctx.out.error(&e),
-    };
     with_vm(ctx, |ctx, vm| {
-        let name = ["f_", job.sha.as_str()];
+        let compiled = match vm.script(&ctx.shared.scripts.cache, &job.source) {
+            Ok(compiled) => compiled,
+            Err(e) => return ctx.out.error(&e),
+        };
+        let read_only = job.read_only || compiled.script.no_writes == Ok(true);
+        let name = ["f_", compiled.script.sha.as_str()];
         running_alone(ctx, (false, &name, &job.request), own_batch, |ctx| {
-            vm.run(ctx, job, read_only)
+            vm.run(ctx, &compiled, job, read_only)
         });
     });
 }
@@ -104,7 +105,7 @@ fn running_alone(
     state
         .thread
         .store(workers::this_thread(), Ordering::Relaxed);
-    state.begin(running.0, running.1, running.2);
+    state.begin(running.0, running.1, running.2, ctx.s.started);
     if own_batch {
         ks.begin_transaction(&mut ctx.s.pending);
     }

@@ -4,20 +4,22 @@
 //! SCRIPT KILL. Scripts are compiled once and kept by SHA1 until SCRIPT FLUSH.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+use mlua::{
+    Function, HookTriggers, Lua, LuaOptions, MultiValue, StdLib, Table, Value, Variadic, VmState,
+};
 use resp_wire::{Protocol, Reply};
 
 use std::time::Instant;
 
 use super::super::session::Ctx;
 use super::super::table::{self, NOSCRIPT, WRITE};
+use super::cache::{ByDigest, Cache, Script};
 use super::dispatch::Dispatch;
 use super::library::{self, Functions, Registered};
-use super::{convert, libs, Job, RunState};
+use super::{convert, libs, Job, RunState, Source, NO_SUCH_SCRIPT};
 
 /// What `prelude.lua` returns (see there).
 type Prelude = (Function, Function, Function, Function, Function);
@@ -37,7 +39,8 @@ const LOAD_TIMEOUT: &str = "ERR FUNCTION LOAD timeout";
 /// A Lua state ready to run scripts.
 pub struct Vm {
     pub(super) lua: Lua,
-    compiled: HashMap<String, Function>,
+    /// The scripts of the cache this state compiled, by digest.
+    compiled: ByDigest<Rc<Compiled>>,
     /// The script cache's generation the compiled scripts belong to.
     generation: u64,
     run: Function,
@@ -59,6 +62,12 @@ pub struct Vm {
     pub(super) failure: Slot,
     keys: Table,
     argv: Table,
+}
+
+/// A script and its compiled function.
+pub struct Compiled {
+    pub function: Function,
+    pub script: Arc<Script>,
 }
 
 /// The run in progress, as `redis.call` sees it (through [`Dispatch`]).
@@ -184,7 +193,7 @@ impl Vm {
         set_dispatch.call::<()>((command(true)?, command(false)?))?;
         Ok(Vm {
             lua,
-            compiled: HashMap::new(),
+            compiled: ByDigest::default(),
             generation,
             run,
             prepare,
@@ -205,39 +214,49 @@ impl Vm {
         self.generation
     }
 
-    /// The compiled script, compiling it the first time.
-    fn function(&mut self, sha: &str, body: &str) -> Result<Function, String> {
-        if let Some(f) = self.compiled.get(sha) {
-            return Ok(f.clone());
+    /// The script `source` names, compiled: a script this state ran before is looked up once,
+    /// by digest. Redis's error for a script not in the cache, a bad `#!` line, or a script
+    /// that does not compile.
+    pub fn script(&mut self, cache: &Cache, source: &Source) -> Result<Rc<Compiled>, String> {
+        let digest = match source {
+            Source::Body(s) => &s.digest,
+            Source::Sha(d) => d,
+        };
+        if let Some(compiled) = self.compiled.get(digest) {
+            return Ok(Rc::clone(compiled));
         }
-        let f = compile(&self.lua, body)?;
-        let f: Function = self
+        let script = match source {
+            Source::Body(s) => Arc::clone(s),
+            Source::Sha(d) => cache.get(d).ok_or(NO_SUCH_SCRIPT)?,
+        };
+        script.no_writes.clone()?;
+        let function = compile(&self.lua, &script.body)?;
+        let function: Function = self
             .prepare
-            .call(f)
+            .call(function)
             .map_err(|e| format!("ERR Error compiling script (new function): {e}"))?;
-        self.compiled.insert(sha.to_owned(), f.clone());
-        Ok(f)
+        let compiled = Rc::new(Compiled { function, script });
+        if compiled.script.kept {
+            self.compiled
+                .insert(compiled.script.digest, Rc::clone(&compiled));
+        }
+        Ok(compiled)
     }
 
-    /// Runs `job`'s script as `ctx`'s client and writes its reply (or error) to `ctx.out`.
-    /// A SELECT in the script holds until the script ends, as in Redis.
-    pub fn run(&mut self, ctx: &mut Ctx<'_>, job: &Job<'_>, read_only: bool) {
+    /// Runs the script `compiled` with `job`'s keys and arguments as `ctx`'s client and
+    /// writes its reply (or error) to `ctx.out`. A SELECT in the script holds until the
+    /// script ends, as in Redis.
+    pub fn run(&self, ctx: &mut Ctx<'_>, compiled: &Compiled, job: &Job<'_>, read_only: bool) {
         let db = ctx.s.db;
-        self.run_script(ctx, job, read_only);
+        if let Err(e) = unlimited(&self.lua, || self.set_keys_and_args(job)) {
+            ctx.out.error(&format!("ERR {e}"));
+        } else {
+            let sha = &compiled.script.sha;
+            self.invoke(ctx, read_only, sha, || self.run.call(&compiled.function));
+        }
         if ctx.s.db != db {
             crate::resp::databases::switch(ctx, db);
         }
-    }
-
-    fn run_script(&mut self, ctx: &mut Ctx<'_>, job: &Job<'_>, read_only: bool) {
-        let f = match self.function(&job.sha, &job.body) {
-            Ok(f) => f,
-            Err(e) => return ctx.out.error(&e),
-        };
-        if let Err(e) = unlimited(&self.lua, || self.set_keys_and_args(job)) {
-            return ctx.out.error(&format!("ERR {e}"));
-        }
-        self.invoke(ctx, read_only, &job.sha, || self.run.call(f));
     }
 
     /// Runs a registered function with its keys and arguments as `ctx`'s client; `name` is
@@ -418,7 +437,7 @@ fn redis_call(
 ) -> mlua::Result<Function> {
     let (dispatch, resp, failure) = (Rc::clone(dispatch), Rc::clone(resp), Rc::clone(failure));
     let scratch = RefCell::new(Scratch::default());
-    lua.create_function(move |lua, args: Variadic<Value>| {
+    lua.create_function(move |lua, mut args: MultiValue| {
         let on = Call {
             dispatch: &dispatch,
             scratch: &scratch,
@@ -426,7 +445,7 @@ fn redis_call(
             failure: &failure,
             raise_errors,
         };
-        unlimited(lua, || on.call(lua, &args))
+        unlimited(lua, || on.call(lua, args.make_contiguous()))
     })
 }
 
@@ -522,6 +541,8 @@ fn call(
     let mut buf = std::mem::take(&mut scratch.reply);
     buf.clear();
     let mut out = Reply::from_buf(resp, buf);
+    // Lua code ran since the script's last command (`slowlog.rs`).
+    ctx.s.started = Instant::now();
     {
         let mut inner = Ctx {
             shared: ctx.shared,
@@ -531,9 +552,10 @@ fn call(
         };
         table::run(&mut inner, cmd, &args);
     }
-    let converted = match resp_wire::decode(out.as_bytes()) {
-        Ok(Some((frame, _))) => convert::to_lua(lua, &frame, resp),
-        _ => fail("ERR the command gave no reply"),
+    let converted = match convert::reply_to_lua(lua, out.as_bytes(), resp) {
+        Ok(Some(converted)) => Ok(converted),
+        Ok(None) => fail("ERR the command gave no reply"),
+        Err(e) => Err(e),
     };
     scratch.reply = std::mem::take(out.buf_mut());
     converted
