@@ -10,6 +10,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
+use crate::types::NodeId;
+
 /// NSQ's 16-byte message id, as the broker assigned it on the leader.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct MessageId(pub [u8; 16]);
@@ -64,6 +66,20 @@ pub enum ChannelOp {
     },
 }
 
+/// Which pass of channel operations an entry carries. A leader proposes its passes one at a
+/// time, and proposes a pass again under the same identity when its proposal goes unanswered;
+/// the state applies a pass once (`state.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PassId {
+    /// The node that proposed it.
+    pub node: NodeId,
+    /// Drawn at random when the node started gathering passes for the group: a restarted
+    /// node, which may lead again in the same term, never repeats an earlier run's identity.
+    pub run: u64,
+    /// The pass's number in that run.
+    pub seq: u64,
+}
+
 /// The payload of one normal log entry.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Command {
@@ -71,8 +87,13 @@ pub enum Command {
     /// the copies openraft takes of an entry (one per follower, one to apply) share it; encoded
     /// as one byte string (`batch.rs`).
     Publish(#[serde(with = "crate::batch")] Arc<[Message]>),
-    /// The channel operations collected during one pass, in the order they happened.
+    /// Channel operations in the order they happened, without a pass identity: applied each
+    /// time they are committed. What a log written before passes had identities holds.
     Channels(Vec<ChannelOp>),
+    /// The channel operations collected during one pass, in the order they happened: applied
+    /// once however many times the pass is committed. (After `Channels`: an entry's variant is
+    /// its index in the encoding, so logs written before keep their meaning.)
+    Pass { id: PassId, ops: Vec<ChannelOp> },
 }
 
 impl Command {
@@ -80,7 +101,15 @@ impl Command {
     pub fn len(&self) -> usize {
         match self {
             Command::Publish(messages) => messages.len(),
-            Command::Channels(ops) => ops.len(),
+            Command::Channels(ops) | Command::Pass { ops, .. } => ops.len(),
+        }
+    }
+
+    /// The channel operations the entry carries, if it is a pass of them.
+    pub fn channel_ops(&self) -> Option<&[ChannelOp]> {
+        match self {
+            Command::Publish(_) => None,
+            Command::Channels(ops) | Command::Pass { ops, .. } => Some(ops),
         }
     }
 

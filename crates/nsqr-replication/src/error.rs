@@ -68,6 +68,11 @@ pub enum ProposeError {
     /// Consensus refused the proposal for another reason (a membership change in progress...).
     #[error("proposal refused: {0}")]
     Refused(String),
+    /// While the proposal waited, this node lost the lead and installed a snapshot of the
+    /// group's state from the next leader, which replaced the log the proposal was appended
+    /// to: it may be committed (in that snapshot) or not, and openraft will not say.
+    #[error("outcome unknown: this node installed a snapshot from the group's leader while the proposal waited")]
+    Superseded,
 }
 
 /// A membership change that did not happen.

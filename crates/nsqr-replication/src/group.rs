@@ -339,8 +339,23 @@ impl ReplicatedLog {
 
     /// Proposes one batch. Returns its log index once it is in the log of a majority of the
     /// group (fsynced there when the group fsyncs) and applied on this node.
+    ///
+    /// openraft 0.9 keeps a proposal's answer under its log index until that index is applied
+    /// or cut from the log. A deposed leader that installs the next leader's snapshot over its
+    /// log does neither for the indexes the snapshot covers, and their answers never come; so
+    /// a snapshot installed while the proposal waits answers it with
+    /// [`ProposeError::Superseded`] (`docs/decisions/0029-unanswered-proposals.md`).
     pub async fn propose(&self, command: Command) -> Result<u64, ProposeError> {
-        match self.raft.client_write(command).await {
+        let mut installs = self.machine.installs();
+        let written = tokio::select! {
+            biased;
+            written = self.raft.client_write(command) => written,
+            () = installs.next() => {
+                tracing::info!(group = %self.name, "replication: a proposal outstanding when this node installed the leader's snapshot is answered as superseded");
+                return Err(ProposeError::Superseded);
+            }
+        };
+        match written {
             Ok(written) => Ok(written.log_id.index),
             Err(RaftError::APIError(ClientWriteError::ForwardToLeader(to))) => {
                 let leader = to.leader_id.zip(to.leader_node.map(|n| n.addr));

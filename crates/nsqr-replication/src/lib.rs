@@ -33,7 +33,7 @@ pub mod state;
 pub mod state_machine;
 pub mod types;
 
-pub use command::{Applied, ChannelOp, Command, Message, MessageId};
+pub use command::{Applied, ChannelOp, Command, Message, MessageId, PassId};
 pub use error::{ChangeError, MembershipError, ProposeError, StartError, StoreError};
 pub use forward::{ForwardError, ForwardHandler, ForwardRefused, Forwarded, Unstamped};
 pub use group::{ClusterNode, Founding, GroupConfig, GroupStatus, ReplicatedLog, StatusWatch};

@@ -10,6 +10,13 @@
 //! which is how log compaction stays possible: the log behind a snapshot is never needed again.
 //! Applying an operation that names an unknown channel or message changes nothing (a FIN for a
 //! message finished twice, a REQ racing a delete): the entry is still applied and counted.
+//!
+//! A pass of channel operations is applied once however often it is committed: its leader
+//! proposes it again when the first proposal goes unanswered, and both may commit, with
+//! publishes between them. Applied twice, `[Delete c, Create c]` would empty channel `c` of
+//! what was published in between. A node proposes its next pass only once the last one is
+//! answered, so every copy of a pass comes before its next pass in the log: remembering the
+//! last pass applied of each node is enough to tell a copy.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -18,8 +25,9 @@ use foldhash::fast::RandomState;
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::command::{ChannelOp, Command, Message, MessageId};
+use crate::command::{ChannelOp, Command, Message, MessageId, PassId};
 use crate::seq_map::SeqMap;
+use crate::types::NodeId;
 
 /// A message's place in the topic's publish order, the same on every node.
 pub type Seq = u64;
@@ -64,15 +72,28 @@ pub struct TopicState {
     pub ids: HashMap<MessageId, Seq, RandomState>,
     /// Messages published since the state began; the next message's sequence number.
     pub published: u64,
+    /// The last pass applied of each node that proposed one. Outside this type's serde form:
+    /// a snapshot carries it after the state, so a snapshot written without it still reads
+    /// (`state_machine.rs`).
+    #[serde(skip)]
+    pub passes: BTreeMap<NodeId, PassId>,
 }
 
 impl TopicState {
-    /// Applies one committed command.
-    pub fn apply(&mut self, command: &Command) {
+    /// Applies one committed command. False for a copy of the last pass its node proposed,
+    /// which changes nothing.
+    pub fn apply(&mut self, command: &Command) -> bool {
         match command {
             Command::Publish(messages) => messages.iter().for_each(|m| self.publish(m)),
             Command::Channels(ops) => ops.iter().for_each(|op| self.channel_op(op)),
+            Command::Pass { id, ops } => {
+                if self.passes.insert(id.node, *id) == Some(*id) {
+                    return false;
+                }
+                ops.iter().for_each(|op| self.channel_op(op));
+            }
         }
+        true
     }
 
     /// A channel's unfinished messages in publish order, or None if there is no such channel.
@@ -333,6 +354,60 @@ mod tests {
         assert_eq!(order, vec![9, 3, 5]);
         assert_eq!(state.published, 4);
         assert_eq!(state.messages.len(), 3);
+    }
+
+    fn pass(node: NodeId, seq: u64, ops: Vec<ChannelOp>) -> Command {
+        let id = PassId { node, run: 7, seq };
+        Command::Pass { id, ops }
+    }
+
+    #[test]
+    fn a_pass_committed_twice_applies_once() {
+        let mut state = TopicState::default();
+        let recreate = vec![
+            ChannelOp::Delete {
+                channel: "a".into(),
+            },
+            ChannelOp::Create {
+                channel: "a".into(),
+            },
+        ];
+        assert!(state.apply(&pass(1, 0, recreate.clone())));
+        state.apply(&Command::Publish(vec![msg(1)].into()));
+        assert!(!state.apply(&pass(1, 0, recreate.clone())), "a copy");
+        assert_eq!(
+            state.pending("a").map(|p| p.len()),
+            Some(1),
+            "what was published between the copies stays"
+        );
+
+        // Another node's pass, or this node's next one, applies; so does a pass without
+        // identity, each time.
+        assert!(state.apply(&pass(2, 0, recreate.clone())));
+        assert_eq!(state.pending("a").map(|p| p.len()), Some(0));
+        state.apply(&Command::Publish(vec![msg(2)].into()));
+        assert!(state.apply(&pass(1, 1, vec![])));
+        assert!(state.apply(&Command::Channels(recreate.clone())));
+        state.apply(&Command::Publish(vec![msg(3)].into()));
+        assert!(state.apply(&Command::Channels(recreate)));
+        assert_eq!(state.pending("a").map(|p| p.len()), Some(0));
+        let mut restarted = PassId {
+            node: 1,
+            run: 8,
+            seq: 1,
+        };
+        assert!(
+            state.apply(&Command::Pass {
+                id: restarted,
+                ops: vec![]
+            }),
+            "a restarted node's pass of the same number"
+        );
+        restarted.seq = 2;
+        assert!(state.apply(&Command::Pass {
+            id: restarted,
+            ops: vec![]
+        }));
     }
 
     #[test]

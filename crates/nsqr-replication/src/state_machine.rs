@@ -16,8 +16,7 @@ use openraft::{
     AnyError, BasicNode, EntryPayload, RaftSnapshotBuilder, SnapshotMeta, StorageIOError,
     StoredMembership,
 };
-use serde::{Deserialize, Serialize};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::command::{Applied, Command};
 use crate::error::StoreError;
@@ -36,11 +35,32 @@ pub enum Committed {
     Restored { index: u64 },
 }
 
-/// What a snapshot file holds.
-#[derive(Serialize, Deserialize)]
+/// What a snapshot file holds: the snapshot's metadata, the state, then the last pass applied
+/// of each node (`TopicState::passes`), last so that a file written without it reads (with
+/// none).
 struct SnapshotFile {
     meta: SnapshotMeta<NodeId, BasicNode>,
     state: TopicState,
+}
+
+impl SnapshotFile {
+    fn encode(&self, path: &Path) -> Result<Vec<u8>, StoreError> {
+        files::encode(path, &(&self.meta, &self.state, &self.state.passes))
+    }
+
+    fn decode(path: &Path, payload: &[u8]) -> Result<SnapshotFile, StoreError> {
+        let corrupt = |e: postcard::Error| StoreError::Corrupt {
+            path: path.display().to_string(),
+            offset: 0,
+            reason: e.to_string(),
+        };
+        let (meta, rest) = postcard::take_from_bytes(payload).map_err(corrupt)?;
+        let (mut state, rest) = postcard::take_from_bytes::<TopicState>(rest).map_err(corrupt)?;
+        if !rest.is_empty() {
+            state.passes = postcard::from_bytes(rest).map_err(corrupt)?;
+        }
+        Ok(SnapshotFile { meta, state })
+    }
 }
 
 struct Inner {
@@ -60,6 +80,21 @@ pub struct StateMachine {
     applied_tx: mpsc::Sender<Committed>,
     /// Where snapshot writes refused by a full disk wait.
     space: SpaceWait,
+    /// How many snapshots from a leader were installed here.
+    installs: Arc<watch::Sender<u64>>,
+}
+
+/// Snapshots installed from a leader from the moment it was taken on
+/// ([`StateMachine::installs`]).
+pub(crate) struct Installs(watch::Receiver<u64>);
+
+impl Installs {
+    /// Resolves once a snapshot is installed; never if the state machine is gone.
+    pub(crate) async fn next(&mut self) {
+        if self.0.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
 }
 
 impl StateMachine {
@@ -76,7 +111,7 @@ impl StateMachine {
             snapshots_built: 0,
         };
         if let Some(payload) = files::read_checked(&path)? {
-            let file: SnapshotFile = files::decode(&path, &payload)?;
+            let file = SnapshotFile::decode(&path, &payload)?;
             inner.state = file.state;
             inner.last_applied = file.meta.last_log_id;
             inner.membership = file.meta.last_membership.clone();
@@ -86,7 +121,14 @@ impl StateMachine {
             inner: Arc::new(Mutex::new(inner)),
             applied_tx,
             space: SpaceWait::default(),
+            installs: Arc::new(watch::channel(0).0),
         })
+    }
+
+    /// Follows the snapshots installed from a leader from now on: what a proposal waits for
+    /// besides its answer (`ReplicatedLog::propose`).
+    pub(crate) fn installs(&self) -> Installs {
+        Installs(self.installs.subscribe())
     }
 
     fn lock(&self) -> MutexGuard<'_, Inner> {
@@ -174,7 +216,7 @@ impl RaftSnapshotBuilder<TypeConfig> for StateMachine {
         let path = snapshot_path(&dir);
         let to = path.clone();
         let encode = move || -> Result<(SnapshotFile, Vec<u8>), StoreError> {
-            let payload = files::encode(&to, &file)?;
+            let payload = file.encode(&to)?;
             Ok((file, payload))
         };
         let (file, payload) = tokio::task::spawn_blocking(encode)
@@ -219,9 +261,11 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
                 inner.last_applied = Some(entry.log_id);
                 match entry.payload {
                     EntryPayload::Blank => {}
+                    // A pass applied before is not handed to the broker again either.
                     EntryPayload::Normal(command) => {
-                        inner.state.apply(&command);
-                        events.push(Committed::Entry { index, command });
+                        if inner.state.apply(&command) {
+                            events.push(Committed::Entry { index, command });
+                        }
                     }
                     EntryPayload::Membership(m) => {
                         inner.membership = StoredMembership::new(Some(entry.log_id), m);
@@ -252,7 +296,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
         let payload = snapshot.into_inner();
         let dir = self.lock().dir.clone();
         let path = snapshot_path(&dir);
-        let file: SnapshotFile = files::decode(&path, &payload).map_err(|e| snapshot_error(&e))?;
+        let file = SnapshotFile::decode(&path, &payload).map_err(|e| snapshot_error(&e))?;
         let payload = Arc::new(payload);
         self.write_snapshot(path, Arc::clone(&payload)).await?;
         let payload = Arc::unwrap_or_clone(payload);
@@ -264,6 +308,7 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             inner.membership = meta.last_membership.clone();
             inner.snapshot = Some((meta.clone(), payload));
         }
+        self.installs.send_modify(|n| *n += 1);
         self.send(Committed::Restored { index }).await;
         Ok(())
     }
@@ -274,5 +319,80 @@ impl RaftStateMachine<TypeConfig> for StateMachine {
             meta: meta.clone(),
             snapshot: Box::new(Cursor::new(payload.clone())),
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use openraft::{CommittedLeaderId, LogId};
+
+    use super::*;
+    use crate::command::{ChannelOp, PassId};
+
+    fn entry(index: u64, command: Command) -> Entry {
+        Entry {
+            log_id: LogId::new(CommittedLeaderId::new(1, 1), index),
+            payload: EntryPayload::Normal(command),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_pass_committed_twice_reaches_the_broker_once() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let (tx, mut rx) = mpsc::channel(16);
+        let mut machine = StateMachine::open(dir.path(), tx).expect("open");
+        let id = PassId {
+            node: 1,
+            run: 9,
+            seq: 0,
+        };
+        let create = Command::Pass {
+            id,
+            ops: vec![ChannelOp::Create {
+                channel: "c".into(),
+            }],
+        };
+        let replies = machine
+            .apply(vec![entry(1, create.clone()), entry(2, create.clone())])
+            .await
+            .expect("applied");
+        assert_eq!(replies.len(), 2, "both entries answered");
+        assert_eq!(
+            rx.try_recv().ok(),
+            Some(Committed::Entry {
+                index: 1,
+                command: create
+            })
+        );
+        assert!(rx.try_recv().is_err(), "the copy is not handed over");
+        assert_eq!(machine.last_applied(), Some(2));
+    }
+
+    #[test]
+    fn a_snapshot_keeps_the_passes_and_one_written_without_them_reads() -> Result<(), StoreError> {
+        let path = Path::new("snapshot");
+        let mut state = TopicState::default();
+        state.apply(&Command::Pass {
+            id: PassId {
+                node: 3,
+                run: 1,
+                seq: 4,
+            },
+            ops: vec![],
+        });
+        let file = SnapshotFile {
+            meta: SnapshotMeta::default(),
+            state,
+        };
+        let read = SnapshotFile::decode(path, &file.encode(path)?)?;
+        assert_eq!(read.state, file.state);
+        assert_eq!(read.state.passes, file.state.passes);
+        assert_eq!(read.state.passes.len(), 1);
+
+        let without = files::encode(path, &(&file.meta, &file.state))?;
+        let read = SnapshotFile::decode(path, &without)?;
+        assert!(read.state.passes.is_empty());
+        assert!(SnapshotFile::decode(path, &without[..without.len() / 2]).is_err());
+        Ok(())
     }
 }

@@ -162,7 +162,7 @@ impl Cluster {
             .await
             .map_err(|e| e.to_string())?;
         let log = Arc::new(log);
-        let pass = Arc::new(Pass::default());
+        let pass = Arc::new(Pass::new(self.node.config().node_id));
         let (replicas_tx, replicas_rx) = watch::channel(replicas);
         let members = members::Members {
             topic: topic.to_string(),

@@ -1,6 +1,6 @@
 use std::collections::BTreeSet;
 
-use nsqr_replication::{ChannelOp, Command, Committed, MessageId, NodeId};
+use nsqr_replication::{ChannelOp, Command, MessageId, NodeId};
 
 use crate::harness::{batch, eventually, message, Cluster};
 
@@ -181,10 +181,7 @@ async fn a_node_far_behind_catches_up_from_a_snapshot() {
     assert_eq!(cluster.node(behind).state(), cluster.node(leader).state());
     // The purged log cannot be replayed: the node was sent a snapshot.
     eventually("the broker told of the installed snapshot", || {
-        let handed = cluster.node(behind).committed.lock().expect("lock");
-        handed
-            .iter()
-            .any(|c| matches!(c, Committed::Restored { .. }))
+        cluster.node(behind).restored()
     })
     .await;
     cluster.shutdown().await;

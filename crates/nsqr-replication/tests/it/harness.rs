@@ -116,7 +116,7 @@ pub fn message(n: u64) -> Message {
 
 struct Running {
     node: ClusterNode,
-    log: ReplicatedLog,
+    log: Arc<ReplicatedLog>,
 }
 
 /// One node of the test cluster.
@@ -131,7 +131,13 @@ pub struct TestNode {
 
 impl TestNode {
     pub fn log(&self) -> Option<&ReplicatedLog> {
-        self.running.as_ref().map(|r| &r.log)
+        self.running.as_ref().map(|r| &*r.log)
+    }
+
+    /// The node's log, for a task that outlives a borrow of the cluster; dropped before the
+    /// node is stopped.
+    pub fn shared_log(&self) -> Option<Arc<ReplicatedLog>> {
+        self.running.as_ref().map(|r| Arc::clone(&r.log))
     }
 
     pub fn cluster_node(&self) -> Option<&ClusterNode> {
@@ -142,6 +148,14 @@ impl TestNode {
         self.log()
             .and_then(|l| l.status().last_applied)
             .unwrap_or(0)
+    }
+
+    /// True once the broker was told of a snapshot installed from the leader.
+    pub fn restored(&self) -> bool {
+        let handed = self.committed.lock().expect("lock");
+        handed
+            .iter()
+            .any(|c| matches!(c, Committed::Restored { .. }))
     }
 
     pub fn state(&self) -> Option<TopicState> {
@@ -211,7 +225,7 @@ impl Cluster {
                 committed,
             };
             if id <= started {
-                node.running = Some(cluster.launch(&node, listener).await);
+                node.running = Some(cluster.launch(&node, listener, SECRET).await);
             }
             cluster.nodes.push(node);
         }
@@ -224,12 +238,12 @@ impl Cluster {
         cluster
     }
 
-    async fn launch(&self, node: &TestNode, listener: TcpListener) -> Running {
+    async fn launch(&self, node: &TestNode, listener: TcpListener, secret: &[u8]) -> Running {
         let mut config = ClusterConfig::new(
             node.id,
             node.address.to_string(),
             self.peers.clone(),
-            SECRET.to_vec(),
+            secret.to_vec(),
         )
         .expect("cluster config");
         if let Some(tls) = self.tls.get(&node.id) {
@@ -249,7 +263,7 @@ impl Cluster {
         });
         Running {
             node: cluster_node,
-            log,
+            log: Arc::new(log),
         }
     }
 
@@ -261,19 +275,26 @@ impl Cluster {
     pub async fn stop(&mut self, id: NodeId) {
         let running = self.nodes[(id - 1) as usize].running.take();
         if let Some(running) = running {
-            running.log.shutdown().await;
+            let log = Arc::into_inner(running.log).expect("no task holds the node's log");
+            log.shutdown().await;
             running.node.shutdown();
         }
     }
 
     /// Starts node `id` again on its port and directory.
     pub async fn restart(&mut self, id: NodeId) {
+        self.restart_with_secret(id, SECRET).await;
+    }
+
+    /// Starts node `id` again with another cluster secret: the nodes with the same secret
+    /// reach each other, the others refuse them (a partition).
+    pub async fn restart_with_secret(&mut self, id: NodeId, secret: &[u8]) {
         let address = self.node(id).address;
         let listener = retry("the port to be free again", || async move {
             TcpListener::bind(address).await.ok()
         })
         .await;
-        let running = self.launch(self.node(id), listener).await;
+        let running = self.launch(self.node(id), listener, secret).await;
         self.nodes[(id - 1) as usize].running = Some(running);
     }
 
@@ -287,11 +308,18 @@ impl Cluster {
 
     /// The leader every running voter agrees on, once there is one.
     pub async fn leader(&self) -> NodeId {
+        let all: Vec<NodeId> = self.nodes.iter().map(|n| n.id).collect();
+        self.leader_among(&all).await
+    }
+
+    /// The leader the running voters among `nodes` agree on, once there is one.
+    pub async fn leader_among(&self, nodes: &[NodeId]) -> NodeId {
         retry("a leader all running voters agree on", || async {
             // A node not yet added to the group knows of no leader: only voters count.
             let mut leaders = self
                 .nodes
                 .iter()
+                .filter(|n| nodes.contains(&n.id))
                 .filter_map(|n| n.log().map(|l| (n.id, l.status())))
                 .filter(|(id, s)| s.voters.contains(id))
                 .map(|(_, s)| s);
@@ -302,17 +330,23 @@ impl Cluster {
                 .node(leader)
                 .log()
                 .is_some_and(|l| l.status().is_leader);
-            (agreed && leads).then_some(leader)
+            (agreed && leads && nodes.contains(&leader)).then_some(leader)
         })
         .await
     }
 
     /// Proposes `command` on the leader, following leader changes; returns its index.
     pub async fn propose(&self, command: Command) -> u64 {
+        let all: Vec<NodeId> = self.nodes.iter().map(|n| n.id).collect();
+        self.propose_among(&all, command).await
+    }
+
+    /// Proposes `command` on the leader of the running voters among `nodes`; returns its index.
+    pub async fn propose_among(&self, nodes: &[NodeId], command: Command) -> u64 {
         retry("a proposal to be committed", || {
             let command = command.clone();
             async move {
-                let leader = self.leader().await;
+                let leader = self.leader_among(nodes).await;
                 let log = self.node(leader).log()?;
                 match log.propose(command).await {
                     Ok(index) => Some(index),

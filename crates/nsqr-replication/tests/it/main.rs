@@ -9,4 +9,5 @@ mod harness;
 mod membership;
 mod refusal;
 mod replicate;
+mod stranded;
 mod tls;

@@ -160,12 +160,11 @@ impl Follower {
         let Committed::Entry { index, command } = entry else {
             return;
         };
-        match (command, self.leading) {
-            (Command::Publish(messages), Some(lead)) if index > lead.since => {
-                self.queue(index, &messages).await;
-            }
-            (Command::Channels(ops), Some(lead)) if index > lead.since => self.admit(&ops),
-            (Command::Channels(ops), None) => self.mirror(&ops).await,
+        let mine = self.leading.is_some_and(|lead| index > lead.since);
+        match (&command, command.channel_ops()) {
+            (Command::Publish(messages), _) if mine => self.queue(index, messages).await,
+            (_, Some(ops)) if mine => self.admit(ops),
+            (_, Some(ops)) if self.leading.is_none() => self.mirror(ops).await,
             _ => {}
         }
     }

@@ -1,7 +1,7 @@
 //! The channel-operation pass of one replicated topic (`docs/replication.md`, "Channel
 //! state"). The leader's broker reports every change to the topic's channels as it makes it
 //! (`nsqr_broker::ReplicaOp`, under a channel's lock, so reporting only appends to a queue);
-//! one task per group proposes what gathered as one `Command::Channels` entry, waits for it to
+//! one task per group proposes what gathered as one `Command::Pass` entry, waits for it to
 //! commit, then proposes what gathered meanwhile. So one such proposal is in flight per group,
 //! and the operations a lost leader takes with it are those of the pass in flight and the one
 //! being gathered. Consecutive FINs (requeues, dead letters) of one channel share one operation.
@@ -15,6 +15,11 @@
 //! its copy is rebuilt (the channels made before it led are gathered then), so it lands after
 //! them in the log and they get it, as nsqd's channels do.
 //!
+//! A pass unanswered for a while is proposed again, under the same identity (`PassId`): the
+//! state applies it once however many of its copies commit. A pass is dropped once this node
+//! stops leading, even if it leads again meanwhile: the next takeover starts from the state.
+//! Why a proposal can go unanswered: `docs/decisions/0029-unanswered-proposals.md`.
+//!
 //! A node that does not lead the group gathers nothing: its broker's changes are its own
 //! (loading a takeover's state, emptying its copy after losing the lead). Its channels deliver
 //! nothing either, from the node's start until its copy is rebuilt from the state on taking
@@ -23,12 +28,15 @@
 //! later messages before earlier ones the next leader still holds.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use nsqr_broker::{ReplicaOp, Topic};
-use nsqr_replication::{ChannelOp, Command, MessageId, ProposeError, ReplicatedLog};
+use nsqr_replication::{
+    ChannelOp, Command, MessageId, NodeId, PassId, ProposeError, ReplicatedLog,
+};
 use parking_lot::Mutex;
 use tokio::sync::{watch, Notify};
 
@@ -39,18 +47,35 @@ const SERVE_POLL: Duration = Duration::from_millis(20);
 /// Wait before proposing a pass again after the group refused it for a reason other than
 /// leadership (no majority within openraft's timeouts).
 const RETRY_AFTER: Duration = Duration::from_millis(100);
-/// How long a pass's proposal may go unanswered before it is proposed again. A proposal made
-/// around a change of leader can stay unanswered while later entries commit; the pass at its
-/// cap would then keep the topic's channels from delivering for good. Proposing it again is
-/// safe: every channel operation applies the same way twice (a second `Finish` of an id finds
-/// it gone, a `Create` of an existing channel keeps it).
+/// How long a pass's proposal may go unanswered before it is proposed again: a safety net
+/// (`docs/decisions/0029-unanswered-proposals.md`). The pass at its cap would otherwise keep
+/// the topic's channels from delivering for good; proposing it again is safe, since the state
+/// applies a pass once.
 const UNANSWERED: Duration = Duration::from_secs(5);
 
+/// Where a pass is proposed: the group's log (tests put one there that withholds answers).
+pub(super) trait PassLog: Send + Sync + 'static {
+    fn propose(&self, command: Command) -> impl Future<Output = Result<u64, ProposeError>> + Send;
+}
+
+impl PassLog for ReplicatedLog {
+    fn propose(&self, command: Command) -> impl Future<Output = Result<u64, ProposeError>> + Send {
+        ReplicatedLog::propose(self, command)
+    }
+}
+
 /// One group's gathered operations.
-#[derive(Default)]
 pub(super) struct Pass {
+    /// This node, and a number drawn for this run: the first two parts of a pass's identity.
+    node: NodeId,
+    run: u64,
+    /// The number of the next pass taken.
+    next: AtomicU64,
     /// True while this node leads the group (its broker's changes are gathered).
     leading: AtomicBool,
+    /// Counts the times this node started leading: a pass is proposed only in the lead it was
+    /// taken in.
+    tenure: AtomicU64,
     /// True once the broker's copy is rebuilt from the state, until the lead is lost: only
     /// then do the topic's channels deliver.
     serving: AtomicBool,
@@ -91,7 +116,34 @@ impl Creates {
     }
 }
 
+/// A pass taken for proposing.
+struct Taken {
+    command: Command,
+    /// How many `Create`s were gathered up to its last one: settled once the pass is.
+    creates: u64,
+    /// The lead it was taken in.
+    tenure: u64,
+}
+
 impl Pass {
+    /// The pass of a group on node `node`, which does not lead it yet.
+    pub(super) fn new(node: NodeId) -> Self {
+        Pass {
+            node,
+            run: run_number(),
+            next: AtomicU64::new(0),
+            leading: AtomicBool::new(false),
+            tenure: AtomicU64::new(0),
+            serving: AtomicBool::new(false),
+            served: Notify::new(),
+            queue: Mutex::default(),
+            creates: Creates::default(),
+            gathered: AtomicUsize::new(0),
+            wake: Notify::new(),
+            topic: Mutex::default(),
+        }
+    }
+
     /// Gather `op` if this node leads the group.
     pub(super) fn push(&self, channel: Option<&str>, op: ReplicaOp) {
         if !self.leading.load(Ordering::Acquire) {
@@ -115,6 +167,7 @@ impl Pass {
     /// wait while the pass is at its cap.
     pub(super) fn lead(&self, topic: Option<Arc<Topic>>) {
         *self.topic.lock() = topic;
+        self.tenure.fetch_add(1, Ordering::AcqRel);
         self.leading.store(true, Ordering::Release);
     }
 
@@ -193,8 +246,9 @@ impl Pass {
         }
     }
 
-    fn is_leading(&self) -> bool {
-        self.leading.load(Ordering::Acquire)
+    /// True while this node leads in the lead `tenure` counts.
+    fn leads_in(&self, tenure: u64) -> bool {
+        self.leading.load(Ordering::Acquire) && self.tenure.load(Ordering::Acquire) == tenure
     }
 
     /// At most [`PASS_CAP`] ids' worth of the gathered operations, oldest first; consumers
@@ -208,18 +262,31 @@ impl Pass {
         taken
     }
 
-    /// Takes the gathered operations as [`Pass::take`], with how many `Create`s were gathered
-    /// up to the last one taken: settled once the pass is.
-    fn take_pass(&self) -> (Vec<ChannelOp>, u64) {
+    /// Takes the gathered operations as [`Pass::take`] and numbers them as the next pass; None
+    /// if nothing gathered.
+    fn take_pass(&self) -> Option<Taken> {
+        let tenure = self.tenure.load(Ordering::Acquire);
         let ops = self.take();
+        if ops.is_empty() {
+            return None;
+        }
         let queue = self.queue.lock();
         let left = queue
             .iter()
             .filter(|op| matches!(op, ChannelOp::Create { .. }))
             .count() as u64;
-        let upto = self.creates.gathered.load(Ordering::Acquire) - left;
+        let creates = self.creates.gathered.load(Ordering::Acquire) - left;
         drop(queue);
-        (ops, upto)
+        let id = PassId {
+            node: self.node,
+            run: self.run,
+            seq: self.next.fetch_add(1, Ordering::AcqRel),
+        };
+        Some(Taken {
+            command: Command::Pass { id, ops },
+            creates,
+            tenure,
+        })
     }
 
     fn take_capped(&self) -> Vec<ChannelOp> {
@@ -239,44 +306,49 @@ impl Pass {
 }
 
 /// Proposes the gathered operations of `pass`, one entry at a time, until the group is gone.
-pub(super) async fn run(topic: String, pass: Arc<Pass>, log: Weak<ReplicatedLog>) {
+pub(super) async fn run<L: PassLog>(topic: String, pass: Arc<Pass>, log: Weak<L>) {
     loop {
         pass.wake.notified().await;
-        loop {
-            let (ops, creates) = pass.take_pass();
-            if ops.is_empty() {
-                break;
-            }
+        while let Some(taken) = pass.take_pass() {
             let Some(log) = log.upgrade() else { return };
-            propose(&topic, &pass, &log, ops).await;
-            pass.creates.settle(creates);
+            propose(&topic, &pass, &*log, &taken).await;
+            pass.creates.settle(taken.creates);
         }
     }
 }
 
-/// Proposes one pass, again while this node leads and the group refuses it for another
-/// reason; a pass a lost lead leaves uncommitted is dropped (its FINs may be redelivered).
-async fn propose(topic: &str, pass: &Pass, log: &ReplicatedLog, ops: Vec<ChannelOp>) {
-    let command = Command::Channels(ops);
+/// Proposes one pass, again while this node leads in the lead it was taken in and the group
+/// refuses it for another reason or leaves it unanswered; a pass a lost lead leaves
+/// uncommitted is dropped (its FINs may be redelivered).
+async fn propose(topic: &str, pass: &Pass, log: &impl PassLog, taken: &Taken) {
     loop {
-        let Ok(answer) = tokio::time::timeout(UNANSWERED, log.propose(command.clone())).await
-        else {
-            if !pass.is_leading() {
-                return;
-            }
-            tracing::warn!("cluster: topic {topic}: channel operations unanswered for {UNANSWERED:?}; proposed again");
-            continue;
-        };
+        let answer = tokio::time::timeout(UNANSWERED, log.propose(taken.command.clone())).await;
         match answer {
-            Ok(_) => return,
-            Err(ProposeError::NotLeader { .. }) => return,
-            Err(e) if pass.is_leading() => {
+            Ok(Ok(_) | Err(ProposeError::NotLeader { .. })) => return,
+            _ if !pass.leads_in(taken.tenure) => return,
+            Err(_) => tracing::warn!(
+                "cluster: topic {topic}: channel operations unanswered for {UNANSWERED:?}; proposed again"
+            ),
+            Ok(Err(e)) => {
                 tracing::warn!("cluster: topic {topic}: channel operations not committed: {e}");
                 tokio::time::sleep(RETRY_AFTER).await;
+                if !pass.leads_in(taken.tenure) {
+                    return;
+                }
             }
-            Err(_) => return,
         }
     }
+}
+
+/// A number for this run of the node's passes: random, or the clock's nanoseconds if the
+/// system has no randomness to give.
+fn run_number() -> u64 {
+    let mut bytes = [0u8; 8];
+    if getrandom::getrandom(&mut bytes).is_ok() {
+        return u64::from_le_bytes(bytes);
+    }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    now.map_or(0, |d| d.as_nanos() as u64)
 }
 
 fn ids_in(op: &ChannelOp) -> usize {
@@ -346,15 +418,156 @@ pub(super) fn to_log(id: nsqr_broker::MessageId) -> MessageId {
 
 #[cfg(test)]
 mod tests {
+    use bytes::Bytes;
+    use nsqr_replication::{Message, TopicState};
+
     use super::*;
 
     fn id(n: u64) -> nsqr_broker::MessageId {
         nsqr_broker::MessageId(n)
     }
 
+    /// A log that commits every proposal at once (applies it to its state, as every copy of a
+    /// pass that commits is applied) and answers all but the first `withheld` of them.
+    struct Withholding {
+        withheld: usize,
+        proposed: Mutex<Vec<Command>>,
+        calls: watch::Sender<usize>,
+        state: Mutex<TopicState>,
+    }
+
+    impl Withholding {
+        fn new(withheld: usize) -> Arc<Self> {
+            Arc::new(Withholding {
+                withheld,
+                proposed: Mutex::default(),
+                calls: watch::channel(0).0,
+                state: Mutex::default(),
+            })
+        }
+
+        /// Waits (on the paused clock: proposals again included) until `n` proposals came.
+        async fn proposed(&self, n: usize) -> Vec<Command> {
+            let mut calls = self.calls.subscribe();
+            let came = calls.wait_for(|c| *c >= n);
+            let came = tokio::time::timeout(Duration::from_secs(3600), came).await;
+            assert!(came.is_ok(), "{n} proposals");
+            self.proposed.lock().clone()
+        }
+
+        fn publish(&self, n: u64) {
+            let message = Message {
+                id: to_log(id(n)),
+                timestamp_ns: 0,
+                deliver_at_ms: None,
+                body: Bytes::from_static(b"m"),
+            };
+            self.state
+                .lock()
+                .apply(&Command::Publish(vec![message].into()));
+        }
+
+        fn pending(&self, channel: &str) -> Option<usize> {
+            self.state.lock().pending(channel).map(|p| p.len())
+        }
+    }
+
+    impl PassLog for Withholding {
+        fn propose(
+            &self,
+            command: Command,
+        ) -> impl Future<Output = Result<u64, ProposeError>> + Send {
+            self.state.lock().apply(&command);
+            let n = {
+                let mut proposed = self.proposed.lock();
+                proposed.push(command);
+                proposed.len()
+            };
+            self.calls.send_replace(n);
+            let answer = n > self.withheld;
+            async move {
+                if !answer {
+                    std::future::pending::<()>().await;
+                }
+                Ok(n as u64)
+            }
+        }
+    }
+
+    fn leading() -> Arc<Pass> {
+        let pass = Arc::new(Pass::new(1));
+        pass.lead(None);
+        pass.serve();
+        pass
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_left_unanswered_is_proposed_again_and_applied_once() {
+        let log = Withholding::new(1);
+        log.state
+            .lock()
+            .apply(&Command::Channels(vec![ChannelOp::Create {
+                channel: "c".into(),
+            }]));
+        log.publish(1);
+        let pass = leading();
+        let task = tokio::spawn(run("t".into(), Arc::clone(&pass), Arc::downgrade(&log)));
+        pass.push(Some("c"), ReplicaOp::Deleted);
+        pass.push(Some("c"), ReplicaOp::Created);
+        let first = log.proposed(1).await;
+        assert_eq!(log.pending("c"), Some(0), "recreated empty");
+        // A publish commits between the unanswered proposal and the next.
+        log.publish(2);
+
+        let again = log.proposed(2).await;
+        assert_eq!(again[1], first[0], "the same pass, under the same identity");
+        assert_eq!(
+            log.pending("c"),
+            Some(1),
+            "applied once: the publish in between stays"
+        );
+        pass.creates_settled(1).await;
+
+        pass.push(Some("c"), ReplicaOp::Finished(id(2)));
+        let next = log.proposed(3).await;
+        let Command::Pass { id: next_id, .. } = &next[2] else {
+            panic!("a pass: {:?}", next[2]);
+        };
+        let Command::Pass { id: first_id, .. } = &first[0] else {
+            panic!("a pass: {:?}", first[0]);
+        };
+        assert_eq!(
+            (next_id.node, next_id.run, next_id.seq),
+            (1, first_id.run, first_id.seq + 1)
+        );
+        assert_eq!(log.pending("c"), Some(0), "the next pass applied");
+        task.abort();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pass_whose_node_stopped_leading_is_dropped() {
+        let log = Withholding::new(1);
+        let pass = leading();
+        let task = tokio::spawn(run("t".into(), Arc::clone(&pass), Arc::downgrade(&log)));
+        pass.push(None, ReplicaOp::Paused(true));
+        log.proposed(1).await;
+        // The lead lost and won again before the proposal was given up on: a new lead, whose
+        // state the pass of the old one must not change any more.
+        pass.follow();
+        pass.lead(None);
+        tokio::time::sleep(UNANSWERED * 3).await;
+        assert_eq!(log.proposed(1).await.len(), 1, "not proposed again");
+
+        pass.push(None, ReplicaOp::Paused(false));
+        let proposed = log.proposed(2).await;
+        assert_ne!(proposed[1], proposed[0], "the new lead's own pass");
+        assert!(!log.state.lock().paused);
+        task.abort();
+    }
+
     #[test]
     fn fins_of_one_channel_share_an_operation() {
-        let pass = Pass::default();
+        let pass = Pass::new(1);
         pass.push(Some("c"), ReplicaOp::Finished(id(1)));
         assert!(pass.take().is_empty(), "a follower gathers nothing");
         pass.lead(None);
@@ -385,7 +598,7 @@ mod tests {
 
     #[test]
     fn channels_deliver_only_once_the_copy_is_rebuilt_and_until_the_lead_is_lost() {
-        let pass = Pass::default();
+        let pass = Pass::new(1);
         assert!(
             !pass.may_deliver(),
             "a node that does not lead delivers nothing"
@@ -400,7 +613,7 @@ mod tests {
 
     #[tokio::test]
     async fn creations_admit_at_the_last_one_and_settle_for_publishes() {
-        let pass = Pass::default();
+        let pass = Pass::new(1);
         pass.push(Some("c"), ReplicaOp::Created);
         assert_eq!(pass.creates_gathered(), 0, "a follower gathers nothing");
         pass.lead(None);
@@ -413,11 +626,11 @@ mod tests {
         assert!(pass.created("c"), "the last one");
         assert!(pass.created("d"));
 
-        let (ops, upto) = pass.take_pass();
-        assert_eq!((ops.len(), upto), (4, 3));
+        let taken = pass.take_pass().expect("a pass");
+        assert_eq!((taken.command.len(), taken.creates), (4, 3));
         let waiting = tokio::time::timeout(Duration::from_millis(50), pass.creates_settled(1));
         assert!(waiting.await.is_err(), "not settled before its pass is");
-        pass.creates.settle(upto);
+        pass.creates.settle(taken.creates);
         pass.creates_settled(3).await;
 
         pass.push(Some("e"), ReplicaOp::Created);
@@ -431,7 +644,7 @@ mod tests {
 
     #[test]
     fn a_pass_is_capped_and_following_drops_what_gathered() {
-        let pass = Pass::default();
+        let pass = Pass::new(1);
         pass.lead(None);
         pass.serve();
         for n in 0..(PASS_CAP as u64 + 10) {
