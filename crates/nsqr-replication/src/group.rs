@@ -190,9 +190,10 @@ impl ClusterNode {
                 gate.clone(),
             ));
         }
-        let elector = Elector::start(raft.clone(), self.config.node_id, raft_config, gate);
+        let elector = Elector::start(raft.clone(), self.config.node_id, raft_config, gate.clone());
         let replicated = ReplicatedLog {
             elector,
+            gate,
             forwarder: Forwarder::new(self.config.clone(), group.name.clone()),
             name: group.name,
             config: self.config.clone(),
@@ -269,6 +270,9 @@ pub struct ReplicatedLog {
     forwarder: Forwarder,
     /// Stands this node for election with a timeout drawn per round ([`crate::elect`]).
     elector: Elector,
+    /// What this node takes part in while its log may have forgotten its past
+    /// ([`crate::rejoin`]).
+    gate: Gate,
 }
 
 impl ReplicatedLog {
@@ -295,7 +299,10 @@ impl ReplicatedLog {
             members.insert(id, BasicNode::new(address));
         }
         match self.raft.initialize(members).await {
-            Ok(()) => Ok(()),
+            Ok(()) => {
+                self.gate.open_as_founder();
+                Ok(())
+            }
             Err(RaftError::APIError(InitializeError::NotAllowed(_))) => Ok(()),
             Err(e) => Err(ChangeError(e.to_string())),
         }

@@ -8,12 +8,14 @@
 //! 1. **Closed**: it answers no vote, append or snapshot, and asks its peers, every
 //!    [`ASK_EVERY`], whether it may take part.
 //! 2. **Catching up**, once the group's leader, its leadership confirmed by a quorum, answered
-//!    with its term and its last log index: the node takes appends and snapshots of that term
-//!    or a later one (never a deposed leader's), and still casts no vote until its log
-//!    reaches that index. Then it holds every entry the group had committed when it lost its
-//!    log, so its votes are as safe as they were.
-//! 3. **Open**, also at once when the group is new: a peer holds nothing beyond the founding
-//!    membership, and no peer that answered holds more.
+//!    with its term and its last log index (its last entry is of that term): the node takes
+//!    appends and snapshots of that term or a later one (never a deposed leader's), votes only
+//!    for a candidate whose log is at least that leader's (such a log holds every entry the
+//!    group had committed then, as Raft's election rule argues), and does not stand itself.
+//! 3. **Open** once its own log reached that index: it holds every entry the group had
+//!    committed when it lost its log, so its votes are as safe as they were. Open at once
+//!    when the group is new (a peer holds nothing beyond the founding membership, and no peer
+//!    that answered holds more), and on the node that founds the group.
 //!
 //! The voters never change for this: the node counts as a voter throughout, a slow one while
 //! its gate is shut. The "new group" rule trusts the peers that answer: a group that
@@ -43,7 +45,7 @@ pub(crate) enum Rejoining {
     Empty,
     /// The peer holds entries and is not the group's confirmed leader: ask the leader.
     NotLeader,
-    /// The confirmed leader of `term`, whose log ends at `last_index`.
+    /// The confirmed leader of `term`, whose log ends at `last_index` (an entry of `term`).
     Admitted { term: u64, last_index: u64 },
 }
 
@@ -58,11 +60,10 @@ enum Stage {
 /// What the gate lets through.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Request {
-    Vote,
+    /// A vote for a candidate whose log ends at (term, index) (None: an empty log).
+    Vote { last_log: Option<(u64, u64)> },
     /// An append or a snapshot, from the leader of `term`.
-    Replicate {
-        term: u64,
-    },
+    Replicate { term: u64 },
 }
 
 /// A group's gate on this node, shared by the group's asking task, its server side and its
@@ -115,9 +116,16 @@ impl Gate {
                 self.open(&mut stage);
                 true
             }
-            (Stage::CatchingUp { .. }, Request::Vote) => false,
+            (Stage::CatchingUp { term, until }, Request::Vote { last_log }) => {
+                last_log.is_some_and(|log| log >= (term, until))
+            }
             (Stage::CatchingUp { term, .. }, Request::Replicate { term: of }) => of >= term,
         }
+    }
+
+    /// Opens the gate of a node that founded the group: it has no past in it to forget.
+    pub(crate) fn open_as_founder(&self) {
+        self.move_to(Stage::Open);
     }
 
     fn move_to(&self, next: Stage) {
@@ -252,8 +260,15 @@ mod tests {
         );
         assert!(gate.lets_through(Request::Replicate { term: 4 }, 10));
         assert!(gate.lets_through(Request::Replicate { term: 5 }, 10));
-        assert!(!gate.lets_through(Request::Vote, 89));
-        assert!(gate.lets_through(Request::Vote, 90));
+        // A candidate whose log is at least the admitting leader's gets the vote.
+        let vote = |last_log| Request::Vote { last_log };
+        assert!(!gate.lets_through(vote(None), 10));
+        assert!(!gate.lets_through(vote(Some((4, 89))), 10));
+        assert!(!gate.lets_through(vote(Some((3, 500))), 10));
+        assert!(gate.lets_through(vote(Some((4, 90))), 10));
+        assert!(gate.lets_through(vote(Some((5, 2))), 10));
+        assert!(!gate.is_open(), "it does not stand before it caught up");
+        assert!(gate.lets_through(vote(None), 90));
         // Open for good.
         assert!(gate.is_open());
         assert!(gate.lets_through(Request::Replicate { term: 1 }, 0));

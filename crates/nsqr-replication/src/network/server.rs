@@ -217,7 +217,9 @@ async fn forward(forwards: &Forwards, group: &str, batch: Unstamped) -> Reply {
 /// Whether a group's gate (`rejoin.rs`) lets `request` through to its Raft instance.
 fn gate_lets_through(raft: &Raft, gate: &Gate, request: &Request) -> bool {
     let request = match request {
-        Request::Vote(_) => rejoin::Request::Vote,
+        Request::Vote(rpc) => rejoin::Request::Vote {
+            last_log: rpc.last_log_id.map(|l| (l.leader_id.term, l.index)),
+        },
         Request::Append(rpc) => rejoin::Request::Replicate {
             term: rpc.vote.leader_id.term,
         },
