@@ -213,7 +213,7 @@ pub(crate) async fn run(config: SharedConfig, group: String, gate: Gate) {
         if let Some(next) = decide(&answers) {
             match next {
                 Stage::CatchingUp { term, until } => {
-                    tracing::info!(%group, "replication: the leader of term {term} admitted this node: it votes once its log reaches entry {until}")
+                    tracing::info!(%group, "replication: the leader of term {term} admitted this node: it votes for a log at least that leader's, and stands once its own reaches entry {until}")
                 }
                 _ => tracing::info!(%group, "replication: the group is new: this node takes part"),
             }
