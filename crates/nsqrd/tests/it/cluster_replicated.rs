@@ -95,13 +95,35 @@ impl Cluster {
     }
 
     /// Configures `replicas = 3` on every node and returns the leader (found by publishing
-    /// `first`, which goes to the topic's backlog: no channel exists yet).
+    /// `first`, which goes to the topic's backlog: no channel exists yet) once every node
+    /// applied it: a node that opened the group after its leader was elected takes part only
+    /// once that leader admitted it (`rejoin.rs` in nsqr-replication), and the tests that
+    /// lose the leader next need every node in.
     pub(crate) fn replicate(&self, topic: &str) -> usize {
         for (n, s) in self.live() {
             let r = configure(s, topic, r#"{"replicas":3}"#);
             assert_eq!(r.status, 200, "node {n}: {}", r.text());
         }
-        self.publish_to_leader(topic, "first")
+        self.publish_to_leader(topic, "first");
+        let leader = self.leader_of(topic);
+        let s = self.nodes[leader - 1].as_ref().expect("the leader is live");
+        let committed = group(s, topic).and_then(|g| g["commit_index"].as_u64());
+        let committed = committed.expect("the leader committed `first`");
+        // Every other member, as the leader sees it, holds that entry.
+        let all_hold = || {
+            group(s, topic).is_some_and(|g| {
+                let followers = g["followers"].as_array().cloned().unwrap_or_default();
+                followers.len() == 2
+                    && followers
+                        .iter()
+                        .all(|f| f["matched_index"].as_u64().is_some_and(|m| m >= committed))
+            })
+        };
+        assert!(
+            wait_until(PATIENCE, all_hold),
+            "not every member of {topic}'s group holds entry {committed} within {PATIENCE:?}"
+        );
+        leader
     }
 
     /// The node that says, in `/stats`, it leads `topic`'s group, in the highest term if
