@@ -36,38 +36,63 @@ pub(crate) fn lzf_string(b: &[u8]) -> Option<(Vec<u8>, usize)> {
 /// length (u32), its count (u16, or 65535 for "count them"), entries each followed by its
 /// length written backwards, and `0xff`.
 pub(crate) fn listpack(b: &[u8]) -> Option<Vec<Vec<u8>>> {
+    entries(b, 6, |e| {
+        let (value, size) = listpack_entry(e)?;
+        Some((value, size + backlen_size(size)))
+    })
+}
+
+/// The entries of a blob laid out as listpacks and ziplists are: its total length (u32) first,
+/// its count (u16, or 65535 for "count them") just before the first entry at `first`, and
+/// `0xff` after the last. `entry` reads one entry: its value and the bytes it took.
+fn entries(
+    b: &[u8],
+    first: usize,
+    entry: impl Fn(&[u8]) -> Option<(Vec<u8>, usize)>,
+) -> Option<Vec<Vec<u8>>> {
     let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
     if total != b.len() || b.last() != Some(&0xff) {
         return None;
     }
-    let mut at = 6;
+    let mut at = first;
     let mut out = Vec::new();
     while *b.get(at)? != 0xff {
-        let (value, size) = listpack_entry(&b[at..])?;
+        let (value, size) = entry(&b[at..])?;
         out.push(value);
-        at += size + backlen_size(size);
+        at += size;
     }
-    let count = u16::from_le_bytes(b.get(4..6)?.try_into().ok()?);
+    let count = u16::from_le_bytes(b.get(first - 2..first)?.try_into().ok()?);
     (at + 1 == b.len() && (count == u16::MAX || usize::from(count) == out.len())).then_some(out)
+}
+
+/// An integer entry's value (its decimal text) and size.
+fn int(n: i64, size: usize) -> Option<(Vec<u8>, usize)> {
+    Some((n.to_string().into_bytes(), size))
+}
+
+/// A string entry's value, `len` bytes after a `header`, and its size.
+fn string(b: &[u8], header: usize, len: usize) -> Option<(Vec<u8>, usize)> {
+    let end = header.checked_add(len)?;
+    Some((b.get(header..end)?.to_vec(), end))
 }
 
 /// One listpack entry's value and the size of its encoding and data.
 fn listpack_entry(b: &[u8]) -> Option<(Vec<u8>, usize)> {
     let first = *b.first()?;
-    let int = |n: i64, size: usize| Some((n.to_string().into_bytes(), size));
-    let string = |header: usize, len: usize| {
-        let end = header.checked_add(len)?;
-        Some((b.get(header..end)?.to_vec(), end))
-    };
     match first {
         0x00..=0x7f => int(i64::from(first), 1),
-        0x80..=0xbf => string(1, usize::from(first & 0x3f)),
+        0x80..=0xbf => string(b, 1, usize::from(first & 0x3f)),
         0xc0..=0xdf => {
             let n = i64::from(first & 0x1f) << 8 | i64::from(*b.get(1)?);
             int(if n >= 1 << 12 { n - (1 << 13) } else { n }, 2)
         }
-        0xe0..=0xef => string(2, usize::from(first & 0x0f) << 8 | usize::from(*b.get(1)?)),
+        0xe0..=0xef => string(
+            b,
+            2,
+            usize::from(first & 0x0f) << 8 | usize::from(*b.get(1)?),
+        ),
         0xf0 => string(
+            b,
             5,
             u32::from_le_bytes(b.get(1..5)?.try_into().ok()?) as usize,
         ),
@@ -107,34 +132,25 @@ fn le_signed(b: &[u8]) -> i64 {
 /// The entries of a ziplist (Redis 6 and older): total length (u32), offset of the tail (u32),
 /// count (u16), entries each starting with the previous entry's length, and `0xff`.
 pub(crate) fn ziplist(b: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let total = u32::from_le_bytes(b.get(0..4)?.try_into().ok()?) as usize;
-    if total != b.len() || b.last() != Some(&0xff) {
-        return None;
-    }
-    let mut at = 10;
-    let mut out = Vec::new();
-    while *b.get(at)? != 0xff {
-        at += if b[at] == 0xfe { 5 } else { 1 };
-        let (value, size) = ziplist_entry(b.get(at..)?)?;
-        out.push(value);
-        at += size;
-    }
-    let count = u16::from_le_bytes(b.get(8..10)?.try_into().ok()?);
-    (at + 1 == b.len() && (count == u16::MAX || usize::from(count) == out.len())).then_some(out)
+    entries(b, 10, |e| {
+        let skip = if e[0] == 0xfe { 5 } else { 1 };
+        let (value, size) = ziplist_entry(e.get(skip..)?)?;
+        Some((value, skip + size))
+    })
 }
 
 /// One ziplist entry (after its previous-length field): its value and size.
 fn ziplist_entry(b: &[u8]) -> Option<(Vec<u8>, usize)> {
     let first = *b.first()?;
-    let int = |n: i64, size: usize| Some((n.to_string().into_bytes(), size));
-    let string = |header: usize, len: usize| {
-        let end = header.checked_add(len)?;
-        Some((b.get(header..end)?.to_vec(), end))
-    };
     match first {
-        0x00..=0x3f => string(1, usize::from(first)),
-        0x40..=0x7f => string(2, usize::from(first & 0x3f) << 8 | usize::from(*b.get(1)?)),
+        0x00..=0x3f => string(b, 1, usize::from(first)),
+        0x40..=0x7f => string(
+            b,
+            2,
+            usize::from(first & 0x3f) << 8 | usize::from(*b.get(1)?),
+        ),
         0x80 => string(
+            b,
             5,
             u32::from_be_bytes(b.get(1..5)?.try_into().ok()?) as usize,
         ),
